@@ -1,0 +1,63 @@
+#!/usr/bin/env node
+// Runs every test/**/*.test.ts with node:test through tsx: first on SQLite, then again on
+// PostgreSQL when DATABASE_URL is set. Prints node:test's summary for each run and, last, one
+// closing line "N passed, N failed" over both.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+const only = process.argv.slice(2);
+
+function findTests(dir) {
+  const out = [];
+  for (const name of readdirSync(dir)) {
+    const p = path.join(dir, name);
+    if (name === 'node_modules' || name === 'fixtures') continue;
+    if (statSync(p).isDirectory()) out.push(...findTests(p));
+    else if (name.endsWith('.test.ts')) out.push(p);
+  }
+  return out.sort();
+}
+
+let files = findTests(path.join(root, 'test'));
+if (only.length) files = files.filter((f) => only.some((o) => f.includes(o)));
+
+function run(label, env) {
+  return new Promise((resolve) => {
+    const tmp = mkdtempSync(path.join(os.tmpdir(), 'berth-tap-'));
+    const tap = path.join(tmp, 'out.tap');
+    console.log(`\n=== ${label}: ${files.length} test files ===`);
+    const args = [
+      '--import', 'tsx',
+      '--test',
+      `--test-concurrency=${process.env.BERTH_TEST_CONCURRENCY ?? 2}`,
+      '--test-reporter=spec', '--test-reporter-destination=stdout',
+      '--test-reporter=tap', `--test-reporter-destination=${tap}`,
+      ...files,
+    ];
+    const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', 'inherit', 'inherit'] });
+    child.on('exit', (code) => {
+      let pass = 0, fail = 0;
+      try {
+        const text = readFileSync(tap, 'utf8');
+        pass = Number(/^# pass (\d+)/m.exec(text)?.[1] ?? 0);
+        fail = Number(/^# fail (\d+)/m.exec(text)?.[1] ?? 0);
+      } catch { fail = fail || 1; }
+      rmSync(tmp, { recursive: true, force: true });
+      console.log(`=== ${label}: ${pass} passed, ${fail} failed (exit ${code}) ===`);
+      resolve({ pass, fail, code });
+    });
+  });
+}
+
+const base = { ...process.env };
+delete base.DATABASE_URL;
+const results = [await run('sqlite', base)];
+if (process.env.DATABASE_URL) results.push(await run('postgres', { ...process.env }));
+const pass = results.reduce((a, r) => a + r.pass, 0);
+const fail = results.reduce((a, r) => a + r.fail, 0);
+const bad = results.some((r) => r.code !== 0) || fail > 0;
+console.log(`\n${pass} passed, ${fail} failed`);
+process.exit(bad ? 1 : 0);

@@ -1,0 +1,180 @@
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyError } from 'fastify';
+import { randomString } from './lib/ids.js';
+import { Keyring } from './lib/crypto.js';
+import { createLogger } from './lib/logger.js';
+import { publicUrlOf, resolveSecretKey, type Config } from './config.js';
+import type { AppContext } from './context.js';
+import { migrateToLatest, openDatabase, type Database } from './db/client.js';
+import { AppError, ERROR_STATUS, type ErrorCode } from './http/errors.js';
+import { registerModules, type ModuleDef, type RouteInfo } from './http/route.js';
+import { describeAjvError, installValidators } from './http/validation.js';
+import { JobQueue } from './jobs/queue.js';
+import { LeaderLease, Scheduler } from './jobs/leader.js';
+import { areaModules } from './modules/index.js';
+import { metaModule } from './modules/meta/meta.routes.js';
+import type { Logger } from 'pino';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    berth: {
+      ctx: AppContext;
+      routes: RouteInfo[];
+      modules: ModuleDef[];
+      database: Database;
+      /** Starts the jobs worker, the scheduler and every module's background work. */
+      startBackground(): Promise<void>;
+    };
+  }
+}
+
+const STATUS_CODES: Record<number, ErrorCode> = {
+  400: 'VALIDATION_FAILED',
+  401: 'UNAUTHENTICATED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  409: 'CONFLICT',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  429: 'RATE_LIMITED',
+};
+
+export interface BuildOptions {
+  logger?: Logger;
+  /** Extra modules (tests). */
+  modules?: ModuleDef[];
+}
+
+/** Builds the Fastify instance with every module registered; does not listen (tests use it). */
+export async function buildApp(config: Config, opts: BuildOptions = {}): Promise<FastifyInstance> {
+  const log = opts.logger ?? createLogger(config.logLevel);
+  const keyring = new Keyring(resolveSecretKey(config), config.previousSecretKeys);
+  const database = openDatabase({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
+  try {
+    await migrateToLatest(database.db);
+  } catch (e) {
+    await database.close();
+    throw e;
+  }
+
+  const app = Fastify({
+    loggerInstance: log as unknown as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
+    genReqId: () => `req_${randomString(16)}`,
+    bodyLimit: 1024 * 1024,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { maxParamLength: 500 },
+  });
+  installValidators(app);
+
+  // JSON bodies: the default secure parser (`__proto__` and `constructor.prototype` keys are refused),
+  // and an empty body is no body rather than an error.
+  const jsonParser = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    if (body === '' || (typeof body === 'string' && body.trim() === '')) return done(null, undefined);
+    jsonParser(req, body as string, done);
+  });
+
+  const instanceId = `ins_${randomString(12)}`;
+  const jobs = new JobQueue(database.db, database.dialect, instanceId, log);
+  const scheduler = new Scheduler(new LeaderLease(database.db, 'scheduler', instanceId, log), log);
+  const ctx: AppContext = {
+    config,
+    db: database.db,
+    dialect: database.dialect,
+    keyring,
+    log,
+    jobs,
+    scheduler,
+    instanceId,
+    publicUrl() {
+      const addr = app.server.address();
+      const port = addr && typeof addr === 'object' ? addr.port : config.port;
+      return publicUrlOf(config, port);
+    },
+  };
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+  });
+
+  app.setErrorHandler((err: FastifyError | AppError, req, reply) => {
+    let status: number;
+    let code: ErrorCode;
+    let message: string;
+    let field: string | undefined;
+    if (err instanceof AppError) {
+      status = err.status;
+      code = err.code;
+      message = err.message;
+      field = err.field;
+      if (err.retryAfterSeconds !== undefined) reply.header('retry-after', String(err.retryAfterSeconds));
+      if (err.headers) reply.headers(err.headers);
+    } else if ((err as FastifyError).validation) {
+      const e = err as FastifyError;
+      const first = e.validation![0]!;
+      const d = describeAjvError(first as never, e.validationContext);
+      status = 400;
+      code = 'VALIDATION_FAILED';
+      message = d.message;
+      field = d.field;
+    } else if ((err as FastifyError).statusCode && (err as FastifyError).statusCode! < 500) {
+      const e = err as FastifyError;
+      status = e.statusCode!;
+      code = STATUS_CODES[status] ?? 'VALIDATION_FAILED';
+      if (!STATUS_CODES[status]) status = ERROR_STATUS[code];
+      message =
+        e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+          ? `unsupported content type ${req.headers['content-type'] ?? '(none)'}`
+          : e.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
+            ? 'request body is too large'
+            : e.message.replace(/^FST_\w+:?\s*/, '');
+      if (status === 429) reply.header('retry-after', reply.getHeader('retry-after') ?? '60');
+    } else {
+      req.log.error({ err }, 'unhandled error');
+      status = 500;
+      code = 'INTERNAL';
+      message = 'internal error; the request id ties it to the server log';
+    }
+    if (reply.sent || reply.raw.headersSent) return;
+    reply
+      .code(status)
+      .type('application/json')
+      .send({ error: { code, message, ...(field ? { field } : {}), requestId: req.id } });
+  });
+
+  app.setNotFoundHandler((req, reply) => {
+    reply.code(404).send({ error: { code: 'NOT_FOUND', message: `no route ${req.method} ${req.url.split('?')[0]}`, requestId: req.id } });
+  });
+
+  const modules: ModuleDef[] = [];
+  modules.push(metaModule(() => modules), ...areaModules, ...(opts.modules ?? []));
+  for (const m of modules) await m.init?.(ctx);
+  const routes = registerModules(app, ctx, modules);
+
+  let started = false;
+  app.decorate('berth', {
+    ctx,
+    routes,
+    modules,
+    database,
+    async startBackground() {
+      if (started) return;
+      started = true;
+      jobs.start();
+      scheduler.start();
+      for (const m of modules) await m.start?.(ctx);
+    },
+  });
+
+  app.addHook('onClose', async () => {
+    if (started) {
+      for (const m of [...modules].reverse()) await m.stop?.(ctx);
+      await scheduler.stop();
+      await jobs.stop();
+    }
+    await database.close();
+  });
+
+  return app;
+}

@@ -1,0 +1,159 @@
+#!/usr/bin/env node
+import { Command, Option } from 'commander';
+import { ConfigError, loadConfig } from '../config.js';
+import { migrateToLatest, openDatabase } from '../db/client.js';
+import { AppError } from '../http/errors.js';
+import { LockHeldError } from '../lib/lockfile.js';
+import { adminCreateUser } from '../modules/auth/auth.service.js';
+import { serveForever } from '../server.js';
+import { ApiError, apiClient, readClientConfig, savedClient, writeClientConfig } from './client.js';
+import { promptHidden, readStdin } from './prompt.js';
+
+const program = new Command();
+program.name('berth').description('Berth: a self-hostable deployment platform').version('0.1.0');
+
+function fail(e: unknown): never {
+  if (e instanceof ApiError) console.error(`error: ${e.message}${e.field ? ` (${e.field})` : ''} [${e.code}]`);
+  else if (e instanceof AppError) console.error(`error: ${e.message}${e.field ? ` (${e.field})` : ''}`);
+  else console.error(`error: ${(e as Error)?.message ?? e}`);
+  process.exit(1);
+}
+
+program
+  .command('serve')
+  .description('run the API server (and the edge proxy and workers)')
+  .option('--host <host>', 'listen address of the API (BERTH_HOST)')
+  .option('--port <port>', 'API port; 0 picks a free one (BERTH_PORT)')
+  .option('--data-dir <dir>', 'SQLite file, secret key, uploads, builds, volumes (BERTH_DATA_DIR)')
+  .addOption(new Option('--mode <mode>', 'self-hosted or cloud (BERTH_MODE)').choices(['self-hosted', 'cloud']))
+  .option('--edge-port <port>', 'port of the edge proxy (BERTH_EDGE_PORT)')
+  .action(async (opts) => {
+    try {
+      await serveForever(loadConfig(opts));
+    } catch (e) {
+      if (e instanceof ConfigError || e instanceof LockHeldError) {
+        console.error(`error: ${e.message}`);
+        process.exit(1);
+      }
+      if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+        console.error(`error: ${(e as Error).message}: another program is using that port (pick another with --port)`);
+        process.exit(1);
+      }
+      fail(e);
+    }
+  });
+
+const admin = program.command('admin').description('operator commands (work while the server runs)');
+admin
+  .command('create-user')
+  .description('create a user (and an org, or join one) and print {"userId","orgId","token"}')
+  .option('--data-dir <dir>', 'data dir of the instance (BERTH_DATA_DIR)')
+  .requiredOption('--email <email>', 'email address')
+  .option('--password <password>', 'password (none: the user signs in with the printed token only)')
+  .option('--name <name>', 'display name')
+  .option('--org <orgId>', 'join this org instead of making a new one')
+  .addOption(new Option('--role <role>', 'role in --org').choices(['owner', 'admin', 'member', 'restricted']))
+  .option('--team', 'make the new org a team')
+  .action(async (opts) => {
+    try {
+      const config = loadConfig({ dataDir: opts.dataDir });
+      const database = openDatabase({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
+      try {
+        await migrateToLatest(database.db);
+        const out = await adminCreateUser(
+          { db: database.db },
+          { email: opts.email, password: opts.password, name: opts.name, orgId: opts.org, role: opts.role, team: !!opts.team },
+        );
+        process.stdout.write(JSON.stringify(out) + '\n');
+      } finally {
+        await database.close();
+      }
+    } catch (e) {
+      fail(e);
+    }
+  });
+
+program
+  .command('login')
+  .description('sign in to a Berth server and save a personal access token in ~/.config/berth/')
+  .requiredOption('--server <url>', 'the server, e.g. http://127.0.0.1:7300')
+  .requiredOption('--email <email>', 'your email')
+  .option('--password-stdin', 'read the password from standard input')
+  .action(async (opts) => {
+    try {
+      const password = opts.passwordStdin ? await readStdin() : await promptHidden('Password: ');
+      const server = String(opts.server).replace(/\/+$/, '');
+      const res = await fetch(`${server}/api/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: opts.email, password }),
+      });
+      const body = (await res.json().catch(() => ({}))) as any;
+      if (!res.ok) throw new ApiError(res.status, body?.error?.code ?? 'HTTP_' + res.status, body?.error?.message ?? res.statusText);
+      const cookie = (res.headers.get('set-cookie') ?? '').split(';')[0]!;
+      const client = apiClient(server);
+      const host = (await import('node:os')).hostname();
+      const tok = await client.request<{ token: string }>('POST', '/api/auth/tokens', { name: `cli on ${host}`.slice(0, 100) }, { cookie, origin: new URL(server).origin });
+      await fetch(`${server}/api/auth/logout`, { method: 'POST', headers: { cookie, origin: new URL(server).origin } }).catch(() => {});
+      writeClientConfig({ ...readClientConfig(), server, token: tok.token, email: opts.email });
+      console.log(`logged in to ${server} as ${body.data?.user?.email ?? opts.email}`);
+    } catch (e) {
+      fail(e);
+    }
+  });
+
+program
+  .command('whoami')
+  .description('show the signed-in user, org and role')
+  .action(async () => {
+    try {
+      const me = await savedClient().request<any>('GET', '/api/auth/me');
+      console.log(`${me.user.email} in ${me.org?.name ?? '?'} (${me.org?.id ?? '?'}) as ${me.role}`);
+    } catch (e) {
+      fail(e);
+    }
+  });
+
+const token = program.command('token').description('personal access tokens');
+token
+  .command('create')
+  .description('create a personal access token and print it (shown once)')
+  .requiredOption('--name <name>', 'a name to recognise it by')
+  .option('--expires-in-days <days>', 'lifetime in days', (v) => Number(v))
+  .option('--scopes <tags...>', 'narrow it to these permission tags, e.g. project:read')
+  .action(async (opts) => {
+    try {
+      const t = await savedClient().request<{ token: string }>('POST', '/api/auth/tokens', {
+        name: opts.name,
+        ...(opts.expiresInDays ? { expiresInDays: opts.expiresInDays } : {}),
+        ...(opts.scopes ? { scopes: opts.scopes } : {}),
+      });
+      console.log(t.token);
+    } catch (e) {
+      fail(e);
+    }
+  });
+token
+  .command('list')
+  .description('list your tokens (no secrets)')
+  .action(async () => {
+    try {
+      const list = await savedClient().request<any[]>('GET', '/api/auth/tokens');
+      for (const t of list) console.log(`${t.id}  ${t.prefix}…  ${t.name}${t.revokedAt ? '  (revoked)' : ''}${t.expiresAt ? `  expires ${t.expiresAt}` : ''}`);
+    } catch (e) {
+      fail(e);
+    }
+  });
+token
+  .command('revoke <id>')
+  .description('revoke one of your tokens')
+  .action(async (id: string) => {
+    try {
+      await savedClient().request('DELETE', `/api/auth/tokens/${encodeURIComponent(id)}`);
+      console.log(`revoked ${id}`);
+    } catch (e) {
+      fail(e);
+    }
+  });
+
+await program.parseAsync(process.argv);

@@ -1,0 +1,157 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+
+export type Mode = 'self-hosted' | 'cloud';
+
+export interface GithubConfig {
+  apiUrl: string;
+  webUrl: string;
+  appId?: string;
+  appSlug?: string;
+  appPrivateKey?: string;
+  clientId?: string;
+  clientSecret?: string;
+  webhookSecret?: string;
+}
+
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  mode: Mode;
+  databaseUrl?: string;
+  /** base64 32-byte key from BERTH_SECRET_KEY; when unset it is generated into <dataDir>/secret.key. */
+  secretKey?: Buffer;
+  previousSecretKeys: Buffer[];
+  publicUrl?: string;
+  edgeHost: string;
+  edgePort: number;
+  appsDomain: string;
+  cloudUrl?: string;
+  cloudToken?: string;
+  localRoots: string[];
+  github: GithubConfig;
+  ghBin: string;
+  webhookRateLimit: number;
+  logLevel: string;
+  /** Start the jobs worker and the scheduler (tests may turn them off). */
+  workers: boolean;
+}
+
+export interface ServeFlags {
+  host?: string;
+  port?: string | number;
+  dataDir?: string;
+  mode?: string;
+  edgePort?: string | number;
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+function parsePort(value: string | number | undefined, name: string, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  const n = typeof value === 'number' ? value : Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new ConfigError(`${name} must be a port number from 0 to 65535 (got "${value}")`);
+  return n;
+}
+
+export function parseSecretKey(value: string, name = 'BERTH_SECRET_KEY'): Buffer {
+  const trimmed = value.trim();
+  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(trimmed)) throw new ConfigError(`${name} must be base64 of 32 random bytes (generate one with: openssl rand -base64 32)`);
+  const key = Buffer.from(trimmed, 'base64');
+  if (key.length < 32) throw new ConfigError(`${name} is too short: it decodes to ${key.length} bytes, it must be 32 (generate one with: openssl rand -base64 32)`);
+  if (key.length > 32) throw new ConfigError(`${name} is too long: it decodes to ${key.length} bytes, it must be 32`);
+  return key;
+}
+
+/** Flags win over environment variables, which win over defaults (contract section 1). */
+export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = process.env): Config {
+  const host = flags.host ?? env.BERTH_HOST ?? '127.0.0.1';
+  const port = parsePort(flags.port ?? env.BERTH_PORT, 'port', 7300);
+  const dataDir = path.resolve(flags.dataDir ?? env.BERTH_DATA_DIR ?? './.berth');
+  const modeRaw = flags.mode ?? env.BERTH_MODE ?? 'self-hosted';
+  if (modeRaw !== 'self-hosted' && modeRaw !== 'cloud') throw new ConfigError(`mode must be "self-hosted" or "cloud" (got "${modeRaw}")`);
+  const edgePort = parsePort(flags.edgePort ?? env.BERTH_EDGE_PORT, 'edge port', 7380);
+  const databaseUrl = env.DATABASE_URL || undefined;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://');
+  const secretKey = env.BERTH_SECRET_KEY ? parseSecretKey(env.BERTH_SECRET_KEY) : undefined;
+  const previousSecretKeys = (env.BERTH_SECRET_KEY_PREVIOUS ?? '')
+    .split(',')
+    .filter((s) => s.trim())
+    .map((s) => parseSecretKey(s, 'BERTH_SECRET_KEY_PREVIOUS'));
+  const rate = Number(env.BERTH_WEBHOOK_RATE_LIMIT ?? 30);
+  if (!Number.isInteger(rate) || rate < 1) throw new ConfigError('BERTH_WEBHOOK_RATE_LIMIT must be a positive whole number');
+  let appPrivateKey = env.BERTH_GITHUB_APP_PRIVATE_KEY || undefined;
+  if (!appPrivateKey && env.BERTH_GITHUB_APP_PRIVATE_KEY_FILE) {
+    try {
+      appPrivateKey = readFileSync(env.BERTH_GITHUB_APP_PRIVATE_KEY_FILE, 'utf8');
+    } catch (e) {
+      throw new ConfigError(`cannot read BERTH_GITHUB_APP_PRIVATE_KEY_FILE: ${(e as Error).message}`);
+    }
+  }
+  const trimSlash = (u: string) => u.replace(/\/+$/, '');
+  return {
+    host,
+    port,
+    dataDir,
+    mode: modeRaw,
+    databaseUrl,
+    secretKey,
+    previousSecretKeys,
+    publicUrl: env.BERTH_PUBLIC_URL ? trimSlash(env.BERTH_PUBLIC_URL) : undefined,
+    edgeHost: env.BERTH_EDGE_HOST ?? host,
+    edgePort,
+    appsDomain: env.BERTH_APPS_DOMAIN || 'localhost',
+    cloudUrl: env.BERTH_CLOUD_URL ? trimSlash(env.BERTH_CLOUD_URL) : undefined,
+    cloudToken: env.BERTH_CLOUD_TOKEN || undefined,
+    localRoots: (env.BERTH_LOCAL_ROOTS ? env.BERTH_LOCAL_ROOTS.split(':').filter(Boolean) : [path.join(dataDir, 'local')]).map((p) => path.resolve(p)),
+    github: {
+      apiUrl: trimSlash(env.BERTH_GITHUB_API_URL || 'https://api.github.com'),
+      webUrl: trimSlash(env.BERTH_GITHUB_WEB_URL || 'https://github.com'),
+      appId: env.BERTH_GITHUB_APP_ID || undefined,
+      appSlug: env.BERTH_GITHUB_APP_SLUG || undefined,
+      appPrivateKey,
+      clientId: env.BERTH_GITHUB_CLIENT_ID || undefined,
+      clientSecret: env.BERTH_GITHUB_CLIENT_SECRET || undefined,
+      webhookSecret: env.BERTH_GITHUB_WEBHOOK_SECRET || undefined,
+    },
+    ghBin: env.BERTH_GH_BIN || 'gh',
+    webhookRateLimit: rate,
+    logLevel: env.BERTH_LOG_LEVEL || 'info',
+    workers: true,
+  };
+}
+
+/** The public base URL: BERTH_PUBLIC_URL, else http://<host>:<port> of the bound server. */
+export function publicUrlOf(config: Config, boundPort?: number): string {
+  if (config.publicUrl) return config.publicUrl;
+  const h = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  const hostPart = h.includes(':') ? `[${h}]` : h;
+  return `http://${hostPart}:${boundPort ?? config.port}`;
+}
+
+/**
+ * Reads the secret key: from the config, else from <dataDir>/secret.key, else generates one there
+ * (mode 0600). A malformed key file stops start-up with a clear message.
+ */
+export function resolveSecretKey(config: Config): Buffer {
+  if (config.secretKey) return config.secretKey;
+  mkdirSync(config.dataDir, { recursive: true });
+  const file = path.join(config.dataDir, 'secret.key');
+  if (existsSync(file)) return parseSecretKey(readFileSync(file, 'utf8'), file);
+  const key = randomBytes(32);
+  try {
+    writeFileSync(file, key.toString('base64') + '\n', { mode: 0o600, flag: 'wx' });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return parseSecretKey(readFileSync(file, 'utf8'), file);
+    throw e;
+  }
+  chmodSync(file, 0o600);
+  return key;
+}

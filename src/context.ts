@@ -1,0 +1,25 @@
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import type { Db, Dialect } from './db/client.js';
+import type { Keyring } from './lib/crypto.js';
+import type { JobQueue } from './jobs/queue.js';
+import type { Scheduler } from './jobs/leader.js';
+
+/**
+ * What services need from the running program. Built once by buildApp(); services take the parts
+ * they need (`{ db, actor, ... }`) and never see HTTP types.
+ */
+export interface AppContext {
+  config: Config;
+  db: Db;
+  dialect: Dialect;
+  keyring: Keyring;
+  log: Logger;
+  jobs: JobQueue;
+  /** Leader-only periodic work (cron schedules, sweeps). */
+  scheduler: Scheduler;
+  /** BERTH_PUBLIC_URL, else http://<host>:<bound port>. */
+  publicUrl(): string;
+  /** Unique per running process; used for leases and job locks. */
+  instanceId: string;
+}

@@ -1,0 +1,59 @@
+import type { FastifyRequest } from 'fastify';
+import type { Actor } from '../authz/actor.js';
+import type { AppContext } from '../context.js';
+import { actorFromBearer, actorFromSession } from '../modules/auth/auth.service.js';
+import { AppError } from './errors.js';
+
+export const SESSION_COOKIE = 'berth_session';
+
+export function parseCookies(header: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!header) return out;
+  for (const part of header.split(';')) {
+    const i = part.indexOf('=');
+    if (i < 0) continue;
+    const k = part.slice(0, i).trim();
+    const v = part.slice(i + 1).trim();
+    if (!k || k in out) continue;
+    try {
+      out[k] = decodeURIComponent(v);
+    } catch {
+      out[k] = v;
+    }
+  }
+  return out;
+}
+
+/**
+ * Resolves the request's credential to an actor. A bearer header wins over a cookie. A credential
+ * that is present but malformed, unknown, expired or revoked is 401 at once; no credential is null.
+ */
+export async function authenticateRequest(ctx: AppContext, req: FastifyRequest): Promise<Actor | null> {
+  const header = req.headers.authorization;
+  if (header !== undefined) {
+    const m = /^Bearer ([A-Za-z0-9_\-.~+/]+=*)$/.exec(header.trim());
+    if (!m) throw new AppError('UNAUTHENTICATED', 'malformed Authorization header: expected "Bearer <token>"');
+    const actor = await actorFromBearer(ctx, m[1]!);
+    if (!actor) throw new AppError('UNAUTHENTICATED', 'invalid, expired or revoked token');
+    return actor;
+  }
+  const cookie = parseCookies(req.headers.cookie)[SESSION_COOKIE];
+  if (cookie) {
+    const actor = await actorFromSession(ctx, cookie);
+    if (!actor) throw new AppError('UNAUTHENTICATED', 'session expired or signed out');
+    return actor;
+  }
+  return null;
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** Cookie-authenticated unsafe requests must carry an Origin equal to the public URL's origin. */
+export function checkCsrf(ctx: AppContext, req: FastifyRequest, actor: Actor): void {
+  if (actor.via !== 'session' || SAFE_METHODS.has(req.method)) return;
+  const origin = req.headers.origin;
+  const expected = new URL(ctx.publicUrl()).origin;
+  if (!origin || origin !== expected) {
+    throw new AppError('FORBIDDEN', `cross-site request refused: the Origin header must be ${expected}`);
+  }
+}

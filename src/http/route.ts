@@ -1,0 +1,226 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Static, TSchema } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
+import type { Actor } from '../authz/actor.js';
+import { authorize, scopesAllow, type ResourceRef } from '../authz/authorize.js';
+import { isTag, parseTag } from '../authz/tags.js';
+import type { AppContext } from '../context.js';
+import { AppError } from './errors.js';
+import { authenticateRequest, checkCsrf } from './auth.js';
+
+/**
+ * How a route is reached:
+ * - `tag` (default): authenticated, and the actor must hold `tag` (on the route's resource, if any);
+ * - `member`: any member of the active org, whatever the role (the four open permission routes);
+ *   the tag still narrows scoped tokens;
+ * - `authenticated`: any signed-in user (own account, own tokens);
+ * - `public`: no credential (health, login, inbound webhooks).
+ */
+export type Access = 'tag' | 'member' | 'authenticated' | 'public';
+
+/** The record a route acts on: resolved from a path parameter, scoped to the actor's org. */
+export interface RouteResource {
+  kind: string;
+  param: string;
+}
+
+export interface ResolvedResource extends ResourceRef {
+  kind: string;
+  id: string;
+  record?: unknown;
+}
+
+export type ResourceResolver = (ctx: AppContext, orgId: string, id: string) => Promise<ResolvedResource | null>;
+
+export interface RouteSchemas {
+  params?: TSchema;
+  querystring?: TSchema;
+  body?: TSchema;
+  response?: TSchema;
+}
+
+type S<T> = T extends TSchema ? Static<T> : undefined;
+
+export interface HandlerInput<Sc extends RouteSchemas> {
+  params: S<Sc['params']>;
+  query: S<Sc['querystring']>;
+  body: S<Sc['body']>;
+  /** Non-null on every route that is not public. */
+  actor: Actor;
+  resource: ResolvedResource | undefined;
+  req: FastifyRequest;
+  reply: FastifyReply;
+}
+
+export interface RouteDef<Sc extends RouteSchemas = RouteSchemas> {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  url: string;
+  summary: string;
+  tag?: string;
+  access?: Access;
+  /** Additionally require the owner or admin role (admin-gated permission routes). */
+  gate?: 'admin';
+  resource?: RouteResource;
+  selfHostedOnly?: boolean;
+  /** Success status (default 200). */
+  status?: number;
+  /** The handler writes the reply itself (SSE, streams, redirects). */
+  raw?: boolean;
+  bodyLimit?: number;
+  schema?: Sc;
+  handler(input: HandlerInput<Sc>, ctx: AppContext): Promise<unknown> | unknown;
+}
+
+/** Identity function that gives a route definition its types. */
+export function defineRoute<Sc extends RouteSchemas>(def: RouteDef<Sc>): RouteDef<Sc> {
+  return def;
+}
+
+/** A handler's answer that is not the plain `{ data }` envelope. */
+export class Answer {
+  constructor(
+    readonly body: unknown,
+    readonly status?: number,
+    readonly headers?: Record<string, string>,
+  ) {}
+}
+
+export interface ModuleDef {
+  name: string;
+  routes: RouteDef<any>[];
+  resolvers?: Record<string, ResourceResolver>;
+  /** Registers job handlers and scheduled tickers; runs in buildApp(). */
+  init?(ctx: AppContext): void | Promise<void>;
+  /** Starts background work (after listen, in `berth serve` and tests that ask for it). */
+  start?(ctx: AppContext): void | Promise<void>;
+  /** Stops background work (before the database closes). */
+  stop?(ctx: AppContext): void | Promise<void>;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    actor: Actor | null;
+    resource?: ResolvedResource;
+  }
+  interface FastifyContextConfig {
+    berth?: RouteDef<any>;
+  }
+}
+
+/** Metadata of a registered route, as data (tests and the OpenAPI document walk it). */
+export interface RouteInfo {
+  method: string;
+  url: string;
+  summary: string;
+  tag: string | null;
+  access: Access;
+  gate: 'admin' | null;
+  resource: RouteResource | null;
+  selfHostedOnly: boolean;
+}
+
+export function routeInfo(def: RouteDef<any>): RouteInfo {
+  return {
+    method: def.method,
+    url: def.url,
+    summary: def.summary,
+    tag: def.tag ?? null,
+    access: def.access ?? 'tag',
+    gate: def.gate ?? null,
+    resource: def.resource ?? null,
+    selfHostedOnly: !!def.selfHostedOnly,
+  };
+}
+
+function checkDefinition(def: RouteDef<any>): void {
+  const access = def.access ?? 'tag';
+  if ((access === 'tag' || access === 'member') && (!def.tag || !isTag(def.tag))) {
+    throw new Error(`route ${def.method} ${def.url} must declare a permission tag`);
+  }
+  if (def.tag && !isTag(def.tag)) throw new Error(`route ${def.method} ${def.url}: bad tag ${def.tag}`);
+}
+
+/**
+ * Registers every module's routes. Each route's gate runs in its onRequest hook, before the body
+ * is read: self-hosted-only check, authentication, CSRF, role gate, tag and resource authorization.
+ */
+export function registerModules(app: FastifyInstance, ctx: AppContext, modules: ModuleDef[]): RouteInfo[] {
+  const resolvers = new Map<string, ResourceResolver>();
+  for (const m of modules) for (const [k, fn] of Object.entries(m.resolvers ?? {})) resolvers.set(k, fn);
+  const infos: RouteInfo[] = [];
+
+  for (const m of modules) {
+    for (const def of m.routes) {
+      checkDefinition(def);
+      if (def.resource && !resolvers.has(def.resource.kind)) throw new Error(`no resolver for resource kind ${def.resource.kind}`);
+      infos.push(routeInfo(def));
+      const access = def.access ?? 'tag';
+      const status = def.status ?? 200;
+      const schema: Record<string, unknown> = {};
+      if (def.schema?.params) schema.params = def.schema.params;
+      if (def.schema?.querystring) schema.querystring = def.schema.querystring;
+      if (def.schema?.body) schema.body = def.schema.body;
+      if (def.schema?.response) schema.response = { [status]: Type.Object({ data: def.schema.response }) };
+
+      app.route({
+        method: def.method,
+        url: def.url,
+        schema,
+        bodyLimit: def.bodyLimit,
+        config: { berth: def },
+        onRequest: async (req) => {
+          if (def.selfHostedOnly && ctx.config.mode === 'cloud') throw new AppError('NOT_FOUND', 'route not found');
+          if (access === 'public') {
+            req.actor = null;
+            return;
+          }
+          const actor = await authenticateRequest(ctx, req);
+          if (!actor) throw new AppError('UNAUTHENTICATED', 'authentication required: send a bearer token or a session cookie');
+          checkCsrf(ctx, req, actor);
+          req.actor = actor;
+          if (access === 'authenticated') return;
+          if (def.gate === 'admin' && actor.role !== 'owner' && actor.role !== 'admin') {
+            throw new AppError('FORBIDDEN', 'only an owner or admin of the organization can do this');
+          }
+          const tag = parseTag(def.tag!);
+          if (access === 'member') {
+            // Any member passes the role check; a scoped token must still cover the tag.
+            if (!scopesAllow(actor, tag)) {
+              throw new AppError('FORBIDDEN', `this token's scopes do not cover ${def.tag}`);
+            }
+            return;
+          }
+          if (def.resource) {
+            const id = (req.params as Record<string, string>)[def.resource.param] ?? '';
+            const resolved = await resolvers.get(def.resource.kind)!(ctx, actor.orgId, id);
+            authorize(actor, tag, resolved, def.resource.kind.replace(/_/g, ' '));
+            req.resource = resolved!;
+          } else {
+            authorize(actor, tag, undefined);
+          }
+        },
+        handler: async (req, reply) => {
+          const out = await def.handler(
+            {
+              params: req.params as never,
+              query: req.query as never,
+              body: req.body as never,
+              actor: req.actor as Actor,
+              resource: req.resource,
+              req,
+              reply,
+            },
+            ctx,
+          );
+          if (def.raw) return reply;
+          if (out instanceof Answer) {
+            if (out.headers) reply.headers(out.headers);
+            return reply.code(out.status ?? status).send(out.body);
+          }
+          return reply.code(status).send({ data: out === undefined ? null : out });
+        },
+      });
+    }
+  }
+  return infos;
+}

@@ -1,0 +1,18 @@
+import { Type, type ObjectOptions, type TProperties, type TSchema } from '@sinclair/typebox';
+
+/** An object schema that drops unknown fields (Ajv removeAdditional with additionalProperties: false). */
+export function Obj<T extends TProperties>(props: T, opts: ObjectOptions = {}) {
+  return Type.Object(props, { additionalProperties: false, ...opts });
+}
+
+/** A bounded string (every string input has a maximum length). */
+export function Str(opts: { min?: number; max?: number; pattern?: string; format?: string; description?: string } = {}) {
+  return Type.String({ minLength: opts.min, maxLength: opts.max ?? 1024, pattern: opts.pattern, format: opts.format, description: opts.description });
+}
+
+export const Id = Type.String({ minLength: 1, maxLength: 64 });
+export const IdParams = Obj({ id: Id });
+
+export function Nullable<T extends TSchema>(t: T) {
+  return Type.Union([t, Type.Null()]);
+}

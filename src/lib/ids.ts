@@ -1,0 +1,34 @@
+import { randomBytes } from 'node:crypto';
+
+const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
+
+/** Random lowercase base36 string of `length` characters (unbiased). */
+export function randomString(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    const bytes = randomBytes(length * 2);
+    for (const b of bytes) {
+      if (b < 252) out += ALPHABET[b % 36];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+/** App-made text id such as `prj_3k9x...`: a short type prefix and 20 random characters. */
+export function newId(prefix: string): string {
+  return `${prefix}_${randomString(20)}`;
+}
+
+/** URL-safe secret token with a readable prefix, e.g. `berth_pat_...`. */
+export function newSecretToken(prefix: string, bytes = 32): string {
+  return `${prefix}_${randomBytes(bytes).toString('base64url')}`;
+}
+
+export function nowIso(): string {
+  return new Date().toISOString();
+}
+
+export function isoPlus(ms: number, from = Date.now()): string {
+  return new Date(from + ms).toISOString();
+}

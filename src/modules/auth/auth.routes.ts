@@ -1,0 +1,114 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply } from 'fastify';
+import type { AppContext } from '../../context.js';
+import { SESSION_COOKIE } from '../../http/auth.js';
+import { defineRoute, type ModuleDef } from '../../http/route.js';
+import { Id, Obj, Str } from '../../http/schemas.js';
+import * as auth from './auth.service.js';
+
+function sessionCookie(ctx: AppContext, token: string, maxAgeSeconds: number): string {
+  const secure = ctx.publicUrl().startsWith('https:') ? '; Secure' : '';
+  return `${SESSION_COOKIE}=${encodeURIComponent(token)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${secure}`;
+}
+
+function setSession(reply: FastifyReply, ctx: AppContext, token: string): void {
+  reply.header('set-cookie', sessionCookie(ctx, token, Math.floor(auth.SESSION_TTL_MS / 1000)));
+}
+
+const TokenBody = Obj({
+  name: Str({ min: 1, max: 100 }),
+  expiresInDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650 })),
+  scopes: Type.Optional(Type.Array(Str({ max: 100 }), { maxItems: 50 })),
+});
+
+export const authModule: ModuleDef = {
+  name: 'auth',
+  routes: [
+    defineRoute({
+      method: 'POST',
+      url: '/api/auth/signup',
+      summary: 'Create an account and its personal organization; signs in',
+      access: 'public',
+      status: 201,
+      schema: { body: Obj({ email: Str({ min: 3, max: 254 }), password: Str({ min: 1, max: 512 }), name: Type.Optional(Str({ max: 100 })) }) },
+      async handler({ body, reply }, ctx) {
+        const out = await auth.signup(ctx, body);
+        setSession(reply, ctx, out.sessionToken);
+        return { user: out.user, orgId: out.orgId };
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/auth/login',
+      summary: 'Sign in with email and password; sets the session cookie',
+      access: 'public',
+      schema: { body: Obj({ email: Str({ min: 1, max: 254 }), password: Str({ min: 1, max: 512 }) }) },
+      async handler({ body, req, reply }, ctx) {
+        const out = await auth.login(ctx, { ...body, ip: req.ip });
+        setSession(reply, ctx, out.sessionToken);
+        return { user: out.user };
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/auth/logout',
+      summary: 'Sign out: ends the session and clears its cookie',
+      access: 'authenticated',
+      async handler({ actor, reply }, ctx) {
+        await auth.logout(ctx, actor);
+        reply.header('set-cookie', sessionCookie(ctx, '', 0));
+        return { loggedOut: true };
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/auth/me',
+      summary: 'The signed-in user, the active org and role, and every org of the user',
+      access: 'authenticated',
+      async handler({ actor }, ctx) {
+        return auth.me(ctx, actor);
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/auth/switch-org',
+      summary: "Change the session's active org (member orgs only)",
+      access: 'authenticated',
+      schema: { body: Obj({ orgId: Id }) },
+      async handler({ actor, body }, ctx) {
+        return auth.switchOrg(ctx, actor, body.orgId);
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/auth/tokens',
+      summary: 'Create a personal access token bound to the active org (shown once)',
+      access: 'authenticated',
+      status: 201,
+      schema: { body: TokenBody },
+      async handler({ actor, body }, ctx) {
+        return auth.createToken(ctx, actor, body);
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/auth/tokens',
+      summary: 'List your personal access tokens (no secrets)',
+      access: 'authenticated',
+      async handler({ actor }, ctx) {
+        return auth.listTokens(ctx, actor);
+      },
+    }),
+    defineRoute({
+      method: 'DELETE',
+      url: '/api/auth/tokens/:id',
+      summary: 'Revoke one of your personal access tokens',
+      access: 'authenticated',
+      schema: { params: Obj({ id: Id }) },
+      async handler({ actor, params }, ctx) {
+        return auth.revokeToken(ctx, actor, params.id);
+      },
+    }),
+  ],
+};
+

@@ -1,0 +1,31 @@
+import { Answer, defineRoute, type ModuleDef } from '../../http/route.js';
+import { buildOpenApi, VERSION } from './openapi.js';
+
+/** Health and the self-description of the API. `modules` is read when a request comes in. */
+export function metaModule(modules: () => ModuleDef[]): ModuleDef {
+  let doc: Record<string, unknown> | undefined;
+  return {
+    name: 'meta',
+    routes: [
+      defineRoute({
+        method: 'GET',
+        url: '/api/health',
+        summary: 'Liveness and what this instance is',
+        access: 'public',
+        handler(_input, ctx) {
+          return { status: 'ok', mode: ctx.config.mode, version: VERSION, database: ctx.dialect };
+        },
+      }),
+      defineRoute({
+        method: 'GET',
+        url: '/api/openapi.json',
+        summary: 'The OpenAPI document: every route with its permission tag',
+        access: 'public',
+        handler(_input, ctx) {
+          doc ??= buildOpenApi(modules(), ctx.config.mode);
+          return new Answer(doc);
+        },
+      }),
+    ],
+  };
+}

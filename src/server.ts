@@ -1,0 +1,69 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.js';
+import type { Config } from './config.js';
+import { acquireDirLock } from './lib/lockfile.js';
+
+export interface RunningServer {
+  app: FastifyInstance;
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * `berth serve`: takes the data dir's lock, builds the app, listens, starts the workers and the
+ * scheduler, and prints `api listening on http://HOST:PORT`.
+ */
+export async function startServer(config: Config, print: (line: string) => void = (l) => console.log(l)): Promise<RunningServer> {
+  const release = acquireDirLock(config.dataDir);
+  let app: FastifyInstance;
+  try {
+    app = await buildApp(config);
+    await app.listen({ host: config.host, port: config.port });
+  } catch (e) {
+    release();
+    throw e;
+  }
+  const addr = app.server.address();
+  const port = addr && typeof addr === 'object' ? addr.port : config.port;
+  const hostPart = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `http://${hostPart}:${port}`;
+  await app.berth.startBackground();
+  print(`api listening on ${url}`);
+  let stopping: Promise<void> | null = null;
+  return {
+    app,
+    url,
+    stop() {
+      stopping ??= (async () => {
+        try {
+          await app.close();
+        } finally {
+          release();
+        }
+      })();
+      return stopping;
+    },
+  };
+}
+
+/** Runs until SIGTERM or SIGINT, then drains in-flight requests and exits 0. */
+export async function serveForever(config: Config): Promise<void> {
+  const server = await startServer(config);
+  const shutdown = (signal: string) => {
+    server.app.log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => {
+      console.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, 30000);
+    force.unref();
+    server
+      .stop()
+      .then(() => process.exit(0))
+      .catch((e) => {
+        console.error(`error during shutdown: ${(e as Error).message}`);
+        process.exit(1);
+      });
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+}

@@ -1,0 +1,41 @@
+import type { Role } from '../../src/authz/roles.js';
+import { adminCreateUser } from '../../src/modules/auth/auth.service.js';
+import { randomString } from '../../src/lib/ids.js';
+import type { TestServer } from './harness.js';
+
+export interface TestUser {
+  userId: string;
+  orgId: string;
+  token: string;
+  email: string;
+  password: string;
+  role: Role;
+}
+
+/** Writes a real user (and org, or membership) through the same service the admin CLI uses. */
+export async function createUser(server: TestServer, opts: { orgId?: string; role?: Role; email?: string; team?: boolean } = {}): Promise<TestUser> {
+  const email = opts.email ?? `u-${randomString(8)}@example.test`;
+  const password = `pw-${randomString(12)}`;
+  const out = await adminCreateUser(server.ctx, { email, password, orgId: opts.orgId, role: opts.role, team: opts.team });
+  return { ...out, email, password, role: opts.role ?? (opts.orgId ? 'member' : 'owner') };
+}
+
+export interface TestOrg {
+  orgId: string;
+  owner: TestUser;
+  admin: TestUser;
+  member: TestUser;
+  restricted: TestUser;
+}
+
+/** A team org with one user of each role. */
+export async function createTeam(server: TestServer): Promise<TestOrg> {
+  const owner = await createUser(server, { team: true });
+  const orgId = owner.orgId;
+  const [admin, member, restricted] = await Promise.all([
+    createUser(server, { orgId, role: 'admin' }),
+    createUser(server, { orgId, role: 'member' }),
+    createUser(server, { orgId, role: 'restricted' }),
+  ]);
+  return { orgId, owner, admin, member, restricted };
+}

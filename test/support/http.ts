@@ -1,0 +1,55 @@
+export interface HttpResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+/** A thin fetch wrapper for tests: JSON in, JSON out, never throws on a status. */
+export class HttpClient {
+  constructor(
+    readonly base: string,
+    readonly token?: string,
+    readonly defaults: Record<string, string> = {},
+  ) {}
+
+  with(headers: Record<string, string>): HttpClient {
+    return new HttpClient(this.base, this.token, { ...this.defaults, ...headers });
+  }
+
+  async request<T = any>(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResponse<T>> {
+    const h: Record<string, string> = { ...this.defaults, ...headers };
+    if (this.token) h.authorization = `Bearer ${this.token}`;
+    let payload: string | Buffer | undefined;
+    if (body !== undefined) {
+      if (typeof body === 'string' || Buffer.isBuffer(body)) payload = body;
+      else payload = JSON.stringify(body);
+      if (!Object.keys(h).some((k) => k.toLowerCase() === 'content-type')) h['content-type'] = 'application/json';
+    }
+    const res = await fetch(this.base + url, { method, headers: h, body: payload, signal: AbortSignal.timeout(30000) });
+    const text = await res.text();
+    let parsed: any = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      /* not JSON */
+    }
+    return { status: res.status, headers: res.headers, body: parsed, text };
+  }
+
+  get<T = any>(url: string, headers?: Record<string, string>) {
+    return this.request<T>('GET', url, undefined, headers);
+  }
+  post<T = any>(url: string, body?: unknown, headers?: Record<string, string>) {
+    return this.request<T>('POST', url, body, headers);
+  }
+  put<T = any>(url: string, body?: unknown, headers?: Record<string, string>) {
+    return this.request<T>('PUT', url, body, headers);
+  }
+  patch<T = any>(url: string, body?: unknown, headers?: Record<string, string>) {
+    return this.request<T>('PATCH', url, body, headers);
+  }
+  delete<T = any>(url: string, body?: unknown, headers?: Record<string, string>) {
+    return this.request<T>('DELETE', url, body, headers);
+  }
+}
