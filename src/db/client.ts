@@ -49,6 +49,9 @@ export async function migrateToLatest(db: Db): Promise<void> {
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrations },
+    // Areas add numbered migrations side by side; a database migrated before one of them landed
+    // still takes it.
+    allowUnorderedMigrations: true,
   });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
