@@ -20,13 +20,13 @@ export class HttpClient {
   async request<T = any>(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResponse<T>> {
     const h: Record<string, string> = { ...this.defaults, ...headers };
     if (this.token) h.authorization = `Bearer ${this.token}`;
-    let payload: string | Buffer | undefined;
+    let payload: string | Uint8Array | undefined;
     if (body !== undefined) {
       if (typeof body === 'string' || Buffer.isBuffer(body)) payload = body;
       else payload = JSON.stringify(body);
       if (!Object.keys(h).some((k) => k.toLowerCase() === 'content-type')) h['content-type'] = 'application/json';
     }
-    const res = await fetch(this.base + url, { method, headers: h, body: payload, signal: AbortSignal.timeout(30000) });
+    const res = await fetch(this.base + url, { method, headers: h, body: payload as BodyInit | undefined, signal: AbortSignal.timeout(30000) });
     const text = await res.text();
     let parsed: any = text;
     try {
