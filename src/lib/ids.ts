@@ -32,3 +32,12 @@ export function nowIso(): string {
 export function isoPlus(ms: number, from = Date.now()): string {
   return new Date(from + ms).toISOString();
 }
+
+const REQ_PREFIX = `req_${randomString(8)}`;
+let reqCounter = 0;
+
+/** Request ids: unique per process run (random prefix) and per request (counter); cheap. */
+export function newRequestId(): string {
+  reqCounter = (reqCounter + 1) % Number.MAX_SAFE_INTEGER;
+  return `${REQ_PREFIX}${reqCounter.toString(36).padStart(6, '0')}`;
+}

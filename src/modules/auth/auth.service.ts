@@ -8,6 +8,13 @@ import { hashPassword, sha256Hex, verifyPassword } from '../../lib/crypto.js';
 import { isoPlus, newId, newSecretToken, nowIso } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/audit.store.js';
 import * as store from './auth.store.js';
+import { authCache, invalidateAuthCache } from './auth.cache.js';
+
+export { invalidateAuthCache };
+
+/** Resolved credentials by token hash, with the credential's own expiry. */
+const actorCache = authCache<{ actor: Actor; expiresAt: number }>();
+const meCache = authCache<Awaited<ReturnType<typeof loadMe>>>();
 
 export const SESSION_TTL_MS = 30 * 24 * 3600 * 1000;
 export const TOKEN_PREFIX = 'berth_pat';
@@ -39,13 +46,16 @@ async function grantsIfRestricted(db: Db, role: Role, orgId: string, userId: str
 
 export async function actorFromBearer({ db }: Deps, token: string): Promise<Actor | null> {
   if (!token.startsWith(`${TOKEN_PREFIX}_`) || token.length > 200) return null;
-  const row = await store.findTokenActor(db, sha256Hex(token));
-  if (!row || row.revokedAt) return null;
+  const hash = sha256Hex(token);
   const now = Date.now();
+  const cached = actorCache.get(`t:${hash}`, now);
+  if (cached) return cached.expiresAt > now ? cached.actor : null;
+  const row = await store.findTokenActor(db, hash);
+  if (!row || row.revokedAt) return null;
   if (row.expiresAt && Date.parse(row.expiresAt) <= now) return null;
   if (!isRole(row.role)) return null;
   if (!row.lastUsedAt || now - Date.parse(row.lastUsedAt) > TOUCH_EVERY_MS) await store.touchToken(db, row.tokenId, new Date(now).toISOString());
-  return {
+  const actor: Actor = {
     userId: row.userId,
     email: row.email,
     orgId: row.orgId,
@@ -55,13 +65,19 @@ export async function actorFromBearer({ db }: Deps, token: string): Promise<Acto
     tokenId: row.tokenId,
     grants: await grantsIfRestricted(db, row.role, row.orgId, row.userId),
   };
+  actorCache.set(`t:${hash}`, { actor, expiresAt: row.expiresAt ? Date.parse(row.expiresAt) : Infinity }, now);
+  return actor;
 }
 
 export async function actorFromSession({ db }: Deps, token: string): Promise<Actor | null> {
   if (token.length > 200) return null;
-  const row = await store.findSessionActor(db, sha256Hex(token));
-  if (!row || Date.parse(row.expiresAt) <= Date.now() || !isRole(row.role)) return null;
-  return {
+  const hash = sha256Hex(token);
+  const now = Date.now();
+  const cached = actorCache.get(`s:${hash}`, now);
+  if (cached) return cached.expiresAt > now ? cached.actor : null;
+  const row = await store.findSessionActor(db, hash);
+  if (!row || Date.parse(row.expiresAt) <= now || !isRole(row.role)) return null;
+  const actor: Actor = {
     userId: row.userId,
     email: row.email,
     orgId: row.orgId,
@@ -71,6 +87,8 @@ export async function actorFromSession({ db }: Deps, token: string): Promise<Act
     sessionId: row.sessionId,
     grants: await grantsIfRestricted(db, row.role, row.orgId, row.userId),
   };
+  actorCache.set(`s:${hash}`, { actor, expiresAt: Date.parse(row.expiresAt) }, now);
+  return actor;
 }
 
 // ---------------------------------------------------------------- accounts
@@ -114,6 +132,7 @@ export async function createOrgWithOwner(db: Db, userId: string, name: string, i
     await store.insertOrg(tx, org);
     await store.insertMembership(tx, { orgId: org.id, userId, role: 'owner', createdAt: at });
   });
+  invalidateAuthCache();
   return { id: org.id, name, isTeam };
 }
 
@@ -171,9 +190,19 @@ export async function login({ db }: Deps, input: { email: string; password: stri
 
 export async function logout({ db }: Deps, actor: Actor): Promise<void> {
   if (actor.sessionId) await store.deleteSession(db, actor.sessionId);
+  invalidateAuthCache();
 }
 
 export async function me({ db }: Deps, actor: Actor) {
+  const key = `${actor.userId}:${actor.orgId}:${actor.role}`;
+  const hit = meCache.get(key);
+  if (hit) return hit;
+  const out = await loadMe(db, actor);
+  meCache.set(key, out);
+  return out;
+}
+
+async function loadMe(db: Db, actor: Actor) {
   const [user, orgs] = await Promise.all([store.findUserById(db, actor.userId), store.listUserOrgs(db, actor.userId)]);
   if (!user) throw new AppError('UNAUTHENTICATED', 'account no longer exists');
   const org = orgs.find((o) => o.id === actor.orgId);
@@ -192,6 +221,7 @@ export async function switchOrg({ db }: Deps, actor: Actor, orgId: string) {
   const m = await store.findMembership(db, orgId, actor.userId);
   if (!m) throw new AppError('NOT_FOUND', 'organization not found');
   await store.setSessionOrg(db, actor.sessionId, orgId);
+  invalidateAuthCache();
   return me({ db }, { ...actor, orgId, role: m.role as Role });
 }
 
@@ -287,6 +317,7 @@ export async function revokeToken({ db }: Deps, actor: Actor, id: string): Promi
       await store.revokeToken(tx, actor.userId, id, at);
       await insertAuditEvent(tx, { orgId: t.orgId, actorId: actor.userId, action: 'token.revoke', resourceType: 'token', resourceId: id, details: { name: t.name } });
     });
+    invalidateAuthCache();
     t.revokedAt = at;
   }
   return tokenView(t);
@@ -323,11 +354,13 @@ export async function adminCreateUser({ db }: Deps, input: AdminCreateUserInput)
     const existing = await store.findMembership(db, orgId, user.id);
     if (!existing) {
       await store.insertMembership(db, { orgId, userId: user.id, role, createdAt: nowIso() });
+      invalidateAuthCache();
       await insertAuditEvent(db, { orgId, actorId: null, action: 'member.add', resourceType: 'membership', resourceId: user.id, details: { role, via: 'cli' } });
     }
   } else {
     const org = await createOrgWithOwner(db, user.id, input.team ? `${user.name}'s team` : `${user.name}'s workspace`, !!input.team);
     orgId = org.id;
+    invalidateAuthCache();
   }
   const t = await issueToken(db, user.id, orgId, { name: 'admin create-user' }, null);
   return { userId: user.id, orgId, token: t.token };

@@ -1,0 +1,167 @@
+/**
+ * Bench harness: start servers as child processes, drive them with a fixed number of keep-alive
+ * connections for a fixed time, and report requests/s, p50/p99 and ratios against a reference
+ * measured in the same run. Never used by tests: figures are printed, not asserted.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Pool } from 'undici';
+
+export const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+
+export interface LoadResult {
+  requests: number;
+  errors: number;
+  rps: number;
+  p50: number;
+  p99: number;
+}
+
+export interface LoadOptions {
+  url: string;
+  path: string;
+  method?: 'GET' | 'POST' | 'PATCH' | 'PUT';
+  headers?: Record<string, string>;
+  body?: string;
+  connections?: number;
+  durationMs?: number;
+  warmupMs?: number;
+  /** Expected status (others count as errors). */
+  expect?: number;
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** Closed-loop load: `connections` workers, each sending the next request when the last answered. */
+export async function load(opts: LoadOptions): Promise<LoadResult> {
+  const connections = opts.connections ?? 32;
+  const pool = new Pool(opts.url, { connections, pipelining: 1 });
+  const run = async (ms: number, record: boolean) => {
+    const latencies: number[] = [];
+    let errors = 0;
+    const end = Date.now() + ms;
+    await Promise.all(
+      Array.from({ length: connections }, async () => {
+        while (Date.now() < end) {
+          const t0 = process.hrtime.bigint();
+          try {
+            const res = await pool.request({ path: opts.path, method: opts.method ?? 'GET', headers: opts.headers, body: opts.body });
+            await res.body.dump();
+            if (opts.expect !== undefined && res.statusCode !== opts.expect) errors++;
+          } catch {
+            errors++;
+          }
+          if (record) latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+        }
+      }),
+    );
+    return { latencies, errors };
+  };
+  await run(opts.warmupMs ?? 1000, false);
+  const t0 = Date.now();
+  const { latencies, errors } = await run(opts.durationMs ?? 5000, true);
+  const elapsed = (Date.now() - t0) / 1000;
+  await pool.close();
+  latencies.sort((a, b) => a - b);
+  return { requests: latencies.length, errors, rps: latencies.length / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+}
+
+export interface Child {
+  proc: ChildProcess;
+  /** The first JSON line the child printed on stdout. */
+  info: any;
+  stop(): Promise<void>;
+}
+
+/** Runs a TypeScript file under tsx and waits for its first JSON line on stdout. */
+export function startChild(file: string, env: Record<string, string> = {}, timeoutMs = 30000): Promise<Child> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, ['--import', 'tsx', file], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    let buf = '';
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`${file} did not start within ${timeoutMs} ms`));
+    }, timeoutMs);
+    proc.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      const nl = buf.indexOf('\n');
+      if (nl >= 0 && timer) {
+        clearTimeout(timer);
+        const info = JSON.parse(buf.slice(0, nl));
+        resolve({
+          proc,
+          info,
+          stop: () =>
+            new Promise<void>((r) => {
+              if (proc.exitCode !== null) return r();
+              proc.once('exit', () => r());
+              proc.kill('SIGTERM');
+              setTimeout(() => proc.kill('SIGKILL'), 5000).unref();
+            }),
+        });
+      }
+    });
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${file} exited with ${code} before it was ready`));
+    });
+  });
+}
+
+/** Resident set size of a process in MB (Linux /proc). */
+export function rssMb(pid: number): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+    return kb / 1024;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Samples a process's RSS every `everyMs` until stopped; answers the peak in MB. */
+export function sampleRss(pid: number, everyMs = 50): { stop(): number } {
+  let peak = rssMb(pid);
+  const t = setInterval(() => {
+    const v = rssMb(pid);
+    if (v > peak) peak = v;
+  }, everyMs);
+  return {
+    stop() {
+      clearInterval(t);
+      return peak;
+    },
+  };
+}
+
+export interface Row {
+  bench: string;
+  metric: string;
+  value: number;
+  unit: string;
+  reference?: number;
+  ratio?: number;
+  target?: string;
+  ok?: boolean;
+}
+
+export function fmt(n: number | undefined, digits = 2): string {
+  if (n === undefined || Number.isNaN(n)) return '-';
+  return n >= 100 ? n.toFixed(0) : n.toFixed(digits);
+}
+
+export function printRows(rows: Row[]): void {
+  const header = ['bench', 'metric', 'value', 'reference', 'ratio', 'target', 'ok'];
+  const lines = rows.map((r) => [r.bench, r.metric, `${fmt(r.value)} ${r.unit}`, r.reference === undefined ? '-' : `${fmt(r.reference)} ${r.unit}`, fmt(r.ratio), r.target ?? '-', r.ok === undefined ? '-' : r.ok ? 'yes' : 'NO']);
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');
+  console.log(line(header));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const l of lines) console.log(line(l));
+}
+
+export type Bench = () => Promise<Row[]>;
