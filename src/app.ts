@@ -1,5 +1,5 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyError } from 'fastify';
-import { randomString } from './lib/ids.js';
+import { newRequestId, randomString } from './lib/ids.js';
 import { Keyring } from './lib/crypto.js';
 import { createLogger } from './lib/logger.js';
 import { publicUrlOf, resolveSecretKey, type Config } from './config.js';
@@ -59,7 +59,12 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   const app = Fastify({
     loggerInstance: log as unknown as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
-    genReqId: () => `req_${randomString(16)}`,
+    // Cloud mode adopts a well-formed X-Request-Id sent by a linked self-hosted instance (docs/cloud.md).
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      if (config.mode === 'cloud' && typeof incoming === 'string' && /^req_[a-z0-9]{8,40}$/.test(incoming)) return incoming;
+      return newRequestId();
+    },
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
@@ -94,8 +99,18 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     },
   };
 
+  // While shutting down, answers close their keep-alive connection so the drain ends with the
+  // last in-flight request instead of waiting out idle keep-alive timeouts.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+    app.server.closeIdleConnections();
+  });
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
+  });
+  app.addHook('onSend', async (_req, reply) => {
+    if (closing) reply.header('connection', 'close');
   });
 
   app.setErrorHandler((err: FastifyError | AppError, req, reply) => {

@@ -7,6 +7,7 @@ import { isTag, parseTag } from '../authz/tags.js';
 import type { AppContext } from '../context.js';
 import { AppError } from './errors.js';
 import { authenticateRequest, checkCsrf } from './auth.js';
+import { invalidateAuthCache } from '../modules/auth/auth.cache.js';
 
 /**
  * How a route is reached:
@@ -95,6 +96,11 @@ export interface ModuleDef {
   start?(ctx: AppContext): void | Promise<void>;
   /** Stops background work (before the database closes). */
   stop?(ctx: AppContext): void | Promise<void>;
+  /**
+   * Runs for routes with a `resource`, after the gate passed and before the body is read; answers
+   * true when it took the reply over (the cloud module forwards requests for cloud projects).
+   */
+  forward?(def: RouteDef<any>, req: FastifyRequest, reply: FastifyReply, ctx: AppContext): Promise<boolean>;
 }
 
 declare module 'fastify' {
@@ -148,6 +154,7 @@ export function registerModules(app: FastifyInstance, ctx: AppContext, modules: 
   const resolvers = new Map<string, ResourceResolver>();
   for (const m of modules) for (const [k, fn] of Object.entries(m.resolvers ?? {})) resolvers.set(k, fn);
   const infos: RouteInfo[] = [];
+  const forwarders = modules.flatMap((m) => (m.forward ? [m.forward.bind(m)] : []));
 
   for (const m of modules) {
     for (const def of m.routes) {
@@ -195,6 +202,7 @@ export function registerModules(app: FastifyInstance, ctx: AppContext, modules: 
             const resolved = await resolvers.get(def.resource.kind)!(ctx, actor.orgId, id);
             authorize(actor, tag, resolved, def.resource.kind.replace(/_/g, ' '));
             req.resource = resolved!;
+            for (const forward of forwarders) if (await forward(def, req, reply, ctx)) return reply;
           } else {
             authorize(actor, tag, undefined);
           }
@@ -212,6 +220,9 @@ export function registerModules(app: FastifyInstance, ctx: AppContext, modules: 
             },
             ctx,
           );
+          // Any write may change who can do what (roles, grants, memberships, tokens): the
+          // short-lived credential cache is dropped so the next request sees it at once.
+          if (def.method !== 'GET') invalidateAuthCache();
           if (def.raw) return reply;
           if (out instanceof Answer) {
             if (out.headers) reply.headers(out.headers);

@@ -36,8 +36,9 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       level,
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       serializers: {
-        req(req: { method: string; url: string; id: string; ip?: string }) {
-          return { id: req.id, method: req.method, url: redactUrl(req.url), ip: req.ip };
+        // Requests are logged by id, method, path and address only: never headers or bodies.
+        req(req: { method?: string; url?: string; id?: string; ip?: string }) {
+          return { id: req.id, method: req.method, url: typeof req.url === 'string' ? redactUrl(req.url) : undefined, ip: req.ip };
         },
         err: pino.stdSerializers.err,
       },
