@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
-const only = process.argv.slice(2);
+const only = process.argv.slice(2).filter((a) => a !== '--');
 
 function findTests(dir) {
   const out = [];
