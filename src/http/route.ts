@@ -175,7 +175,7 @@ export function registerModules(app: FastifyInstance, ctx: AppContext, modules: 
         schema,
         bodyLimit: def.bodyLimit,
         config: { berth: def },
-        onRequest: async (req) => {
+        onRequest: async (req, reply) => {
           if (def.selfHostedOnly && ctx.config.mode === 'cloud') throw new AppError('NOT_FOUND', 'route not found');
           if (access === 'public') {
             req.actor = null;
