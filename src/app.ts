@@ -38,6 +38,20 @@ const STATUS_CODES: Record<number, ErrorCode> = {
   429: 'RATE_LIMITED',
 };
 
+/** The dot path of the first string (or key) holding a NUL character, or null. */
+function findNul(v: unknown, path: string): string | null {
+  if (typeof v === 'string') return v.includes('\u0000') ? path : null;
+  if (v && typeof v === 'object') {
+    for (const [k, child] of Object.entries(v)) {
+      const p = path ? `${path}.${k}` : k;
+      if (k.includes('\u0000')) return p;
+      const hit = findNul(child, p);
+      if (hit !== null) return hit;
+    }
+  }
+  return null;
+}
+
 export interface BuildOptions {
   logger?: Logger;
   /** Extra modules (tests). */
@@ -77,7 +91,15 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   const jsonParser = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     if (body === '' || (typeof body === 'string' && body.trim() === '')) return done(null, undefined);
-    jsonParser(req, body as string, done);
+    jsonParser(req, body as string, (err, parsed) => {
+      if (err) return done(err, undefined);
+      // PostgreSQL text cannot hold NUL; no field of ours has a use for it either.
+      if (/\\u0000/i.test(body as string)) {
+        const field = findNul(parsed, '');
+        if (field !== null) return done(new AppError('VALIDATION_FAILED', `${field || 'body'} must not contain NUL characters`, { field: field || undefined }), undefined);
+      }
+      done(null, parsed);
+    });
   });
 
   const instanceId = `ins_${randomString(12)}`;
@@ -108,6 +130,8 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   });
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
+    // A NUL in a path or query value can reach neither PostgreSQL text nor a file name.
+    if (req.url.includes('%00')) throw new AppError('VALIDATION_FAILED', 'the URL must not contain NUL characters');
   });
   app.addHook('onSend', async (_req, reply) => {
     if (closing) reply.header('connection', 'close');

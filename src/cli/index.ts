@@ -8,6 +8,7 @@ import { adminCreateUser } from '../modules/auth/auth.service.js';
 import { serveForever } from '../server.js';
 import { ApiError, apiClient, readClientConfig, savedClient, writeClientConfig } from './client.js';
 import { promptHidden, readStdin } from './prompt.js';
+import { registerClientCommands } from './commands.js';
 
 const program = new Command();
 program.name('berth').description('Berth: a self-hostable deployment platform').version('0.1.0');
@@ -155,5 +156,7 @@ token
       fail(e);
     }
   });
+
+registerClientCommands(program);
 
 await program.parseAsync(process.argv);

@@ -53,6 +53,14 @@ describe('health, envelope and request ids', () => {
     assert.equal(big.body.error.code, 'PAYLOAD_TOO_LARGE');
   });
 
+  it('NUL characters in a body string or in the URL are 400, never a database error', async () => {
+    const body = await server.api().post('/api/auth/signup', { email: 'nul@example.test', password: 'pass\u0000word' });
+    assert.equal(body.status, 400);
+    assert.equal(body.body.error.field, 'password');
+    const url = await server.api().get('/api/auth/tokens/%00');
+    assert.equal(url.status, 400);
+  });
+
   it('validation errors name the field with a dot path, and bodies are not coerced', async () => {
     const res = await server.api().post('/api/auth/signup', { email: 42, password: 'password1' });
     assert.equal(res.status, 400);
