@@ -1,5 +1,5 @@
 import type { Role } from '../../src/authz/roles.js';
-import { adminCreateUser } from '../../src/modules/auth/auth.service.js';
+import { adminCreateUser, invalidateAuthCache } from '../../src/modules/auth/auth.service.js';
 import { randomString } from '../../src/lib/ids.js';
 import type { TestServer } from './harness.js';
 
@@ -38,4 +38,14 @@ export async function createTeam(server: TestServer): Promise<TestOrg> {
     createUser(server, { orgId, role: 'restricted' }),
   ]);
   return { orgId, owner, admin, member, restricted };
+}
+
+/** Writes a grants row directly (the permissions HTTP routes are tested on their own). */
+export async function grantTo(server: TestServer, user: TestUser, resourceType: string, resourceId: string, permissions: string[]): Promise<void> {
+  const now = new Date().toISOString();
+  await server.ctx.db
+    .insertInto('grants')
+    .values({ id: `grt_${randomString(20)}`, orgId: user.orgId, userId: user.userId, resourceType, resourceId, permissions: JSON.stringify(permissions), createdAt: now, updatedAt: now })
+    .execute();
+  invalidateAuthCache();
 }

@@ -1,5 +1,5 @@
 import type { Db } from '../../db/client.js';
-import { newId, nowIso } from '../../lib/ids.js';
+import { randomString } from '../../lib/ids.js';
 
 export interface AuditInput {
   orgId: string;
@@ -21,13 +21,30 @@ export interface AuditEvent {
   details: Record<string, unknown>;
 }
 
+let lastMs = 0;
+let seq = 0;
+
+/**
+ * Audit ids sort in the order events were written (time, then a per-process counter), so events of
+ * one millisecond (one transaction) still list newest first.
+ */
+function auditId(ms: number): string {
+  if (ms === lastMs) seq++;
+  else {
+    lastMs = ms;
+    seq = 0;
+  }
+  return `aud_${ms.toString(36).padStart(9, '0')}${seq.toString(36).padStart(4, '0')}${randomString(8)}`;
+}
+
 export async function insertAuditEvent(db: Db, e: AuditInput): Promise<void> {
+  const ms = Date.now();
   await db
     .insertInto('auditEvents')
     .values({
-      id: newId('aud'),
+      id: auditId(ms),
       orgId: e.orgId,
-      at: nowIso(),
+      at: new Date(ms).toISOString(),
       actorId: e.actorId,
       action: e.action,
       resourceType: e.resourceType,

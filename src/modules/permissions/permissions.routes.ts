@@ -1,0 +1,224 @@
+import { Type } from '@sinclair/typebox';
+import { Answer, defineRoute, type ModuleDef, type ResourceResolver } from '../../http/route.js';
+import { Id, Obj, Str } from '../../http/schemas.js';
+import { listCatalog } from './catalog.service.js';
+import * as grants from './grants.service.js';
+import { findGrant } from './grants.store.js';
+import * as invitations from './invitations.service.js';
+import { findInvitationInOrg } from './invitations.store.js';
+import * as members from './members.service.js';
+import { findMember } from './members.store.js';
+
+/**
+ * Permissions (seed "Permissions", contract sections 2 and 4). Four routes are open to any member
+ * (`access: 'member'`): org-meta, resources, create-team-org and materialize, plus accept and decline,
+ * which the invitation itself authorizes. Every other route is admin/owner only (`gate: 'admin'`).
+ */
+
+const GrantEntry = Obj({
+  resourceType: Str({ min: 1, max: 64 }),
+  resourceId: Str({ min: 1, max: 200 }),
+  permissions: Type.Optional(Type.Array(Str({ max: 16 }), { maxItems: 3 })),
+});
+
+const InvitationParams = Obj({ id: Id });
+const MemberParams = Obj({ userId: Id });
+
+const resolveGrant: ResourceResolver = async (ctx, orgId, id) => {
+  const g = await findGrant(ctx.db, orgId, id);
+  return g ? { kind: 'grant', id: g.id, orgId: g.orgId, grantKeys: [], record: g } : null;
+};
+
+const resolveInvitation: ResourceResolver = async (ctx, orgId, id) => {
+  const inv = await findInvitationInOrg(ctx.db, orgId, id);
+  return inv ? { kind: 'invitation', id: inv.id, orgId: inv.orgId, grantKeys: [], record: inv } : null;
+};
+
+const resolveMember: ResourceResolver = async (ctx, orgId, userId) => {
+  const m = await findMember(ctx.db, orgId, userId);
+  return m ? { kind: 'member', id: m.userId, orgId, grantKeys: [], record: m } : null;
+};
+
+export const permissionsModule: ModuleDef = {
+  name: 'permissions',
+  resolvers: { grant: resolveGrant, invitation: resolveInvitation, member: resolveMember },
+  routes: [
+    // ------------------------------------------------------------ open to any member
+    defineRoute({
+      method: 'GET',
+      url: '/api/permissions/org-meta',
+      summary: 'Whether the active org is a team, and its member count',
+      tag: 'permissions:read',
+      access: 'member',
+      handler: ({ actor }, ctx) => members.orgMeta(ctx, actor),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/permissions/resources',
+      summary: 'Catalog of grantable resources of one type (`*` is never listed; billing and audit have only `*`)',
+      tag: 'permissions:read',
+      access: 'member',
+      schema: { querystring: Obj({ type: Str({ min: 1, max: 64 }), owner: Type.Optional(Str({ min: 1, max: 200 })) }) },
+      handler: ({ actor, query }, ctx) => listCatalog(ctx, actor, query.type, { owner: query.owner }),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/permissions/create-team-org',
+      summary: 'Create a team organization with the caller as its owner',
+      tag: 'permissions:write',
+      access: 'member',
+      status: 201,
+      schema: { body: Obj({ name: Str({ min: 1, max: 100 }) }) },
+      handler: ({ actor, body }, ctx) => members.createTeamOrg(ctx, actor, body),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/permissions/invitations/:id/materialize',
+      summary: "Turn an accepted invitation's pending grants into real grants",
+      tag: 'permissions:write',
+      access: 'member',
+      schema: { params: InvitationParams },
+      handler: ({ actor, params }, ctx) => invitations.materializeInvitation(ctx, actor, params.id),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/permissions/invitations/:id/accept',
+      summary: 'Accept an invitation sent to your email: join its org with its role',
+      tag: 'permissions:write',
+      access: 'member',
+      schema: { params: InvitationParams },
+      handler: ({ actor, params }, ctx) => invitations.acceptInvitation(ctx, actor, params.id),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/permissions/invitations/:id/decline',
+      summary: 'Decline an invitation sent to your email',
+      tag: 'permissions:write',
+      access: 'member',
+      schema: { params: InvitationParams },
+      handler: ({ actor, params }, ctx) => invitations.declineInvitation(ctx, actor, params.id),
+    }),
+
+    // ------------------------------------------------------------ admin/owner only
+    defineRoute({
+      method: 'GET',
+      url: '/api/permissions/grants',
+      summary: "List a member's grants (every grant of the org without userId)",
+      tag: 'permissions:read',
+      gate: 'admin',
+      schema: { querystring: Obj({ userId: Type.Optional(Id) }) },
+      handler: ({ actor, query }, ctx) => grants.listGrants(ctx, actor, query.userId),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/permissions/grants',
+      summary: 'Upsert one grant keyed on (userId, resourceType, resourceId); empty permissions revoke it',
+      tag: 'permissions:write',
+      gate: 'admin',
+      status: 201,
+      schema: { body: Obj({ userId: Id, ...GrantEntry.properties }) },
+      async handler({ actor, body }, ctx) {
+        const out = await grants.upsertGrant(ctx, actor, body);
+        if (!out.grant) return new Answer({ data: null, revoked: true }, 200);
+        return out.grant;
+      },
+    }),
+    defineRoute({
+      method: 'PUT',
+      url: '/api/permissions/grants',
+      summary: "Replace a member's whole grant set (diffed: upsert changed, delete absent, drop empty)",
+      tag: 'permissions:write',
+      gate: 'admin',
+      schema: { body: Obj({ userId: Id, grants: Type.Array(GrantEntry, { maxItems: 500 }) }) },
+      handler: ({ actor, body }, ctx) => grants.replaceGrants(ctx, actor, body),
+    }),
+    defineRoute({
+      method: 'DELETE',
+      url: '/api/permissions/grants/:id',
+      summary: 'Revoke one grant',
+      tag: 'permissions:admin',
+      gate: 'admin',
+      resource: { kind: 'grant', param: 'id' },
+      schema: { params: Obj({ id: Id }) },
+      handler: ({ actor, params }, ctx) => grants.revokeGrant(ctx, actor, params.id),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/permissions/invitations',
+      summary: 'List invitations with their pending grants (default: the unanswered ones)',
+      tag: 'permissions:read',
+      gate: 'admin',
+      schema: {
+        querystring: Obj({
+          status: Type.Optional(Type.Union(['open', 'all', 'pending', 'expired', 'accepted', 'declined', 'cancelled'].map((s) => Type.Literal(s)))),
+        }),
+      },
+      handler: ({ actor, query }, ctx) => invitations.listInvitations(ctx, actor, query.status),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/permissions/invite-with-grants',
+      summary: 'Invite someone by email and attach pending grants',
+      tag: 'permissions:write',
+      gate: 'admin',
+      status: 201,
+      schema: {
+        body: Obj({
+          email: Str({ min: 1, max: 254 }),
+          role: Type.Optional(Str({ max: 32 })),
+          grants: Type.Optional(Type.Array(GrantEntry, { maxItems: 500 })),
+        }),
+      },
+      handler: ({ actor, body }, ctx) => invitations.invite(ctx, actor, body),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/permissions/invitations/:id/cancel',
+      summary: 'Cancel an unanswered invitation',
+      tag: 'permissions:write',
+      gate: 'admin',
+      resource: { kind: 'invitation', param: 'id' },
+      schema: { params: InvitationParams },
+      handler: ({ actor, params }, ctx) => invitations.cancelInvitation(ctx, actor, params.id),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/permissions/invitations/:id/resend',
+      summary: 'Resend an unanswered (also an expired) invitation with a fresh 7-day expiry',
+      tag: 'permissions:write',
+      gate: 'admin',
+      resource: { kind: 'invitation', param: 'id' },
+      schema: { params: InvitationParams },
+      handler: ({ actor, params }, ctx) => invitations.resendInvitation(ctx, actor, params.id),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/permissions/members',
+      summary: 'List the members of the active org with their roles',
+      tag: 'permissions:read',
+      gate: 'admin',
+      handler: ({ actor }, ctx) => members.listMembers(ctx, actor),
+    }),
+    defineRoute({
+      method: 'PATCH',
+      url: '/api/permissions/members/:userId',
+      summary: "Change a member's role (not above your own; only an owner changes an owner; never the last owner)",
+      tag: 'permissions:admin',
+      gate: 'admin',
+      resource: { kind: 'member', param: 'userId' },
+      schema: { params: MemberParams, body: Obj({ role: Str({ min: 1, max: 32 }) }) },
+      handler: ({ actor, params, body }, ctx) => members.changeRole(ctx, actor, params.userId, body.role),
+    }),
+    defineRoute({
+      method: 'DELETE',
+      url: '/api/permissions/members/:userId',
+      summary: 'Remove a member (and their grants) from the org; never the last owner',
+      tag: 'permissions:admin',
+      gate: 'admin',
+      resource: { kind: 'member', param: 'userId' },
+      schema: { params: MemberParams },
+      handler: ({ actor, params }, ctx) => members.removeMember(ctx, actor, params.userId),
+    }),
+  ],
+};
+

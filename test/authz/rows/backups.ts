@@ -1,0 +1,130 @@
+import { randomString } from '../../../src/lib/ids.js';
+import * as backups from '../../../src/modules/backups/backups.service.js';
+import { findPolicy, findRun, findRestore } from '../../../src/modules/backups/backups.store.js';
+import { executeRun } from '../../../src/modules/backups/runner.js';
+import { createProject } from '../../../src/modules/projects/projects.service.js';
+import { tempDir } from '../../support/harness.js';
+import { actorOf, ownerFor } from '../fixtures.js';
+import { ADMINS, ANY_MEMBER, byGrant, PRINCIPALS, type Fixture, type FixtureInput, type MatrixRow, type PrincipalName } from '../matrix.js';
+
+/** A project of org A (or B) with a local destination; restricted principals get grants on both. */
+async function projectWithDestination({ world, which }: FixtureInput) {
+  const owner = ownerFor(world, which);
+  const actor = actorOf(owner);
+  const ctx = world.server.ctx;
+  const p = await createProject(ctx, actor, { name: `mx-bk-${randomString(6)}` });
+  const d = await backups.createDestination(ctx, actor, { name: `mx-${randomString(4)}`, kind: 'local', path: tempDir('berth-mx-dest-') });
+  return { owner, actor, ctx, projectId: p.id, destinationId: d.id };
+}
+
+async function policyOf(input: FixtureInput) {
+  const base = await projectWithDestination(input);
+  const pol = await backups.createPolicy(base.ctx, base.actor, { id: base.projectId, orgId: base.owner.orgId }, { destinationId: base.destinationId });
+  return { ...base, policyId: pol.id };
+}
+
+/** A succeeded run with a real artifact (executed in place: the matrix server runs no workers). */
+async function runOf(input: FixtureInput) {
+  const base = await policyOf(input);
+  const policy = (await findPolicy(base.ctx.db, base.owner.orgId, base.policyId))!;
+  const { runId } = await backups.triggerRun(base.ctx, policy, 'manual');
+  await executeRun(base.ctx, runId, base.owner.orgId);
+  const run = (await findRun(base.ctx.db, base.owner.orgId, runId))!;
+  if (run.status !== 'succeeded') throw new Error(`fixture run ${run.status}: ${run.error}`);
+  return { ...base, run };
+}
+
+const projectKey = (id: string) => [{ type: 'project' as const, id }];
+
+export const fixtures: Record<string, Fixture> = {
+  backupDestination: {
+    missingId: 'bkd_missing0000000000000',
+    async make({ world, which }) {
+      const owner = ownerFor(world, which);
+      const d = await backups.createDestination(world.server.ctx, actorOf(owner), { name: `mx-${randomString(4)}`, kind: 'local', path: tempDir('berth-mx-dest-') });
+      return { params: { id: d.id }, grantKeys: [{ type: 'backup_destination', id: d.id }] };
+    },
+  },
+  /** A project and a destination (policy create needs read on the destination too). */
+  backupProject: {
+    missingId: 'prj_missing0000000000000',
+    async make(input) {
+      const b = await projectWithDestination(input);
+      return {
+        params: { projectId: b.projectId },
+        grantKeys: [...projectKey(b.projectId), { type: 'backup_destination', id: b.destinationId }],
+        data: { destinationId: b.destinationId },
+      };
+    },
+  },
+  backupPolicy: {
+    missingId: 'bkp_missing0000000000000',
+    async make(input) {
+      const b = await policyOf(input);
+      return { params: { policyId: b.policyId }, grantKeys: projectKey(b.projectId) };
+    },
+  },
+  backupRun: {
+    missingId: 'bkr_missing0000000000000',
+    async make(input) {
+      const b = await runOf(input);
+      return { params: { runId: b.run.id }, grantKeys: projectKey(b.projectId) };
+    },
+  },
+  /** A staged restore (its confirmation token in `data`). */
+  backupRestore: {
+    missingId: 'bks_missing0000000000000',
+    async make(input) {
+      const b = await runOf(input);
+      const prep = await backups.prepareRestore(b.ctx, b.actor, b.run);
+      return { params: { restoreId: prep.restoreId }, grantKeys: projectKey(b.projectId), data: { confirmationToken: prep.confirmationToken } };
+    },
+  },
+  /** A cancelled (terminal) restore: its stream answers snapshot + complete and closes. */
+  backupRestoreDone: {
+    missingId: 'bks_missing0000000000000',
+    async make(input) {
+      const b = await runOf(input);
+      const prep = await backups.prepareRestore(b.ctx, b.actor, b.run);
+      const row = (await findRestore(b.ctx.db, b.owner.orgId, prep.restoreId))!;
+      await backups.cancelRestore(b.ctx, b.actor, row);
+      return { params: { restoreId: prep.restoreId }, grantKeys: projectKey(b.projectId) };
+    },
+  },
+};
+
+const read = byGrant('read');
+const write = byGrant('write');
+const admin = byGrant('admin');
+/** Destinations themselves: a member reads them but does not write them (contract section 4). */
+const destWrite = byGrant('write', { member: false });
+const everyone404 = Object.fromEntries(PRINCIPALS.map((p) => [p, 404])) as Record<PrincipalName, number>;
+
+export const rows: MatrixRow[] = [
+  { method: 'GET', path: '/api/backup-destinations', allow: ANY_MEMBER, note: 'restricted members get only the destinations they can read' },
+  { method: 'POST', path: '/api/backup-destinations', body: () => ({ name: `mx-${randomString(4)}`, kind: 'local', path: tempDir('berth-mx-dest-') }), allow: ADMINS, note: 'backup_destination:write without a record: no `*` grant here' },
+  { method: 'GET', path: '/api/backup-destinations/:id', fixture: 'backupDestination', allow: read },
+  { method: 'PATCH', path: '/api/backup-destinations/:id', fixture: 'backupDestination', body: { name: 'mx-renamed' }, allow: destWrite },
+  { method: 'DELETE', path: '/api/backup-destinations/:id', fixture: 'backupDestination', fresh: true, allow: admin },
+  { method: 'POST', path: '/api/backup-destinations/:id/test', fixture: 'backupDestination', allow: destWrite },
+
+  { method: 'GET', path: '/api/projects/:projectId/backup-policies', fixture: 'project', allow: write, note: 'seed: project:write' },
+  { method: 'POST', path: '/api/projects/:projectId/backup-policies', fixture: 'backupProject', body: (rec) => ({ destinationId: rec?.data?.destinationId }), allow: write },
+  { method: 'PATCH', path: '/api/backup-policies/:policyId', fixture: 'backupPolicy', body: { retainCount: 3 }, allow: write },
+  { method: 'DELETE', path: '/api/backup-policies/:policyId', fixture: 'backupPolicy', fresh: true, allow: admin, note: 'in-handler: admin on the parent project' },
+  { method: 'POST', path: '/api/backup-policies/:policyId/run', fixture: 'backupPolicy', allow: write, note: 'in-handler: write on the parent project' },
+
+  { method: 'GET', path: '/api/projects/:projectId/backup-runs', fixture: 'project', allow: write, note: 'seed: project:write' },
+  { method: 'GET', path: '/api/backup-runs/:runId', fixture: 'backupRun', allow: read },
+  { method: 'GET', path: '/api/backup-runs/:runId/stream', fixture: 'backupRun', allow: read, note: 'terminal run: snapshot + complete, then close' },
+  { method: 'POST', path: '/api/backup-runs/:runId/protect', fixture: 'backupRun', body: { protected: true }, allow: write },
+  { method: 'POST', path: '/api/backup-runs/:runId/cancel', fixture: 'backupRun', allow: write, note: '409 for a finished run' },
+  { method: 'POST', path: '/api/backup-runs/:runId/restore/prepare', fixture: 'backupRun', body: {}, allow: admin, note: 'in-handler: admin on the parent project' },
+
+  { method: 'POST', path: '/api/backup-restores/:restoreId/apply', fixture: 'backupRestore', fresh: true, body: (rec) => ({ confirmationToken: rec?.data?.confirmationToken }), allow: admin },
+  { method: 'POST', path: '/api/backup-restores/:restoreId/cancel', fixture: 'backupRestore', fresh: true, allow: admin },
+  { method: 'GET', path: '/api/backup-restores/:restoreId', fixture: 'backupRestoreDone', allow: read },
+  { method: 'GET', path: '/api/backup-restores/:restoreId/stream', fixture: 'backupRestoreDone', allow: read },
+
+  { method: 'POST', path: '/api/webhooks/backup', allow: 'public', expect: everyone404, note: 'public; a non-webhook credential is the same opaque 404 as every failure' },
+];
