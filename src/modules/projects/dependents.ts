@@ -1,0 +1,28 @@
+import type { AppContext } from '../../context.js';
+import type { Db } from '../../db/client.js';
+
+/**
+ * Records other areas keep under a project (backup policies and runs, upload sessions, ...). The
+ * deletion preview counts and names them, and DELETE removes them in the same transaction as the
+ * project, then removes their files. An area registers its dependent in its module's `init`.
+ */
+export interface ProjectDependent {
+  /** Key in the deletion preview (`backupPolicies`, `backupRuns`, or a new one). */
+  name: string;
+  /** Count and names (ids or labels) of the records of `projectId`. */
+  preview(db: Db, orgId: string, projectId: string): Promise<{ count: number; names: string[] }>;
+  /** Deletes them inside the deletion transaction. */
+  remove(tx: Db, orgId: string, projectId: string): Promise<void>;
+  /** Folders/files to remove after the transaction committed (absolute paths). */
+  paths?(ctx: AppContext, orgId: string, projectId: string): string[];
+}
+
+const dependents = new Map<string, ProjectDependent>();
+
+export function registerProjectDependent(d: ProjectDependent): void {
+  dependents.set(d.name, d);
+}
+
+export function projectDependents(): ProjectDependent[] {
+  return [...dependents.values()];
+}

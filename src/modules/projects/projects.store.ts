@@ -1,0 +1,286 @@
+import type { Insertable, Selectable, Updateable } from 'kysely';
+import type { GrantKey } from '../../authz/grants.js';
+import type { AppContext } from '../../context.js';
+import type { Db } from '../../db/client.js';
+import type { ResolvedResource } from '../../http/route.js';
+import type {
+  CloneCredentialsTable,
+  DeploymentsTable,
+  DomainsTable,
+  EnvironmentsTable,
+  ProjectsTable,
+  RouteRulesTable,
+  ServicesTable,
+} from './projects.tables.js';
+
+export type ProjectRow = Selectable<ProjectsTable>;
+
+/** One project of `orgId`, or undefined (missing or another org's). */
+export async function findProject(db: Db, orgId: string, id: string): Promise<ProjectRow | undefined> {
+  return db.selectFrom('projects').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+}
+
+/** The grant keys that cover a project and everything under it (env, domains, policies, runs, ...). */
+export function projectGrantKeys(projectId: string): GrantKey[] {
+  return [{ type: 'project', id: projectId }];
+}
+
+/**
+ * A resource ref for a project row, for authorize()/can(). Other areas build refs for records under a
+ * project with `{ ...projectRef(project), kind: 'backup_policy', id: policy.id, record: policy }`, so that a
+ * grant on the project covers them.
+ */
+export function projectRef(row: { id: string; orgId: string }): ResolvedResource {
+  return { kind: 'project', id: row.id, orgId: row.orgId, grantKeys: projectGrantKeys(row.id), record: row };
+}
+
+/** Resolver of kind `project` (routes with `resource: { kind: 'project', param: 'id' }`). */
+export async function resolveProject(ctx: AppContext, orgId: string, id: string): Promise<ResolvedResource | null> {
+  const row = await findProject(ctx.db, orgId, id);
+  return row ? projectRef(row) : null;
+}
+
+// ---------------------------------------------------------------- projects
+
+
+export type EnvironmentRow = Selectable<EnvironmentsTable>;
+export type DomainRow = Selectable<DomainsTable>;
+export type RouteRuleRow = Selectable<RouteRulesTable>;
+export type ServiceRow = Selectable<ServicesTable>;
+export type DeploymentRow = Selectable<DeploymentsTable>;
+export type CloneCredentialRow = Selectable<CloneCredentialsTable>;
+
+export async function listProjects(db: Db, orgId: string): Promise<ProjectRow[]> {
+  return db.selectFrom('projects').selectAll().where('orgId', '=', orgId).orderBy('createdAt', 'desc').orderBy('id', 'desc').execute();
+}
+
+export async function slugTaken(db: Db, slug: string): Promise<boolean> {
+  const row = await db.selectFrom('projects').select('id').where('slug', '=', slug).executeTakeFirst();
+  return !!row;
+}
+
+/** Slugs starting with `base` (for picking a free suffix). Instance-wide: slugs make the free domains. */
+export async function slugsLike(db: Db, base: string): Promise<string[]> {
+  const rows = await db.selectFrom('projects').select('slug').where('slug', 'like', `${base}%`).execute();
+  return rows.map((r) => r.slug);
+}
+
+export async function insertProject(db: Db, row: Insertable<ProjectsTable>): Promise<void> {
+  await db.insertInto('projects').values(row).execute();
+}
+
+export async function updateProject(db: Db, orgId: string, id: string, patch: Updateable<ProjectsTable>): Promise<void> {
+  await db.updateTable('projects').set(patch).where('orgId', '=', orgId).where('id', '=', id).execute();
+}
+
+export async function deleteProjectRows(db: Db, orgId: string, id: string): Promise<void> {
+  for (const t of ['envVars', 'domains', 'routeRules', 'services', 'deployments', 'cloneCredentials', 'routingAttempts', 'environments'] as const) {
+    await db.deleteFrom(t).where('orgId', '=', orgId).where('projectId', '=', id).execute();
+  }
+  // Grants naming the project would dangle (and would cover a reused id): they go with it.
+  await db.deleteFrom('grants').where('orgId', '=', orgId).where('resourceType', '=', 'project').where('resourceId', '=', id).execute();
+  await db.deleteFrom('projects').where('orgId', '=', orgId).where('id', '=', id).execute();
+}
+
+// ---------------------------------------------------------------- environments
+
+export async function listEnvironments(db: Db, orgId: string, projectId: string): Promise<EnvironmentRow[]> {
+  return db
+    .selectFrom('environments')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .where('projectId', '=', projectId)
+    .orderBy('createdAt', 'asc')
+    .orderBy('name', 'asc')
+    .execute();
+}
+
+export async function findEnvironment(db: Db, orgId: string, projectId: string, name: string): Promise<EnvironmentRow | undefined> {
+  return db
+    .selectFrom('environments')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .where('projectId', '=', projectId)
+    .where('name', '=', name)
+    .executeTakeFirst();
+}
+
+export async function insertEnvironment(db: Db, row: Insertable<EnvironmentsTable>): Promise<void> {
+  await db.insertInto('environments').values(row).execute();
+}
+
+export async function setProductionBranch(db: Db, orgId: string, projectId: string, branch: string | null): Promise<void> {
+  await db
+    .updateTable('environments')
+    .set({ branch })
+    .where('orgId', '=', orgId)
+    .where('projectId', '=', projectId)
+    .where('type', '=', 'production')
+    .execute();
+}
+
+// ---------------------------------------------------------------- domains
+
+export async function listDomains(db: Db, orgId: string, projectId: string): Promise<DomainRow[]> {
+  return db
+    .selectFrom('domains')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .where('projectId', '=', projectId)
+    .orderBy('createdAt', 'asc')
+    .orderBy('domain', 'asc')
+    .execute();
+}
+
+/** Instance-wide lookup (domains are unique across every org). */
+export async function findDomainAnywhere(db: Db, domain: string): Promise<DomainRow | undefined> {
+  return db.selectFrom('domains').selectAll().where('domain', '=', domain).executeTakeFirst();
+}
+
+export async function insertDomain(db: Db, row: Insertable<DomainsTable>): Promise<void> {
+  await db.insertInto('domains').values(row).execute();
+}
+
+export async function setPrimaryDomain(db: Db, orgId: string, projectId: string, domain: string): Promise<void> {
+  await db.updateTable('domains').set({ isPrimary: 0 }).where('orgId', '=', orgId).where('projectId', '=', projectId).where('domain', '!=', domain).execute();
+  await db.updateTable('domains').set({ isPrimary: 1 }).where('orgId', '=', orgId).where('projectId', '=', projectId).where('domain', '=', domain).execute();
+}
+
+// ---------------------------------------------------------------- route rules
+
+export async function listRouteRules(db: Db, orgId: string, projectId: string): Promise<RouteRuleRow[]> {
+  return db
+    .selectFrom('routeRules')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .where('projectId', '=', projectId)
+    .orderBy('createdAt', 'asc')
+    .orderBy('id', 'asc')
+    .execute();
+}
+
+export async function findRouteRule(db: Db, orgId: string, projectId: string, id: string): Promise<RouteRuleRow | undefined> {
+  return db
+    .selectFrom('routeRules')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .where('projectId', '=', projectId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export async function insertRouteRule(db: Db, row: Insertable<RouteRulesTable>): Promise<void> {
+  await db.insertInto('routeRules').values(row).execute();
+}
+
+export async function updateRouteRule(db: Db, orgId: string, projectId: string, id: string, patch: Updateable<RouteRulesTable>): Promise<void> {
+  await db.updateTable('routeRules').set(patch).where('orgId', '=', orgId).where('projectId', '=', projectId).where('id', '=', id).execute();
+}
+
+export async function deleteRouteRule(db: Db, orgId: string, projectId: string, id: string): Promise<number> {
+  const r = await db.deleteFrom('routeRules').where('orgId', '=', orgId).where('projectId', '=', projectId).where('id', '=', id).executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+/** Every enabled rule of every project (the edge proxy's view); instance-wide on purpose. */
+export async function listAllEnabledRouteRules(db: Db): Promise<RouteRuleRow[]> {
+  return db.selectFrom('routeRules').selectAll().where('enabled', '=', 1).orderBy('createdAt', 'asc').execute();
+}
+
+// ---------------------------------------------------------------- services
+
+export async function listServices(db: Db, orgId: string, projectId: string): Promise<ServiceRow[]> {
+  return db
+    .selectFrom('services')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .where('projectId', '=', projectId)
+    .orderBy('createdAt', 'asc')
+    .orderBy('name', 'asc')
+    .execute();
+}
+
+export async function findService(db: Db, orgId: string, projectId: string, id: string): Promise<ServiceRow | undefined> {
+  return db
+    .selectFrom('services')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .where('projectId', '=', projectId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export async function insertService(db: Db, row: Insertable<ServicesTable>): Promise<void> {
+  await db.insertInto('services').values(row).execute();
+}
+
+// ---------------------------------------------------------------- deployments
+
+export async function listDeployments(
+  db: Db,
+  orgId: string,
+  projectId: string,
+  opts: { limit: number; environment?: string; status?: string },
+): Promise<DeploymentRow[]> {
+  let q = db.selectFrom('deployments').selectAll().where('orgId', '=', orgId).where('projectId', '=', projectId);
+  if (opts.environment) q = q.where('environment', '=', opts.environment);
+  if (opts.status) q = q.where('status', '=', opts.status);
+  return q.orderBy('createdAt', 'desc').orderBy('id', 'desc').limit(opts.limit).execute();
+}
+
+export async function latestDeployment(db: Db, orgId: string, projectId: string, opts: { environment?: string; status?: string } = {}): Promise<DeploymentRow | undefined> {
+  const rows = await listDeployments(db, orgId, projectId, { ...opts, limit: 1 });
+  return rows[0];
+}
+
+// ---------------------------------------------------------------- clone credential, routing attempts
+
+export async function findCloneCredential(db: Db, orgId: string, projectId: string): Promise<CloneCredentialRow | undefined> {
+  return db.selectFrom('cloneCredentials').selectAll().where('orgId', '=', orgId).where('projectId', '=', projectId).executeTakeFirst();
+}
+
+export async function upsertCloneCredential(db: Db, row: CloneCredentialRow): Promise<void> {
+  await db
+    .insertInto('cloneCredentials')
+    .values(row)
+    .onConflict((oc) => oc.column('projectId').doUpdateSet({ username: row.username, token: row.token, updatedAt: row.updatedAt }))
+    .execute();
+}
+
+export async function insertRoutingAttempt(
+  db: Db,
+  row: { id: string; orgId: string; projectId: string; domain: string; status: string; error: string | null; createdAt: string },
+): Promise<void> {
+  await db.insertInto('routingAttempts').values(row).execute();
+}
+
+// ---------------------------------------------------------------- counts for the deletion preview
+
+export async function namesUnder(
+  db: Db,
+  table: 'deployments' | 'domains' | 'environments' | 'services' | 'routeRules',
+  orgId: string,
+  projectId: string,
+): Promise<string[]> {
+  const col = table === 'domains' ? 'domain' : table === 'environments' || table === 'services' ? 'name' : 'id';
+  const rows = await db
+    .selectFrom(table)
+    .select(`${col} as n` as 'id')
+    .where('orgId', '=', orgId)
+    .where('projectId', '=', projectId)
+    .orderBy(col as 'id')
+    .execute();
+  return rows.map((r) => (r as unknown as { n: string }).n);
+}
+
+export async function envVarNames(db: Db, orgId: string, projectId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('envVars')
+    .select(['environment', 'key'])
+    .where('orgId', '=', orgId)
+    .where('projectId', '=', projectId)
+    .orderBy('environment')
+    .orderBy('key')
+    .execute();
+  return rows.map((r) => `${r.environment}:${r.key}`);
+}

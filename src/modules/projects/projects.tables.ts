@@ -1,0 +1,149 @@
+/**
+ * Kysely table interfaces of the projects area (migration 003_projects). camelCase here,
+ * snake_case in SQL. Booleans are 0/1 integers, timestamps ISO-8601 text, JSON is text.
+ */
+
+export interface ProjectsTable {
+  id: string;
+  orgId: string;
+  name: string;
+  /** Unique per instance; the free domain is `<slug>.<BERTH_APPS_DOMAIN>`. */
+  slug: string;
+  status: string; // 'enabled' | 'disabled'
+  location: string; // 'local' | 'cloud'
+  // config
+  framework: string | null;
+  installCommand: string | null;
+  buildCommand: string | null;
+  startCommand: string | null;
+  outputDirectory: string | null;
+  rootDirectory: string | null;
+  port: number;
+  packageManager: string | null;
+  runtime: string | null;
+  nodeVersion: string | null;
+  // source
+  sourceType: string; // 'git' | 'local' | 'upload' | 'none'
+  gitProvider: string | null;
+  gitOwner: string | null;
+  gitRepo: string | null;
+  gitBranch: string | null;
+  localPath: string | null;
+  // behaviour
+  sleepMode: string; // 'auto_sleep' | 'always_on'
+  autoDeploy: number;
+  webhookDomain: string | null;
+  /** Id of the push webhook registered at the git provider (set by the git port). */
+  webhookId: string | null;
+  /** JSON `{ production: { cpuCores, memoryMb, diskMb }, build: { ... } }` (sleepMode and port live in their own columns). */
+  resources: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface EnvironmentsTable {
+  id: string;
+  orgId: string;
+  projectId: string;
+  name: string;
+  type: string; // 'production' | 'preview'
+  branch: string | null;
+  /** Bumped by every env PATCH of this environment; the env ETag. */
+  envRevision: number;
+  createdAt: string;
+}
+
+export interface EnvVarsTable {
+  id: string;
+  orgId: string;
+  projectId: string;
+  /** Environment name (`production`, a preview's name). */
+  environment: string;
+  key: string;
+  /** Always AES-256-GCM sealed (secret or not); AAD `env:<projectId>:<environment>:<key>`. */
+  value: string;
+  isSecret: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface DomainsTable {
+  id: string;
+  orgId: string;
+  projectId: string;
+  /** ASCII (punycode) lowercase hostname; unique across the instance. */
+  domain: string;
+  isPrimary: number;
+  createdAt: string;
+}
+
+export interface RouteRulesTable {
+  id: string;
+  orgId: string;
+  projectId: string;
+  kind: string; // 'rate-limit' | 'ban' | 'allow-deny'
+  enabled: number;
+  path: string | null;
+  /** JSON of the kind's fields: `{ limit, windowSeconds }`, `{ ips, expiresAt }`, `{ action, cidrs }`. */
+  config: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface ServicesTable {
+  id: string;
+  orgId: string;
+  projectId: string;
+  kind: string; // 'volume' | 'postgres'
+  name: string;
+  /** Sealed (AAD `service:<projectId>:<name>`); null for volumes. Never returned. */
+  connectionUrl: string | null;
+  createdAt: string;
+}
+
+export interface DeploymentsTable {
+  id: string;
+  orgId: string;
+  projectId: string;
+  environment: string;
+  status: string; // queued | building | deploying | ready | failed | cancelled | superseded
+  trigger: string; // manual | push | upload | api
+  commit: string | null;
+  ref: string | null;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  error: string | null;
+  updatedAt: string;
+}
+
+export interface CloneCredentialsTable {
+  projectId: string;
+  orgId: string;
+  username: string | null;
+  /** Sealed (AAD `clone-token:<projectId>`). */
+  token: string;
+  updatedAt: string;
+}
+
+export interface RoutingAttemptsTable {
+  id: string;
+  orgId: string;
+  projectId: string;
+  domain: string;
+  status: string; // 'recorded' | 'synced' | 'failed'
+  error: string | null;
+  createdAt: string;
+}
+
+export interface ProjectTables {
+  projects: ProjectsTable;
+  environments: EnvironmentsTable;
+  envVars: EnvVarsTable;
+  domains: DomainsTable;
+  routeRules: RouteRulesTable;
+  services: ServicesTable;
+  deployments: DeploymentsTable;
+  cloneCredentials: CloneCredentialsTable;
+  routingAttempts: RoutingAttemptsTable;
+}

@@ -1,0 +1,45 @@
+import type { AppContext } from '../../context.js';
+
+/**
+ * What the projects area needs from build-and-run. The build-and-run area implements it and calls
+ * `setRuntimePort()` in its module's `init`. While none is set, nothing runs: info answers state
+ * `not_deployed`/`stopped`, and enable/disable/routing/delete only record.
+ *
+ * Hooks are called after the projects transaction committed; a failing hook is logged, never undoes
+ * the recorded change.
+ */
+export interface RuntimeState {
+  state: string; // e.g. 'running' | 'sleeping' | 'stopped' | 'starting' | 'failed' | 'not_deployed'
+  url: string;
+  port: number;
+  pid?: number;
+  startedAt?: string;
+}
+
+export interface RoutingResult {
+  status: 'synced' | 'failed';
+  error?: string;
+}
+
+export interface RuntimePort {
+  /** Runtime state of the project's production app, or null when nothing is running. */
+  state(ctx: AppContext, orgId: string, projectId: string): Promise<RuntimeState | null>;
+  /** Project enabled: bring it online (deploys allowed again). */
+  bringOnline(ctx: AppContext, orgId: string, projectId: string): Promise<void>;
+  /** Project disabled: take it offline (stop the app; the edge answers 503). */
+  takeOffline(ctx: AppContext, orgId: string, projectId: string): Promise<void>;
+  /** Re-sync the edge route of the free domain without a rebuild. */
+  syncRouting(ctx: AppContext, orgId: string, projectId: string, freeDomain: string): Promise<RoutingResult>;
+  /** The project is being deleted: stop everything it runs (before its files are removed). */
+  removeProject(ctx: AppContext, orgId: string, projectId: string): Promise<void>;
+}
+
+let runtimePort: RuntimePort | null = null;
+
+export function setRuntimePort(p: RuntimePort | null): void {
+  runtimePort = p;
+}
+
+export function getRuntimePort(): RuntimePort | null {
+  return runtimePort;
+}
