@@ -9,6 +9,7 @@ import { serveForever } from '../server.js';
 import { ApiError, apiClient, readClientConfig, savedClient, writeClientConfig } from './client.js';
 import { promptHidden, readStdin } from './prompt.js';
 import { registerClientCommands } from './commands.js';
+import { registerDeployCommand } from './deploy.js';
 
 const program = new Command();
 program.name('berth').description('Berth: a self-hostable deployment platform').version('0.1.0');
@@ -158,5 +159,6 @@ token
   });
 
 registerClientCommands(program);
+registerDeployCommand(program);
 
 await program.parseAsync(process.argv);

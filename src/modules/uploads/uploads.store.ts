@@ -1,0 +1,141 @@
+import type { Insertable, Selectable } from 'kysely';
+import type { Db } from '../../db/client.js';
+import type { UploadSessionsTable } from './uploads.tables.js';
+
+export type UploadSessionRow = Selectable<UploadSessionsTable>;
+
+export async function insertSession(db: Db, row: Insertable<UploadSessionsTable>): Promise<void> {
+  await db.insertInto('uploadSessions').values(row).execute();
+}
+
+/** One session of `orgId`. */
+export async function findSession(db: Db, orgId: string, id: string): Promise<UploadSessionRow | undefined> {
+  return db.selectFrom('uploadSessions').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+}
+
+/**
+ * A session by id alone: only for the relay, whose credential is the session's upload token
+ * (checked by the caller in constant time before anything else is done with the row).
+ */
+export async function findSessionForToken(db: Db, id: string): Promise<UploadSessionRow | undefined> {
+  return db.selectFrom('uploadSessions').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** open -> uploading, only when still open and unexpired; false when another request got it. */
+export async function claimForUpload(db: Db, orgId: string, id: string, now: string): Promise<boolean> {
+  const r = await db
+    .updateTable('uploadSessions')
+    .set({ status: 'uploading' })
+    .where('orgId', '=', orgId)
+    .where('id', '=', id)
+    .where('status', '=', 'open')
+    .where('expiresAt', '>', now)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+export async function releaseUpload(db: Db, orgId: string, id: string): Promise<void> {
+  await db.updateTable('uploadSessions').set({ status: 'open' }).where('orgId', '=', orgId).where('id', '=', id).where('status', '=', 'uploading').execute();
+}
+
+export async function markUploaded(
+  db: Db,
+  orgId: string,
+  id: string,
+  v: { sizeBytes: number; sha256: string; files: number; uploadedAt: string; expiresAt: string },
+): Promise<void> {
+  await db
+    .updateTable('uploadSessions')
+    .set({ status: 'uploaded', ...v })
+    .where('orgId', '=', orgId)
+    .where('id', '=', id)
+    .where('status', '=', 'uploading')
+    .execute();
+}
+
+export async function saveScan(db: Db, orgId: string, id: string, scan: string): Promise<void> {
+  await db.updateTable('uploadSessions').set({ scan }).where('orgId', '=', orgId).where('id', '=', id).execute();
+}
+
+/** uploaded -> consumed by `projectId`; false when the session was not (or no longer) uploaded. */
+export async function consume(db: Db, orgId: string, id: string, projectId: string, now: string): Promise<boolean> {
+  const r = await db
+    .updateTable('uploadSessions')
+    .set({ status: 'consumed', projectId, consumedAt: now })
+    .where('orgId', '=', orgId)
+    .where('id', '=', id)
+    .where('status', '=', 'uploaded')
+    .where('expiresAt', '>', now)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+/** The session whose upload is the project's current source (the latest consumed one). */
+export async function currentForProject(db: Db, orgId: string, projectId: string): Promise<UploadSessionRow | undefined> {
+  return db
+    .selectFrom('uploadSessions')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .where('projectId', '=', projectId)
+    .where('status', '=', 'consumed')
+    .orderBy('consumedAt', 'desc')
+    .orderBy('id', 'desc')
+    .executeTakeFirst();
+}
+
+export async function countForProject(db: Db, orgId: string, projectId: string): Promise<{ count: number; names: string[] }> {
+  const rows = await db.selectFrom('uploadSessions').select('id').where('orgId', '=', orgId).where('projectId', '=', projectId).orderBy('createdAt', 'asc').execute();
+  return { count: rows.length, names: rows.map((r) => r.id) };
+}
+
+export async function deleteForProject(db: Db, orgId: string, projectId: string): Promise<void> {
+  await db.deleteFrom('uploadSessions').where('orgId', '=', orgId).where('projectId', '=', projectId).execute();
+}
+
+// ---------------------------------------------------------------- sweep (instance-wide, by design)
+
+/** Sessions never consumed whose time ran out (any org: the sweeper cleans the whole instance). */
+export async function listExpired(db: Db, now: string, limit = 500): Promise<{ id: string; orgId: string }[]> {
+  return db
+    .selectFrom('uploadSessions')
+    .select(['id', 'orgId'])
+    .where('status', '!=', 'consumed')
+    .where('expiresAt', '<=', now)
+    .limit(limit)
+    .execute();
+}
+
+export async function deleteSession(db: Db, orgId: string, id: string): Promise<void> {
+  await db.deleteFrom('uploadSessions').where('orgId', '=', orgId).where('id', '=', id).where('status', '!=', 'consumed').execute();
+}
+
+/** Consumed sessions that a newer upload of the same project replaced (their rows are history only). */
+export async function deleteSuperseded(db: Db, olderThan: string): Promise<number> {
+  const r = await db
+    .deleteFrom('uploadSessions as s')
+    .where('s.status', '=', 'consumed')
+    .where('s.consumedAt', '<', olderThan)
+    .where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('uploadSessions as n')
+          .select('n.id')
+          .whereRef('n.orgId', '=', 's.orgId')
+          .whereRef('n.projectId', '=', 's.projectId')
+          .where('n.status', '=', 'consumed')
+          .whereRef('n.consumedAt', '>', 's.consumedAt'),
+      ),
+    )
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+export async function knownSessionIds(db: Db, ids: string[]): Promise<Set<string>> {
+  if (!ids.length) return new Set();
+  const rows = await db.selectFrom('uploadSessions').select('id').where('id', 'in', ids).execute();
+  return new Set(rows.map((r) => r.id));
+}
+
+export async function listLocalProjects(db: Db, orgId: string) {
+  return db.selectFrom('projects').selectAll().where('orgId', '=', orgId).where('sourceType', '=', 'local').orderBy('createdAt', 'asc').orderBy('id', 'asc').execute();
+}
