@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { acquireDirLock } from './lib/lockfile.js';
+import { edgeUrlOf } from './modules/deployments/runtime.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -29,6 +30,8 @@ export async function startServer(config: Config, print: (line: string) => void 
   const url = `http://${hostPart}:${port}`;
   await app.berth.startBackground();
   print(`api listening on ${url}`);
+  const edgeUrl = edgeUrlOf(app.berth.ctx);
+  if (edgeUrl) print(`edge listening on ${edgeUrl}`);
   let stopping: Promise<void> | null = null;
   return {
     app,

@@ -1,0 +1,71 @@
+/** One request served (or refused) by the edge for a project. */
+export interface RequestEntry {
+  ts: string;
+  method: string;
+  /** The path without the query string (query values can carry credentials). */
+  path: string;
+  status: number;
+  durationMs: number;
+  ip: string;
+  bytes: number;
+}
+
+type Listener = (e: RequestEntry) => void;
+
+/**
+ * The recent requests of every project: a bounded ring per project (newest last) and live
+ * subscribers for the server-log stream. In memory: a restart starts the rings empty.
+ */
+export class RequestLog {
+  /** Per project: a fixed-size circular buffer and the index of the next write. */
+  private readonly rings = new Map<string, { buf: RequestEntry[]; next: number }>();
+  private readonly listeners = new Map<string, Set<Listener>>();
+
+  constructor(private readonly capacity = 1000) {}
+
+  record(projectId: string, e: RequestEntry): void {
+    let ring = this.rings.get(projectId);
+    if (!ring) {
+      ring = { buf: [], next: 0 };
+      this.rings.set(projectId, ring);
+    }
+    if (ring.buf.length < this.capacity) ring.buf.push(e);
+    else ring.buf[ring.next] = e;
+    ring.next = (ring.next + 1) % this.capacity;
+    const ls = this.listeners.get(projectId);
+    if (ls) {
+      for (const fn of ls) {
+        try {
+          fn(e);
+        } catch {
+          /* one broken subscriber must not stop the others */
+        }
+      }
+    }
+  }
+
+  recent(projectId: string, limit = 100): RequestEntry[] {
+    const ring = this.rings.get(projectId);
+    if (!ring) return [];
+    const ordered = ring.buf.length < this.capacity ? ring.buf : [...ring.buf.slice(ring.next), ...ring.buf.slice(0, ring.next)];
+    const n = Math.max(1, Math.min(limit, this.capacity));
+    return ordered.slice(-n);
+  }
+
+  subscribe(projectId: string, fn: Listener): () => void {
+    let ls = this.listeners.get(projectId);
+    if (!ls) {
+      ls = new Set();
+      this.listeners.set(projectId, ls);
+    }
+    ls.add(fn);
+    return () => {
+      ls!.delete(fn);
+      if (ls!.size === 0) this.listeners.delete(projectId);
+    };
+  }
+
+  forget(projectId: string): void {
+    this.rings.delete(projectId);
+  }
+}

@@ -1,0 +1,187 @@
+import type { Insertable, Selectable, Updateable } from 'kysely';
+import type { Db } from '../../db/client.js';
+import type { DeploymentsTable, ProjectsTable } from '../projects/projects.tables.js';
+import type { DeploymentBuildsTable, DeploymentTokensTable, RuntimeStatesTable } from './deployments.tables.js';
+
+export type DeploymentRow = Selectable<DeploymentsTable>;
+export type DeploymentBuildRow = Selectable<DeploymentBuildsTable>;
+export type DeploymentTokenRow = Selectable<DeploymentTokensTable>;
+export type RuntimeStateRow = Selectable<RuntimeStatesTable>;
+
+export const IN_FLIGHT = ['queued', 'building', 'deploying'] as const;
+export const TERMINAL = ['ready', 'failed', 'cancelled', 'superseded'] as const;
+
+export async function insertDeployment(db: Db, row: Insertable<DeploymentsTable>, build: Insertable<DeploymentBuildsTable>): Promise<void> {
+  await db.insertInto('deployments').values(row).execute();
+  await db.insertInto('deploymentBuilds').values(build).execute();
+}
+
+export async function findDeployment(db: Db, orgId: string, id: string): Promise<DeploymentRow | undefined> {
+  return db.selectFrom('deployments').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+}
+
+export async function findBuild(db: Db, orgId: string, deploymentId: string): Promise<DeploymentBuildRow | undefined> {
+  return db.selectFrom('deploymentBuilds').selectAll().where('orgId', '=', orgId).where('deploymentId', '=', deploymentId).executeTakeFirst();
+}
+
+export async function updateBuild(db: Db, orgId: string, deploymentId: string, patch: Updateable<DeploymentBuildsTable>): Promise<void> {
+  await db.updateTable('deploymentBuilds').set(patch).where('orgId', '=', orgId).where('deploymentId', '=', deploymentId).execute();
+}
+
+/**
+ * Moves a deployment to another status only if it is still in one of `from` (a cancel and a
+ * finishing build cannot both win). Answers whether it moved.
+ */
+export async function transition(
+  db: Db,
+  orgId: string,
+  id: string,
+  from: readonly string[],
+  patch: Updateable<DeploymentsTable> & { status: string },
+): Promise<boolean> {
+  const res = await db
+    .updateTable('deployments')
+    .set({ ...patch, updatedAt: new Date().toISOString() })
+    .where('orgId', '=', orgId)
+    .where('id', '=', id)
+    .where('status', 'in', [...from])
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
+}
+
+/** Older in-flight deployments of the same project environment (to be superseded by a newer one). */
+export async function inFlightDeployments(db: Db, orgId: string, projectId: string, environment: string): Promise<DeploymentRow[]> {
+  return db
+    .selectFrom('deployments')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .where('projectId', '=', projectId)
+    .where('environment', '=', environment)
+    .where('status', 'in', [...IN_FLIGHT])
+    .execute();
+}
+
+/** The release that serves a project environment: its newest ready deployment. */
+export async function currentRelease(db: Db, orgId: string, projectId: string, environment = 'production'): Promise<(DeploymentRow & { releaseDir: string | null; startCommand: string | null }) | undefined> {
+  return db
+    .selectFrom('deployments')
+    .innerJoin('deploymentBuilds', 'deploymentBuilds.deploymentId', 'deployments.id')
+    .selectAll('deployments')
+    .select(['deploymentBuilds.releaseDir', 'deploymentBuilds.startCommand'])
+    .where('deployments.orgId', '=', orgId)
+    .where('deployments.projectId', '=', projectId)
+    .where('deployments.environment', '=', environment)
+    .where('deployments.status', '=', 'ready')
+    .orderBy('deployments.finishedAt', 'desc')
+    .orderBy('deployments.id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/** Release folders of a project other than `keep` (pruned after a successful deploy). */
+export async function oldReleaseDirs(db: Db, orgId: string, projectId: string, keep: string[]): Promise<{ deploymentId: string; releaseDir: string }[]> {
+  const rows = await db
+    .selectFrom('deploymentBuilds')
+    .select(['deploymentId', 'releaseDir'])
+    .where('orgId', '=', orgId)
+    .where('projectId', '=', projectId)
+    .where('releaseDir', 'is not', null)
+    .execute();
+  return rows.filter((r) => !keep.includes(r.deploymentId)).map((r) => ({ deploymentId: r.deploymentId, releaseDir: r.releaseDir! }));
+}
+
+export async function readyDeploymentIds(db: Db, orgId: string, projectId: string, limit: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('deployments')
+    .select('id')
+    .where('orgId', '=', orgId)
+    .where('projectId', '=', projectId)
+    .where('status', '=', 'ready')
+    .orderBy('finishedAt', 'desc')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Deployments left in flight by a previous process (it died mid-build): system sweep at start-up,
+ * across orgs by design (each row is then handled within its own org).
+ */
+export async function staleInFlight(db: Db): Promise<DeploymentRow[]> {
+  return db.selectFrom('deployments').selectAll().where('status', 'in', ['building', 'deploying']).execute();
+}
+
+// ---------------------------------------------------------------- tokens
+
+export async function insertToken(db: Db, row: Insertable<DeploymentTokensTable>): Promise<void> {
+  await db.insertInto('deploymentTokens').values(row).execute();
+}
+
+/** A token by its hash; the caller checks kind, project, deployment and expiry. Tokens are global by nature. */
+export async function findTokenByHash(db: Db, tokenHash: string): Promise<DeploymentTokenRow | undefined> {
+  return db.selectFrom('deploymentTokens').selectAll().where('tokenHash', '=', tokenHash).executeTakeFirst();
+}
+
+export async function pruneTokens(db: Db, before: string): Promise<void> {
+  await db.deleteFrom('deploymentTokens').where('expiresAt', '<', before).execute();
+}
+
+// ---------------------------------------------------------------- runtime state
+
+export async function saveRuntimeState(db: Db, row: RuntimeStateRow): Promise<void> {
+  await db
+    .insertInto('runtimeStates')
+    .values(row)
+    .onConflict((oc) =>
+      oc.column('projectId').doUpdateSet({ deploymentId: row.deploymentId, state: row.state, port: row.port, pid: row.pid, startedAt: row.startedAt, updatedAt: row.updatedAt }),
+    )
+    .execute();
+}
+
+/** Every persisted runtime state (start-up: bring back what ran). System-wide by design. */
+export async function allRuntimeStates(db: Db): Promise<RuntimeStateRow[]> {
+  return db.selectFrom('runtimeStates').selectAll().execute();
+}
+
+// ---------------------------------------------------------------- edge lookups
+
+export type EdgeProject = Pick<Selectable<ProjectsTable>, 'id' | 'orgId' | 'slug' | 'status' | 'sleepMode' | 'location'>;
+
+/** The project a free domain (`<slug>.<appsDomain>`) names. Hosts are global across orgs by nature. */
+export async function projectBySlug(db: Db, slug: string): Promise<EdgeProject | undefined> {
+  return db.selectFrom('projects').select(['id', 'orgId', 'slug', 'status', 'sleepMode', 'location']).where('slug', '=', slug).executeTakeFirst();
+}
+
+/** The project a custom domain belongs to. */
+export async function projectByDomain(db: Db, domain: string): Promise<EdgeProject | undefined> {
+  return db
+    .selectFrom('domains')
+    .innerJoin('projects', 'projects.id', 'domains.projectId')
+    .select(['projects.id', 'projects.orgId', 'projects.slug', 'projects.status', 'projects.sleepMode', 'projects.location'])
+    .where('domains.domain', '=', domain)
+    .executeTakeFirst();
+}
+
+export async function projectById(db: Db, orgId: string, id: string): Promise<EdgeProject | undefined> {
+  return db.selectFrom('projects').select(['id', 'orgId', 'slug', 'status', 'sleepMode', 'location']).where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+}
+
+/** Enabled projects that have a ready production release (start-up of always-on apps). System-wide by design. */
+export async function runnableProjects(db: Db): Promise<EdgeProject[]> {
+  return db
+    .selectFrom('projects')
+    .select(['id', 'orgId', 'slug', 'status', 'sleepMode', 'location'])
+    .where('status', '=', 'enabled')
+    .where('location', '=', 'local')
+    .where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('deployments')
+          .select('deployments.id')
+          .whereRef('deployments.projectId', '=', 'projects.id')
+          .where('deployments.status', '=', 'ready')
+          .where('deployments.environment', '=', 'production'),
+      ),
+    )
+    .execute();
+}

@@ -1,0 +1,50 @@
+/**
+ * Tables of the build-and-run area (migration 005_deployments). The `deployments` table itself is
+ * created by 003_projects; what the build pipeline records per deployment lives in `deployment_builds`.
+ */
+export interface DeploymentBuildsTable {
+  deploymentId: string;
+  orgId: string;
+  projectId: string;
+  /** git | local | upload */
+  sourceType: string | null;
+  /** The extracted upload the deployment builds (when sourceType is upload). */
+  uploadDir: string | null;
+  /** Where the built release lives once the build succeeded. */
+  releaseDir: string | null;
+  /** The start command the release runs with. */
+  startCommand: string | null;
+  createdBy: string | null;
+}
+
+export interface DeploymentTokensTable {
+  id: string;
+  /** sha256 of the token; the token itself is shown once. */
+  tokenHash: string;
+  orgId: string;
+  projectId: string;
+  deploymentId: string | null;
+  /** 'build' (one deployment's build logs) | 'server_logs' (one project's request log stream). */
+  kind: string;
+  createdBy: string | null;
+  expiresAt: string;
+  createdAt: string;
+}
+
+export interface RuntimeStatesTable {
+  projectId: string;
+  orgId: string;
+  deploymentId: string | null;
+  /** starting | running | sleeping | stopped | crashed | failed */
+  state: string;
+  port: number | null;
+  pid: number | null;
+  startedAt: string | null;
+  updatedAt: string;
+}
+
+export interface DeploymentsTables {
+  deploymentBuilds: DeploymentBuildsTable;
+  deploymentTokens: DeploymentTokensTable;
+  runtimeStates: RuntimeStatesTable;
+}

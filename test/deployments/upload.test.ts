@@ -1,0 +1,94 @@
+// Resource limits switched off here: info must say they are not enforced.
+process.env.BERTH_CGROUPS = 'off';
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import * as tar from 'tar';
+import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
+import { createUser, type TestUser } from '../support/factories.js';
+import { getRuntime } from '../../src/modules/deployments/runtime.js';
+import { waitFor, writeTinyApp } from '../runtime/app-fixture.js';
+
+let root: string;
+let server: TestServer;
+let owner: TestUser;
+
+before(async () => {
+  root = tempDir('berth-upl-');
+  server = await startTestServer({ background: true });
+  owner = await createUser(server);
+});
+
+after(async () => {
+  await server?.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+function edge(host: string, p = '/'): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port: getRuntime(server.ctx).edgePort(), path: p, headers: { host } }, (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode!, text }));
+      })
+      .on('error', reject);
+  });
+}
+
+async function upload(version: string): Promise<string> {
+  const dir = writeTinyApp(path.join(root, version), { version });
+  const file = path.join(root, `${version}.tgz`);
+  tar.c({ gzip: true, cwd: dir, sync: true, file, portable: true }, ['server.js', 'package.json']);
+  const api = server.api(owner.token);
+  const s = await api.post('/api/projects/folder/session', { name: 'uploaded' });
+  assert.equal(s.status, 201, s.text);
+  const { url, method, headers, sessionId } = s.body.data;
+  const res = await fetch(url, { method, headers: { ...headers, 'content-type': 'application/gzip' }, body: readFileSync(file) });
+  assert.ok(res.status < 300, await res.text());
+  return sessionId;
+}
+
+test('an uploaded folder deploys (POST /api/deployments with sessionId) and the edge serves it; the next upload replaces it', async () => {
+  const api = server.api(owner.token);
+  const p = await api.post('/api/projects', { name: 'Uploaded App' });
+  assert.equal(p.status, 201, p.text);
+  const projectId = p.body.data.id;
+  const slug = p.body.data.slug;
+  const none = await api.post('/api/deployments', { projectId });
+  assert.equal(none.status, 400, 'a project without a source cannot deploy');
+  assert.equal(none.body.error.field, 'projectId');
+  for (const version of ['up-v1', 'up-v2']) {
+    const t0 = Date.now();
+    const sessionId = await upload(version);
+    const d = await api.post('/api/deployments', { projectId, sessionId });
+    assert.equal(d.status, 202, d.text);
+    assert.equal(d.body.data.trigger, 'upload');
+    const done = await waitFor(async () => {
+      const r = await api.get(`/api/deployments/${d.body.data.id}`);
+      return ['ready', 'failed'].includes(r.body.data.status) ? r.body.data : null;
+    }, 'the deployment', 20000, 50);
+    assert.equal(done.status, 'ready', done.error);
+    assert.ok(Date.now() - t0 < 10000);
+    assert.match((await edge(`${slug}.localhost`)).text, new RegExp(`^hello ${version}`));
+    // the session is consumed
+    const again = await api.post('/api/deployments', { projectId, sessionId });
+    assert.equal(again.status, 409);
+  }
+  // a plain redeploy builds the last uploaded folder again
+  const re = await api.post('/api/deployments', { projectId });
+  assert.equal(re.status, 202);
+  const done = await waitFor(async () => {
+    const r = await api.get(`/api/deployments/${re.body.data.id}`);
+    return ['ready', 'failed'].includes(r.body.data.status) ? r.body.data : null;
+  }, 'the redeploy', 20000, 50);
+  assert.equal(done.status, 'ready', done.error);
+  assert.match((await edge(`${slug}.localhost`)).text, /^hello up-v2/);
+  const info = await api.get(`/api/projects/${projectId}/info`);
+  assert.equal(info.body.data.runtime.state, 'running');
+  assert.equal(info.body.data.runtime.limitsEnforced, false);
+  assert.match(info.body.data.runtime.limitsNote, /not enforced: disabled by BERTH_CGROUPS=off/);
+});

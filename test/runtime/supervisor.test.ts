@@ -1,0 +1,140 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { createLogger } from '../../src/lib/logger.js';
+import { parseCommand } from '../../src/runtime/command.js';
+import { LogStore } from '../../src/runtime/logs.js';
+import { Supervisor, type ReleaseSpec } from '../../src/runtime/supervisor.js';
+import { tempDir } from '../support/harness.js';
+import { httpGet, waitFor, writeTinyApp } from './app-fixture.js';
+
+let root: string;
+let logs: LogStore;
+let sup: Supervisor;
+
+before(() => {
+  root = tempDir('berth-sup-');
+  logs = new LogStore(root);
+  sup = new Supervisor({
+    logs,
+    cgroups: { version: null, enforced: false },
+    log: createLogger('silent'),
+    baseEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    healthTimeoutMs: 5000,
+    graceMs: 2000,
+  });
+});
+
+after(async () => {
+  await sup.stopAll();
+  logs.closeAll();
+  rmSync(root, { recursive: true, force: true });
+});
+
+function spec(version: string, extra: Partial<ReleaseSpec> = {}): ReleaseSpec {
+  const dir = writeTinyApp(path.join(root, 'rel-' + version), { version });
+  return {
+    projectId: 'prj_test',
+    orgId: 'org_test',
+    deploymentId: 'dpl_' + version,
+    cwd: dir,
+    steps: (env) => parseCommand('node server.js', env),
+    env: { GREETING: 'hi', API_KEY: 'super-secret-key-value' },
+    secrets: ['super-secret-key-value'],
+    dataDir: path.join(root, 'volumes', 'prj_test', 'data'),
+    limits: { cpuCores: 1, memoryMb: 512 },
+    ...extra,
+  };
+}
+
+test('a release runs as a process group on an allocated PORT with DATA_DIR and its env', async () => {
+  const snap = await sup.deploy(spec('v1'));
+  assert.equal(snap.state, 'running');
+  assert.ok(snap.port && snap.pid);
+  const res = await httpGet(`http://127.0.0.1:${snap.port}/`);
+  assert.match(res.text, /hello v1/);
+  assert.equal((await httpGet(`http://127.0.0.1:${snap.port}/env/GREETING`)).text, 'hi');
+  assert.equal((await httpGet(`http://127.0.0.1:${snap.port}/env/PORT`)).text, String(snap.port));
+  assert.equal((await httpGet(`http://127.0.0.1:${snap.port}/data`)).text, path.join(root, 'volumes', 'prj_test', 'data'));
+  assert.ok(existsSync(path.join(root, 'volumes', 'prj_test', 'data', 'touched')));
+  // the server's own environment is not passed on
+  assert.equal((await httpGet(`http://127.0.0.1:${snap.port}/env/BERTH_SECRET_KEY`)).text, '');
+});
+
+test('stdout and stderr land in the project log, with secret values redacted', async () => {
+  const port = sup.snapshot('prj_test')!.port!;
+  await httpGet(`http://127.0.0.1:${port}/log`);
+  const lines = await waitFor(async () => {
+    const l = logs.runtime('prj_test').read({ limit: 100 });
+    return l.some((x) => x.line.includes('hello from the app v1')) ? l : null;
+  }, 'the log line');
+  assert.ok(lines.some((l) => l.stream === 'stdout' && /listening on/.test(l.line)));
+});
+
+test('a new release is health-checked before it takes traffic, then the old one is stopped', async () => {
+  const before = sup.snapshot('prj_test')!;
+  // Keep requesting the old port/new port during the swap: the serving port always answers.
+  let failures = 0;
+  let stop = false;
+  const poller = (async () => {
+    while (!stop) {
+      const p = sup.snapshot('prj_test')!.port!;
+      try {
+        await httpGet(`http://127.0.0.1:${p}/`);
+      } catch {
+        failures++;
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  })();
+  const snap = await sup.deploy(spec('v2', { deploymentId: 'dpl_v2' }));
+  stop = true;
+  await poller;
+  assert.equal(snap.deploymentId, 'dpl_v2');
+  assert.notEqual(snap.pid, before.pid);
+  assert.match((await httpGet(`http://127.0.0.1:${snap.port}/`)).text, /hello v2/);
+  await waitFor(async () => {
+    try {
+      process.kill(before.pid!, 0);
+      return false;
+    } catch {
+      return true;
+    }
+  }, 'the old release to stop');
+  assert.equal(failures, 0);
+});
+
+test('a release that never answers fails its health check and the previous one keeps serving', async () => {
+  const bad = spec('bad', { deploymentId: 'dpl_bad', steps: () => parseCommand('node -e "setTimeout(()=>{}, 100000)"') });
+  const runningPort = sup.snapshot('prj_test')!.port!;
+  const quick = new Supervisor({ logs, cgroups: { version: null, enforced: false }, log: createLogger('silent'), baseEnv: { PATH: process.env.PATH! }, healthTimeoutMs: 700, graceMs: 500 });
+  await assert.rejects(quick.deploy(bad), /did not become healthy/);
+  await assert.rejects(sup.deploy({ ...bad, steps: () => parseCommand('node -e "process.exit(3)"') }), /exited \(code 3\)/);
+  assert.equal(sup.snapshot('prj_test')!.state, 'running');
+  assert.match((await httpGet(`http://127.0.0.1:${runningPort}/`)).text, /hello v2/);
+});
+
+test('a crashed app is restarted with backoff', async () => {
+  const { port, pid } = sup.snapshot('prj_test')!;
+  await httpGet(`http://127.0.0.1:${port}/crash`).catch(() => {});
+  const snap = await waitFor(async () => {
+    const s = sup.snapshot('prj_test')!;
+    return s.state === 'running' && s.pid !== pid ? s : null;
+  }, 'the restart');
+  assert.equal(snap.restarts, 1);
+  assert.match((await httpGet(`http://127.0.0.1:${snap.port}/`)).text, /hello v2/);
+  assert.ok(logs.runtime('prj_test').read().some((l) => /restarting in/.test(l.line)));
+});
+
+test('stop is graceful (SIGTERM first) and acquire wakes a stopped app again', async () => {
+  const { pid } = sup.snapshot('prj_test')!;
+  await sup.stop('prj_test', 'sleeping');
+  assert.equal(sup.snapshot('prj_test')!.state, 'sleeping');
+  assert.ok(logs.runtime('prj_test').read().some((l) => l.line === 'got SIGTERM'));
+  assert.throws(() => process.kill(pid!, 0));
+  const t0 = Date.now();
+  const port = await sup.acquire('prj_test', async () => spec('v3', { deploymentId: 'dpl_v3' }), 5000);
+  assert.ok(Date.now() - t0 < 5000);
+  assert.match((await httpGet(`http://127.0.0.1:${port}/`)).text, /hello v3/);
+});
