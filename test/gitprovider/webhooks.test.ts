@@ -1,0 +1,245 @@
+import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { verifySignature } from '../../src/modules/gitprovider/gitprovider.service.js';
+import { createTeam, type TestOrg } from '../support/factories.js';
+import { waitFor, writeTinyApp } from '../runtime/app-fixture.js';
+import { installApp, startGitWorld, WEBHOOK_SECRET, type GitWorld } from './setup.js';
+
+function tinyAppFiles(version: string): Record<string, string> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tiny-'));
+  try {
+    writeTinyApp(dir, { version });
+    return Object.fromEntries(readdirSync(dir).map((f) => [f, readFileSync(path.join(dir, f), 'utf8')]));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe('GitHub webhook signatures', () => {
+  it("GitHub's own test vector verifies; anything else does not; no secret fails closed", () => {
+    const raw = Buffer.from('Hello, World!');
+    const good = 'sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17';
+    assert.equal(verifySignature(WEBHOOK_SECRET, raw, good), true);
+    assert.equal(verifySignature(WEBHOOK_SECRET, Buffer.from('Hello, World?'), good), false);
+    assert.equal(verifySignature(WEBHOOK_SECRET, raw, good.replace('sha256=', 'sha1=')), false);
+    assert.equal(verifySignature(WEBHOOK_SECRET, raw, good.slice(0, -1)), false);
+    assert.equal(verifySignature(WEBHOOK_SECRET, raw, undefined), false);
+    assert.equal(verifySignature(undefined, raw, good), false);
+    assert.equal(verifySignature('', raw, good), false);
+  });
+});
+
+describe('incoming GitHub deliveries, auto-deploy and the project git routes', () => {
+  let w: GitWorld;
+  let team: TestOrg;
+  let installationId: number;
+  let hookUrl: string;
+  let projectId: string;
+
+  before(async () => {
+    w = await startGitWorld({ server: { background: true } });
+    team = await createTeam(w.server);
+    hookUrl = `${w.server.url}/api/gitprovider/webhook`;
+    w.fake.createRepo('acme', 'shop', { type: 'Organization', files: tinyAppFiles('v1') });
+    w.fake.push('acme', 'shop', { 'next.txt': 'n' }, { branch: 'next' });
+    w.fake.createRepo('acme', 'blog', { files: { 'index.html': '<h1>blog</h1>' } });
+    installationId = await installApp(w, w.server.api(team.owner.token), 'acme');
+  });
+  after(() => w.close());
+
+  it('the webhook route verifies the raw bytes: the exact bytes GitHub signed pass, a re-serialised body or a wrong or missing signature is 401', async () => {
+    // Whitespace and key order that JSON.stringify would not reproduce.
+    const raw = '{"zen":"Keep it logically awesome.",  "hook_id": 1,\n "b":1, "a":2}';
+    const sig = `sha256=${createHmac('sha256', WEBHOOK_SECRET).update(raw).digest('hex')}`;
+    const send = (body: string, signature?: string) =>
+      fetch(hookUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-github-event': 'ping', 'x-github-delivery': crypto.randomUUID(), ...(signature ? { 'x-hub-signature-256': signature } : {}) },
+        body,
+      });
+    assert.equal((await send(raw, sig)).status, 200);
+    assert.equal((await send(JSON.stringify(JSON.parse(raw)), sig)).status, 401);
+    const wrong = await send(raw, `sha256=${'0'.repeat(64)}`);
+    assert.equal(wrong.status, 401);
+    assert.equal(((await wrong.json()) as any).error.code, 'UNAUTHENTICATED');
+    assert.equal((await send(raw)).status, 401);
+    assert.equal((await send(raw, sig.replace('sha256=', ''))).status, 401);
+  });
+
+  it('the project routes work through the provider: git/link takes the default branch, branches, git info, commit-status', async () => {
+    const api = w.server.api(team.member.token);
+    const p = await api.post('/api/projects', { name: 'Shop' });
+    assert.equal(p.status, 201, p.text);
+    projectId = p.body.data.id;
+    const noOwner = await api.post(`/api/projects/${projectId}/git/link`, { repo: 'shop' });
+    assert.equal(noOwner.status, 400);
+    assert.equal(noOwner.body.error.field, 'owner');
+    const missing = await api.post(`/api/projects/${projectId}/git/link`, { owner: 'acme', repo: 'nope' });
+    assert.equal(missing.status, 404);
+    const link = await api.post(`/api/projects/${projectId}/git/link`, { owner: 'acme', repo: 'shop' });
+    assert.equal(link.status, 200, link.text);
+    assert.equal(link.body.data.source.gitBranch, 'main');
+    const br = await api.get(`/api/projects/${projectId}/branches`);
+    assert.equal(br.status, 200);
+    assert.deepEqual(br.body.data.map((b: any) => b.name).sort(), ['main', 'next']);
+    const git = await api.get(`/api/projects/${projectId}/git`);
+    assert.equal(git.status, 200);
+    assert.equal(git.body.data.repository.fullName, 'acme/shop');
+    assert.equal(git.body.data.repository.cloneUrl, `${w.fake.url}/acme/shop.git`);
+    const cs = await api.get(`/api/projects/${projectId}/commit-status`);
+    assert.equal(cs.status, 200);
+    assert.deepEqual(cs.body.data, { branch: 'main', deployedCommit: null, remoteCommit: w.fake.headOf('acme', 'shop'), upToDate: false });
+  });
+
+  it('turning auto-deploy on registers the push webhook at GitHub (JSON, our secret, push)', async () => {
+    const api = w.server.api(team.member.token);
+    const r = await api.post(`/api/projects/${projectId}/auto-deploy`, { enabled: true });
+    assert.equal(r.status, 200, r.text);
+    const hooks = w.fake.repo('acme', 'shop')!.hooks;
+    assert.equal(hooks.length, 1);
+    assert.equal(hooks[0]!.config.url, hookUrl.replace(w.server.url, w.server.ctx.publicUrl()));
+    assert.equal(hooks[0]!.config.content_type, 'json');
+    assert.equal(hooks[0]!.config.secret, WEBHOOK_SECRET);
+    assert.deepEqual(hooks[0]!.events, ['push']);
+    assert.equal(String(r.body.data.webhookId), String(hooks[0]!.id));
+    // again: reused, not duplicated
+    assert.equal((await api.post(`/api/projects/${projectId}/auto-deploy`, { enabled: true })).status, 200);
+    assert.equal(w.fake.repo('acme', 'shop')!.hooks.length, 1);
+  });
+
+  it('a push to the deploy branch answers at once, creates one push deployment of the pushed commit, which clones from GitHub with a fresh clone token and deploys; a repeated delivery is not acted on twice', async () => {
+    const api = w.server.api(team.member.token);
+    const sha = w.fake.push('acme', 'shop', tinyAppFiles('v2'));
+    const mintedBefore = w.fake.minted.get(installationId) ?? 0;
+    const payload = w.fake.pushPayload('acme', 'shop', { installationId });
+    const t0 = Date.now();
+    const first = await w.fake.deliver(hookUrl, 'push', payload, { secret: WEBHOOK_SECRET, deliveryId: 'd-push-1', hookId: w.fake.repo('acme', 'shop')!.hooks[0]!.id });
+    assert.ok(Date.now() - t0 < 1000, 'answered in under a second');
+    assert.equal(first.status, 202);
+    const dep = await waitFor(async () => {
+      const l = await api.get(`/api/projects/${projectId}/deployments`);
+      return l.body.data.find((d: any) => d.trigger === 'push');
+    }, 'the push deployment', 15000, 50);
+    assert.equal(dep.commit, sha);
+    assert.equal(dep.ref, 'main');
+    const again = await w.fake.deliver(hookUrl, 'push', payload, { secret: WEBHOOK_SECRET, deliveryId: 'd-push-1' });
+    assert.equal(again.status, 200);
+    assert.equal(again.body.data.duplicate, true);
+    // The same push delivered by another hook (the App's) is deduplicated on the commit.
+    await w.fake.deliver(hookUrl, 'push', payload, { secret: WEBHOOK_SECRET, deliveryId: 'd-push-1-app' });
+    await waitFor(async () => (await w.server.ctx.db.selectFrom('gitproviderDeliveries').select('status').where('deliveryId', '=', 'd-push-1-app').executeTakeFirst())?.status === 'done', 'the second delivery', 10000, 50);
+    const done = await waitFor(async () => {
+      const r = await api.get(`/api/deployments/${dep.id}`);
+      return ['ready', 'failed', 'cancelled', 'superseded'].includes(r.body.data.status) ? r.body.data : null;
+    }, 'the deployment to finish', 60000, 100);
+    assert.equal(done.status, 'ready', done.error ?? '');
+    assert.equal(done.commit, sha);
+    const pushes = (await api.get(`/api/projects/${projectId}/deployments`)).body.data.filter((d: any) => d.trigger === 'push');
+    assert.equal(pushes.length, 1);
+    // Cloned from the fake over smart HTTP with a freshly minted installation token.
+    assert.ok((w.fake.minted.get(installationId) ?? 0) > mintedBefore);
+    assert.ok(w.fake.gitRequests.some((g) => g.ok && g.path === '/acme/shop.git/info/refs'));
+    const logs = await api.get(`/api/deployments/${dep.id}/logs`);
+    assert.ok(!/ghs_/.test(logs.text));
+    const cs = await api.get(`/api/projects/${projectId}/commit-status`);
+    assert.deepEqual(cs.body.data, { branch: 'main', deployedCommit: sha, remoteCommit: sha, upToDate: true });
+  });
+
+  it('pushes to other branches, deleted branches and repositories nobody links create nothing', async () => {
+    const api = w.server.api(team.member.token);
+    const count = async () => (await api.get(`/api/projects/${projectId}/deployments`)).body.data.length;
+    const before = await count();
+    w.fake.push('acme', 'shop', { 'x.txt': String(Date.now()) }, { branch: 'next' });
+    const ids = ['d-next', 'd-deleted', 'd-blog'];
+    await w.fake.deliver(hookUrl, 'push', w.fake.pushPayload('acme', 'shop', { branch: 'next', installationId }), { secret: WEBHOOK_SECRET, deliveryId: ids[0] });
+    await w.fake.deliver(hookUrl, 'push', { ...w.fake.pushPayload('acme', 'shop', { installationId }), deleted: true, after: '0'.repeat(40) }, { secret: WEBHOOK_SECRET, deliveryId: ids[1] });
+    await w.fake.deliver(hookUrl, 'push', w.fake.pushPayload('acme', 'blog', { installationId }), { secret: WEBHOOK_SECRET, deliveryId: ids[2] });
+    await waitFor(async () => {
+      const rows = await w.server.ctx.db.selectFrom('gitproviderDeliveries').select('status').where('deliveryId', 'in', ids).execute();
+      return rows.length === 3 && rows.every((r) => r.status === 'done');
+    }, 'the deliveries', 10000, 50);
+    assert.equal(await count(), before);
+  });
+
+  it('installation_repositories removed unlinks the projects of those repositories', async () => {
+    const api = w.server.api(team.member.token);
+    const p = (await api.post('/api/projects', { name: 'Blog' })).body.data.id;
+    assert.equal((await api.post(`/api/projects/${p}/git/link`, { owner: 'acme', repo: 'blog' })).status, 200);
+    const res = await w.fake.deliver(
+      hookUrl,
+      'installation_repositories',
+      { action: 'removed', installation: { id: installationId, account: { login: 'acme', type: 'Organization' } }, repositories_removed: [{ id: 1, name: 'blog', full_name: 'acme/blog', private: true }], repositories_added: [] },
+      { secret: WEBHOOK_SECRET },
+    );
+    assert.equal(res.status, 202);
+    const proj = await waitFor(async () => {
+      const r = await api.get(`/api/projects/${p}`);
+      return r.body.data.source.gitRepo === null ? r.body.data : null;
+    }, 'the unlink', 10000, 50);
+    assert.equal(proj.source.type, 'none');
+    const git = await api.get(`/api/projects/${p}/git`);
+    assert.equal(git.body.data.linked, false);
+    assert.match(git.body.data.notice.reason, /acme\/blog was removed/);
+    // The shop project is untouched.
+    assert.equal((await api.get(`/api/projects/${projectId}`)).body.data.source.gitRepo, 'shop');
+  });
+
+  it('installation deleted drops the installation and pauses auto-deploy of the affected projects with a visible reason', async () => {
+    const api = w.server.api(team.member.token);
+    w.fake.uninstall(installationId);
+    const res = await w.fake.deliver(
+      hookUrl,
+      'installation',
+      { action: 'deleted', installation: { id: installationId, account: { login: 'acme', id: 1, type: 'Organization' } }, sender: { login: 'acme' } },
+      { secret: WEBHOOK_SECRET },
+    );
+    assert.equal(res.status, 202);
+    const proj = await waitFor(async () => {
+      const r = await api.get(`/api/projects/${projectId}`);
+      return r.body.data.autoDeploy === false ? r.body.data : null;
+    }, 'the pause', 10000, 50);
+    assert.equal(proj.source.gitRepo, 'shop');
+    const st = await api.get('/api/gitprovider/status');
+    assert.equal(st.body.data.state, 'not_connected');
+    // The reason shows on the project's git info, even though GitHub no longer answers for the repository.
+    const git = await api.get(`/api/projects/${projectId}/git`);
+    assert.equal(git.status, 200, git.text);
+    assert.equal(git.body.data.linked, true);
+    assert.equal(git.body.data.autoDeploy, false);
+    assert.equal(git.body.data.repository, null);
+    assert.match(git.body.data.notice.reason, /uninstalled for acme/);
+    // A push for the repository now creates nothing.
+    const before = (await api.get(`/api/projects/${projectId}/deployments`)).body.data.length;
+    w.fake.push('acme', 'shop', { 'y.txt': 'y' });
+    await w.fake.deliver(hookUrl, 'push', w.fake.pushPayload('acme', 'shop', { installationId }), { secret: WEBHOOK_SECRET, deliveryId: 'd-after-uninstall' });
+    await waitFor(async () => (await w.server.ctx.db.selectFrom('gitproviderDeliveries').select('status').where('deliveryId', '=', 'd-after-uninstall').executeTakeFirst())?.status === 'done', 'the delivery', 10000, 50);
+    assert.equal((await api.get(`/api/projects/${projectId}/deployments`)).body.data.length, before);
+  });
+
+  it('an installation created at GitHub is recorded unclaimed until an org claims it', async () => {
+    const inst = w.fake.install('newco', { type: 'Organization' });
+    const res = await w.fake.deliver(hookUrl, 'installation', { action: 'created', installation: { id: inst.id, account: { login: 'newco', id: inst.account.id, type: 'Organization' } } }, { secret: WEBHOOK_SECRET });
+    assert.equal(res.status, 202);
+    const row = await waitFor(() => w.server.ctx.db.selectFrom('gitproviderInstallations').selectAll().where('installationId', '=', String(inst.id)).executeTakeFirst(), 'the record', 10000, 50);
+    assert.equal(row.orgId, null);
+    assert.equal(row.accountLogin, 'newco');
+  });
+
+  it('bad deliveries: missing delivery id or event is 400, a non-JSON body is 400, unknown events are acknowledged and ignored', async () => {
+    const body = Buffer.from('{"a":1}');
+    const sig = `sha256=${createHmac('sha256', WEBHOOK_SECRET).update(body).digest('hex')}`;
+    const post = (headers: Record<string, string>, b: Buffer = body) => fetch(hookUrl, { method: 'POST', headers: { 'content-type': 'application/json', 'x-hub-signature-256': sig, ...headers }, body: new Uint8Array(b) });
+    assert.equal((await post({ 'x-github-event': 'push' })).status, 400);
+    assert.equal((await post({ 'x-github-delivery': 'x1' })).status, 400);
+    const notJson = Buffer.from('not json');
+    const r = await fetch(hookUrl, { method: 'POST', headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': 'x2', 'x-hub-signature-256': `sha256=${createHmac('sha256', WEBHOOK_SECRET).update(notJson).digest('hex')}` }, body: new Uint8Array(notJson) });
+    assert.equal(r.status, 400);
+    const star = await post({ 'x-github-event': 'star', 'x-github-delivery': 'x3' });
+    assert.equal(star.status, 200);
+    assert.equal(((await star.json()) as any).data.ignored, true);
+  });
+});
