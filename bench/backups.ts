@@ -1,0 +1,132 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { rssMb, sampleRss, startChild, type Row } from './lib.js';
+
+/**
+ * Issue "Backups" point 11: a backup of a 1 GiB volume against `tar czf` of the same folder in the
+ * same run (target >= 0.9 of its throughput), a restore against `tar xzf` (>= 0.9), and the server's
+ * peak RSS under 150 MB. Both sides use gzip level 6 (GNU tar's default through gzip). The volume
+ * is half incompressible (random) and half text-like, in 64 files. `BENCH_BACKUP_MB` scales it.
+ * Our backup time includes the read-back verification; our restore time is apply -> succeeded.
+ * The reference runs before and after ours (mean), since the machine may be shared. The server
+ * under tsx idles near 180 MB with every area loaded, so the growth during the work is reported too.
+ */
+
+const MB = 1024 * 1024;
+
+function fillVolume(dir: string, totalMb: number): void {
+  mkdirSync(path.join(dir, 'nested', 'deeper'), { recursive: true });
+  const files = 64;
+  const perFile = Math.max(1, Math.floor(totalMb / files)) * MB;
+  const text = Buffer.from(
+    Array.from({ length: 20000 }, (_, i) => `line ${i} the quick brown fox ${i % 97} jumps over the lazy dog ${(i * 7919) % 10007}\n`).join(''),
+  );
+  for (let f = 0; f < files; f++) {
+    const file = path.join(dir, f % 2 ? 'nested/deeper' : 'nested', `file-${f}.bin`);
+    const fd = openSync(file, 'w');
+    let written = 0;
+    while (written < perFile) {
+      const chunk = f % 2 === 0 ? randomBytes(Math.min(MB, perFile - written)) : text.subarray(0, Math.min(text.length, perFile - written));
+      writeSync(fd, chunk);
+      written += chunk.length;
+    }
+    closeSync(fd);
+  }
+}
+
+function timeCommand(cmd: string, args: string[]): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t0 = process.hrtime.bigint();
+    const p = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'inherit'] });
+    p.on('error', reject);
+    p.on('exit', (code) => (code === 0 ? resolve(Number(process.hrtime.bigint() - t0) / 1e9) : reject(new Error(`${cmd} exited ${code}`))));
+  });
+}
+
+async function waitStatus(url: string, headers: Record<string, string>, timeoutMs = 30 * 60_000): Promise<any> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await fetch(url, { headers });
+    const body = (await res.json()) as { data: { status: string; error?: string } };
+    if (['succeeded', 'failed', 'cancelled', 'server_error'].includes(body.data.status)) return body.data;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${url}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export async function backupsBench(): Promise<Row[]> {
+  const totalMb = Number(process.env.BENCH_BACKUP_MB ?? 1024);
+  const work = mkdtempSync(path.join(os.tmpdir(), 'berth-bench-backups-'));
+  const dataDir = path.join(work, 'berth');
+  const destDir = path.join(work, 'dest');
+  const refDir = path.join(work, 'ref');
+  mkdirSync(refDir, { recursive: true });
+  const berth = await startChild('bench/servers/berth.ts', { BENCH_DATA_DIR: dataDir });
+  try {
+    const auth = { authorization: `Bearer ${berth.info.token}`, 'content-type': 'application/json' };
+    const post = async (url: string, body: unknown) => {
+      const res = await fetch(`${berth.info.url}${url}`, { method: 'POST', headers: auth, body: JSON.stringify(body) });
+      if (res.status >= 300) throw new Error(`${url} answered ${res.status}: ${await res.text()}`);
+      return ((await res.json()) as { data: any }).data;
+    };
+    const project = await post('/api/projects', { name: 'bench-backups' });
+    const volume = path.join(dataDir, 'volumes', project.id, 'data');
+    mkdirSync(volume, { recursive: true });
+    console.error(`  writing a ${totalMb} MiB volume ...`);
+    fillVolume(volume, totalMb);
+    const dest = await post('/api/backup-destinations', { name: 'bench', kind: 'local', path: destDir });
+    const policy = await post(`/api/projects/${project.id}/backup-policies`, { destinationId: dest.id });
+
+    // Reference first (warms the page cache for both sides equally on the second read).
+    const refArchive = path.join(refDir, 'ref.tar.gz');
+    const tarC1 = await timeCommand('tar', ['czf', refArchive, '-C', volume, '.']);
+
+    const baseline = rssMb(berth.info.pid);
+    const rss = sampleRss(berth.info.pid);
+    const t0 = process.hrtime.bigint();
+    const { runId } = await post(`/api/backup-policies/${policy.id}/run`, {});
+    const run = await waitStatus(`${berth.info.url}/api/backup-runs/${runId}`, auth);
+    const ours = Number(process.hrtime.bigint() - t0) / 1e9;
+    if (run.status !== 'succeeded') throw new Error(`backup run ${run.status}: ${run.error}`);
+    // The machine may be shared: measure the reference again after ours and take the mean.
+    const tarC2 = await timeCommand('tar', ['czf', refArchive, '-C', volume, '.']);
+
+    const extractTo = path.join(refDir, 'x');
+    mkdirSync(extractTo, { recursive: true });
+    const tarX1 = await timeCommand('tar', ['xzf', refArchive, '-C', extractTo]);
+    rmSync(extractTo, { recursive: true, force: true });
+
+    const prepT0 = process.hrtime.bigint();
+    const { restoreId, confirmationToken } = await post(`/api/backup-runs/${runId}/restore/prepare`, {});
+    const prepare = Number(process.hrtime.bigint() - prepT0) / 1e9;
+    const r0 = process.hrtime.bigint();
+    await post(`/api/backup-restores/${restoreId}/apply`, { confirmationToken });
+    const restore = await waitStatus(`${berth.info.url}/api/backup-restores/${restoreId}`, auth);
+    const oursRestore = Number(process.hrtime.bigint() - r0) / 1e9;
+    if (restore.status !== 'succeeded') throw new Error(`restore ${restore.status}: ${restore.error}`);
+    const peak = rss.stop();
+    mkdirSync(extractTo, { recursive: true });
+    const tarX2 = await timeCommand('tar', ['xzf', refArchive, '-C', extractTo]);
+    rmSync(extractTo, { recursive: true, force: true });
+    const tarC = (tarC1 + tarC2) / 2;
+    const tarX = (tarX1 + tarX2) / 2;
+
+    const mbps = (s: number) => totalMb / s;
+    const backupRatio = tarC / ours;
+    const restoreRatio = tarX / oursRestore;
+    return [
+      { bench: 'backups', metric: `backup ${totalMb} MiB volume (tar+gzip+sha256+verify)`, value: mbps(ours), unit: 'MiB/s', reference: mbps(tarC), ratio: backupRatio, target: '>= 0.9', ok: backupRatio >= 0.9 },
+      { bench: 'backups', metric: `restore ${totalMb} MiB volume (apply)`, value: mbps(oursRestore), unit: 'MiB/s', reference: mbps(tarX), ratio: restoreRatio, target: '>= 0.9', ok: restoreRatio >= 0.9 },
+      { bench: 'backups', metric: 'restore prepare (artifact sha256 check)', value: prepare * 1000, unit: 'ms' },
+      { bench: 'backups', metric: 'artifact size', value: Number(run.sizeBytes) / MB, unit: 'MiB' },
+      { bench: 'backups', metric: 'server peak RSS during backup and restore', value: peak, unit: 'MB', reference: baseline, target: '< 150 MB', ok: peak < 150 },
+      { bench: 'backups', metric: 'server RSS growth during backup and restore', value: peak - baseline, unit: 'MB', target: '< 150 MB', ok: peak - baseline < 150 },
+    ];
+  } finally {
+    await berth.stop();
+    rmSync(work, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,296 @@
+import { spawn } from 'node:child_process';
+import { createHash, type Hash } from 'node:crypto';
+import { createWriteStream, existsSync, readdirSync } from 'node:fs';
+import { mkdir, rename, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { PassThrough, Readable, Transform, Writable, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGunzip, createGzip } from 'node:zlib';
+import * as tar from 'tar';
+import type { Storage } from './storage.js';
+
+/**
+ * The streaming engine: a service's data becomes one artifact in one pass (tar + gzip for a volume,
+ * `pg_dump -Fc` for a PostgreSQL database), hashed on the way; restores stream it back. No shell:
+ * programs are spawned with argument arrays, connection details passed in PG* environment variables.
+ */
+
+export const GZIP_LEVEL = 6;
+
+export type ProgressFn = (bytes: number) => void;
+
+/** Counts and hashes the bytes passing through; reports progress at most every 250 ms. */
+export class HashCounter extends Transform {
+  readonly hash: Hash = createHash('sha256');
+  bytes = 0;
+  private last = 0;
+
+  constructor(private readonly onProgress?: ProgressFn) {
+    super({ highWaterMark: 1024 * 1024 });
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    this.hash.update(chunk);
+    this.bytes += chunk.length;
+    const now = Date.now();
+    if (this.onProgress && now - this.last >= 250) {
+      this.last = now;
+      this.onProgress(this.bytes);
+    }
+    cb(null, chunk);
+  }
+
+  override _flush(cb: TransformCallback): void {
+    this.onProgress?.(this.bytes);
+    cb();
+  }
+
+  digest(): string {
+    return this.hash.digest('hex');
+  }
+}
+
+// ------------------------------------------------------------------ volumes
+
+/** A gzipped tar stream of the folder's contents (entries relative to the folder). */
+export function volumeSource(dir: string): Readable {
+  const pack = tar.c({ cwd: dir, portable: true, noMtime: false, maxReadSize: 1024 * 1024 }, ['.']) as unknown as AsyncIterable<Buffer>;
+  const gzip = createGzip({ level: GZIP_LEVEL, chunkSize: 256 * 1024 });
+  const src = Readable.from(pack, { objectMode: false, highWaterMark: 1024 * 1024 });
+  src.on('error', (e) => gzip.destroy(e));
+  return src.pipe(gzip);
+}
+
+/** Extracts a gzipped tar stream into `dir` (which must be fresh). */
+export async function extractInto(source: Readable, dir: string, signal?: AbortSignal): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  const unpack = new tar.Unpack({ cwd: dir, strict: true, preservePaths: false, processUmask: 0 });
+  const sink = new Writable({
+    highWaterMark: 1024 * 1024,
+    write(chunk, _enc, cb) {
+      if (unpack.write(chunk)) cb();
+      else unpack.once('drain', () => cb());
+    },
+    final(cb) {
+      unpack.once('close', () => cb());
+      unpack.end();
+    },
+  });
+  let unpackErr: Error | undefined;
+  unpack.on('error', (e: Error) => {
+    unpackErr = e;
+    sink.destroy(e);
+  });
+  try {
+    await pipeline(source, createGunzip({ chunkSize: 256 * 1024 }), sink, { signal });
+  } catch (e) {
+    // Let the files the unpacker already opened finish, so the caller can remove the folder for good.
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, 5000);
+      unpack.once('close', () => {
+        clearTimeout(t);
+        resolve();
+      });
+      try {
+        unpack.end();
+      } catch {
+        clearTimeout(t);
+        resolve();
+      }
+    });
+    throw e;
+  }
+  if (unpackErr) throw unpackErr;
+}
+
+/**
+ * Swaps `staged` in as `target`: target -> `<target>.old-<tag>`, staged -> target, old removed. If the
+ * second rename fails the old folder is put back, so the target is always whole.
+ */
+export async function swapIn(staged: string, target: string, tag: string): Promise<{ old: string | null }> {
+  const old = `${target}.old-${tag}`;
+  const hadTarget = existsSync(target);
+  if (hadTarget) await rename(target, old);
+  try {
+    await rename(staged, target);
+  } catch (e) {
+    if (hadTarget) await rename(old, target);
+    throw e;
+  }
+  // The caller removes `old` (after the restore is reported; repairVolume() sweeps leftovers).
+  return { old: hadTarget ? old : null };
+}
+
+/** After a crash mid-swap: put back `<target>.old-*` when the target is missing; drop staging leftovers. */
+export async function repairVolume(target: string): Promise<void> {
+  const parent = path.dirname(target);
+  const base = path.basename(target);
+  if (!existsSync(parent)) return;
+  const names = readdirSync(parent);
+  const olds = names.filter((n) => n.startsWith(`${base}.old-`));
+  if (!existsSync(target) && olds.length > 0) await rename(path.join(parent, olds[0]!), target);
+  for (const n of readdirSync(parent)) {
+    if (n.startsWith(`${base}.old-`) || n.startsWith(`${base}.restore-`)) await rm(path.join(parent, n), { recursive: true, force: true });
+  }
+}
+
+// ------------------------------------------------------------------ PostgreSQL
+
+let pgBinDir: string | null | undefined;
+
+/** The folder of the newest installed PostgreSQL client tools, or null to use PATH. */
+function findPgBinDir(): string | null {
+  if (pgBinDir !== undefined) return pgBinDir;
+  pgBinDir = null;
+  if (process.env.BERTH_PG_BIN_DIR) return (pgBinDir = process.env.BERTH_PG_BIN_DIR);
+  try {
+    const versions = readdirSync('/usr/lib/postgresql')
+      .filter((v) => /^\d+$/.test(v) && existsSync(`/usr/lib/postgresql/${v}/bin/pg_dump`))
+      .sort((a, b) => Number(b) - Number(a));
+    if (versions[0]) pgBinDir = `/usr/lib/postgresql/${versions[0]}/bin`;
+  } catch {
+    /* not a Debian layout */
+  }
+  return pgBinDir;
+}
+
+export function pgBin(name: 'pg_dump' | 'pg_restore'): string {
+  const dir = findPgBinDir();
+  return dir ? path.join(dir, name) : name;
+}
+
+/** libpq environment for a postgres:// URL (the password never appears in an argument list). */
+export function pgEnv(connectionUrl: string): { env: Record<string, string>; dbname: string } {
+  const u = new URL(connectionUrl);
+  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') throw new Error('connection URL must start with postgres://');
+  const env: Record<string, string> = {};
+  if (u.hostname) env.PGHOST = decodeURIComponent(u.hostname.replace(/^\[|\]$/g, ''));
+  if (u.port) env.PGPORT = u.port;
+  if (u.username) env.PGUSER = decodeURIComponent(u.username);
+  if (u.password) env.PGPASSWORD = decodeURIComponent(u.password);
+  const params = u.searchParams;
+  if (params.get('sslmode')) env.PGSSLMODE = params.get('sslmode')!;
+  if (params.get('host')) env.PGHOST = params.get('host')!;
+  const dbname = decodeURIComponent(u.pathname.replace(/^\//, '')) || env.PGUSER || 'postgres';
+  env.PGDATABASE = dbname;
+  env.PGCONNECT_TIMEOUT = '10';
+  return { env, dbname };
+}
+
+function baseEnv(): Record<string, string> {
+  const keep = ['PATH', 'LANG', 'LC_ALL', 'TZ', 'HOME'];
+  const out: Record<string, string> = {};
+  for (const k of keep) if (process.env[k]) out[k] = process.env[k]!;
+  return out;
+}
+
+/**
+ * `pg_dump -Fc` of the database, as a stream. The stream errors when pg_dump exits non-zero
+ * (with the end of its stderr as the message).
+ */
+export function pgDumpSource(connectionUrl: string, signal?: AbortSignal): Readable {
+  const { env } = pgEnv(connectionUrl);
+  const child = spawn(pgBin('pg_dump'), ['--format=custom', '--no-password'], {
+    env: { ...baseEnv(), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    signal,
+  });
+  const out = new PassThrough({ highWaterMark: 1024 * 1024 });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString('utf8')).slice(-4000);
+  });
+  let stdoutDone = false;
+  let exit: { code: number | null; sig: NodeJS.Signals | null } | null = null;
+  const settle = () => {
+    if (!stdoutDone || !exit) return;
+    if (exit.code === 0) out.end();
+    else out.destroy(new Error(`pg_dump failed (exit ${exit.code ?? exit.sig}): ${stderr.trim().split('\n').slice(-3).join(' ')}`));
+  };
+  child.stdout.on('data', (d: Buffer) => {
+    if (!out.write(d)) {
+      child.stdout.pause();
+      out.once('drain', () => child.stdout.resume());
+    }
+  });
+  child.stdout.on('end', () => {
+    stdoutDone = true;
+    settle();
+  });
+  child.on('error', (e) => out.destroy(new Error(`pg_dump could not run: ${e.message}`)));
+  child.on('close', (code, sig) => {
+    exit = { code, sig };
+    stdoutDone = true;
+    settle();
+  });
+  out.on('close', () => {
+    if (!exit) child.kill('SIGKILL');
+  });
+  return out;
+}
+
+/**
+ * `pg_restore --single-transaction --no-acl` of a local dump file into the attached database only
+ * (objects of the dump are dropped and recreated inside the one transaction, so a failure leaves
+ * the database as it was).
+ */
+export function pgRestoreFile(connectionUrl: string, file: string, signal?: AbortSignal): Promise<void> {
+  const { env, dbname } = pgEnv(connectionUrl);
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      pgBin('pg_restore'),
+      ['--single-transaction', '--no-acl', '--no-owner', '--clean', '--if-exists', '--exit-on-error', '--no-password', `--dbname=${dbname}`, file],
+      { env: { ...baseEnv(), ...env }, stdio: ['ignore', 'ignore', 'pipe'], signal },
+    );
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => {
+      stderr = (stderr + d.toString('utf8')).slice(-4000);
+    });
+    child.on('error', (e) => reject(new Error(`pg_restore could not run: ${e.message}`)));
+    child.on('close', (code, sig) => {
+      if (code === 0) resolve();
+      else reject(new Error(`pg_restore failed (exit ${code ?? sig}): ${stderr.trim().split('\n').slice(-3).join(' ')}`));
+    });
+  });
+}
+
+// ------------------------------------------------------------------ artifact helpers
+
+/** Streams `source` through a hasher into `storage` at `key`; answers sha256 and size. */
+export async function writeArtifact(storage: Storage, key: string, source: Readable, onProgress?: ProgressFn, signal?: AbortSignal): Promise<{ sha256: string; sizeBytes: number }> {
+  const hc = new HashCounter(onProgress);
+  // The storage attaches its own handlers later (after awaits); never leave an error unheard.
+  hc.on('error', () => {});
+  source.on('error', (e) => hc.destroy(e));
+  const piped = source.pipe(hc);
+  await storage.put(key, piped, signal);
+  if (hc.errored) throw hc.errored;
+  return { sha256: hc.digest(), sizeBytes: hc.bytes };
+}
+
+/** Reads the object back and hashes it. */
+export async function hashObject(storage: Storage, key: string, onProgress?: ProgressFn, signal?: AbortSignal): Promise<{ sha256: string; sizeBytes: number }> {
+  const src = await storage.get(key, signal);
+  const hc = new HashCounter(onProgress);
+  await pipeline(src, hc, new Writable({ write: (_c, _e, cb) => cb() }), { signal });
+  return { sha256: hc.digest(), sizeBytes: hc.bytes };
+}
+
+/** Copies the object to a local file, hashing on the way. */
+export async function downloadTo(storage: Storage, key: string, file: string, onProgress?: ProgressFn, signal?: AbortSignal): Promise<{ sha256: string; sizeBytes: number }> {
+  await mkdir(path.dirname(file), { recursive: true });
+  const src = await storage.get(key, signal);
+  const hc = new HashCounter(onProgress);
+  await pipeline(src, hc, createWriteStream(file), { signal });
+  return { sha256: hc.digest(), sizeBytes: hc.bytes };
+}
+
+/** Extracts the artifact into `dir`, hashing the compressed bytes on the way. */
+export async function extractArtifact(storage: Storage, key: string, dir: string, onProgress?: ProgressFn, signal?: AbortSignal): Promise<{ sha256: string; sizeBytes: number }> {
+  const src = await storage.get(key, signal);
+  const hc = new HashCounter(onProgress);
+  hc.on('error', () => {});
+  src.on('error', (e) => hc.destroy(e));
+  await extractInto(src.pipe(hc), dir, signal);
+  return { sha256: hc.digest(), sizeBytes: hc.bytes };
+}

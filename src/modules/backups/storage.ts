@@ -1,0 +1,115 @@
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+
+/** Where artifacts live: a folder or an S3-compatible bucket. Keys are `/`-separated relative paths. */
+export interface Storage {
+  /** Streams `body` to `key` (overwrites). */
+  put(key: string, body: Readable, signal?: AbortSignal): Promise<void>;
+  /** A stream of the object's bytes. */
+  get(key: string, signal?: AbortSignal): Promise<Readable>;
+  /** Size of the object, or null when it does not exist. */
+  size(key: string): Promise<number | null>;
+  /** Makes `from` final as `to` (rename or copy + delete). */
+  finalize(from: string, to: string): Promise<void>;
+  /** Deletes the object; a missing object is not an error. */
+  delete(key: string): Promise<void>;
+  /** Every key under `prefix` (throws when the listing fails). */
+  list(prefix: string): Promise<string[]>;
+}
+
+export interface LocalDestinationConfig {
+  kind: 'local';
+  path: string;
+}
+
+export interface S3DestinationConfig {
+  kind: 's3';
+  endpoint: string | null;
+  region: string;
+  bucket: string;
+  prefix: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  forcePathStyle: boolean;
+}
+
+export type DestinationConfig = LocalDestinationConfig | S3DestinationConfig;
+
+export function checkKey(key: string): void {
+  if (!key || key.startsWith('/') || key.split('/').some((p) => p === '..' || p === '.' || p === '')) {
+    throw new Error(`bad storage key ${key}`);
+  }
+}
+
+export class LocalStorage implements Storage {
+  constructor(readonly root: string) {}
+
+  private file(key: string): string {
+    checkKey(key);
+    return path.join(this.root, ...key.split('/'));
+  }
+
+  async put(key: string, body: Readable, signal?: AbortSignal): Promise<void> {
+    const file = this.file(key);
+    await mkdir(path.dirname(file), { recursive: true });
+    await pipeline(body, createWriteStream(file, { flags: 'w', highWaterMark: 1024 * 1024 }), { signal });
+  }
+
+  async get(key: string): Promise<Readable> {
+    const file = this.file(key);
+    await stat(file);
+    return createReadStream(file, { highWaterMark: 1024 * 1024 });
+  }
+
+  async size(key: string): Promise<number | null> {
+    try {
+      return (await stat(this.file(key))).size;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw e;
+    }
+  }
+
+  async finalize(from: string, to: string): Promise<void> {
+    const dst = this.file(to);
+    await mkdir(path.dirname(dst), { recursive: true });
+    await rename(this.file(from), dst);
+  }
+
+  async delete(key: string): Promise<void> {
+    await rm(this.file(key), { force: true });
+  }
+
+  async list(prefix: string): Promise<string[]> {
+    const base = prefix ? this.file(prefix.replace(/\/+$/, '')) : this.root;
+    const out: string[] = [];
+    const walk = async (dir: string, rel: string): Promise<void> => {
+      let entries;
+      try {
+        entries = await readdir(dir, { withFileTypes: true });
+      } catch (e) {
+        // A prefix nobody wrote to yet is an empty listing; a missing root is an error.
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT' && dir !== this.root) return;
+        throw e;
+      }
+      for (const ent of entries) {
+        const r = rel ? `${rel}/${ent.name}` : ent.name;
+        if (ent.isDirectory()) await walk(path.join(dir, ent.name), r);
+        else if (ent.isFile()) out.push(r);
+      }
+    };
+    await stat(this.root);
+    await walk(base, prefix.replace(/\/+$/, ''));
+    return out.sort();
+  }
+}
+
+/** Opens a destination's storage; the AWS SDK is loaded only when an S3 destination is used. */
+export async function openStorage(cfg: DestinationConfig): Promise<Storage> {
+  if (cfg.kind === 'local') return new LocalStorage(cfg.path);
+  const { S3Storage } = await import('./s3-storage.js');
+  return new S3Storage(cfg);
+}
