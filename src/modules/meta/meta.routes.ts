@@ -1,5 +1,6 @@
 import { Answer, defineRoute, type ModuleDef } from '../../http/route.js';
 import { buildOpenApi, VERSION } from './openapi.js';
+import { linkStatus } from '../cloud/link.js';
 
 /** Health and the self-description of the API. `modules` is read when a request comes in. */
 export function metaModule(modules: () => ModuleDef[]): ModuleDef {
@@ -12,8 +13,9 @@ export function metaModule(modules: () => ModuleDef[]): ModuleDef {
         url: '/api/health',
         summary: 'Liveness and what this instance is',
         access: 'public',
-        handler(_input, ctx) {
-          return { status: 'ok', mode: ctx.config.mode, version: VERSION, database: ctx.dialect };
+        async handler(_input, ctx) {
+          // `cloud`: whether this instance is linked to a cloud instance and the link answers (cached 3 s).
+          return { status: 'ok', mode: ctx.config.mode, version: VERSION, database: ctx.dialect, cloud: await linkStatus(ctx) };
         },
       }),
       defineRoute({

@@ -1,0 +1,158 @@
+import { pipeline } from 'node:stream/promises';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { request, type Dispatcher } from 'undici';
+import type { AppContext } from '../../context.js';
+import type { RouteDef } from '../../http/route.js';
+import { cloudLink, describeNetworkError, noteLinkStatus, unreachable } from './link.js';
+import { findCloudLink, findProjectAnyOrg } from './cloud.store.js';
+import { deleteProject } from '../projects/projects.service.js';
+import type { ProjectRow } from '../projects/projects.store.js';
+
+/** Routes of the cloud area that act on the local record itself and are never forwarded. */
+const LOCAL_ROUTES = new Set([
+  'POST /api/projects/:id/transfer/to-cloud',
+  'POST /api/projects/:id/transfer/to-self-hosted',
+  // cloud only: a self-hosted instance answers 404 and never relays an export.
+  'POST /api/projects/:id/export',
+  'POST /api/projects/:id/source-archive',
+  'GET /api/projects/:id/source-archive',
+]);
+
+/** Request headers that are not passed on: hop-by-hop, the caller's credentials, and ours. */
+const DROP_REQUEST = new Set([
+  'host',
+  'connection',
+  'keep-alive',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'expect',
+  'authorization',
+  'cookie',
+  'origin',
+  'referer',
+  'x-request-id',
+  'x-upload-token',
+]);
+
+/** Response headers that are not passed back: hop-by-hop, and cookies of the cloud. */
+const DROP_RESPONSE = new Set(['connection', 'keep-alive', 'transfer-encoding', 'trailer', 'upgrade', 'proxy-authenticate', 'set-cookie', 'x-request-id']);
+
+export interface CloudProjectRecord {
+  id: string;
+  location?: string;
+}
+
+/** The path of the same route on the cloud: the project parameter replaced by the cloud project id. */
+export function cloudPath(def: RouteDef<any>, rawUrl: string, param: string, cloudId: string): string {
+  const q = rawUrl.indexOf('?');
+  const pathPart = q < 0 ? rawUrl : rawUrl.slice(0, q);
+  const query = q < 0 ? '' : rawUrl.slice(q);
+  const pattern = def.url.split('/');
+  const idx = pattern.indexOf(`:${param}`);
+  const segments = pathPart.split('/');
+  if (idx >= 0 && idx < segments.length) segments[idx] = encodeURIComponent(cloudId);
+  return segments.join('/') + query;
+}
+
+/**
+ * The forwarding hook (ModuleDef.forward): for a project whose `location` is `cloud`, the request,
+ * already authorized locally, is sent to the cloud with the link's credential and the answer is
+ * streamed back unchanged. Nothing is buffered: the request body is the raw incoming stream (the
+ * hook runs before Fastify reads it) and the answer is piped through.
+ */
+export async function forwardToCloud(def: RouteDef<any>, req: FastifyRequest, reply: FastifyReply, ctx: AppContext): Promise<boolean> {
+  if (ctx.config.mode !== 'self-hosted') return false;
+  const isPublic = def.access === 'public';
+  let target: { orgId: string; id: string; param: string };
+  if (isPublic) {
+    // A public per-project route (a stream that takes a token in its query): the token is the
+    // credential, minted by whichever instance holds the project. No link credential is added.
+    if (!def.url.startsWith('/api/projects/:id/')) return false;
+    const id = (req.params as Record<string, string> | undefined)?.id;
+    if (!id) return false;
+    const row = await findProjectAnyOrg(ctx.db, id);
+    if (!row || row.location !== 'cloud') return false;
+    target = { orgId: row.orgId, id: row.id, param: 'id' };
+  } else {
+    const resource = req.resource;
+    if (!resource || resource.kind !== 'project' || !def.resource) return false;
+    if ((resource.record as { location?: string } | undefined)?.location !== 'cloud') return false;
+    target = { orgId: resource.orgId, id: resource.id, param: def.resource.param };
+  }
+  if (LOCAL_ROUTES.has(`${def.method} ${def.url}`)) return false;
+
+  const link = cloudLink(ctx);
+  if (!link) throw unreachable('this project lives on the cloud, but this instance has no cloud link (BERTH_CLOUD_URL, BERTH_CLOUD_TOKEN)');
+  const mapping = await findCloudLink(ctx.db, target.orgId, target.id);
+  const cloudId = mapping?.cloudProjectId ?? target.id;
+  const url = link.url + cloudPath(def, req.raw.url ?? req.url, target.param, cloudId);
+
+  const headers: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(req.headers)) {
+    if (v === undefined || DROP_REQUEST.has(k) || k.startsWith('x-forwarded-')) continue;
+    headers[k] = v;
+  }
+  if (!isPublic) headers.authorization = `Bearer ${link.token}`;
+  headers['x-request-id'] = req.id;
+  headers['x-forwarded-for'] = req.ip;
+
+  const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
+  const abort = new AbortController();
+  const onClientGone = () => abort.abort();
+  req.raw.once('aborted', onClientGone);
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) abort.abort();
+  });
+
+  let upstream: Dispatcher.ResponseData;
+  try {
+    upstream = await request(url, {
+      method: def.method,
+      headers,
+      body: hasBody ? req.raw : undefined,
+      dispatcher: link.agent,
+      signal: abort.signal,
+    });
+  } catch (e) {
+    noteLinkStatus(ctx, false);
+    throw unreachable(describeNetworkError(e));
+  }
+  if (upstream.statusCode === 401 && !isPublic) {
+    upstream.body.resume();
+    throw unreachable('it refused this instance\'s link token (BERTH_CLOUD_TOKEN)');
+  }
+
+  reply.hijack();
+  const out = reply.raw;
+  const resHeaders: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(upstream.headers)) {
+    if (v === undefined || DROP_RESPONSE.has(k)) continue;
+    resHeaders[k] = v;
+  }
+  resHeaders['x-request-id'] = req.id;
+  out.writeHead(upstream.statusCode, resHeaders);
+  out.flushHeaders();
+  try {
+    await pipeline(upstream.body, out);
+  } catch (e) {
+    // The cloud went away mid-answer or the caller left: the status is already sent, so the
+    // connection is cut (the caller sees a truncated answer, never a made-up one).
+    req.log.warn({ reason: describeNetworkError(e), projectId: target.id }, 'forwarded answer from the cloud was cut');
+    abort.abort();
+    out.destroy();
+    return true;
+  }
+
+  if (def.method === 'DELETE' && def.url === '/api/projects/:id' && upstream.statusCode >= 200 && upstream.statusCode < 300 && req.resource) {
+    // The cloud copy is gone: the local record that stood for it goes too.
+    await deleteProject(ctx, req.actor!, req.resource.record as ProjectRow).catch((e) =>
+      req.log.error({ err: e, projectId: target.id }, 'could not remove the local record of a deleted cloud project'),
+    );
+  }
+  return true;
+}
