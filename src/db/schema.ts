@@ -1,3 +1,10 @@
+import type { CloudTables } from '../modules/cloud/cloud.tables.js';
+import type { BackupTables } from '../modules/backups/backups.tables.js';
+import type { ProjectTables } from '../modules/projects/projects.tables.js';
+import type { UploadTables } from '../modules/uploads/uploads.tables.js';
+import type { DeploymentsTables } from '../modules/deployments/deployments.tables.js';
+import type { PermissionTables } from '../modules/permissions/permissions.tables.js';
+import type { GitproviderTables } from '../modules/gitprovider/gitprovider.tables.js';
 /**
  * Kysely table types. Column names are camelCase here and snake_case in the database
  * (CamelCasePlugin). Booleans are integers 0/1, timestamps ISO-8601 text, JSON is text.
@@ -116,4 +123,4 @@ export interface FoundationTables {
 }
 
 // Areas add their table interfaces here: `extends FoundationTables, ProjectTables, ...`.
-export interface DB extends FoundationTables {}
+export interface DB extends FoundationTables, ProjectTables, UploadTables, PermissionTables, GitproviderTables, CloudTables, DeploymentsTables, BackupTables {}

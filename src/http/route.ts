@@ -7,6 +7,7 @@ import { isTag, parseTag } from '../authz/tags.js';
 import type { AppContext } from '../context.js';
 import { AppError } from './errors.js';
 import { authenticateRequest, checkCsrf } from './auth.js';
+import { rawBodyHook } from './raw-body.js';
 import { invalidateAuthCache } from '../modules/auth/auth.cache.js';
 
 /**
@@ -63,11 +64,20 @@ export interface RouteDef<Sc extends RouteSchemas = RouteSchemas> {
   gate?: 'admin';
   resource?: RouteResource;
   selfHostedOnly?: boolean;
+  /** 404 on a self-hosted instance, before authentication (the cloud's transfer endpoints). */
+  cloudOnly?: boolean;
   /** Success status (default 200). */
   status?: number;
   /** The handler writes the reply itself (SSE, streams, redirects). */
   raw?: boolean;
   bodyLimit?: number;
+  /** Keep the exact request bytes in `req.rawBody` and leave the body unparsed (signed webhooks). */
+  rawBody?: boolean;
+  /**
+   * Content types whose body the handler reads itself as a stream (`body` is the raw request stream;
+   * no buffering, and Fastify's bodyLimit does not apply: the handler counts bytes). Others are 415.
+   */
+  streamBody?: string[];
   schema?: Sc;
   handler(input: HandlerInput<Sc>, ctx: AppContext): Promise<unknown> | unknown;
 }
@@ -97,8 +107,9 @@ export interface ModuleDef {
   /** Stops background work (before the database closes). */
   stop?(ctx: AppContext): void | Promise<void>;
   /**
-   * Runs for routes with a `resource`, after the gate passed and before the body is read; answers
-   * true when it took the reply over (the cloud module forwards requests for cloud projects).
+   * Runs for routes with a `resource` after the gate passed, and for public routes, before the body
+   * is read; answers true when it took the reply over (the cloud module forwards requests for cloud
+   * projects).
    */
   forward?(def: RouteDef<any>, req: FastifyRequest, reply: FastifyReply, ctx: AppContext): Promise<boolean>;
 }
@@ -175,10 +186,19 @@ export function registerModules(app: FastifyInstance, ctx: AppContext, modules: 
         schema,
         bodyLimit: def.bodyLimit,
         config: { berth: def },
+        ...(def.rawBody ? { preParsing: rawBodyHook(def.bodyLimit ?? 1024 * 1024) } : {}),
         onRequest: async (req, reply) => {
           if (def.selfHostedOnly && ctx.config.mode === 'cloud') throw new AppError('NOT_FOUND', 'route not found');
+          if (def.cloudOnly && ctx.config.mode !== 'cloud') throw new AppError('NOT_FOUND', 'route not found');
+          if (def.streamBody && req.headers['content-type'] !== undefined) {
+            // Refused before any parser (JSON, text) reads the body.
+            const type = String(req.headers['content-type']).split(';')[0]!.trim().toLowerCase();
+            if (!def.streamBody.includes(type)) throw new AppError('UNSUPPORTED_MEDIA_TYPE', `send ${def.streamBody[0]} (got ${type || 'no content type'})`);
+          }
           if (access === 'public') {
             req.actor = null;
+            // Public per-project routes (token-in-query streams) of a cloud project go to the cloud too.
+            for (const forward of forwarders) if (await forward(def, req, reply, ctx)) return reply;
             return;
           }
           const actor = await authenticateRequest(ctx, req);
@@ -232,6 +252,17 @@ export function registerModules(app: FastifyInstance, ctx: AppContext, modules: 
         },
       });
     }
+  }
+  // One parser for every streamed content type: it hands the raw stream over only to routes that
+  // declared the type in `streamBody`.
+  const streamTypes = [...new Set(modules.flatMap((m) => m.routes.flatMap((r) => (r as RouteDef).streamBody ?? [])))];
+  if (streamTypes.length) {
+    app.addContentTypeParser(streamTypes, (req, payload, done) => {
+      const def = req.routeOptions.config.berth;
+      const type = String(req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+      if (def?.streamBody?.includes(type)) return done(null, payload);
+      done(new AppError('UNSUPPORTED_MEDIA_TYPE', `unsupported content type ${type}`), undefined);
+    });
   }
   return infos;
 }

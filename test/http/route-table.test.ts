@@ -52,6 +52,12 @@ describe('the route table', () => {
       'POST /api/gitprovider/webhook',
       'POST /api/webhooks/backup',
       'POST /api/projects/folder/upload/:sessionId',
+      'POST /api/uploads/:sessionId',
+      // Stream routes a browser EventSource opens with a short-lived token (`?token=`); a credential works
+      // too. The handler authorizes either way (src/modules/deployments/deployments.routes.ts).
+      'GET /api/deployments/:id/logs',
+      'GET /api/deployments/:id/logs/stream',
+      'GET /api/projects/:id/server-logs/stream',
     ]);
     for (const p of pub) assert.ok(allowed.has(p), `unexpected public route ${p}`);
   });

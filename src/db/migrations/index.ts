@@ -1,5 +1,12 @@
 import type { Migration } from 'kysely';
 import * as m001 from './001_foundation.js';
+import * as m002 from './002_permissions.js';
+import * as m003 from './003_projects.js';
+import * as m004 from './004_uploads.js';
+import * as m005 from './005_deployments.js';
+import * as m006 from './006_gitprovider.js';
+import * as m007 from './007_backups.js';
+import * as m008 from './008_cloud.js';
 
 /**
  * Every migration, in order. Names sort; add new ones at the end with the next number.
@@ -7,4 +14,11 @@ import * as m001 from './001_foundation.js';
  */
 export const migrations: Record<string, Migration> = {
   '001_foundation': m001,
+  '002_permissions': m002,
+  '003_projects': m003,
+  '004_uploads': m004,
+  '005_deployments': m005,
+  '006_gitprovider': m006,
+  '007_backups': m007,
+  '008_cloud': m008,
 };
