@@ -15,6 +15,14 @@ function setSession(reply: FastifyReply, ctx: AppContext, token: string): void {
   reply.header('set-cookie', sessionCookie(ctx, token, Math.floor(auth.SESSION_TTL_MS / 1000)));
 }
 
+const OrgRef = Type.Object({ id: Type.String(), name: Type.String(), isTeam: Type.Boolean() });
+const MeView = Type.Object({
+  user: Type.Object({ id: Type.String(), email: Type.String(), name: Type.String(), createdAt: Type.String() }),
+  org: Type.Union([OrgRef, Type.Null()]),
+  role: Type.String(),
+  orgs: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), isTeam: Type.Boolean(), role: Type.String() })),
+});
+
 const TokenBody = Obj({
   name: Str({ min: 1, max: 100 }),
   expiresInDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650 })),
@@ -65,6 +73,7 @@ export const authModule: ModuleDef = {
       url: '/api/auth/me',
       summary: 'The signed-in user, the active org and role, and every org of the user',
       access: 'authenticated',
+      schema: { response: MeView },
       async handler({ actor }, ctx) {
         return auth.me(ctx, actor);
       },
