@@ -112,6 +112,14 @@ export interface ModuleDef {
    * projects).
    */
   forward?(def: RouteDef<any>, req: FastifyRequest, reply: FastifyReply, ctx: AppContext): Promise<boolean>;
+  /**
+   * Runs for routes with a `resource` whose resolver found no record in the actor's org (after
+   * authentication, CSRF and the role gate, before the 404 and before the body is read): the record
+   * may live elsewhere (the cloud module forwards backup routes named by a cloud record's id). The
+   * hook authorizes the actor itself (authorize(): 403 same org, 404 otherwise) before it sends
+   * anything, and answers true when it took the reply over; false leaves the usual 404.
+   */
+  forwardUnresolved?(def: RouteDef<any>, req: FastifyRequest, reply: FastifyReply, ctx: AppContext): Promise<boolean>;
 }
 
 declare module 'fastify' {
@@ -166,6 +174,7 @@ export function registerModules(app: FastifyInstance, ctx: AppContext, modules: 
   for (const m of modules) for (const [k, fn] of Object.entries(m.resolvers ?? {})) resolvers.set(k, fn);
   const infos: RouteInfo[] = [];
   const forwarders = modules.flatMap((m) => (m.forward ? [m.forward.bind(m)] : []));
+  const unresolvedForwarders = modules.flatMap((m) => (m.forwardUnresolved ? [m.forwardUnresolved.bind(m)] : []));
 
   for (const m of modules) {
     for (const def of m.routes) {
@@ -220,6 +229,10 @@ export function registerModules(app: FastifyInstance, ctx: AppContext, modules: 
           if (def.resource) {
             const id = (req.params as Record<string, string>)[def.resource.param] ?? '';
             const resolved = await resolvers.get(def.resource.kind)!(ctx, actor.orgId, id);
+            if (!resolved) {
+              // Not a record of this instance: it may be one of its cloud's (the hook authorizes).
+              for (const forward of unresolvedForwarders) if (await forward(def, req, reply, ctx)) return reply;
+            }
             authorize(actor, tag, resolved, def.resource.kind.replace(/_/g, ' '));
             req.resource = resolved!;
             for (const forward of forwarders) if (await forward(def, req, reply, ctx)) return reply;

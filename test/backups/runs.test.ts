@@ -437,6 +437,28 @@ describe('backup policies, runs and restores (local destination)', () => {
     assert.ok(new Date(next) > new Date());
   });
 
+  it('a project that moved to the cloud: its local schedules and webhook do not run here', async () => {
+    const p = await makeProject(server, team.owner);
+    fillVolume(p.volume, 9);
+    const pol = await policyFor(p.id, { cronExpression: '0 0 1 1 *', enableWebhook: true });
+    assert.ok(pol.webhookToken);
+    await server.ctx.db.updateTable('backupPolicies').set({ nextRunAt: new Date(Date.now() - 3600_000).toISOString() }).where('id', '=', pol.id).execute();
+    await server.ctx.db.updateTable('projects').set({ location: 'cloud' }).where('id', '=', p.id).execute();
+    const { runDueSchedules } = await import('../../src/modules/backups/backups.service.js');
+    await runDueSchedules(server.ctx);
+    const hook = await fetch(`${server.url}/api/webhooks/backup`, { method: 'POST', headers: { authorization: `Bearer ${pol.webhookToken}` }, signal: AbortSignal.timeout(10000) });
+    assert.equal(hook.status, 404);
+    const runs = await server.ctx.db.selectFrom('backupRuns').select('id').where('policyId', '=', pol.id).execute();
+    assert.equal(runs.length, 0);
+    // Back on this instance, the missed schedule runs once.
+    await server.ctx.db.updateTable('projects').set({ location: 'local' }).where('id', '=', p.id).execute();
+    await runDueSchedules(server.ctx);
+    const after = await server.ctx.db.selectFrom('backupRuns').select(['id', 'trigger']).where('policyId', '=', pol.id).execute();
+    assert.deepEqual(after.map((r) => r.trigger), ['cron']);
+    const fin = await waitTerminal(server, team.owner.token, `/api/backup-runs/${after[0]!.id}`);
+    assert.equal(fin.status, 'succeeded');
+  });
+
   it('deleting a policy needs admin on the project; its runs stay listed', async () => {
     const p = await makeProject(server, team.owner);
     const pol = await policyFor(p.id);

@@ -11,7 +11,7 @@ import { nextCronRun, validateCron } from '../../lib/cron.js';
 import { decryptSecret, encryptSecret, safeEqual, sha256Hex } from '../../lib/crypto.js';
 import { newId, newSecretToken, nowIso } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/audit.store.js';
-import { projectRef } from '../projects/projects.store.js';
+import { findProject, projectRef } from '../projects/projects.store.js';
 import * as store from './backups.store.js';
 import type { DestinationRow, PolicyRow, RestoreRow, RunRow } from './backups.store.js';
 import { publish } from './events.js';
@@ -713,6 +713,9 @@ export async function webhookPolicy(ctx: Ctx, authorization: string | undefined)
   if (!m || !row || !row.webhookTokenHash) return null;
   if (!safeEqual(row.webhookTokenHash, presented)) return null;
   if (row.webhookEnabled !== 1 || row.enabled !== 1) return null;
+  // A policy of a project that moved to the cloud does not run here (see duePolicies).
+  const project = await findProject(ctx.db, row.orgId, row.projectId);
+  if (!project || project.location === 'cloud') return null;
   return row;
 }
 

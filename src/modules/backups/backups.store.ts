@@ -93,11 +93,17 @@ export async function deletePolicy(db: Db, orgId: string, id: string): Promise<v
 }
 
 /** Enabled policies with a schedule that is due (scheduler; every org). */
+/**
+ * Enabled cron policies that are due, across orgs (the scheduler's query). Policies of a project that
+ * moved to the cloud (`location: "cloud"`) are left out: its data lives there now, so a local schedule
+ * would back up a stale copy; they run again if the project comes back.
+ */
 export function duePolicies(db: Db, nowIso: string): Promise<PolicyRow[]> {
   return db
     .selectFrom('backupPolicies')
     .selectAll()
     .where('enabled', '=', 1)
+    .where('projectId', 'not in', db.selectFrom('projects').select('id').where('location', '=', 'cloud'))
     .where('cronExpression', 'is not', null)
     .where('nextRunAt', 'is not', null)
     .where('nextRunAt', '<=', nowIso)

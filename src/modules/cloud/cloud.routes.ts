@@ -9,6 +9,7 @@ import { currentForProject } from '../uploads/uploads.store.js';
 import { authenticateUpload, checkDeclaredLength, receiveUpload, UPLOAD_CONTENT_TYPES, UPLOAD_TOKEN_HEADER } from '../uploads/uploads.service.js';
 import { resolvedProject } from '../projects/projects.service.js';
 import { BundleSchema, type Bundle } from './bundle.js';
+import { BACKUP_REF_KINDS, backupRefProject, forwardCloudBackupRecord } from './backup-refs.js';
 import { forwardToCloud } from './forward.js';
 import { closeCloudLink } from './link.js';
 import { cloudOnly, exportBundle, importBundle, transferToCloud, transferToSelfHosted } from './transfer.service.js';
@@ -32,6 +33,7 @@ function closeAfterAnswer(req: FastifyRequest, reply: FastifyReply): void {
 export const cloudModule: ModuleDef = {
   name: 'cloud',
   forward: forwardToCloud,
+  forwardUnresolved: forwardCloudBackupRecord,
   routes: [
     defineRoute({
       method: 'POST',
@@ -116,6 +118,17 @@ export const cloudModule: ModuleDef = {
         reply.header('content-type', 'application/gzip').header('content-length', String(size)).header('x-berth-sha256', meta.sha256);
         await reply.send(createReadStream(file));
       },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/cloud/backup-refs/:kind/:id',
+      cloudOnly: true,
+      summary: 'Cloud only: the project a backup policy, run or restore of the caller\'s org belongs to (a linked instance asks before it forwards a route named by such an id)',
+      // Reading which project a record hangs under is reading the record: project:read, checked
+      // again on the record's own project (404 missing or another org's, 403 same org).
+      tag: 'project:read',
+      schema: { params: Obj({ kind: Type.Union(BACKUP_REF_KINDS.map((k) => Type.Literal(k))), id: Id }) },
+      handler: ({ actor, params }, ctx) => backupRefProject(ctx, actor, params.kind, params.id),
     }),
     defineRoute({
       method: 'POST',

@@ -20,6 +20,16 @@ export async function findCloudLink(db: Db, orgId: string, projectId: string): P
   return db.selectFrom('cloudLinks').selectAll().where('orgId', '=', orgId).where('projectId', '=', projectId).executeTakeFirst();
 }
 
+/** The local record (in `orgId`) that stands for a cloud project, by the cloud's id. */
+export async function findCloudLinkByCloudId(db: Db, orgId: string, cloudProjectId: string): Promise<CloudLinkRow | undefined> {
+  return db.selectFrom('cloudLinks').selectAll().where('orgId', '=', orgId).where('cloudProjectId', '=', cloudProjectId).executeTakeFirst();
+}
+
+/** Whether the org has any project on the cloud. */
+export async function orgHasCloudLinks(db: Db, orgId: string): Promise<boolean> {
+  return !!(await db.selectFrom('cloudLinks').select('projectId').where('orgId', '=', orgId).limit(1).executeTakeFirst());
+}
+
 export async function listCloudLinks(db: Db, orgId: string): Promise<CloudLinkRow[]> {
   return db.selectFrom('cloudLinks').selectAll().where('orgId', '=', orgId).execute();
 }

@@ -62,8 +62,7 @@ export function cloudPath(def: RouteDef<any>, rawUrl: string, param: string, clo
 /**
  * The forwarding hook (ModuleDef.forward): for a project whose `location` is `cloud`, the request,
  * already authorized locally, is sent to the cloud with the link's credential and the answer is
- * streamed back unchanged. Nothing is buffered: the request body is the raw incoming stream (the
- * hook runs before Fastify reads it) and the answer is piped through.
+ * streamed back unchanged (relayToCloud).
  */
 export async function forwardToCloud(def: RouteDef<any>, req: FastifyRequest, reply: FastifyReply, ctx: AppContext): Promise<boolean> {
   if (ctx.config.mode !== 'self-hosted') return false;
@@ -86,18 +85,54 @@ export async function forwardToCloud(def: RouteDef<any>, req: FastifyRequest, re
   }
   if (LOCAL_ROUTES.has(`${def.method} ${def.url}`)) return false;
 
-  const link = cloudLink(ctx);
-  if (!link) throw unreachable('this project lives on the cloud, but this instance has no cloud link (BERTH_CLOUD_URL, BERTH_CLOUD_TOKEN)');
+  if (!cloudLink(ctx)) throw unreachable('this project lives on the cloud, but this instance has no cloud link (BERTH_CLOUD_URL, BERTH_CLOUD_TOKEN)');
   const mapping = await findCloudLink(ctx.db, target.orgId, target.id);
   const cloudId = mapping?.cloudProjectId ?? target.id;
-  const url = link.url + cloudPath(def, req.raw.url ?? req.url, target.param, cloudId);
+  const status = await relayToCloud(ctx, req, reply, {
+    method: def.method,
+    path: cloudPath(def, req.raw.url ?? req.url, target.param, cloudId),
+    credential: !isPublic,
+    projectId: target.id,
+  });
+
+  if (def.method === 'DELETE' && def.url === '/api/projects/:id' && status !== null && status >= 200 && status < 300 && req.resource) {
+    // The cloud copy is gone: the local record that stood for it goes too.
+    await deleteProject(ctx, req.actor!, req.resource.record as ProjectRow).catch((e) =>
+      req.log.error({ err: e, projectId: target.id }, 'could not remove the local record of a deleted cloud project'),
+    );
+  }
+  return true;
+}
+
+export interface RelayOptions {
+  method: RouteDef['method'];
+  /** Path and query on the cloud (the same route there). */
+  path: string;
+  /** Send the link's bearer (every route but the public token-in-query streams). */
+  credential: boolean;
+  /** The local project id, for the log line of a cut answer. */
+  projectId: string;
+}
+
+/**
+ * Sends the incoming request, already authorized locally, to the cloud and streams the answer back
+ * unchanged; the one way every forwarded request goes (forwardToCloud, forwardCloudBackupRecord).
+ * Nothing is buffered: the request body is the raw incoming stream (this runs in the onRequest
+ * gate, before Fastify reads it) and the answer is piped through. Takes the reply over; answers the
+ * cloud's status, or null when the answer was cut mid-way. Before the cloud's status line: 503
+ * `cloud_unreachable` (thrown, nothing written yet), also for a 401 when the link credential was sent.
+ */
+export async function relayToCloud(ctx: AppContext, req: FastifyRequest, reply: FastifyReply, opts: RelayOptions): Promise<number | null> {
+  const link = cloudLink(ctx);
+  if (!link) throw unreachable('this instance has no cloud link (BERTH_CLOUD_URL, BERTH_CLOUD_TOKEN)');
+  const url = link.url + opts.path;
 
   const headers: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(req.headers)) {
     if (v === undefined || DROP_REQUEST.has(k) || k.startsWith('x-forwarded-')) continue;
     headers[k] = v;
   }
-  if (!isPublic) headers.authorization = `Bearer ${link.token}`;
+  if (opts.credential) headers.authorization = `Bearer ${link.token}`;
   headers['x-request-id'] = req.id;
   headers['x-forwarded-for'] = req.ip;
 
@@ -112,7 +147,7 @@ export async function forwardToCloud(def: RouteDef<any>, req: FastifyRequest, re
   let upstream: Dispatcher.ResponseData;
   try {
     upstream = await request(url, {
-      method: def.method,
+      method: opts.method,
       headers,
       body: hasBody ? req.raw : undefined,
       dispatcher: link.agent,
@@ -122,7 +157,7 @@ export async function forwardToCloud(def: RouteDef<any>, req: FastifyRequest, re
     noteLinkStatus(ctx, false);
     throw unreachable(describeNetworkError(e));
   }
-  if (upstream.statusCode === 401 && !isPublic) {
+  if (upstream.statusCode === 401 && opts.credential) {
     upstream.body.resume();
     throw unreachable('it refused this instance\'s link token (BERTH_CLOUD_TOKEN)');
   }
@@ -142,17 +177,10 @@ export async function forwardToCloud(def: RouteDef<any>, req: FastifyRequest, re
   } catch (e) {
     // The cloud went away mid-answer or the caller left: the status is already sent, so the
     // connection is cut (the caller sees a truncated answer, never a made-up one).
-    req.log.warn({ reason: describeNetworkError(e), projectId: target.id }, 'forwarded answer from the cloud was cut');
+    req.log.warn({ reason: describeNetworkError(e), projectId: opts.projectId }, 'forwarded answer from the cloud was cut');
     abort.abort();
     out.destroy();
-    return true;
+    return null;
   }
-
-  if (def.method === 'DELETE' && def.url === '/api/projects/:id' && upstream.statusCode >= 200 && upstream.statusCode < 300 && req.resource) {
-    // The cloud copy is gone: the local record that stood for it goes too.
-    await deleteProject(ctx, req.actor!, req.resource.record as ProjectRow).catch((e) =>
-      req.log.error({ err: e, projectId: target.id }, 'could not remove the local record of a deleted cloud project'),
-    );
-  }
-  return true;
+  return upstream.statusCode;
 }
