@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { createRequire } from 'node:module';
 import SQLite from 'better-sqlite3';
-import pg from 'pg';
+import type pgTypes from 'pg';
 import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
 import type { DB } from './schema.js';
 import { migrations } from './migrations/index.js';
@@ -16,9 +17,19 @@ export interface Database {
   close(): Promise<void>;
 }
 
-// PostgreSQL answers int8 (count(*), bigint columns) as strings; every such value here fits a JS number.
-pg.types.setTypeParser(20, (v) => Number(v));
-pg.types.setTypeParser(1700, (v) => Number(v));
+/**
+ * The PostgreSQL driver, loaded on first use: an instance on the embedded SQLite default never pays
+ * for it in memory. (pg is CommonJS, so a synchronous require keeps openDatabase synchronous.)
+ */
+let pgModule: typeof pgTypes | undefined;
+function loadPg(): typeof pgTypes {
+  if (pgModule) return pgModule;
+  const pg = createRequire(import.meta.url)('pg') as typeof pgTypes;
+  // PostgreSQL answers int8 (count(*), bigint columns) as strings; every such value here fits a JS number.
+  pg.types.setTypeParser(20, (v) => Number(v));
+  pg.types.setTypeParser(1700, (v) => Number(v));
+  return (pgModule = pg);
+}
 
 export interface OpenOptions {
   dataDir: string;
@@ -28,6 +39,7 @@ export interface OpenOptions {
 export function openDatabase(opts: OpenOptions): Database {
   const plugins = [new CamelCasePlugin()];
   if (opts.databaseUrl) {
+    const pg = loadPg();
     const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: 10 });
     // A dropped idle connection must not take the process down.
     pool.on('error', () => {});

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createHmac, createSign } from 'node:crypto';
-import { Octokit, RequestError } from 'octokit';
+import { Octokit } from '@octokit/core';
+import { RequestError } from '@octokit/request-error';
 import type { AppContext } from '../../context.js';
 import { AppError } from '../../http/errors.js';
 
@@ -21,15 +22,16 @@ export function oauthConfigured(ctx: AppContext): boolean {
   return !!ctx.config.github.clientId;
 }
 
-/** An octokit client on the configured API base, without retries or throttling (callers answer fast). */
+/**
+ * An octokit client (@octokit/core: requests only, no retry or throttling plugins, so callers answer
+ * fast) on the configured API base.
+ */
 export function octokitFor(ctx: AppContext, token: string): Octokit {
   // A JWT (the App) is sent as `Bearer`, any other token as `token` (@octokit/auth-token decides).
   return new Octokit({
     auth: token,
     baseUrl: ctx.config.github.apiUrl,
     userAgent: 'berth',
-    retry: { enabled: false },
-    throttle: { enabled: false },
     log: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
     request: {
       fetch: (url: string, init: RequestInit) => fetch(url, { ...init, signal: init.signal ?? AbortSignal.timeout(UPSTREAM_TIMEOUT_MS) }),

@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import type { Octokit } from 'octokit';
+import type { Octokit } from '@octokit/core';
 import type { Actor } from '../../authz/actor.js';
 import { authorize, can } from '../../authz/authorize.js';
 import type { GrantKey } from '../../authz/grants.js';
