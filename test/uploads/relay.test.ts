@@ -125,6 +125,20 @@ describe('folder upload: session, relay, scan, ensure', () => {
     assert.equal(ok.status, 200);
   });
 
+  it('the relay rechecks its creator: downgraded to restricted without a grant is 403, removed from the org is 401', async () => {
+    const creator = await createUser(server, { orgId: team.orgId, role: 'member' });
+    const archive = tgz([{ path: 'a.txt', data: 'a' }]);
+    const s1 = await openSession(creator.token);
+    const s2 = await openSession(creator.token);
+    await server.ctx.db.updateTable('memberships').set({ role: 'restricted' }).where('orgId', '=', team.orgId).where('userId', '=', creator.userId).execute();
+    const downgraded = await upload(s1, archive);
+    assert.equal(downgraded.status, 403, JSON.stringify(downgraded.body));
+    assert.deepEqual(leftovers(s1.sessionId), []);
+    await server.ctx.db.deleteFrom('memberships').where('orgId', '=', team.orgId).where('userId', '=', creator.userId).execute();
+    const removed = await upload(s2, archive);
+    assert.equal(removed.status, 401, JSON.stringify(removed.body));
+  });
+
   it('a Content-Length over 300 MB is refused with 413 before the body is read', async () => {
     const s = await openSession(team.member.token);
     async function* slow() {

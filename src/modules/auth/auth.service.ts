@@ -44,6 +44,18 @@ async function grantsIfRestricted(db: Db, role: Role, orgId: string, userId: str
   return rows.map((g) => ({ id: g.id, resourceType: g.resourceType, resourceId: g.resourceId, permissions: JSON.parse(g.permissions) as string[] }));
 }
 
+/**
+ * A member as an actor, from the database (no cache): for credentials minted earlier on a member's
+ * behalf (an upload session's token) that must still carry the member's current role and grants.
+ * Null when the user is no longer a member of the org.
+ */
+export async function memberActor({ db }: Deps, orgId: string, userId: string): Promise<Actor | null> {
+  const m = await store.findMembership(db, orgId, userId);
+  const user = m ? await store.findUserById(db, userId) : undefined;
+  if (!m || !user || !isRole(m.role)) return null;
+  return { userId, email: user.email, orgId, role: m.role, scopes: null, via: 'session', grants: await grantsIfRestricted(db, m.role, orgId, userId) };
+}
+
 export async function actorFromBearer({ db }: Deps, token: string): Promise<Actor | null> {
   if (!token.startsWith(`${TOKEN_PREFIX}_`) || token.length > 200) return null;
   const hash = sha256Hex(token);

@@ -24,6 +24,7 @@ import { isoPlus, newId, newSecretToken, nowIso, randomString } from '../../lib/
 import { ExtractError, SafeExtractor } from '../../lib/tar-safe.js';
 import { scanProject, type ScanResult } from '../detect/detect.js';
 import { insertAuditEvent } from '../audit/audit.store.js';
+import { memberActor } from '../auth/auth.service.js';
 import type { EnsureInput, ProjectRecord } from '../projects/projects.service.js';
 import { findProject, projectRef, updateProject } from '../projects/projects.store.js';
 import * as store from './uploads.store.js';
@@ -136,7 +137,8 @@ const badToken = () => new AppError('UNAUTHENTICATED', `invalid or expired uploa
 /**
  * Checks the upload token of a session (constant time). The token is the credential of the relay:
  * it was minted by a project:write caller for this one session, lives an hour and uploads once.
- * The session's creator must still be a member of the org.
+ * The session's creator must still be a member of the org with project:write (on the session's
+ * project when it names one).
  */
 export async function authenticateUpload(ctx: Deps, sessionId: string, token: string | undefined): Promise<UploadSessionRow> {
   const row = await store.findSessionForToken(ctx.db, sessionId);
@@ -144,8 +146,14 @@ export async function authenticateUpload(ctx: Deps, sessionId: string, token: st
   const ok = safeEqual(sha256Hex(token ?? ''), row?.tokenHash ?? sha256Hex(randomString(16))) && !!token && !!row;
   if (!ok || !row) throw badToken();
   if (row.expiresAt <= nowIso()) throw badToken();
-  const member = await ctx.db.selectFrom('memberships').select('role').where('orgId', '=', row.orgId).where('userId', '=', row.createdBy).executeTakeFirst();
-  if (!member) throw badToken();
+  // The creator's rights now, not when the session was opened: a member removed since is refused
+  // like a bad token; one whose role or grants no longer allow project:write gets 403.
+  const creator = await memberActor(ctx, row.orgId, row.createdBy);
+  if (!creator) throw badToken();
+  const project = row.projectId ? await findProject(ctx.db, row.orgId, row.projectId) : undefined;
+  if (row.projectId ? !project || !can(creator, 'project:write', projectRef(project)) : !can(creator, 'project:write')) {
+    throw forbidden('the member who opened this upload session may no longer write this project (project:write)');
+  }
   if (row.status === 'uploaded' || row.status === 'consumed') throw conflict('this session already holds an upload: open a new session');
   if (row.status === 'uploading') throw conflict('an upload to this session is in progress');
   return row;
