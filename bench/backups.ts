@@ -11,8 +11,9 @@ import { rssMb, sampleRss, startChild, type Row } from './lib.js';
  * peak RSS under 150 MB. Both sides use gzip level 6 (GNU tar's default through gzip). The volume
  * is half incompressible (random) and half text-like, in 64 files. `BENCH_BACKUP_MB` scales it.
  * Our backup time includes the read-back verification; our restore time is apply -> succeeded.
- * The reference runs before and after ours (mean), since the machine may be shared. The server
- * under tsx idles near 180 MB with every area loaded, so the growth during the work is reported too.
+ * The reference runs before and after ours (mean), since the machine may be shared. The server runs
+ * as `npm start` runs it (compiled, the start script's node flags); its growth during the work is
+ * reported beside the peak.
  */
 
 const MB = 1024 * 1024;
@@ -57,6 +58,11 @@ async function waitStatus(url: string, headers: Record<string, string>, timeoutM
   }
 }
 
+/** With BENCH_MEM_TRACE=1 the server prints its memory every 100 ms; these lines say what ran when. */
+function phase(name: string): void {
+  if (process.env.BENCH_MEM_TRACE) console.error(`${Date.now() % 100000} phase: ${name}`);
+}
+
 export async function backupsBench(): Promise<Row[]> {
   const totalMb = Number(process.env.BENCH_BACKUP_MB ?? 1024);
   const work = mkdtempSync(path.join(os.tmpdir(), 'berth-bench-backups-'));
@@ -64,7 +70,7 @@ export async function backupsBench(): Promise<Row[]> {
   const destDir = path.join(work, 'dest');
   const refDir = path.join(work, 'ref');
   mkdirSync(refDir, { recursive: true });
-  const berth = await startChild('bench/servers/berth.ts', { BENCH_DATA_DIR: dataDir });
+  const berth = await startChild('bench/servers/berth.mjs', { BENCH_DATA_DIR: dataDir });
   try {
     const auth = { authorization: `Bearer ${berth.info.token}`, 'content-type': 'application/json' };
     const post = async (url: string, body: unknown) => {
@@ -87,26 +93,32 @@ export async function backupsBench(): Promise<Row[]> {
     const baseline = rssMb(berth.info.pid);
     const rss = sampleRss(berth.info.pid);
     const t0 = process.hrtime.bigint();
+    phase('backup');
     const { runId } = await post(`/api/backup-policies/${policy.id}/run`, {});
     const run = await waitStatus(`${berth.info.url}/api/backup-runs/${runId}`, auth);
     const ours = Number(process.hrtime.bigint() - t0) / 1e9;
     if (run.status !== 'succeeded') throw new Error(`backup run ${run.status}: ${run.error}`);
     // The machine may be shared: measure the reference again after ours and take the mean.
+    phase('reference tar czf (after)');
     const tarC2 = await timeCommand('tar', ['czf', refArchive, '-C', volume, '.']);
 
     const extractTo = path.join(refDir, 'x');
     mkdirSync(extractTo, { recursive: true });
+    phase('reference tar xzf');
     const tarX1 = await timeCommand('tar', ['xzf', refArchive, '-C', extractTo]);
     rmSync(extractTo, { recursive: true, force: true });
 
+    phase('restore prepare');
     const prepT0 = process.hrtime.bigint();
     const { restoreId, confirmationToken } = await post(`/api/backup-runs/${runId}/restore/prepare`, {});
     const prepare = Number(process.hrtime.bigint() - prepT0) / 1e9;
+    phase('restore apply');
     const r0 = process.hrtime.bigint();
     await post(`/api/backup-restores/${restoreId}/apply`, { confirmationToken });
     const restore = await waitStatus(`${berth.info.url}/api/backup-restores/${restoreId}`, auth);
     const oursRestore = Number(process.hrtime.bigint() - r0) / 1e9;
     if (restore.status !== 'succeeded') throw new Error(`restore ${restore.status}: ${restore.error}`);
+    phase('done');
     const peak = rss.stop();
     mkdirSync(extractTo, { recursive: true });
     const tarX2 = await timeCommand('tar', ['xzf', refArchive, '-C', extractTo]);

@@ -133,7 +133,7 @@ const median = (xs: number[]) => {
 
 export async function edgeBench(): Promise<Row[]> {
   const rows: Row[] = [];
-  const berth = await startChild('bench/servers/berth.ts', { BERTH_SLEEP_IDLE_SECONDS: '1', BERTH_CGROUPS: process.env.BERTH_CGROUPS ?? '' });
+  const berth = await startChild('bench/servers/berth.mjs', { BERTH_SLEEP_IDLE_SECONDS: '1', BERTH_CGROUPS: process.env.BERTH_CGROUPS ?? '' });
   const { url, token } = berth.info as { url: string; token: string };
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'berth-edge-bench-'));
   try {

@@ -5,10 +5,10 @@ import { load, startChild, type Row } from './lib.js';
  * both in a child process started the same way, 32 connections. Target: ratio >= 0.6, p99 < 10 ms.
  */
 export async function foundationBench(): Promise<Row[]> {
-  const bare = await startChild('bench/servers/bare.ts');
+  const bare = await startChild('bench/servers/bare.mjs');
   const bareRes = await load({ url: bare.info.url, path: '/hello', connections: 32, expect: 200 });
   await bare.stop();
-  const berth = await startChild('bench/servers/berth.ts');
+  const berth = await startChild('bench/servers/berth.mjs');
   const meRes = await load({ url: berth.info.url, path: '/api/auth/me', headers: { authorization: `Bearer ${berth.info.token}` }, connections: 32, expect: 200 });
   await berth.stop();
   const ratio = meRes.rps / bareRes.rps;

@@ -77,10 +77,31 @@ export interface Child {
   stop(): Promise<void>;
 }
 
-/** Runs a TypeScript file under tsx and waits for its first JSON line on stdout. */
+/**
+ * The node flags of `npm start` (package.json scripts.start: the `--` words between `node` and the
+ * script), so that benches run Berth exactly as users start it. The reference servers get the same.
+ */
+export function startFlags(): string[] {
+  // For experiments: BENCH_NODE_FLAGS="--flag ..." replaces them (an empty value: no flags).
+  if (process.env.BENCH_NODE_FLAGS !== undefined) return process.env.BENCH_NODE_FLAGS.split(' ').filter(Boolean);
+  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const words = pkg.scripts.start.split(/\s+/);
+  const out: string[] = [];
+  for (const w of words.slice(words.indexOf('node') + 1)) {
+    if (!w.startsWith('--')) break;
+    out.push(w);
+  }
+  return out;
+}
+
+/**
+ * Runs a server script under plain node with the flags of `npm start` (the scripts import the
+ * compiled `dist/`; `npm run bench` builds it first) and waits for its first JSON line on stdout.
+ */
 export function startChild(file: string, env: Record<string, string> = {}, timeoutMs = 30000): Promise<Child> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', file], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const args = [...startFlags(), file];
+    const proc = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
     let buf = '';
     const timer = setTimeout(() => {
       proc.kill('SIGKILL');

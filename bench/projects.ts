@@ -8,11 +8,11 @@ import { load, startChild, type Row } from './lib.js';
  * is two queries after the cached token check, against a hello-world).
  */
 export async function projectsBench(): Promise<Row[]> {
-  const bare = await startChild('bench/servers/bare.ts');
+  const bare = await startChild('bench/servers/bare.mjs');
   const bareRes = await load({ url: bare.info.url, path: '/hello', connections: 32, expect: 200 });
   await bare.stop();
 
-  const berth = await startChild('bench/servers/berth.ts');
+  const berth = await startChild('bench/servers/berth.mjs');
   try {
     const auth = { authorization: `Bearer ${berth.info.token}`, 'content-type': 'application/json' };
     const created = await fetch(`${berth.info.url}/api/projects`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'bench', gitOwner: 'acme', gitRepo: 'web' }) });

@@ -131,7 +131,7 @@ export class SafeExtractor {
     private readonly root: string,
     private readonly limits: ExtractLimits = DEFAULT_LIMITS,
   ) {
-    this.gunzip = createGunzip({ chunkSize: 64 * 1024 });
+    this.gunzip = createGunzip({ chunkSize: 256 * 1024 });
     this.parser = new Parser({ strict: true, maxMetaEntrySize: 64 * 1024 });
     this.parser.on('entry', (e: ReadEntry) => this.onEntry(e));
     this.parser.on('error', (e: Error) => this.fail(new ExtractError('invalid', `not a valid tar archive: ${cleanTarMessage(e)}`)));

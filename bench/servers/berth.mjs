@@ -1,0 +1,27 @@
+// Berth as `npm start` runs it: the compiled server (dist/) under plain node with the start script's
+// node flags (bench/lib.ts startChild), a fresh data dir (SQLite unless DATABASE_URL is set), one owner
+// user. BENCH_MEM_TRACE=1 prints the process's memory figures to stderr every 100 ms.
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { loadConfig } from '../../dist/config.js';
+import { startServer } from '../../dist/server.js';
+import { adminCreateUser } from '../../dist/modules/auth/auth.service.js';
+
+const dataDir = process.env.BENCH_DATA_DIR ?? mkdtempSync(path.join(os.tmpdir(), 'berth-bench-'));
+const config = loadConfig(
+  { host: '127.0.0.1', port: 0, edgePort: 0 },
+  { ...process.env, BERTH_DATA_DIR: dataDir, BERTH_SECRET_KEY: randomBytes(32).toString('base64'), BERTH_LOG_LEVEL: 'warn' },
+);
+const server = await startServer(config, () => {});
+const user = await adminCreateUser(server.app.berth.ctx, { email: `bench-${Date.now()}@example.test`, password: 'bench-password' });
+console.log(JSON.stringify({ url: server.url, token: user.token, orgId: user.orgId, userId: user.userId, dataDir, pid: process.pid }));
+process.on('SIGTERM', () => void server.stop().then(() => process.exit(0)));
+if (process.env.BENCH_MEM_TRACE) {
+  const mb = (x) => (x / 1048576).toFixed(0);
+  setInterval(() => {
+    const m = process.memoryUsage();
+    process.stderr.write(`${Date.now() % 100000} mem rss ${mb(m.rss)} heapTotal ${mb(m.heapTotal)} heapUsed ${mb(m.heapUsed)} external ${mb(m.external)} arrayBuffers ${mb(m.arrayBuffers)}\n`);
+  }, 100).unref();
+}
