@@ -149,6 +149,32 @@ describe('incoming GitHub deliveries, auto-deploy and the project git routes', (
     assert.deepEqual(cs.body.data, { branch: 'main', deployedCommit: sha, remoteCommit: sha, upToDate: true });
   });
 
+  it('a delivery whose processing failed for good is marked failed, and GitHub\'s redelivery of the same id runs it again', async () => {
+    const payload = w.fake.pushPayload('acme', 'shop', { installationId });
+    payload.ref = 'refs/heads/not-the-deploy-branch';
+    const opts = { secret: WEBHOOK_SECRET, deliveryId: 'd-redeliver-1' };
+    assert.equal((await w.fake.deliver(hookUrl, 'push', payload, opts)).status, 202);
+    const row = () => w.server.ctx.db.selectFrom('gitproviderDeliveries').selectAll().where('deliveryId', '=', 'd-redeliver-1').executeTakeFirstOrThrow();
+    await waitFor(async () => (await row()).status === 'done', 'the first processing', 10000, 50);
+    // Its last attempt fails (a stored body that cannot be read stands in for any failure).
+    await w.server.ctx.db.updateTable('gitproviderDeliveries').set({ status: 'queued', payload: 'not json' }).where('deliveryId', '=', 'd-redeliver-1').execute();
+    const { processDelivery } = await import('../../src/modules/gitprovider/gitprovider.service.js');
+    await assert.rejects(processDelivery(w.server.ctx, 'd-redeliver-1', { attempts: 4, maxAttempts: 5 }));
+    assert.equal((await row()).status, 'queued', 'not the last attempt: still queued');
+    await assert.rejects(processDelivery(w.server.ctx, 'd-redeliver-1', { attempts: 5, maxAttempts: 5 }));
+    assert.equal((await row()).status, 'failed');
+    assert.match(String((await row()).result), /error/);
+    // Redelivered: queued again with the signed body, and processed.
+    const again = await w.fake.deliver(hookUrl, 'push', payload, opts);
+    assert.equal(again.status, 202);
+    assert.equal(again.body.data.redelivered, true);
+    await waitFor(async () => (await row()).status === 'done', 'the redelivery', 10000, 50);
+    // Once done, a repeat is a no-op again.
+    const third = await w.fake.deliver(hookUrl, 'push', payload, opts);
+    assert.equal(third.status, 200);
+    assert.equal(third.body.data.duplicate, true);
+  });
+
   it('pushes to other branches, deleted branches and repositories nobody links create nothing', async () => {
     const api = w.server.api(team.member.token);
     const count = async () => (await api.get(`/api/projects/${projectId}/deployments`)).body.data.length;

@@ -55,7 +55,7 @@ export const gitproviderModule: ModuleDef = {
       }
     });
     ctx.scheduler.add({ name: 'gitprovider.prune', everyMs: 6 * 3600_000, run: () => svc.pruneOld(ctx) });
-    ctx.jobs.register<{ deliveryId: string }>(svc.DELIVERY_JOB, async (p) => svc.processDelivery(ctx, p.deliveryId), { maxAttempts: 5, backoffMs: 1000 });
+    ctx.jobs.register<{ deliveryId: string }>(svc.DELIVERY_JOB, async (p, info) => svc.processDelivery(ctx, p.deliveryId, info), { maxAttempts: 5, backoffMs: 1000 });
   },
   routes: [
     defineRoute({

@@ -832,22 +832,42 @@ export async function receiveDelivery(
       await ctx.jobs.enqueue(DELIVERY_JOB, { deliveryId: d.deliveryId }, { db: tx, maxAttempts: 5 });
     });
   } catch (e) {
-    if (isUniqueViolation(e)) return { status: 200, body: { data: { received: true, duplicate: true } } };
-    throw e;
+    if (!isUniqueViolation(e)) throw e;
+    // A repeated delivery is a no-op, unless the first one failed for good: GitHub's "Redeliver"
+    // sends the same id (and the same signed body), and it is how a user retries a push whose
+    // processing failed.
+    const requeued = await transaction(ctx.db, async (tx) => {
+      if (!(await store.requeueFailedDelivery(tx, d.deliveryId!, d.raw.toString('utf8')))) return false;
+      await ctx.jobs.enqueue(DELIVERY_JOB, { deliveryId: d.deliveryId }, { db: tx, maxAttempts: 5 });
+      return true;
+    });
+    if (!requeued) return { status: 200, body: { data: { received: true, duplicate: true } } };
+    ctx.jobs.wake();
+    return { status: 202, body: { data: { received: true, queued: true, redelivered: true } } };
   }
   return { status: 202, body: { data: { received: true, queued: true } } };
 }
 
-/** Runs one stored delivery (the jobs worker calls it). */
-export async function processDelivery(ctx: AppContext, deliveryId: string): Promise<void> {
+/**
+ * Runs one stored delivery (the jobs worker calls it). When its last attempt fails the delivery is
+ * marked `failed` with the reason, so that a redelivery of the same id runs it again.
+ */
+export async function processDelivery(ctx: AppContext, deliveryId: string, attempt?: { attempts: number; maxAttempts: number }): Promise<void> {
   const row = await store.findDelivery(ctx.db, deliveryId);
   if (!row || row.status === 'done') return;
-  const p = JSON.parse(row.payload) as any;
-  let result: unknown = null;
-  if (row.event === 'push') result = await onPush(ctx, p, row.hookId);
-  else if (row.event === 'installation') result = await onInstallation(ctx, p);
-  else if (row.event === 'installation_repositories') result = await onInstallationRepositories(ctx, p);
-  await store.finishDelivery(ctx.db, deliveryId, 'done', result);
+  try {
+    const p = JSON.parse(row.payload) as any;
+    let result: unknown = null;
+    if (row.event === 'push') result = await onPush(ctx, p, row.hookId);
+    else if (row.event === 'installation') result = await onInstallation(ctx, p);
+    else if (row.event === 'installation_repositories') result = await onInstallationRepositories(ctx, p);
+    await store.finishDelivery(ctx.db, deliveryId, 'done', result);
+  } catch (e) {
+    if (attempt && attempt.attempts >= attempt.maxAttempts) {
+      await store.finishDelivery(ctx.db, deliveryId, 'failed', { error: String((e as Error)?.message ?? e).slice(0, 500) }).catch(() => {});
+    }
+    throw e;
+  }
 }
 
 async function onPush(ctx: AppContext, p: any, hookId: string | null) {

@@ -134,6 +134,12 @@ export function findDelivery(db: Db, deliveryId: string): Promise<DeliveryRow | 
   return db.selectFrom('gitproviderDeliveries').selectAll().where('deliveryId', '=', deliveryId).executeTakeFirst();
 }
 
+/** Moves a delivery that failed for good back to `queued`; false when it is not `failed`. */
+export async function requeueFailedDelivery(db: Db, deliveryId: string, payload: string): Promise<boolean> {
+  const r = await db.updateTable('gitproviderDeliveries').set({ status: 'queued', result: null, payload }).where('deliveryId', '=', deliveryId).where('status', '=', 'failed').executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
 export async function finishDelivery(db: Db, deliveryId: string, status: string, result: unknown): Promise<void> {
   await db.updateTable('gitproviderDeliveries').set({ status, result: JSON.stringify(result) }).where('deliveryId', '=', deliveryId).execute();
 }
