@@ -139,6 +139,24 @@ describe('folder upload: session, relay, scan, ensure', () => {
     assert.equal(removed.status, 401, JSON.stringify(removed.body));
   });
 
+  it('a project that lives on the cloud: folder/session and ensure naming it are 409, nothing changes locally', async () => {
+    const api = server.api(team.owner.token);
+    const created = await api.post('/api/projects', { name: `cloudy-${Date.now()}` });
+    assert.equal(created.status, 201, created.text);
+    const id = created.body.data.id;
+    await server.ctx.db.updateTable('projects').set({ location: 'cloud' }).where('id', '=', id).execute();
+    const session = await api.post('/api/projects/folder/session', { projectId: id });
+    assert.equal(session.status, 409, session.text);
+    assert.equal(session.body.error.field ?? session.body.error.details?.field, 'projectId');
+    const before = await server.ctx.db.selectFrom('projects').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    const ensure = await api.post('/api/projects/ensure', { projectId: id, buildCommand: 'make' });
+    assert.equal(ensure.status, 409, ensure.text);
+    const after = await server.ctx.db.selectFrom('projects').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    assert.deepEqual(after, before);
+    // Another org still gets 404, as for any record it cannot see.
+    assert.equal((await server.api(other.token).post('/api/projects/ensure', { projectId: id })).status, 404);
+  });
+
   it('a Content-Length over 300 MB is refused with 413 before the body is read', async () => {
     const s = await openSession(team.member.token);
     async function* slow() {

@@ -306,6 +306,15 @@ export interface EnsureInput extends ProjectInput {
  * project the actor may not write is 403.
  */
 export async function ensureProject(ctx: AppContext, actor: Actor, input: EnsureInput): Promise<{ project: ProjectRecord; created: boolean }> {
+  if (input.projectId) {
+    // A self-hosted instance's record of a cloud project is not where its config and source live:
+    // refuse before anything is checked out or changed (the per-project routes are forwarded).
+    const row = await store.findProject(ctx.db, actor.orgId, input.projectId);
+    authorize(actor, 'project:write', row ? store.projectRef(row) : null, 'project');
+    if (row!.location === 'cloud') {
+      throw conflict('this project lives on the cloud: change it with PATCH /api/projects/:id (forwarded to the cloud) or upload to it on the cloud', 'projectId');
+    }
+  }
   if (input.sessionId) return ensureWithUpload(ctx, actor, { ...input, sessionId: input.sessionId }, ensureProject);
   const { projectId, sessionId: _sessionId, ...fields } = input;
   if (projectId) {

@@ -70,6 +70,9 @@ export async function createSession(
   if (input.projectId) {
     const row = await findProject(ctx.db, actor.orgId, input.projectId);
     authorize(actor, 'project:write', row ? projectRef(row) : null, 'project');
+    if (row!.location === 'cloud') {
+      throw conflict('this project lives on the cloud: open the upload session on the cloud, or move the project back first', 'projectId');
+    }
   } else if (!can(actor, 'project:write')) {
     throw forbidden('you do not have permission to create projects (project:write)');
   }
