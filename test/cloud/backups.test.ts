@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import type { ModuleDef } from '../../src/http/route.js';
-import { CLOUD_BACKUP_PROJECT_TAGS, forwardsCloudBackupRecords } from '../../src/modules/cloud/backup-refs.js';
+import { CLOUD_BACKUP_PROJECT_TAGS, forwardsCloudRecords } from '../../src/modules/cloud/record-refs.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { insertDestination } from '../../src/modules/backups/backups.store.js';
 import { readSse, waitTerminal } from '../backups/helpers.js';
@@ -92,7 +92,7 @@ describe('backup routes named by a cloud record\'s id, through a linked self-hos
     const defs = self.app.berth.modules.flatMap((m) => m.routes);
     const byId = defs.filter((d) => d.resource && ['backup_policy', 'backup_run', 'backup_restore'].includes(d.resource.kind));
     assert.ok(byId.length >= 12);
-    for (const d of byId) assert.ok(forwardsCloudBackupRecords(d), `${d.method} ${d.url} is forwarded for cloud records`);
+    for (const d of byId) assert.ok(forwardsCloudRecords(d), `${d.method} ${d.url} is forwarded for cloud records`);
     const registered = new Set(defs.map((d) => `${d.method} ${d.url}`));
     for (const k of Object.keys(CLOUD_BACKUP_PROJECT_TAGS)) assert.ok(registered.has(k), `${k} is a registered route`);
     assert.equal(Object.keys(CLOUD_BACKUP_PROJECT_TAGS).length, byId.length);
@@ -123,20 +123,20 @@ describe('backup routes named by a cloud record\'s id, through a linked self-hos
   });
 
   it('the lookup route exists on the cloud only and answers the project of a record of the caller\'s org', async () => {
-    const ok = await cloud.api(cloudOwner.token).get(`/api/cloud/backup-refs/policy/${policyId}`);
+    const ok = await cloud.api(cloudOwner.token).get(`/api/cloud/refs/policy/${policyId}`);
     assert.equal(ok.status, 200, ok.text);
     assert.deepEqual(ok.body.data, { projectId: cloudId });
-    assert.equal((await cloud.api(cloudOwner.token).get('/api/cloud/backup-refs/run/bkr_nothing00000000000000')).status, 404);
-    assert.equal((await cloud.api(cloudOwner.token).get(`/api/cloud/backup-refs/bogus/${policyId}`)).status, 400);
-    assert.equal((await cloud.api().get(`/api/cloud/backup-refs/policy/${policyId}`)).status, 401);
+    assert.equal((await cloud.api(cloudOwner.token).get('/api/cloud/refs/run/bkr_nothing00000000000000')).status, 404);
+    assert.equal((await cloud.api(cloudOwner.token).get(`/api/cloud/refs/bogus/${policyId}`)).status, 400);
+    assert.equal((await cloud.api().get(`/api/cloud/refs/policy/${policyId}`)).status, 401);
     const stranger = await createUser(cloud);
-    const theirs = await cloud.api(stranger.token).get(`/api/cloud/backup-refs/policy/${policyId}`);
+    const theirs = await cloud.api(stranger.token).get(`/api/cloud/refs/policy/${policyId}`);
     assert.equal(theirs.status, 404);
-    const missing = await cloud.api(stranger.token).get('/api/cloud/backup-refs/policy/bkp_nothing00000000000000');
+    const missing = await cloud.api(stranger.token).get('/api/cloud/refs/policy/bkp_nothing00000000000000');
     assert.deepEqual(stripId(theirs.body), stripId(missing.body));
     const restricted = await createUser(cloud, { orgId: cloudOwner.orgId, role: 'restricted' });
-    assert.equal((await cloud.api(restricted.token).get(`/api/cloud/backup-refs/policy/${policyId}`)).status, 403);
-    assert.equal((await self.api(team.owner.token).get(`/api/cloud/backup-refs/policy/${policyId}`)).status, 404, 'cloud only');
+    assert.equal((await cloud.api(restricted.token).get(`/api/cloud/refs/policy/${policyId}`)).status, 403);
+    assert.equal((await self.api(team.owner.token).get(`/api/cloud/refs/policy/${policyId}`)).status, 404, 'cloud only');
   });
 
   it('runs the policy, follows the run by its id until it succeeds, and reads its SSE stream to complete', async () => {

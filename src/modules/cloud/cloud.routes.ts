@@ -9,7 +9,8 @@ import { currentForProject } from '../uploads/uploads.store.js';
 import { authenticateUpload, checkDeclaredLength, receiveUpload, UPLOAD_CONTENT_TYPES, UPLOAD_TOKEN_HEADER } from '../uploads/uploads.service.js';
 import { resolvedProject } from '../projects/projects.service.js';
 import { BundleSchema, type Bundle } from './bundle.js';
-import { BACKUP_REF_KINDS, backupRefProject, forwardCloudBackupRecord } from './backup-refs.js';
+import { setUnresolvedBuildAccess } from '../deployments/deployments.service.js';
+import { cloudBuildAccess, forwardCloudDeploymentLogs, forwardCloudRecord, RECORD_REF_KINDS, recordRefProject } from './record-refs.js';
 import { forwardToCloud } from './forward.js';
 import { closeCloudLink } from './link.js';
 import { cloudOnly, exportBundle, importBundle, transferToCloud, transferToSelfHosted } from './transfer.service.js';
@@ -32,8 +33,14 @@ function closeAfterAnswer(req: FastifyRequest, reply: FastifyReply): void {
 
 export const cloudModule: ModuleDef = {
   name: 'cloud',
-  forward: forwardToCloud,
-  forwardUnresolved: forwardCloudBackupRecord,
+  // Public build-log routes of a cloud deployment first (they name no project), then the project routes.
+  forward: async (def, req, reply, ctx) => (await forwardCloudDeploymentLogs(def, req, reply, ctx)) || forwardToCloud(def, req, reply, ctx),
+  forwardUnresolved: forwardCloudRecord,
+  init() {
+    // build/access names its deployment in the body: the deployments service asks this hook when
+    // the deployment is not one of this instance's (it answers null on a cloud or an unlinked instance).
+    setUnresolvedBuildAccess(cloudBuildAccess);
+  },
   routes: [
     defineRoute({
       method: 'POST',
@@ -121,14 +128,14 @@ export const cloudModule: ModuleDef = {
     }),
     defineRoute({
       method: 'GET',
-      url: '/api/cloud/backup-refs/:kind/:id',
+      url: '/api/cloud/refs/:kind/:id',
       cloudOnly: true,
-      summary: 'Cloud only: the project a backup policy, run or restore of the caller\'s org belongs to (a linked instance asks before it forwards a route named by such an id)',
+      summary: 'Cloud only: the project a backup policy, run or restore or a deployment of the caller\'s org belongs to (a linked instance asks before it forwards a route named by such an id)',
       // Reading which project a record hangs under is reading the record: project:read, checked
       // again on the record's own project (404 missing or another org's, 403 same org).
       tag: 'project:read',
-      schema: { params: Obj({ kind: Type.Union(BACKUP_REF_KINDS.map((k) => Type.Literal(k))), id: Id }) },
-      handler: ({ actor, params }, ctx) => backupRefProject(ctx, actor, params.kind, params.id),
+      schema: { params: Obj({ kind: Type.Union(RECORD_REF_KINDS.map((k) => Type.Literal(k))), id: Id }) },
+      handler: ({ actor, params }, ctx) => recordRefProject(ctx, actor, params.kind, params.id),
     }),
     defineRoute({
       method: 'POST',

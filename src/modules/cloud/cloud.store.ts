@@ -125,3 +125,18 @@ export async function domainsHeldElsewhere(db: Db, domains: string[], projectId:
   if (projectId) q = q.where('projectId', '!=', projectId);
   return (await q.execute()).map((r) => r.domain);
 }
+
+// ---------------------------------------------------------------- by id alone (token-in-query streams)
+
+/** Whether any org of this instance has a project on the cloud. */
+export async function anyCloudLinks(db: Db): Promise<boolean> {
+  return !!(await db.selectFrom('cloudLinks').select('projectId').limit(1).executeTakeFirst());
+}
+
+/**
+ * The local record that stands for a cloud project, in whichever org: only for public routes whose
+ * own token (minted by the cloud) is checked by the cloud when the request is forwarded.
+ */
+export async function findCloudLinkByCloudIdAnyOrg(db: Db, cloudProjectId: string): Promise<CloudLinkRow | undefined> {
+  return db.selectFrom('cloudLinks').selectAll().where('cloudProjectId', '=', cloudProjectId).orderBy('projectId').limit(1).executeTakeFirst();
+}

@@ -110,17 +110,23 @@ export interface RelayOptions {
   path: string;
   /** Send the link's bearer (every route but the public token-in-query streams). */
   credential: boolean;
+  /**
+   * Without the link's bearer: an Authorization header to pass on as it came (a build token the
+   * caller sent as `Bearer berth_dpl_...`, which the cloud checks).
+   */
+  authorization?: string;
   /** The local project id, for the log line of a cut answer. */
   projectId: string;
 }
 
 /**
  * Sends the incoming request, already authorized locally, to the cloud and streams the answer back
- * unchanged; the one way every forwarded request goes (forwardToCloud, forwardCloudBackupRecord).
- * Nothing is buffered: the request body is the raw incoming stream (this runs in the onRequest
- * gate, before Fastify reads it) and the answer is piped through. Takes the reply over; answers the
- * cloud's status, or null when the answer was cut mid-way. Before the cloud's status line: 503
- * `cloud_unreachable` (thrown, nothing written yet), also for a 401 when the link credential was sent.
+ * unchanged; the one way every forwarded request goes (forwardToCloud, and record-refs.ts for the
+ * routes named by a cloud record's id). Nothing is buffered: the request body is the raw incoming
+ * stream (this runs in the onRequest gate, before Fastify reads it) and the answer is piped through.
+ * Takes the reply over; answers the cloud's status, or null when the answer was cut mid-way. Before
+ * the cloud's status line: 503 `cloud_unreachable` (thrown, nothing written yet), also for a 401 when
+ * the link credential was sent.
  */
 export async function relayToCloud(ctx: AppContext, req: FastifyRequest, reply: FastifyReply, opts: RelayOptions): Promise<number | null> {
   const link = cloudLink(ctx);
@@ -133,6 +139,7 @@ export async function relayToCloud(ctx: AppContext, req: FastifyRequest, reply: 
     headers[k] = v;
   }
   if (opts.credential) headers.authorization = `Bearer ${link.token}`;
+  else if (opts.authorization) headers.authorization = opts.authorization;
   headers['x-request-id'] = req.id;
   headers['x-forwarded-for'] = req.ip;
 

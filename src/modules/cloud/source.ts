@@ -49,7 +49,7 @@ export async function receiveSourceArchive(
 ): Promise<SourceArchiveMeta> {
   const before = await findProject(ctx.db, orgId, projectId);
   if (!before) throw new AppError('NOT_FOUND', 'project not found');
-  const session = await createSession(ctx, actor, { projectId });
+  const session = await createSession(ctx, actor, { projectId }, { allowCloudProject: true });
   const row = await authenticateUpload(ctx, session.sessionId, session.headers[UPLOAD_TOKEN_HEADER]);
   const got = await receiveUpload(ctx, row, body);
   if (expectedSha256 && got.sha256 !== expectedSha256) {

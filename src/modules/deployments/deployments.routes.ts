@@ -128,7 +128,7 @@ export const deploymentsModule: ModuleDef = {
       tag: 'project:deployment:read',
       access: 'member',
       schema: { body: Obj({ deploymentId: Id }) },
-      handler: ({ body, actor }, ctx) => service.buildAccess(ctx, actor, body.deploymentId),
+      handler: ({ body, actor, req }, ctx) => service.buildAccess(ctx, actor, body.deploymentId, req.id),
     }),
     defineRoute({
       method: 'GET',

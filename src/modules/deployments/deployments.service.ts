@@ -132,10 +132,25 @@ export async function issueBuildToken(ctx: AppContext, actor: Actor, d: Deployme
   return issueToken(ctx, actor, 'build', d.projectId, d.id, BUILD_TOKEN_TTL_MS, 'berth_dpl');
 }
 
+/**
+ * Hook the cloud area sets: build/access for a deployment this instance does not hold (on a linked
+ * self-hosted instance, one of the actor's cloud projects' deployments, whose token the cloud
+ * mints). It authorizes the actor itself; null leaves the usual 404.
+ */
+export type UnresolvedBuildAccess = (ctx: AppContext, actor: Actor, deploymentId: string, requestId: string) => Promise<IssuedToken | null>;
+let unresolvedBuildAccess: UnresolvedBuildAccess | null = null;
+export function setUnresolvedBuildAccess(fn: UnresolvedBuildAccess | null): void {
+  unresolvedBuildAccess = fn;
+}
+
 /** `POST /api/deployments/build/access { deploymentId }`: read on the deployment's project is needed. */
-export async function buildAccess(ctx: AppContext, actor: Actor, deploymentId: string): Promise<IssuedToken> {
+export async function buildAccess(ctx: AppContext, actor: Actor, deploymentId: string, requestId = ''): Promise<IssuedToken> {
   const d = await store.findDeployment(ctx.db, actor.orgId, deploymentId);
-  if (!d) throw new AppError('NOT_FOUND', 'deployment not found', { field: 'deploymentId' });
+  if (!d) {
+    const elsewhere = unresolvedBuildAccess ? await unresolvedBuildAccess(ctx, actor, deploymentId, requestId) : null;
+    if (elsewhere) return elsewhere;
+    throw new AppError('NOT_FOUND', 'deployment not found', { field: 'deploymentId' });
+  }
   const project = await findProject(ctx.db, actor.orgId, d.projectId);
   if (!project) throw new AppError('NOT_FOUND', 'deployment not found', { field: 'deploymentId' });
   authorize(actor, 'project:deployment:read', projectRef(project), 'deployment');

@@ -60,17 +60,20 @@ export interface SessionAnswer {
 
 /**
  * Opens a session. Creating projects needs project:write on the org; naming `projectId` needs
- * project:write on that project (another org's or a missing id is 404).
+ * project:write on that project (another org's or a missing id is 404), and a project that lives on
+ * the cloud is refused (409) unless `allowCloudProject` (the transfer back from the cloud).
  */
 export async function createSession(
   ctx: AppContext,
   actor: Actor,
   input: { name?: string; projectId?: string; sizeBytes?: number },
+  opts: { allowCloudProject?: boolean } = {},
 ): Promise<SessionAnswer> {
   if (input.projectId) {
     const row = await findProject(ctx.db, actor.orgId, input.projectId);
     authorize(actor, 'project:write', row ? projectRef(row) : null, 'project');
-    if (row!.location === 'cloud') {
+    // (A transfer back from the cloud receives the source into the record before it flips it.)
+    if (row!.location === 'cloud' && !opts.allowCloudProject) {
       throw conflict('this project lives on the cloud: open the upload session on the cloud, or move the project back first', 'projectId');
     }
   } else if (!can(actor, 'project:write')) {

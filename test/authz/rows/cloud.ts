@@ -5,8 +5,8 @@ import { byGrant, PRINCIPALS, type MatrixRow, type PrincipalName } from '../matr
  * - the transfers are project:admin; to-cloud then answers 503 `cloud_unreachable` (no link) to
  *   those allowed, to-self-hosted 409 (the project is already here);
  * - the cloud-only routes (import-bundle, export, source-archive, the cloud upload target, the
- *   backup record lookup) do not exist here: 404 to everyone, before authentication, as
- *   self-hosted-only routes are on a cloud.
+ *   lookup of a backup record's or a deployment's project) do not exist here: 404 to everyone,
+ *   before authentication, as self-hosted-only routes are on a cloud.
  */
 const everyone404 = Object.fromEntries(PRINCIPALS.map((p) => [p, 404])) as Record<PrincipalName, number>;
 const admins = byGrant('admin');
@@ -19,6 +19,6 @@ export const rows: MatrixRow[] = [
   { method: 'POST', path: '/api/projects/:id/export', fixture: 'project', body: {}, allow: [], expect: everyone404, otherOrg: 404, note: 'cloud only' },
   { method: 'POST', path: '/api/projects/:id/source-archive', fixture: 'project', body: {}, allow: [], expect: everyone404, note: 'cloud only' },
   { method: 'GET', path: '/api/projects/:id/source-archive', fixture: 'project', allow: [], expect: everyone404, note: 'cloud only' },
-  { method: 'GET', path: '/api/cloud/backup-refs/:kind/:id', params: { kind: 'run', id: 'bkr_matrix00000000000000' }, allow: [], expect: everyone404, note: 'cloud only (test/cloud/backups.test.ts covers it on a cloud)' },
+  { method: 'GET', path: '/api/cloud/refs/:kind/:id', params: { kind: 'run', id: 'bkr_matrix00000000000000' }, allow: [], expect: everyone404, note: 'cloud only (test/cloud/backups.test.ts and deployments.test.ts cover it on a cloud)' },
   { method: 'POST', path: '/api/uploads/:sessionId', params: { sessionId: 'upl_matrix000000000000000' }, body: {}, allow: [], expect: everyone404, note: 'cloud only' },
 ];
