@@ -218,3 +218,17 @@ export function applyingRestoreOfService(db: Db, orgId: string, serviceId: strin
 export function applyingRestores(db: Db): Promise<RestoreRow[]> {
   return db.selectFrom('backupRestores').selectAll().where('status', '=', 'applying').execute();
 }
+
+/** Size of the newest succeeded run of a policy, or null. */
+export async function lastSucceededSize(db: Db, orgId: string, policyId: string): Promise<number | null> {
+  const row = await db
+    .selectFrom('backupRuns')
+    .select('sizeBytes')
+    .where('orgId', '=', orgId)
+    .where('policyId', '=', policyId)
+    .where('status', '=', 'succeeded')
+    .orderBy('createdAt', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.sizeBytes ?? null;
+}

@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import { createHash, type Hash } from 'node:crypto';
 import { createWriteStream, existsSync, readdirSync } from 'node:fs';
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { lstat, mkdir, readdir, rename, rm } from 'node:fs/promises';
+import type { Dirent } from 'node:fs';
 import path from 'node:path';
 import { PassThrough, Readable, Transform, Writable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -59,6 +60,34 @@ export function volumeSource(dir: string): Readable {
   const src = Readable.from(pack, { objectMode: false, highWaterMark: 1024 * 1024 });
   src.on('error', (e) => gzip.destroy(e));
   return src.pipe(gzip);
+}
+
+/**
+ * An upper estimate of the gzipped tar of `dir`: the tar's own size (a 512-byte header per entry, data
+ * padded to 512 bytes, long names in an extra header, two end blocks), plus gzip's worst case for
+ * incompressible data. Symbolic links and other non-regular entries count as a header each.
+ */
+export async function volumeSizeHint(dir: string): Promise<number> {
+  let bytes = 1024;
+  const walk = async (d: string): Promise<void> => {
+    let names: Dirent[];
+    try {
+      names = await readdir(d, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of names) {
+      const p = path.join(d, e.name);
+      bytes += 1024;
+      if (e.isDirectory()) await walk(p);
+      else if (e.isFile()) {
+        const st = await lstat(p).catch(() => null);
+        if (st) bytes += Math.ceil(st.size / 512) * 512;
+      }
+    }
+  };
+  await walk(dir);
+  return Math.ceil(bytes * 1.001) + 64 * 1024;
 }
 
 /** Extracts a gzipped tar stream into `dir` (which must be fresh). */
@@ -257,13 +286,20 @@ export function pgRestoreFile(connectionUrl: string, file: string, signal?: Abor
 // ------------------------------------------------------------------ artifact helpers
 
 /** Streams `source` through a hasher into `storage` at `key`; answers sha256 and size. */
-export async function writeArtifact(storage: Storage, key: string, source: Readable, onProgress?: ProgressFn, signal?: AbortSignal): Promise<{ sha256: string; sizeBytes: number }> {
+export async function writeArtifact(
+  storage: Storage,
+  key: string,
+  source: Readable,
+  onProgress?: ProgressFn,
+  signal?: AbortSignal,
+  sizeHint?: number,
+): Promise<{ sha256: string; sizeBytes: number }> {
   const hc = new HashCounter(onProgress);
   // The storage attaches its own handlers later (after awaits); never leave an error unheard.
   hc.on('error', () => {});
   source.on('error', (e) => hc.destroy(e));
   const piped = source.pipe(hc);
-  await storage.put(key, piped, signal);
+  await storage.put(key, piped, signal, sizeHint);
   if (hc.errored) throw hc.errored;
   return { sha256: hc.digest(), sizeBytes: hc.bytes };
 }

@@ -8,7 +8,7 @@ import { getRuntimePort } from '../projects/runtime-port.js';
 import * as store from './backups.store.js';
 import type { RestoreRow, RunRow } from './backups.store.js';
 import { localAborts, policyPrefix, pruneRuns, storageOf } from './backups.service.js';
-import { downloadTo, extractArtifact, hashObject, pgDumpSource, pgRestoreFile, repairVolume, swapIn, volumeSource, writeArtifact } from './engine.js';
+import { downloadTo, extractArtifact, hashObject, pgDumpSource, pgRestoreFile, repairVolume, swapIn, volumeSizeHint, volumeSource, writeArtifact } from './engine.js';
 import { publish } from './events.js';
 import type { Storage } from './storage.js';
 
@@ -110,14 +110,20 @@ export async function executeRun(ctx: Ctx, runId: string, orgId: string, jobSign
 
     if (!(await moveRun(ctx, run, 'running', 'uploading'))) throw new Cancelled();
     let source;
+    // An upper estimate of the artifact's size, so that an S3 upload picks parts big enough for it:
+    // the volume's tar size, or for a dump twice the last successful one of this policy.
+    let sizeHint: number | undefined;
     if (svc.kind === 'postgres') {
+      const last = await store.lastSucceededSize(ctx.db, orgId, run.policyId);
+      sizeHint = last ? last * 2 : undefined;
       source = pgDumpSource(serviceUrl(ctx, svc), signal);
     } else {
       const dir = volumeDir(ctx, run.projectId, svc.name);
       await mkdir(dir, { recursive: true });
+      if (dest.kind === 's3') sizeHint = await volumeSizeHint(dir);
       source = volumeSource(dir);
     }
-    const written = await writeArtifact(storage, tempKey, source, progress('upload'), signal);
+    const written = await writeArtifact(storage, tempKey, source, progress('upload'), signal, sizeHint);
     if (signal.aborted) throw new Cancelled();
     if (!(await moveRun(ctx, run, 'uploading', 'verifying', { sha256: written.sha256, sizeBytes: written.sizeBytes }))) throw new Cancelled();
     const back = await hashObject(storage, tempKey, progress('verify', written.sizeBytes), signal);

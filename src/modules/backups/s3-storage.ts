@@ -25,6 +25,16 @@ const MAX_PARTS = 10_000;
 /** Part size of streamed uploads (`put`): two parts in flight at most. */
 const PUT_PART = 8 * MiB;
 
+/**
+ * Part size of a streamed upload: 8 MiB (two parts in flight), larger when the size hint says the
+ * object would need more than 10 000 of them (with a quarter of slack for an estimate that is low).
+ */
+export function putPartSize(sizeHint?: number): number {
+  if (!sizeHint || !Number.isFinite(sizeHint) || sizeHint <= 0) return PUT_PART;
+  const part = Math.max(PUT_PART, Math.ceil((sizeHint * 1.25) / MAX_PARTS / MiB) * MiB);
+  return Math.min(part, MAX_PART);
+}
+
 export interface S3StorageOptions {
   /**
    * Largest object `finalize` copies with one CopyObject (S3 refuses sources above 5 GiB, the
@@ -100,8 +110,8 @@ export class S3Storage implements Storage {
     return `${this.cfg.bucket}/${this.k(key).split('/').map(encodeURIComponent).join('/')}`;
   }
 
-  async put(key: string, body: Readable, signal?: AbortSignal): Promise<void> {
-    await this.upload(key, body, PUT_PART, signal);
+  async put(key: string, body: Readable, signal?: AbortSignal, sizeHint?: number): Promise<void> {
+    await this.upload(key, body, putPartSize(sizeHint), signal);
   }
 
   /** Streams `body` with lib-storage's multipart Upload; a failed upload is aborted (no parts left). */

@@ -6,8 +6,11 @@ import { pipeline } from 'node:stream/promises';
 
 /** Where artifacts live: a folder or an S3-compatible bucket. Keys are `/`-separated relative paths. */
 export interface Storage {
-  /** Streams `body` to `key` (overwrites). */
-  put(key: string, body: Readable, signal?: AbortSignal): Promise<void>;
+  /**
+   * Streams `body` to `key` (overwrites). `sizeHint`, an upper estimate of the size, lets a
+   * multipart store pick parts large enough for the whole object (S3 allows 10 000 parts).
+   */
+  put(key: string, body: Readable, signal?: AbortSignal, sizeHint?: number): Promise<void>;
   /** A stream of the object's bytes. */
   get(key: string, signal?: AbortSignal): Promise<Readable>;
   /** Size of the object, or null when it does not exist. */
