@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import os from 'node:os';
@@ -11,7 +11,8 @@ import { rssMb, sampleRss, startChild, type Row } from './lib.js';
  * peak RSS under 150 MB. Both sides use gzip level 6 (GNU tar's default through gzip). The volume
  * is half incompressible (random) and half text-like, in 64 files. `BENCH_BACKUP_MB` scales it.
  * Our backup time includes the read-back verification; our restore time is apply -> succeeded.
- * The reference runs before and after ours (mean), since the machine may be shared. The server runs
+ * Reference and ours alternate over three rounds (median of the ratios), since the machine and its
+ * disk are shared. The server runs
  * as `npm start` runs it (compiled, the start script's node flags); its growth during the work is
  * reported beside the peak.
  */
@@ -86,56 +87,67 @@ export async function backupsBench(): Promise<Row[]> {
     const dest = await post('/api/backup-destinations', { name: 'bench', kind: 'local', path: destDir });
     const policy = await post(`/api/projects/${project.id}/backup-policies`, { destinationId: dest.id });
 
-    // Reference first (warms the page cache for both sides equally on the second read).
-    const refArchive = path.join(refDir, 'ref.tar.gz');
-    const tarC1 = await timeCommand('tar', ['czf', refArchive, '-C', volume, '.']);
-
+    // Three rounds, reference and ours alternating, each step after `sync` and a short pause (a
+    // deletion or write-back of the step before must not slow the next one: ext4 here is mounted with
+    // `discard`); the median of the per-round ratios is reported. Nothing the bench wrote is deleted
+    // until the end. The server's RSS is sampled through all of it.
+    const ROUNDS = 3;
+    const settle = async () => {
+      spawnSync('sync');
+      await new Promise((r) => setTimeout(r, 2000));
+    };
     const baseline = rssMb(berth.info.pid);
     const rss = sampleRss(berth.info.pid);
-    const t0 = process.hrtime.bigint();
-    phase('backup');
-    const { runId } = await post(`/api/backup-policies/${policy.id}/run`, {});
-    const run = await waitStatus(`${berth.info.url}/api/backup-runs/${runId}`, auth);
-    const ours = Number(process.hrtime.bigint() - t0) / 1e9;
-    if (run.status !== 'succeeded') throw new Error(`backup run ${run.status}: ${run.error}`);
-    // The machine may be shared: measure the reference again after ours and take the mean.
-    phase('reference tar czf (after)');
-    const tarC2 = await timeCommand('tar', ['czf', refArchive, '-C', volume, '.']);
-
-    const extractTo = path.join(refDir, 'x');
-    mkdirSync(extractTo, { recursive: true });
-    phase('reference tar xzf');
-    const tarX1 = await timeCommand('tar', ['xzf', refArchive, '-C', extractTo]);
-    rmSync(extractTo, { recursive: true, force: true });
-
-    phase('restore prepare');
-    const prepT0 = process.hrtime.bigint();
-    const { restoreId, confirmationToken } = await post(`/api/backup-runs/${runId}/restore/prepare`, {});
-    const prepare = Number(process.hrtime.bigint() - prepT0) / 1e9;
-    phase('restore apply');
-    const r0 = process.hrtime.bigint();
-    await post(`/api/backup-restores/${restoreId}/apply`, { confirmationToken });
-    const restore = await waitStatus(`${berth.info.url}/api/backup-restores/${restoreId}`, auth);
-    const oursRestore = Number(process.hrtime.bigint() - r0) / 1e9;
-    if (restore.status !== 'succeeded') throw new Error(`restore ${restore.status}: ${restore.error}`);
+    const backups: { tar: number; ours: number; runId: string; sizeBytes: number }[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      await settle();
+      phase(`reference tar czf ${round}`);
+      const tar = await timeCommand('tar', ['czf', path.join(refDir, `ref-${round}.tar.gz`), '-C', volume, '.']);
+      await settle();
+      phase(`backup ${round}`);
+      const t0 = process.hrtime.bigint();
+      const { runId } = await post(`/api/backup-policies/${policy.id}/run`, {});
+      const run = await waitStatus(`${berth.info.url}/api/backup-runs/${runId}`, auth);
+      const ours = Number(process.hrtime.bigint() - t0) / 1e9;
+      if (run.status !== 'succeeded') throw new Error(`backup run ${run.status}: ${run.error}`);
+      backups.push({ tar, ours, runId, sizeBytes: Number(run.sizeBytes) });
+    }
+    const restores: { tar: number; ours: number; prepare: number }[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const extractTo = path.join(refDir, `x-${round}`);
+      mkdirSync(extractTo, { recursive: true });
+      await settle();
+      phase(`reference tar xzf ${round}`);
+      const tar = await timeCommand('tar', ['xzf', path.join(refDir, 'ref-0.tar.gz'), '-C', extractTo]);
+      await settle();
+      phase(`restore prepare ${round}`);
+      const prepT0 = process.hrtime.bigint();
+      const { restoreId, confirmationToken } = await post(`/api/backup-runs/${backups[round]!.runId}/restore/prepare`, {});
+      const prepare = Number(process.hrtime.bigint() - prepT0) / 1e9;
+      phase(`restore apply ${round}`);
+      const r0 = process.hrtime.bigint();
+      await post(`/api/backup-restores/${restoreId}/apply`, { confirmationToken });
+      const restore = await waitStatus(`${berth.info.url}/api/backup-restores/${restoreId}`, auth);
+      const ours = Number(process.hrtime.bigint() - r0) / 1e9;
+      if (restore.status !== 'succeeded') throw new Error(`restore ${restore.status}: ${restore.error}`);
+      restores.push({ tar, ours, prepare });
+    }
     phase('done');
     const peak = rss.stop();
-    mkdirSync(extractTo, { recursive: true });
-    const tarX2 = await timeCommand('tar', ['xzf', refArchive, '-C', extractTo]);
-    rmSync(extractTo, { recursive: true, force: true });
-    const tarC = (tarC1 + tarC2) / 2;
-    const tarX = (tarX1 + tarX2) / 2;
+    console.error(`  backups (tar s / ours s): ${backups.map((b) => `${b.tar.toFixed(1)}/${b.ours.toFixed(1)}`).join(', ')}`);
+    console.error(`  restores (tar s / ours s): ${restores.map((b) => `${b.tar.toFixed(1)}/${b.ours.toFixed(1)}`).join(', ')}`);
 
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const mbps = (s: number) => totalMb / s;
-    const backupRatio = tarC / ours;
-    const restoreRatio = tarX / oursRestore;
+    const backupRatio = median(backups.map((b) => b.tar / b.ours));
+    const restoreRatio = median(restores.map((r) => r.tar / r.ours));
     return [
-      { bench: 'backups', metric: `backup ${totalMb} MiB volume (tar+gzip+sha256+verify)`, value: mbps(ours), unit: 'MiB/s', reference: mbps(tarC), ratio: backupRatio, target: '>= 0.9', ok: backupRatio >= 0.9 },
-      { bench: 'backups', metric: `restore ${totalMb} MiB volume (apply)`, value: mbps(oursRestore), unit: 'MiB/s', reference: mbps(tarX), ratio: restoreRatio, target: '>= 0.9', ok: restoreRatio >= 0.9 },
-      { bench: 'backups', metric: 'restore prepare (artifact sha256 check)', value: prepare * 1000, unit: 'ms' },
-      { bench: 'backups', metric: 'artifact size', value: Number(run.sizeBytes) / MB, unit: 'MiB' },
-      { bench: 'backups', metric: 'server peak RSS during backup and restore', value: peak, unit: 'MB', reference: baseline, target: '< 150 MB', ok: peak < 150 },
-      { bench: 'backups', metric: 'server RSS growth during backup and restore', value: peak - baseline, unit: 'MB', target: '< 150 MB', ok: peak - baseline < 150 },
+      { bench: 'backups', metric: `backup ${totalMb} MiB volume (tar+gzip+sha256+verify, median of ${ROUNDS})`, value: mbps(median(backups.map((b) => b.ours))), unit: 'MiB/s', reference: mbps(median(backups.map((b) => b.tar))), ratio: backupRatio, target: '>= 0.9', ok: backupRatio >= 0.9 },
+      { bench: 'backups', metric: `restore ${totalMb} MiB volume (apply, median of ${ROUNDS})`, value: mbps(median(restores.map((r) => r.ours))), unit: 'MiB/s', reference: mbps(median(restores.map((r) => r.tar))), ratio: restoreRatio, target: '>= 0.9', ok: restoreRatio >= 0.9 },
+      { bench: 'backups', metric: 'restore prepare (artifact sha256 check, median)', value: median(restores.map((r) => r.prepare)) * 1000, unit: 'ms' },
+      { bench: 'backups', metric: 'artifact size', value: backups[0]!.sizeBytes / MB, unit: 'MiB' },
+      { bench: 'backups', metric: 'server peak RSS during all backups and restores', value: peak, unit: 'MB', reference: baseline, target: '< 150 MB', ok: peak < 150 },
+      { bench: 'backups', metric: 'server RSS growth during backups and restores', value: peak - baseline, unit: 'MB' },
     ];
   } finally {
     await berth.stop();

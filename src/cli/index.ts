@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=4
+#!/usr/bin/env node
 import { Command, Option } from 'commander';
 import { ConfigError, loadConfig } from '../config.js';
 import { migrateToLatest, openDatabase } from '../db/client.js';
