@@ -130,6 +130,7 @@ export async function backupsBench(): Promise<Row[]> {
       const restore = await waitStatus(`${berth.info.url}/api/backup-restores/${restoreId}`, auth);
       const ours = Number(process.hrtime.bigint() - r0) / 1e9;
       if (restore.status !== 'succeeded') throw new Error(`restore ${restore.status}: ${restore.error}`);
+      console.error(`  restore ${round}: server ${(Date.parse(restore.finishedAt) - Date.parse(restore.appliedAt))} ms, client ${(ours * 1000).toFixed(0)} ms`);
       restores.push({ tar, ours, prepare });
     }
     phase('done');
