@@ -66,7 +66,8 @@ function phase(name: string): void {
 
 export async function backupsBench(): Promise<Row[]> {
   const totalMb = Number(process.env.BENCH_BACKUP_MB ?? 1024);
-  const work = mkdtempSync(path.join(os.tmpdir(), 'berth-bench-backups-'));
+  // BENCH_BACKUPS_DIR=/dev/shm puts the volume, the destination, the references and Berth's data dir on tmpfs.
+  const work = mkdtempSync(path.join(process.env.BENCH_BACKUPS_DIR ?? os.tmpdir(), 'berth-bench-backups-'));
   const dataDir = path.join(work, 'berth');
   const destDir = path.join(work, 'dest');
   const refDir = path.join(work, 'ref');
