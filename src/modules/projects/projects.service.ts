@@ -306,22 +306,18 @@ export interface EnsureInput extends ProjectInput {
  * project the actor may not write is 403.
  */
 export async function ensureProject(ctx: AppContext, actor: Actor, input: EnsureInput): Promise<{ project: ProjectRecord; created: boolean }> {
+  const row = input.projectId ? await store.findProject(ctx.db, actor.orgId, input.projectId) : undefined;
   if (input.projectId) {
+    authorize(actor, 'project:write', row ? store.projectRef(row) : null, 'project');
     // A self-hosted instance's record of a cloud project is not where its config and source live:
     // refuse before anything is checked out or changed (the per-project routes are forwarded).
-    const row = await store.findProject(ctx.db, actor.orgId, input.projectId);
-    authorize(actor, 'project:write', row ? store.projectRef(row) : null, 'project');
     if (row!.location === 'cloud') {
       throw conflict('this project lives on the cloud: change it with PATCH /api/projects/:id (forwarded to the cloud) or upload to it on the cloud', 'projectId');
     }
   }
   if (input.sessionId) return ensureWithUpload(ctx, actor, { ...input, sessionId: input.sessionId }, ensureProject);
-  const { projectId, sessionId: _sessionId, ...fields } = input;
-  if (projectId) {
-    const row = await store.findProject(ctx.db, actor.orgId, projectId);
-    authorize(actor, 'project:write', row ? store.projectRef(row) : null, 'project');
-    return { project: await updateProjectConfig(ctx, actor, row!, fields), created: false };
-  }
+  const { projectId: _projectId, sessionId: _sessionId, ...fields } = input;
+  if (row) return { project: await updateProjectConfig(ctx, actor, row, fields), created: false };
   if (!can(actor, 'project:write')) throw forbidden('you do not have permission to create projects (project:write)');
   if (fields.name === undefined) throw invalid('name', 'name is required');
   return { project: await createProject(ctx, actor, { ...fields, name: fields.name }), created: true };
