@@ -2,7 +2,8 @@ import http from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { Pool, type Dispatcher } from 'undici';
+import type { Dispatcher, Pool } from 'undici';
+import { loadUndici, undiciIfLoaded } from '../lib/undici.js';
 import { normalizeIp } from '../lib/cidr.js';
 import type { RequestEntry, RequestLog } from './requests.js';
 import { evaluateRules, RateCounter, type CompiledRule } from './rules.js';
@@ -121,10 +122,10 @@ export class EdgeServer {
     this.pools.clear();
   }
 
-  private pool(port: number): Pool {
+  private pool(port: number, undici: typeof import('undici')): Pool {
     let p = this.pools.get(port);
     if (!p) {
-      p = { pool: new Pool(`http://127.0.0.1:${port}`, { connections: 256, pipelining: 1, keepAliveTimeout: 4000, headersTimeout: 0, bodyTimeout: 0 }), used: Date.now() };
+      p = { pool: new undici.Pool(`http://127.0.0.1:${port}`, { connections: 256, pipelining: 1, keepAliveTimeout: 4000, headersTimeout: 0, bodyTimeout: 0 }), used: Date.now() };
       this.pools.set(port, p);
     } else p.used = Date.now();
     return p.pool;
@@ -167,6 +168,8 @@ export class EdgeServer {
       } catch (e) {
         return answer(503, 'Project unavailable', (e as Error).message || 'The app is not running.', { 'retry-after': '10' });
       }
+      // undici is loaded on the first proxied request (a server that proxies nothing never loads it).
+      const undici = undiciIfLoaded() ?? (await loadUndici());
       const headers: Record<string, string | string[]> = {};
       for (const k in req.headers) {
         const v = req.headers[k];
@@ -207,7 +210,7 @@ export class EdgeServer {
       res.once('close', release);
       let status = 502;
       const hasBody = req.method !== 'GET' && req.method !== 'HEAD' && (req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined);
-      this.pool(port).stream(
+      this.pool(port, undici).stream(
         { path: req.url ?? '/', method: (req.method ?? 'GET') as Dispatcher.HttpMethod, headers, body: hasBody ? req : null, signal: res as unknown as AbortSignal },
         ({ statusCode, headers: upHeaders }) => {
           status = statusCode;

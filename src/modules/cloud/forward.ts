@@ -1,9 +1,9 @@
 import { pipeline } from 'node:stream/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { AppContext } from '../../context.js';
 import type { RouteDef } from '../../http/route.js';
-import { cloudLink, describeNetworkError, noteLinkStatus, unreachable } from './link.js';
+import { cloudLink, describeNetworkError, linkRequest, noteLinkStatus, unreachable } from './link.js';
 import { findCloudLink, findProjectAnyOrg } from './cloud.store.js';
 import { deleteProject } from '../projects/projects.service.js';
 import type { ProjectRow } from '../projects/projects.store.js';
@@ -153,11 +153,10 @@ export async function relayToCloud(ctx: AppContext, req: FastifyRequest, reply: 
 
   let upstream: Dispatcher.ResponseData;
   try {
-    upstream = await request(url, {
+    upstream = await linkRequest(link, url, {
       method: opts.method,
       headers,
       body: hasBody ? req.raw : undefined,
-      dispatcher: link.agent,
       signal: abort.signal,
     });
   } catch (e) {

@@ -1,4 +1,5 @@
-import { Agent, request, type Dispatcher } from 'undici';
+import type { Agent, Dispatcher } from 'undici';
+import { loadUndici } from '../../lib/undici.js';
 import type { AppContext } from '../../context.js';
 import { AppError } from '../../http/errors.js';
 
@@ -10,7 +11,8 @@ import { AppError } from '../../http/errors.js';
 export interface CloudLink {
   url: string;
   token: string;
-  agent: Agent;
+  /** Made on the first request over the link (undici is loaded then). */
+  agent: Agent | null;
 }
 
 const links = new WeakMap<AppContext, CloudLink>();
@@ -23,8 +25,7 @@ export function cloudLink(ctx: AppContext): CloudLink | null {
     link = {
       url: ctx.config.cloudUrl,
       token: ctx.config.cloudToken,
-      // bodyTimeout 0: SSE streams and long uploads may be quiet for a while (SSE sends heartbeats).
-      agent: new Agent({ connect: { timeout: 3000 }, headersTimeout: 60_000, bodyTimeout: 0, keepAliveTimeout: 2000 }),
+      agent: null,
     };
     links.set(ctx, link);
   }
@@ -35,7 +36,15 @@ export async function closeCloudLink(ctx: AppContext): Promise<void> {
   const link = links.get(ctx);
   links.delete(ctx);
   statusCache.delete(ctx);
-  if (link) await link.agent.close().catch(() => {});
+  if (link?.agent) await link.agent.close().catch(() => {});
+}
+
+/** One request over the link's connection pool (the caller sets the headers, the token included). */
+export async function linkRequest(link: CloudLink, url: string, opts: Omit<Dispatcher.RequestOptions, 'origin' | 'path' | 'dispatcher'>): Promise<Dispatcher.ResponseData> {
+  const undici = await loadUndici();
+  // bodyTimeout 0: SSE streams and long uploads may be quiet for a while (SSE sends heartbeats).
+  link.agent ??= new undici.Agent({ connect: { timeout: 3000 }, headersTimeout: 60_000, bodyTimeout: 0, keepAliveTimeout: 2000 });
+  return undici.request(url, { ...opts, dispatcher: link.agent });
 }
 
 export function unreachable(detail: string): AppError {
@@ -79,11 +88,10 @@ export async function linkJson<T = any>(
   }
   let res: Dispatcher.ResponseData;
   try {
-    res = await request(link.url + path, {
+    res = await linkRequest(link, link.url + path, {
       method,
       headers,
       body: payload,
-      dispatcher: link.agent,
       signal: AbortSignal.timeout(opts.timeoutMs ?? 30_000),
     });
   } catch (e) {

@@ -30,8 +30,8 @@ import {
 } from './cloud.store.js';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { request, type Dispatcher } from 'undici';
-import { cloudLink, describeNetworkError, linkJson, unreachable, type LinkResponse } from './link.js';
+import type { Dispatcher } from 'undici';
+import { cloudLink, describeNetworkError, linkJson, linkRequest, unreachable, type LinkResponse } from './link.js';
 import { receiveSourceArchive, sourceArchivePath } from './source.js';
 
 /** An error answer of the cloud, turned into one of ours: its code when we have it, else 503. */
@@ -70,7 +70,7 @@ async function pushSourceArchive(ctx: AppContext, cloudId: string, file: string,
   const size = (await stat(file)).size;
   let res: Dispatcher.ResponseData;
   try {
-    res = await request(`${link.url}/api/projects/${encodeURIComponent(cloudId)}/source-archive?sha256=${sha256}`, {
+    res = await linkRequest(link, `${link.url}/api/projects/${encodeURIComponent(cloudId)}/source-archive?sha256=${sha256}`, {
       method: 'POST',
       headers: {
         authorization: `Bearer ${link.token}`,
@@ -79,7 +79,6 @@ async function pushSourceArchive(ctx: AppContext, cloudId: string, file: string,
         ...(requestId ? { 'x-request-id': requestId } : {}),
       },
       body: createReadStream(file),
-      dispatcher: link.agent,
       signal: AbortSignal.timeout(30 * 60_000),
     });
   } catch (e) {
@@ -102,10 +101,9 @@ async function pullSourceArchive(ctx: AppContext, actor: Actor, row: ProjectRow,
   const link = cloudLink(ctx)!;
   let res: Dispatcher.ResponseData;
   try {
-    res = await request(`${link.url}/api/projects/${encodeURIComponent(cloudId)}/source-archive`, {
+    res = await linkRequest(link, `${link.url}/api/projects/${encodeURIComponent(cloudId)}/source-archive`, {
       method: 'GET',
       headers: { authorization: `Bearer ${link.token}`, ...(requestId ? { 'x-request-id': requestId } : {}) },
-      dispatcher: link.agent,
       signal: AbortSignal.timeout(30 * 60_000),
     });
   } catch (e) {
