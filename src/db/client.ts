@@ -3,7 +3,8 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import SQLite from 'better-sqlite3';
 import type pgTypes from 'pg';
-import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
+import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, SqliteDialect } from './kysely.js';
 import type { DB } from './schema.js';
 import { migrations } from './migrations/index.js';
 

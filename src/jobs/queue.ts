@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql } from '../db/kysely.js';
 import type { Logger } from 'pino';
 import type { Db, Dialect } from '../db/client.js';
 import { transaction } from '../db/client.js';

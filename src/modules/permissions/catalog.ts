@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql } from '../../db/kysely.js';
 import type { GrantResourceType } from '../../authz/grants.js';
 import type { AppContext } from '../../context.js';
 
