@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createHmac, createSign } from 'node:crypto';
-import { Octokit } from '@octokit/core';
-import { RequestError } from '@octokit/request-error';
+import type { Octokit } from '@octokit/core';
+import type { RequestError } from '@octokit/request-error';
 import type { AppContext } from '../../context.js';
 import { AppError } from '../../http/errors.js';
 
@@ -26,7 +26,9 @@ export function oauthConfigured(ctx: AppContext): boolean {
  * An octokit client (@octokit/core: requests only, no retry or throttling plugins, so callers answer
  * fast) on the configured API base.
  */
-export function octokitFor(ctx: AppContext, token: string): Octokit {
+export async function octokitFor(ctx: AppContext, token: string): Promise<Octokit> {
+  // Loaded on first use: a server that never talks to GitHub does not hold octokit in memory.
+  const { Octokit } = await import('@octokit/core');
   // A JWT (the App) is sent as `Bearer`, any other token as `token` (@octokit/auth-token decides).
   return new Octokit({
     auth: token,
@@ -53,7 +55,7 @@ export function appJwt(ctx: AppContext, now = Date.now()): string {
 }
 
 /** An octokit authenticated as the App itself (JWT). */
-export function appOctokit(ctx: AppContext): Octokit {
+export function appOctokit(ctx: AppContext): Promise<Octokit> {
   return octokitFor(ctx, appJwt(ctx));
 }
 
@@ -90,8 +92,8 @@ export async function mintInstallationToken(ctx: AppContext, installationId: str
     body.repositories = repositories;
     body.permissions = { contents: 'read', metadata: 'read' };
   }
-  const res = await call(() =>
-    appOctokit(ctx).request('POST /app/installations/{installation_id}/access_tokens', { installation_id: Number(installationId), ...body }),
+  const res = await call(async () =>
+    (await appOctokit(ctx)).request('POST /app/installations/{installation_id}/access_tokens', { installation_id: Number(installationId), ...body }),
   );
   tokenStats.minted++;
   return { token: res.data.token, expiresAt: res.data.expires_at };
@@ -106,9 +108,14 @@ export async function call<T>(fn: () => Promise<T>, what = 'repository'): Promis
   }
 }
 
+/** octokit's RequestError, recognised without loading octokit (its name is `HttpError`). */
+function isRequestError(e: unknown): e is RequestError {
+  return e instanceof Error && e.name === 'HttpError' && typeof (e as { status?: unknown }).status === 'number';
+}
+
 export function upstreamError(e: unknown, what = 'repository'): AppError {
   if (e instanceof AppError) return e;
-  if (e instanceof RequestError) {
+  if (isRequestError(e)) {
     if (e.status === 404) return new AppError('NOT_FOUND', `${what} not found or not visible to the connected GitHub account`);
     if (e.status === 401) return new AppError('GIT_PROVIDER_NOT_CONNECTED', 'GitHub refused the stored credential: connect again');
     if (e.status === 403) return new AppError('FORBIDDEN', 'GitHub refused this operation for the connected account');

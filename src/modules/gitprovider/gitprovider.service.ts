@@ -158,7 +158,7 @@ async function credFor(ctx: AppContext, orgId: string, owner: string): Promise<C
 
 async function clientFor(ctx: AppContext, orgId: string, owner: string): Promise<{ kit: Octokit; cred: Cred & { sources: OrgSources } }> {
   const cred = await credFor(ctx, orgId, owner);
-  return { kit: gh.octokitFor(ctx, cred.token), cred };
+  return { kit: await gh.octokitFor(ctx, cred.token), cred };
 }
 
 // ---------------------------------------------------------------- authorization helpers
@@ -244,7 +244,7 @@ export async function localStatus(ctx: AppContext) {
   if (!token) return { installed: await ghInstalled(ctx), authenticated: false, login: null, hostname: gh.ghHostname(ctx) };
   let login: string | null = null;
   try {
-    login = (await gh.octokitFor(ctx, token).request('GET /user')).data.login;
+    login = (await (await gh.octokitFor(ctx, token)).request('GET /user')).data.login;
   } catch {
     login = null;
   }
@@ -375,7 +375,7 @@ async function connectCli(ctx: AppContext, actor: Actor, s: OrgSources): Promise
   if (!token) return terminal;
   let user: { login: string; type?: string };
   try {
-    user = (await gh.octokitFor(ctx, token).request('GET /user')).data;
+    user = (await (await gh.octokitFor(ctx, token)).request('GET /user')).data;
   } catch {
     return terminal;
   }
@@ -386,7 +386,7 @@ async function connectCli(ctx: AppContext, actor: Actor, s: OrgSources): Promise
 }
 
 async function storeOauthToken(ctx: AppContext, orgId: string, userId: string, token: string): Promise<string> {
-  const user = (await gh.call(() => gh.octokitFor(ctx, token).request('GET /user'), 'account')).data;
+  const user = (await gh.call(async () => (await gh.octokitFor(ctx, token)).request('GET /user'), 'account')).data;
   await store.upsertConnection(ctx.db, {
     orgId,
     source: 'oauth',
@@ -411,7 +411,7 @@ export async function completeRedirect(
     // Ask GitHub (as the App) which account the installation belongs to; a made-up id is 404 there.
     let inst: any;
     try {
-      inst = (await gh.appOctokit(ctx).request('GET /app/installations/{installation_id}', { installation_id: Number(q.installation_id) })).data;
+      inst = (await (await gh.appOctokit(ctx)).request('GET /app/installations/{installation_id}', { installation_id: Number(q.installation_id) })).data;
     } catch (e) {
       const err = gh.upstreamError(e, 'installation');
       if (err.code === 'NOT_FOUND') throw invalid('installation_id', 'GitHub does not know this installation of the App');
@@ -422,7 +422,7 @@ export async function completeRedirect(
     if (q.code && ctx.config.github.clientSecret) {
       const token = await gh.exchangeOAuthCode(ctx, q.code, redirectUri(ctx));
       if (!token) throw invalid('code', 'GitHub refused the authorization code');
-      const mine = (await gh.call(() => gh.octokitFor(ctx, token).request('GET /user/installations', { per_page: 100 }), 'installation')).data;
+      const mine = (await gh.call(async () => (await gh.octokitFor(ctx, token)).request('GET /user/installations', { per_page: 100 }), 'installation')).data;
       if (!mine.installations.some((i: any) => String(i.id) === q.installation_id)) throw invalid('installation_id', 'this installation is not visible to the signed-in GitHub user');
     }
     const account = inst.account ?? {};
@@ -486,7 +486,7 @@ export async function disconnect(ctx: AppContext, actor: Actor, source: 'oauth' 
 // ---------------------------------------------------------------- repositories
 
 async function reposFrom(ctx: AppContext, cred: Cred, owner?: string): Promise<Repo[]> {
-  const kit = gh.octokitFor(ctx, cred.token);
+  const kit = await gh.octokitFor(ctx, cred.token);
   if (cred.source === 'app') {
     return paginate(
       async (page) => {
@@ -537,7 +537,7 @@ export async function listOwnerRepos(ctx: AppContext, actor: Actor, owner: strin
       if (s.installations.length) throw new AppError('NOT_FOUND', 'account not found or not visible to the connected GitHub account');
       throw notConnected();
     }
-    const kit = gh.octokitFor(ctx, users[0].token);
+    const kit = await gh.octokitFor(ctx, users[0].token);
     const list = async (route: 'GET /orgs/{org}/repos' | 'GET /users/{username}/repos') =>
       paginate(
         async (page) => {
@@ -562,7 +562,7 @@ export async function createRepo(ctx: AppContext, actor: Actor, body: { name: st
   const params = { name: body.name, private: body.private ?? true, description: body.description, auto_init: true };
   let data: any;
   if (inst && inst.accountType === 'Organization') {
-    const kit = gh.octokitFor(ctx, (await gh.installationToken(ctx, inst.installationId)).token);
+    const kit = await gh.octokitFor(ctx, (await gh.installationToken(ctx, inst.installationId)).token);
     data = (await gh.call(() => kit.request('POST /orgs/{org}/repos', { org: inst.accountLogin, ...params }), 'repository')).data;
   } else {
     const users = await userCreds(ctx, actor.orgId, s);
@@ -571,7 +571,7 @@ export async function createRepo(ctx: AppContext, actor: Actor, body: { name: st
       if (s.installations.length) throw invalid('owner', 'an App installation can create repositories only in an organization it is installed on: name that organization as owner');
       throw notConnected();
     }
-    const kit = gh.octokitFor(ctx, user.token);
+    const kit = await gh.octokitFor(ctx, user.token);
     const login = s.oauth && user.source === 'oauth' ? s.oauth.login : s.cli?.login;
     if (!body.owner || body.owner.toLowerCase() === (login ?? '').toLowerCase()) {
       data = (await gh.call(() => kit.request('POST /user/repos', params), 'repository')).data;
