@@ -18,6 +18,13 @@ import type { Storage } from './storage.js';
 
 export const GZIP_LEVEL = 6;
 
+/**
+ * The size of the buffers the data path allocates (file reads, gzip output): one size, so a freed
+ * buffer fits the next allocation in place. Its effect on peak RSS is small (a few MB); the young
+ * generation's size is what counts (docs/decisions.md, "Memory").
+ */
+export const CHUNK_BYTES = 256 * 1024;
+
 export type ProgressFn = (bytes: number) => void;
 
 /** Counts and hashes the bytes passing through; reports progress at most every 250 ms. */
@@ -55,8 +62,8 @@ export class HashCounter extends Transform {
 
 /** A gzipped tar stream of the folder's contents (entries relative to the folder). */
 export function volumeSource(dir: string): Readable {
-  const pack = tar.c({ cwd: dir, portable: true, noMtime: false, maxReadSize: 1024 * 1024 }, ['.']) as unknown as AsyncIterable<Buffer>;
-  const gzip = createGzip({ level: GZIP_LEVEL, chunkSize: 256 * 1024 });
+  const pack = tar.c({ cwd: dir, portable: true, noMtime: false, maxReadSize: CHUNK_BYTES }, ['.']) as unknown as AsyncIterable<Buffer>;
+  const gzip = createGzip({ level: GZIP_LEVEL, chunkSize: CHUNK_BYTES });
   const src = Readable.from(pack, { objectMode: false, highWaterMark: 1024 * 1024 });
   src.on('error', (e) => gzip.destroy(e));
   return src.pipe(gzip);
@@ -111,7 +118,7 @@ export async function extractInto(source: Readable, dir: string, signal?: AbortS
     sink.destroy(e);
   });
   try {
-    await pipeline(source, createGunzip({ chunkSize: 256 * 1024 }), sink, { signal });
+    await pipeline(source, createGunzip({ chunkSize: CHUNK_BYTES }), sink, { signal });
   } catch (e) {
     // Let the files the unpacker already opened finish, so the caller can remove the folder for good.
     await new Promise<void>((resolve) => {

@@ -64,7 +64,8 @@ export class LocalStorage implements Storage {
   async get(key: string): Promise<Readable> {
     const file = this.file(key);
     await stat(file);
-    return createReadStream(file, { highWaterMark: 1024 * 1024 });
+    // Reads of CHUNK_BYTES, the one buffer size of the data path (engine.ts).
+    return createReadStream(file, { highWaterMark: 256 * 1024 });
   }
 
   async size(key: string): Promise<number | null> {
