@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createTeam, createUser, type TestOrg } from '../support/factories.js';
@@ -244,14 +244,32 @@ describe('backup policies, runs and restores (local destination)', () => {
     // Artifact changes after prepare: apply fails and the data is untouched.
     writeFileSync(artifact, good);
     const { restoreId, confirmationToken } = (await api().post(`/api/backup-runs/${run.id}/restore/prepare`)).body.data;
+    // Prepare pinned the exact file it hashed (apply reads it without hashing it again).
+    const pinned = await server.ctx.db.selectFrom('backupRestores').select('artifactIdentity').where('id', '=', restoreId).executeTakeFirstOrThrow();
+    assert.ok(pinned.artifactIdentity);
     writeFileSync(artifact, bad);
     writeFileSync(path.join(p.volume, 'current.txt'), 'current data');
     const current = treeDigest(p.volume);
     assert.equal((await api().post(`/api/backup-restores/${restoreId}/apply`, { confirmationToken })).status, 200);
     const done = await waitTerminal(server, team.owner.token, `/api/backup-restores/${restoreId}`);
     assert.equal(done.status, 'failed');
+    assert.match(done.error, /changed in the destination after the restore was prepared/);
     assert.deepEqual(treeDigest(p.volume), current);
     assert.deepEqual(readdirSync(path.dirname(p.volume)), ['data']);
+    // The same bytes put back as a new file are still not the file prepare verified.
+    writeFileSync(artifact, good);
+    writeFileSync(`${artifact}.new`, good);
+    const third = (await api().post(`/api/backup-runs/${run.id}/restore/prepare`)).body.data;
+    renameSync(`${artifact}.new`, artifact);
+    assert.equal((await api().post(`/api/backup-restores/${third.restoreId}/apply`, { confirmationToken: third.confirmationToken })).status, 200);
+    const third2 = await waitTerminal(server, team.owner.token, `/api/backup-restores/${third.restoreId}`);
+    assert.equal(third2.status, 'failed');
+    assert.deepEqual(treeDigest(p.volume), current);
+    // Untouched after prepare: the pinned restore succeeds.
+    const fourth = (await api().post(`/api/backup-runs/${run.id}/restore/prepare`)).body.data;
+    assert.equal((await api().post(`/api/backup-restores/${fourth.restoreId}/apply`, { confirmationToken: fourth.confirmationToken })).status, 200);
+    assert.equal((await waitTerminal(server, team.owner.token, `/api/backup-restores/${fourth.restoreId}`)).status, 'succeeded');
+    assert.ok(!existsSync(path.join(p.volume, 'current.txt')));
   });
 
   it('a trigger while a run is in flight answers that run; cancel stops it and removes its partial artifact', async () => {

@@ -7,6 +7,7 @@ import * as m005 from './005_deployments.js';
 import * as m006 from './006_gitprovider.js';
 import * as m007 from './007_backups.js';
 import * as m008 from './008_cloud.js';
+import * as m009 from './009_restore_identity.js';
 
 /**
  * Every migration, in order. Names sort; add new ones at the end with the next number.
@@ -21,4 +22,5 @@ export const migrations: Record<string, Migration> = {
   '006_gitprovider': m006,
   '007_backups': m007,
   '008_cloud': m008,
+  '009_restore_identity': m009,
 };

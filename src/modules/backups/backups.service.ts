@@ -612,10 +612,10 @@ export async function prepareRestore(ctx: Ctx, actor: Actor, run: RunRow) {
   if (run.status !== 'succeeded' || !run.artifactKey || !run.sha256) throw conflict(`only a succeeded run can be restored (this one is ${run.status})`);
   const dest = await store.findDestination(ctx.db, run.orgId, run.destinationId);
   if (!dest) throw conflict('the run\'s destination no longer exists');
-  const { hashObject } = await import('./engine.js');
-  let check: { sha256: string; sizeBytes: number };
+  const { hashPinned } = await import('./engine.js');
+  let check: { sha256: string; sizeBytes: number; identity: string | null };
   try {
-    check = await hashObject(await storageOf(ctx, dest), run.artifactKey);
+    check = await hashPinned(await storageOf(ctx, dest), run.artifactKey);
   } catch (e) {
     throw conflict(`the artifact could not be read from the destination: ${describeStorageError(e)}`);
   }
@@ -641,6 +641,7 @@ export async function prepareRestore(ctx: Ctx, actor: Actor, run: RunRow) {
     finishedAt: null,
     error: null,
     updatedAt: new Date(now).toISOString(),
+    artifactIdentity: check.identity,
   };
   await store.insertRestore(ctx.db, row);
   await audit(ctx, actor, row.orgId, 'backup_restore.prepare', 'project', row.projectId, { restoreId: row.id, runId: run.id });

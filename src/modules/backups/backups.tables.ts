@@ -91,6 +91,11 @@ export interface BackupRestoresTable {
   finishedAt: string | null;
   error: string | null;
   updatedAt: string;
+  /**
+   * Identity of the artifact prepare hashed (local destinations: `dev:ino:size:mtimeNs:ctimeNs`);
+   * apply reads that same file without hashing it again. Null: apply hashes while it extracts.
+   */
+  artifactIdentity: string | null;
 }
 
 export interface BackupTables {

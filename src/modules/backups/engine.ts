@@ -33,12 +33,15 @@ export class HashCounter extends Transform {
   bytes = 0;
   private last = 0;
 
-  constructor(private readonly onProgress?: ProgressFn) {
+  constructor(
+    private readonly onProgress?: ProgressFn,
+    private readonly hashing = true,
+  ) {
     super({ highWaterMark: 1024 * 1024 });
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
-    this.hash.update(chunk);
+    if (this.hashing) this.hash.update(chunk);
     this.bytes += chunk.length;
     const now = Date.now();
     if (this.onProgress && now - this.last >= 250) {
@@ -313,7 +316,23 @@ export async function writeArtifact(
 
 /** Reads the object back and hashes it. */
 export async function hashObject(storage: Storage, key: string, onProgress?: ProgressFn, signal?: AbortSignal): Promise<{ sha256: string; sizeBytes: number }> {
-  const src = await storage.get(key, signal);
+  return hashReadable(await storage.get(key, signal), onProgress, signal);
+}
+
+/**
+ * Hashes the object and, where the storage can name the exact object (local files), answers its
+ * identity too: read through a handle opened on that identity, and still the same afterwards.
+ * `identity` is null when the storage cannot pin objects or the object changed meanwhile.
+ */
+export async function hashPinned(storage: Storage, key: string, signal?: AbortSignal): Promise<{ sha256: string; sizeBytes: number; identity: string | null }> {
+  if (!storage.identity || !storage.getPinned) return { ...(await hashObject(storage, key, undefined, signal)), identity: null };
+  const before = await storage.identity(key);
+  const got = await hashReadable(await storage.getPinned(key, before), undefined, signal);
+  const after = await storage.identity(key);
+  return { ...got, identity: before === after ? before : null };
+}
+
+async function hashReadable(src: Readable, onProgress?: ProgressFn, signal?: AbortSignal): Promise<{ sha256: string; sizeBytes: number }> {
   const hc = new HashCounter(onProgress);
   await pipeline(src, hc, new Writable({ write: (_c, _e, cb) => cb() }), { signal });
   return { sha256: hc.digest(), sizeBytes: hc.bytes };
@@ -328,12 +347,24 @@ export async function downloadTo(storage: Storage, key: string, file: string, on
   return { sha256: hc.digest(), sizeBytes: hc.bytes };
 }
 
-/** Extracts the artifact into `dir`, hashing the compressed bytes on the way. */
-export async function extractArtifact(storage: Storage, key: string, dir: string, onProgress?: ProgressFn, signal?: AbortSignal): Promise<{ sha256: string; sizeBytes: number }> {
-  const src = await storage.get(key, signal);
-  const hc = new HashCounter(onProgress);
+/**
+ * Extracts the artifact into `dir`, hashing the compressed bytes on the way. With `pinned` (an
+ * identity from hashPinned) it reads exactly that object and does not hash it again (`sha256` is
+ * null): prepare hashed those bytes, and gzip's own CRC-32 and length check still catch a damaged read.
+ */
+export async function extractArtifact(
+  storage: Storage,
+  key: string,
+  dir: string,
+  onProgress?: ProgressFn,
+  signal?: AbortSignal,
+  pinned?: string,
+): Promise<{ sha256: string | null; sizeBytes: number }> {
+  const pin = pinned && storage.getPinned ? pinned : null;
+  const src = pin ? await storage.getPinned!(key, pin) : await storage.get(key, signal);
+  const hc = new HashCounter(onProgress, !pin);
   hc.on('error', () => {});
   src.on('error', (e) => hc.destroy(e));
   await extractInto(src.pipe(hc), dir, signal);
-  return { sha256: hc.digest(), sizeBytes: hc.bytes };
+  return { sha256: pin ? null : hc.digest(), sizeBytes: hc.bytes };
 }

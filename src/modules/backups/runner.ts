@@ -10,7 +10,7 @@ import type { RestoreRow, RunRow } from './backups.store.js';
 import { localAborts, policyPrefix, pruneRuns, storageOf } from './backups.service.js';
 import { downloadTo, extractArtifact, hashObject, pgDumpSource, pgRestoreFile, repairVolume, swapIn, volumeSizeHint, volumeSource, writeArtifact } from './engine.js';
 import { publish } from './events.js';
-import type { Storage } from './storage.js';
+import { ArtifactChangedError, type Storage } from './storage.js';
 
 /**
  * Executes runs and restores (job handlers) and recovers what a crash left behind. A run is
@@ -241,8 +241,13 @@ export async function executeRestore(ctx: Ctx, restoreId: string, orgId: string,
       const target = volumeDir(ctx, run.projectId, svc.name);
       staging = `${target}.restore-${r.id}`;
       await rm(staging, { recursive: true, force: true });
-      const got = await extractArtifact(storage, run.artifactKey, staging, progress('download', total), signal);
-      if (got.sha256 !== run.sha256) throw new Error('the artifact does not match its recorded sha256');
+      // Prepare hashed the artifact; where it also pinned the exact file, apply reads that file
+      // without a second hash pass and checks it is still the same file afterwards.
+      const pinned = r.artifactIdentity && storage.getPinned && storage.identity ? r.artifactIdentity : undefined;
+      const got = await extractArtifact(storage, run.artifactKey, staging, progress('download', total), signal, pinned);
+      if (pinned) {
+        if ((total !== undefined && got.sizeBytes !== total) || (await storage.identity!(run.artifactKey)) !== pinned) throw new ArtifactChangedError();
+      } else if (got.sha256 !== run.sha256) throw new Error('the artifact does not match its recorded sha256');
     }
     if (signal.aborted) throw new Cancelled();
     // From here on the target changes: stop the project's process first (if it runs).

@@ -1,5 +1,6 @@
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import type { BigIntStats } from 'node:fs';
+import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -21,6 +22,24 @@ export interface Storage {
   delete(key: string): Promise<void>;
   /** Every key under `prefix` (throws when the listing fails). */
   list(prefix: string): Promise<string[]>;
+  /**
+   * Optional: a token naming the exact stored object (a local file's device, inode, size, and
+   * modification and change times). Equal tokens mean the same bytes: any write changes the times.
+   */
+  identity?(key: string): Promise<string>;
+  /** Optional: the object's bytes, only if the object opened still has `identity` (else ArtifactChangedError). */
+  getPinned?(key: string, identity: string): Promise<Readable>;
+}
+
+export class ArtifactChangedError extends Error {
+  constructor() {
+    super('the artifact changed in the destination after the restore was prepared; prepare the restore again');
+    this.name = 'ArtifactChangedError';
+  }
+}
+
+function identityOf(st: BigIntStats): string {
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
 }
 
 export interface LocalDestinationConfig {
@@ -66,6 +85,22 @@ export class LocalStorage implements Storage {
     await stat(file);
     // Reads of CHUNK_BYTES, the one buffer size of the data path (engine.ts).
     return createReadStream(file, { highWaterMark: 256 * 1024 });
+  }
+
+  async identity(key: string): Promise<string> {
+    return identityOf(await stat(this.file(key), { bigint: true }));
+  }
+
+  async getPinned(key: string, identity: string): Promise<Readable> {
+    // The identity is checked on the opened file, so the bytes read are those of the file it names.
+    const fh = await open(this.file(key), 'r');
+    try {
+      if (identityOf(await fh.stat({ bigint: true })) !== identity) throw new ArtifactChangedError();
+    } catch (e) {
+      await fh.close();
+      throw e;
+    }
+    return fh.createReadStream({ highWaterMark: 256 * 1024 });
   }
 
   async size(key: string): Promise<number | null> {
