@@ -8,7 +8,8 @@ import { rssMb, sampleRss, startChild, type Row } from './lib.js';
 /**
  * Issue "Backups" point 11: a backup of a 1 GiB volume against `tar czf` of the same folder in the
  * same run (target >= 0.9 of its throughput), a restore against `tar xzf` (>= 0.9), and the server's
- * peak RSS under 150 MB. Both sides use gzip level 6 (GNU tar's default through gzip). The volume
+ * peak RSS under 150 MB (the kernel's own peak, VmHWM, reset once the server has started, so a
+ * spike between samples counts). Both sides use gzip level 6 (GNU tar's default through gzip). The volume
  * is half incompressible (random) and half text-like, in 64 files. `BENCH_BACKUP_MB` scales it.
  * Our backup time includes the read-back verification; our restore time is apply -> succeeded.
  * Reference and ours alternate over three rounds (median of the ratios), since the machine and its
@@ -148,7 +149,7 @@ export async function backupsBench(): Promise<Row[]> {
       { bench: 'backups', metric: `restore ${totalMb} MiB volume (apply, median of ${ROUNDS})`, value: mbps(median(restores.map((r) => r.ours))), unit: 'MiB/s', reference: mbps(median(restores.map((r) => r.tar))), ratio: restoreRatio, target: '>= 0.9', ok: restoreRatio >= 0.9 },
       { bench: 'backups', metric: 'restore prepare (artifact sha256 check, median)', value: median(restores.map((r) => r.prepare)) * 1000, unit: 'ms' },
       { bench: 'backups', metric: 'artifact size', value: backups[0]!.sizeBytes / MB, unit: 'MiB' },
-      { bench: 'backups', metric: 'server peak RSS during all backups and restores', value: peak, unit: 'MB', reference: baseline, target: '< 150 MB', ok: peak < 150 },
+      { bench: 'backups', metric: `server peak RSS during all backups and restores (${rss.exact ? 'VmHWM' : 'sampled'})`, value: peak, unit: 'MB', reference: baseline, target: '< 150 MB', ok: peak < 150 },
       { bench: 'backups', metric: 'server RSS growth during backups and restores', value: peak - baseline, unit: 'MB' },
     ];
   } finally {

@@ -4,7 +4,7 @@
  * measured in the same run. Never used by tests: figures are printed, not asserted.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Pool } from 'undici';
 
@@ -144,19 +144,44 @@ export function rssMb(pid: number): number {
   }
 }
 
-/** Samples a process's RSS every `everyMs` until stopped; answers the peak in MB. */
-export function sampleRss(pid: number, everyMs = 50): { stop(): number } {
+/**
+ * The process's peak RSS from now on. Linux keeps the true peak (VmHWM); it is reset here by writing
+ * 5 to /proc/<pid>/clear_refs, so a spike shorter than any sampling interval still counts. Where
+ * that reset is refused the peak is sampled every `everyMs` instead (and may miss short spikes).
+ */
+export function sampleRss(pid: number, everyMs = 50): { stop(): number; exact: boolean } {
+  let exact = false;
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    exact = true;
+  } catch {
+    exact = false;
+  }
   let peak = rssMb(pid);
   const t = setInterval(() => {
     const v = rssMb(pid);
     if (v > peak) peak = v;
   }, everyMs);
   return {
+    exact,
     stop() {
       clearInterval(t);
+      if (exact) {
+        const hwm = hwmMb(pid);
+        if (Number.isFinite(hwm)) peak = Math.max(peak, hwm);
+      }
       return peak;
     },
   };
+}
+
+function hwmMb(pid: number): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024;
+  } catch {
+    return NaN;
+  }
 }
 
 export interface Row {

@@ -1,6 +1,7 @@
 // Berth as `npm start` runs it: the compiled server (dist/) under plain node with the start script's
 // node flags (bench/lib.ts startChild), a fresh data dir (SQLite unless DATABASE_URL is set), one owner
-// user. BENCH_MEM_TRACE=1 prints the process's memory figures to stderr every 100 ms.
+// user. BENCH_MEM_TRACE=1 prints the process's memory figures to stderr every 100 ms (BENCH_MEM_TRACE_MS);
+// BENCH_GC_STATS=1 prints cumulative GC time; BENCH_SECRET_KEY keeps one secret key across restarts.
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,7 +13,7 @@ import { adminCreateUser } from '../../dist/modules/auth/auth.service.js';
 const dataDir = process.env.BENCH_DATA_DIR ?? mkdtempSync(path.join(os.tmpdir(), 'berth-bench-'));
 const config = loadConfig(
   { host: '127.0.0.1', port: 0, edgePort: 0 },
-  { ...process.env, BERTH_DATA_DIR: dataDir, BERTH_SECRET_KEY: randomBytes(32).toString('base64'), BERTH_LOG_LEVEL: 'warn' },
+  { ...process.env, BERTH_DATA_DIR: dataDir, BERTH_SECRET_KEY: process.env.BENCH_SECRET_KEY ?? randomBytes(32).toString('base64'), BERTH_LOG_LEVEL: 'warn' },
 );
 const server = await startServer(config, () => {});
 const user = await adminCreateUser(server.app.berth.ctx, { email: `bench-${Date.now()}@example.test`, password: 'bench-password' });
@@ -23,5 +24,25 @@ if (process.env.BENCH_MEM_TRACE) {
   setInterval(() => {
     const m = process.memoryUsage();
     process.stderr.write(`${Date.now() % 100000} mem rss ${mb(m.rss)} heapTotal ${mb(m.heapTotal)} heapUsed ${mb(m.heapUsed)} external ${mb(m.external)} arrayBuffers ${mb(m.arrayBuffers)}\n`);
-  }, 100).unref();
+  }, Number(process.env.BENCH_MEM_TRACE_MS ?? 100)).unref();
+}
+if (process.env.BENCH_GC_STATS) {
+  // Cumulative garbage-collection time by kind, printed to stderr every second while it changes.
+  const { PerformanceObserver, constants } = await import('node:perf_hooks');
+  const kinds = { [constants.NODE_PERFORMANCE_GC_MINOR]: 'minor', [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major', [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental', [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb' };
+  const total = {};
+  let changed = false;
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const k = kinds[e.detail?.kind] ?? 'other';
+      total[k] = (total[k] ?? 0) + e.duration;
+      total[`${k}#`] = (total[`${k}#`] ?? 0) + 1;
+      changed = true;
+    }
+  }).observe({ entryTypes: ['gc'] });
+  setInterval(() => {
+    if (!changed) return;
+    changed = false;
+    process.stderr.write(`${Date.now() % 100000} gc ${Object.entries(total).map(([k, v]) => `${k} ${k.endsWith('#') ? v : v.toFixed(0)}`).join(' ')}\n`);
+  }, 1000).unref();
 }
