@@ -60,6 +60,9 @@ export interface S3DestinationConfig {
 
 export type DestinationConfig = LocalDestinationConfig | S3DestinationConfig;
 
+/** engine.ts's CHUNK_BYTES, the one buffer size of the data path (not imported: engine loads tar). */
+const READ_BYTES = 256 * 1024;
+
 export function checkKey(key: string): void {
   if (!key || key.startsWith('/') || key.split('/').some((p) => p === '..' || p === '.' || p === '')) {
     throw new Error(`bad storage key ${key}`);
@@ -83,8 +86,7 @@ export class LocalStorage implements Storage {
   async get(key: string): Promise<Readable> {
     const file = this.file(key);
     await stat(file);
-    // Reads of CHUNK_BYTES, the one buffer size of the data path (engine.ts).
-    return createReadStream(file, { highWaterMark: 256 * 1024 });
+    return createReadStream(file, { highWaterMark: READ_BYTES });
   }
 
   async identity(key: string): Promise<string> {
@@ -100,7 +102,7 @@ export class LocalStorage implements Storage {
       await fh.close();
       throw e;
     }
-    return fh.createReadStream({ highWaterMark: 256 * 1024 });
+    return fh.createReadStream({ highWaterMark: READ_BYTES });
   }
 
   async size(key: string): Promise<number | null> {
