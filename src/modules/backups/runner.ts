@@ -169,18 +169,9 @@ export async function executeRun(ctx: Ctx, runId: string, orgId: string, jobSign
 
 /** A run a crash (or a dead worker) left in flight: `server_error`, partial artifacts removed. */
 export async function recoverRun(ctx: Ctx, run: RunRow): Promise<void> {
-  const at = nowIso();
-  const ok = await store.moveRun(ctx.db, run.orgId, run.id, [run.status], {
-    status: 'server_error',
-    finishedAt: at,
-    activeKey: null,
-    tempKey: null,
-    artifactKey: null,
-    error: 'the server stopped while this run was in progress',
-    updatedAt: at,
-  });
-  if (!ok) return;
-  publish(`run:${run.id}`, { type: 'transition', data: { from: run.status, to: 'server_error', at } });
+  // Partial artifacts go first, the status after: a recovery that is itself interrupted (a second
+  // crash) leaves the run in flight, so the next recovery removes them again. The other order could
+  // leave a terminal run with its partial file behind for good.
   const keys = [run.tempKey, run.artifactKey].filter((k): k is string => !!k);
   if (keys.length) {
     try {
@@ -193,6 +184,17 @@ export async function recoverRun(ctx: Ctx, run: RunRow): Promise<void> {
       ctx.log.warn({ runId: run.id, err: safeMessage(e) }, 'could not remove a partial backup artifact');
     }
   }
+  const at = nowIso();
+  const ok = await store.moveRun(ctx.db, run.orgId, run.id, [run.status], {
+    status: 'server_error',
+    finishedAt: at,
+    activeKey: null,
+    tempKey: null,
+    artifactKey: null,
+    error: 'the server stopped while this run was in progress',
+    updatedAt: at,
+  });
+  if (ok) publish(`run:${run.id}`, { type: 'transition', data: { from: run.status, to: 'server_error', at } });
 }
 
 async function moveRestore(ctx: Ctx, r: RestoreRow, from: string, to: string, extra: Partial<RestoreRow> = {}): Promise<boolean> {
@@ -305,12 +307,11 @@ export async function sweepVolumes(ctx: Pick<AppContext, 'config'>): Promise<voi
 }
 
 export async function recoverRestore(ctx: Ctx, r: RestoreRow): Promise<void> {
-  const at = nowIso();
-  const ok = await moveRestore(ctx, r, 'applying', 'server_error', { finishedAt: at, error: 'the server stopped while this restore was in progress' });
-  if (!ok) return;
+  // Leftovers first, the status after (see recoverRun).
   const svc = await store.findService(ctx.db, r.orgId, r.projectId, r.serviceId).catch(() => undefined);
   if (svc && svc.kind !== 'postgres') await repairVolume(volumeDir(ctx, r.projectId, svc.name)).catch(() => {});
   await rm(path.join(ctx.config.dataDir, 'tmp', `restore-${r.id}.dump`), { force: true }).catch(() => {});
+  await moveRestore(ctx, r, 'applying', 'server_error', { finishedAt: nowIso(), error: 'the server stopped while this restore was in progress' });
 }
 
 /**
