@@ -7,7 +7,7 @@ import path from 'node:path';
 import { PassThrough, Readable, Transform, Writable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as tar from 'tar';
-import { BlockGunzip, BlockGzip } from '../../lib/blockgzip.js';
+import { BLOCK_BYTES, BlockGunzip, BlockGzip } from '../../lib/blockgzip.js';
 import type { Storage } from './storage.js';
 
 /**
@@ -124,7 +124,9 @@ export async function extractInto(source: Readable, dir: string, signal?: AbortS
     sink.destroy(e);
   });
   try {
-    await pipeline(source, new BlockGunzip(CHUNK_BYTES), sink, { signal });
+    // Inflated output in 1 MiB chunks (one block's worth): a quarter of the write calls of 256 KiB
+  // chunks, 10-20% off an extraction's time for about 5 MB more peak memory (docs/decisions.md).
+  await pipeline(source, new BlockGunzip(BLOCK_BYTES), sink, { signal });
   } catch (e) {
     // Let the files the unpacker already opened finish, so the caller can remove the folder for good.
     await new Promise<void>((resolve) => {
