@@ -22,10 +22,16 @@ const HEADER_BYTES = 20; // 10 fixed + XLEN (2) + subfield id (2) + subfield len
 const SI1 = 0x42; // 'B'
 const SI2 = 0x72; // 'r'
 const OUT_CHUNK = 256 * 1024;
+/**
+ * Limits for reading: a member's compressed size and what it may inflate to. Ours are about 1 MiB
+ * each way; the limits keep a damaged or crafted length from making one member hold unbounded memory.
+ */
+const MAX_MEMBER_BYTES = 16 * 1024 * 1024;
+const MAX_MEMBER_OUTPUT = 64 * 1024 * 1024;
 
 /** How many blocks are compressed (or inflated) at once: one per core, at least two. */
 export function defaultDepth(): number {
-  return Math.max(2, Math.min(8, Number(process.env.BERTH_BGZ_DEPTH) || availableParallelism()));
+  return Math.max(2, Math.min(8, availableParallelism()));
 }
 
 /** A reusable zlib stream; collects what it outputs until taken. */
@@ -33,10 +39,14 @@ class Slot<Z extends Gzip | Gunzip> {
   private out: Buffer[] = [];
   private failed: Error | null = null;
   bytes = 0;
-  constructor(readonly z: Z) {
+  constructor(
+    readonly z: Z,
+    maxBytes = Infinity,
+  ) {
     z.on('data', (b: Buffer) => {
       this.out.push(b);
       this.bytes += b.length;
+      if (this.bytes > maxBytes) z.destroy(new Error(`corrupt gzip: a block inflates to more than ${maxBytes} bytes`));
     });
     // Failures are seen through the member they belong to (see `op`).
     z.on('error', (e: Error) => {
@@ -276,14 +286,12 @@ export class BlockGunzip extends Transform {
         this.head = [];
         this.headBytes = 0;
         const len = memberLength(head, 0);
-        if (len < HEADER_BYTES + 8) {
-          if (this.mode === 'detect') {
-            // Not blocked gzip: everything so far, and the rest, goes through a plain gunzip.
-            const first = Buffer.concat([head, chunk.subarray(off)]);
-            return new Promise<void>((resolve, reject) => this.startPlain(first, (e) => (e ? reject(e) : resolve())));
-          }
-          throw new Error(`corrupt gzip: block ${this.members + 1} has no block header`);
+        if (len < 0 && this.mode === 'detect') {
+          // Not blocked gzip: everything so far, and the rest, goes through a plain gunzip.
+          const first = Buffer.concat([head, chunk.subarray(off)]);
+          return new Promise<void>((resolve, reject) => this.startPlain(first, (e) => (e ? reject(e) : resolve())));
         }
+        if (len < HEADER_BYTES + 8 || len > MAX_MEMBER_BYTES) throw new Error(`corrupt gzip: block ${this.members + 1} has no valid block header`);
         this.mode = 'blocked';
         await this.begin(len);
         this.write_(head);
@@ -300,7 +308,7 @@ export class BlockGunzip extends Transform {
   private async begin(length: number): Promise<void> {
     if (this.pending.length >= this.depth) for (const b of await this.pending.shift()!) this.push(b);
     const index = this.members++;
-    const slot = (this.slots[index % this.depth] ??= new Slot(createGunzip({ chunkSize: this.chunkSize })));
+    const slot = (this.slots[index % this.depth] ??= new Slot(createGunzip({ chunkSize: this.chunkSize }), MAX_MEMBER_OUTPUT));
     let finish!: (last: Promise<void>) => void;
     const done = new Promise<void>((resolve, reject) => {
       finish = (last) => last.then(resolve, reject);

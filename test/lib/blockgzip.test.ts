@@ -72,6 +72,8 @@ describe('blocked gzip', () => {
     const gz = gzipSync(data);
     assert.deepEqual(await through(new BlockGunzip(), gz, 1000), data);
     assert.deepEqual(await through(new BlockGunzip(), gz, 64 * 1024, true), data);
+    // The smallest gzip there is (an empty member, 20 bytes) is not mistaken for a block header.
+    assert.deepEqual(await through(new BlockGunzip(), gzipSync(Buffer.alloc(0))), Buffer.alloc(0));
   });
 
   it('refuses damaged input: a flipped byte, a truncated end, a wrong member length, trailing bytes, nothing at all', async () => {
@@ -87,8 +89,16 @@ describe('blocked gzip', () => {
     const shorter = Buffer.from(gz);
     shorter.writeUInt32LE(shorter.readUInt32LE(16) - 5, 16);
     await assert.rejects(through(new BlockGunzip(), shorter));
+    const huge = Buffer.from(gz);
+    huge.writeUInt32LE(0xffffffff, 16);
+    await assert.rejects(through(new BlockGunzip(), huge), /no valid block header/);
     await assert.rejects(through(new BlockGunzip(), Buffer.concat([gz, Buffer.from('junk')])));
     await assert.rejects(through(new BlockGunzip(), Buffer.alloc(0)));
     await assert.rejects(through(new BlockGunzip(), gzipSync(data).subarray(0, 5000)));
+  });
+
+  it('refuses a block that inflates beyond 64 MiB (a crafted artifact cannot make one block hold unbounded memory)', async () => {
+    const bomb = await through(new BlockGzip(1, 80 * 1024 * 1024), Buffer.alloc(80 * 1024 * 1024), 8 * 1024 * 1024);
+    await assert.rejects(through(new BlockGunzip(), bomb), /inflates to more than/);
   });
 });

@@ -125,8 +125,8 @@ export async function extractInto(source: Readable, dir: string, signal?: AbortS
   });
   try {
     // Inflated output in 1 MiB chunks (one block's worth): a quarter of the write calls of 256 KiB
-  // chunks, 10-20% off an extraction's time for about 5 MB more peak memory (docs/decisions.md).
-  await pipeline(source, new BlockGunzip(BLOCK_BYTES), sink, { signal });
+    // chunks, 10-20% off an extraction's time for about 5 MB more peak memory (docs/decisions.md).
+    await pipeline(source, new BlockGunzip(BLOCK_BYTES), sink, { signal });
   } catch (e) {
     // Let the files the unpacker already opened finish, so the caller can remove the folder for good.
     await new Promise<void>((resolve) => {
