@@ -114,6 +114,7 @@ export async function backupsBench(): Promise<Row[]> {
       if (run.status !== 'succeeded') throw new Error(`backup run ${run.status}: ${run.error}`);
       backups.push({ tar, ours, runId, sizeBytes: Number(run.sizeBytes) });
     }
+    console.error(`  server peak after the backups: ${rss.peek().toFixed(0)} MB`);
     const restores: { tar: number; ours: number; prepare: number }[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       const extractTo = path.join(refDir, `x-${round}`);

@@ -149,7 +149,7 @@ export function rssMb(pid: number): number {
  * 5 to /proc/<pid>/clear_refs, so a spike shorter than any sampling interval still counts. Where
  * that reset is refused the peak is sampled every `everyMs` instead (and may miss short spikes).
  */
-export function sampleRss(pid: number, everyMs = 50): { stop(): number; exact: boolean } {
+export function sampleRss(pid: number, everyMs = 50): { stop(): number; peek(): number; exact: boolean } {
   let exact = false;
   try {
     writeFileSync(`/proc/${pid}/clear_refs`, '5');
@@ -162,15 +162,20 @@ export function sampleRss(pid: number, everyMs = 50): { stop(): number; exact: b
     const v = rssMb(pid);
     if (v > peak) peak = v;
   }, everyMs);
+  const current = () => {
+    if (exact) {
+      const hwm = hwmMb(pid);
+      if (Number.isFinite(hwm)) peak = Math.max(peak, hwm);
+    }
+    return peak;
+  };
   return {
     exact,
+    /** The peak so far, still sampling. */
+    peek: current,
     stop() {
       clearInterval(t);
-      if (exact) {
-        const hwm = hwmMb(pid);
-        if (Number.isFinite(hwm)) peak = Math.max(peak, hwm);
-      }
-      return peak;
+      return current();
     },
   };
 }
