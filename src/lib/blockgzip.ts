@@ -200,7 +200,6 @@ interface Member {
   written: number;
   /** The member's last four bytes: its uncompressed length (mod 2^32). */
   tail: Buffer;
-  done: Promise<Buffer[]>;
   finish: (last: Promise<void>) => void;
 }
 
@@ -320,7 +319,7 @@ export class BlockGunzip extends Transform {
       return out;
     });
     done.catch(() => {});
-    const m: Member = { slot, length, written: 0, tail: Buffer.alloc(4), done, finish };
+    const m: Member = { slot, length, written: 0, tail: Buffer.alloc(4), finish };
     this.member = m;
     this.pending.push(done);
   }
