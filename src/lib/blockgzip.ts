@@ -21,7 +21,11 @@ export const BLOCK_BYTES = 1024 * 1024;
 const HEADER_BYTES = 20; // 10 fixed + XLEN (2) + subfield id (2) + subfield length (2) + value (4)
 const SI1 = 0x42; // 'B'
 const SI2 = 0x72; // 'r'
-const OUT_CHUNK = 256 * 1024;
+/**
+ * The chunk size of the backup data path: file reads (tar's, the destination's) and compressed
+ * output. One size, so a freed buffer fits the next allocation in place (docs/decisions.md, "Memory").
+ */
+export const CHUNK_BYTES = 256 * 1024;
 /**
  * Limits for reading: a member's compressed size and what it may inflate to. Ours are about 1 MiB
  * each way; the limits keep a damaged or crafted length from making one member hold unbounded memory.
@@ -154,7 +158,7 @@ export class BlockGzip extends Transform {
     this.block = null;
     this.fill = 0;
     const i = this.members++ % this.depth;
-    const slot = (this.slots[i] ??= new Slot(createGzip({ level: this.level, chunkSize: OUT_CHUNK })));
+    const slot = (this.slots[i] ??= new Slot(createGzip({ level: this.level, chunkSize: CHUNK_BYTES })));
     const p = slot
       .op((done) => {
         slot.z.write(block.subarray(0, len));
@@ -219,7 +223,7 @@ export class BlockGunzip extends Transform {
   private members = 0;
 
   constructor(
-    private readonly chunkSize = OUT_CHUNK,
+    private readonly chunkSize = CHUNK_BYTES,
     private readonly depth = defaultDepth(),
   ) {
     super({ highWaterMark: BLOCK_BYTES });

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { PassThrough, Readable, Transform, Writable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as tar from 'tar';
-import { BLOCK_BYTES, BlockGunzip, BlockGzip } from '../../lib/blockgzip.js';
+import { BLOCK_BYTES, BlockGunzip, BlockGzip, CHUNK_BYTES } from '../../lib/blockgzip.js';
 import type { Storage } from './storage.js';
 
 /**
@@ -17,13 +17,6 @@ import type { Storage } from './storage.js';
  */
 
 export const GZIP_LEVEL = 6;
-
-/**
- * The size of the buffers the data path allocates (file reads, gzip output): one size, so a freed
- * buffer fits the next allocation in place. Its effect on peak RSS is small (a few MB); the young
- * generation's size is what counts (docs/decisions.md, "Memory").
- */
-export const CHUNK_BYTES = 256 * 1024;
 
 export type ProgressFn = (bytes: number) => void;
 

@@ -4,6 +4,7 @@ import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { CHUNK_BYTES } from '../../lib/blockgzip.js';
 
 /** Where artifacts live: a folder or an S3-compatible bucket. Keys are `/`-separated relative paths. */
 export interface Storage {
@@ -60,9 +61,6 @@ export interface S3DestinationConfig {
 
 export type DestinationConfig = LocalDestinationConfig | S3DestinationConfig;
 
-/** engine.ts's CHUNK_BYTES, the one buffer size of the data path (not imported: engine loads tar). */
-const READ_BYTES = 256 * 1024;
-
 export function checkKey(key: string): void {
   if (!key || key.startsWith('/') || key.split('/').some((p) => p === '..' || p === '.' || p === '')) {
     throw new Error(`bad storage key ${key}`);
@@ -86,7 +84,7 @@ export class LocalStorage implements Storage {
   async get(key: string): Promise<Readable> {
     const file = this.file(key);
     await stat(file);
-    return createReadStream(file, { highWaterMark: READ_BYTES });
+    return createReadStream(file, { highWaterMark: CHUNK_BYTES });
   }
 
   async identity(key: string): Promise<string> {
@@ -102,7 +100,7 @@ export class LocalStorage implements Storage {
       await fh.close();
       throw e;
     }
-    return fh.createReadStream({ highWaterMark: READ_BYTES });
+    return fh.createReadStream({ highWaterMark: CHUNK_BYTES });
   }
 
   async size(key: string): Promise<number | null> {
