@@ -8,18 +8,72 @@ const MASK_BYTES = Buffer.from(MASK);
 /** Secret values shorter than this carry no secrecy worth mangling every log line for (documented in docs/runtime.md). */
 export const MIN_SECRET_LENGTH = 3;
 
+/** `\uXXXX` for every UTF-16 code unit above ASCII (what ASCII-only JSON encoders write: Python's default). */
+function asciiEscape(s: string, upper: boolean): string {
+  return s.replace(/[\u0080-\uffff]/g, (c) => {
+    const hex = c.charCodeAt(0).toString(16).padStart(4, '0');
+    return `\\u${upper ? hex.toUpperCase() : hex}`;
+  });
+}
+
 /**
- * The byte patterns to redact for a set of secret values. A multi-line value (a PEM key) is also
- * redacted line by line, so no pattern spans a newline and output can flow at every line end.
+ * How a value looks inside a JSON string as common encoders write it: JavaScript's JSON.stringify
+ * (`"`, `\` and control characters escaped), with `/` as `\/` (PHP), with non-ASCII as `\uXXXX`
+ * (Python; lower and upper hex), and with `<`, `>`, `&` as `\u003c`, `\u003e`, `\u0026` (Go).
  */
+export function jsonForms(s: string): string[] {
+  const base = JSON.stringify(s).slice(1, -1);
+  const slash = base.replace(/\//g, '\\/');
+  const go = base.replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return [base, slash, go, asciiEscape(base, false), asciiEscape(base, true), asciiEscape(slash, false), asciiEscape(slash, true), asciiEscape(go, false)];
+}
+
+/**
+ * How a value looks URL-encoded: encodeURIComponent, the same with `+` for spaces, form encoding
+ * (URLSearchParams), encodeURI; each also with lower-case hex escapes.
+ */
+export function urlForms(s: string): string[] {
+  const out: string[] = [];
+  try {
+    const c = encodeURIComponent(s);
+    out.push(c, c.replace(/%20/g, '+'), encodeURI(s));
+  } catch {
+    // A lone surrogate has no URL encoding; the form encoding below substitutes U+FFFD.
+  }
+  out.push(new URLSearchParams([['', s]]).toString().slice(1));
+  const lower = out.map((f) => f.replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase()));
+  return [...out, ...lower];
+}
+
+/**
+ * Every form of a value that redaction looks for: the value itself, its JSON-escaped and its
+ * URL-encoded forms. A multi-line value (a PEM key) is also looked for line by line (raw and
+ * encoded), and as a whole in its encoded forms (which have no newline: `\n`, `%0A`), so no
+ * pattern spans a newline and output can flow at every line end.
+ */
+export function secretForms(v: string): string[] {
+  const forms = new Set<string>();
+  const add = (f: string) => {
+    if (f.length >= MIN_SECRET_LENGTH && !f.includes('\n')) forms.add(f);
+  };
+  const parts = v.split(/\r?\n/).map((p) => p.replace(/\r$/, ''));
+  const wholes = parts.length > 1 ? [v, ...parts] : parts;
+  for (const w of wholes) {
+    // A value (or line) too short to redact is not redacted in any form either.
+    if (w.length < MIN_SECRET_LENGTH) continue;
+    add(w);
+    for (const f of jsonForms(w)) add(f);
+    for (const f of urlForms(w)) add(f);
+  }
+  return [...forms];
+}
+
+/** The byte patterns to redact for a set of secret values (every form of each, `secretForms`). */
 export function secretPatterns(values: Iterable<string>): Buffer[] {
   const set = new Set<string>();
   for (const v of values) {
     if (typeof v !== 'string') continue;
-    for (const part of v.split(/\r?\n/)) {
-      const p = part.replace(/\r$/, '');
-      if (p.length >= MIN_SECRET_LENGTH) set.add(p);
-    }
+    for (const f of secretForms(v)) set.add(f);
   }
   // Longest first: a longer secret containing a shorter one wins at the same position.
   return [...set].sort((a, b) => Buffer.byteLength(b) - Buffer.byteLength(a)).map((s) => Buffer.from(s, 'utf8'));
