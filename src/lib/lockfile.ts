@@ -1,59 +1,104 @@
-import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { closeSync, fstatSync, ftruncateSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 export class LockHeldError extends Error {
   constructor(readonly pid: number, readonly file: string) {
-    super(`another berth server (pid ${pid}) is already using this data dir (${path.dirname(file)}); stop it first or pass another --data-dir`);
+    super(`another berth server (${pid > 0 ? `pid ${pid}` : 'pid unknown'}) is already using this data dir (${path.dirname(file)}); stop it first or pass another --data-dir`);
     this.name = 'LockHeldError';
   }
 }
 
+/** util-linux's `flock` program, found on PATH. */
+const FLOCK = 'flock';
+
 /**
- * Takes `<dir>/berth.lock` for this process (exclusive create, holding our pid). A lock left by a
- * process that is gone is taken over. Returns a release function.
+ * Takes an exclusive, non-blocking flock(2) on the open file `fd`, or says it is held. Node has no
+ * flock binding, so a short-lived `flock --exclusive --nonblock 3` child gets `fd` as its fd 3: a
+ * flock belongs to the open file description, which the child shares with this process, so the lock
+ * stays with this process's `fd` after the child exits, and the kernel drops it when this process
+ * closes the fd or dies (also on kill -9). Node opens files close-on-exec, so apps and builds this
+ * server spawns never inherit the fd (and never keep the lock alive).
+ */
+function tryFlock(fd: number): 'taken' | 'held' {
+  const r = spawnSync(FLOCK, ['--exclusive', '--nonblock', '3'], { stdio: ['ignore', 'ignore', 'pipe', fd], timeout: 10000 });
+  if (r.error) {
+    const code = (r.error as NodeJS.ErrnoException).code;
+    throw new Error(
+      code === 'ENOENT'
+        ? `the data-dir lock needs the flock program (util-linux) and it was not found (${FLOCK}); install util-linux`
+        : `could not run ${FLOCK} to lock the data dir: ${r.error.message}`,
+    );
+  }
+  if (r.status === 0) return 'taken';
+  // flock exits 1 when --nonblock finds the lock held.
+  if (r.status === 1) return 'held';
+  throw new Error(`${FLOCK} failed to lock the data dir (exit ${r.status ?? r.signal}): ${String(r.stderr ?? '').trim()}`);
+}
+
+function readPid(file: string): number {
+  try {
+    const n = Number(readFileSync(file, 'utf8').trim());
+    return Number.isInteger(n) && n > 0 ? n : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Takes `<dir>/berth.lock` for this process: an flock on the file, held as long as this process keeps
+ * the file open (so a server killed with kill -9 leaves no lock, only the file, which the next server
+ * reuses). The file holds the holder's pid, for the message of a server that is refused. Returns a
+ * release function (closes the lock and removes the file).
  */
 export function acquireDirLock(dir: string): () => void {
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, 'berth.lock');
-  for (let attempt = 0; attempt < 3; attempt++) {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const fd = openSync(file, 'a+', 0o600);
+    let state: 'taken' | 'held';
     try {
-      const fd = openSync(file, 'wx', 0o600);
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      let released = false;
-      return () => {
-        if (released) return;
-        released = true;
-        try {
-          if (readFileSync(file, 'utf8').trim() === String(process.pid)) unlinkSync(file);
-        } catch {
-          /* already gone */
-        }
-      };
+      state = tryFlock(fd);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-      let pid = NaN;
-      try {
-        pid = Number(readFileSync(file, 'utf8').trim());
-      } catch {
-        /* vanished between open and read: try again */
-      }
-      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) throw new LockHeldError(pid, file);
+      closeSync(fd);
+      throw e;
+    }
+    if (state === 'held') {
+      closeSync(fd);
+      throw new LockHeldError(readPid(file), file);
+    }
+    // A releasing server unlinks the file while it holds the lock: if ours is no longer the file at
+    // this path, the lock is on an orphaned inode; open the path again.
+    let same = false;
+    try {
+      const a = fstatSync(fd);
+      const b = statSync(file);
+      same = a.ino === b.ino && a.dev === b.dev;
+    } catch {
+      same = false;
+    }
+    if (!same) {
+      closeSync(fd);
+      continue;
+    }
+    ftruncateSync(fd, 0);
+    writeSync(fd, `${process.pid}\n`, 0);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      // Unlink while still holding the lock, then let the lock go.
       try {
         unlinkSync(file);
       } catch {
-        /* someone else removed it */
+        /* already gone */
       }
-    }
+      try {
+        closeSync(fd);
+      } catch {
+        /* already closed */
+      }
+    };
   }
   throw new Error(`could not take the lock ${file}`);
 }
