@@ -1,6 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import { loadHardening, type HardeningConfig } from './config-hardening.js';
 
 export type Mode = 'self-hosted' | 'cloud';
 
@@ -37,6 +38,8 @@ export interface Config {
   logLevel: string;
   /** Start the jobs worker and the scheduler (tests may turn them off). */
   workers: boolean;
+  /** Timeouts, connection and upload caps, outbound allow-list, trusted proxies (docs/security.md). */
+  hardening: HardeningConfig;
 }
 
 export interface ServeFlags {
@@ -125,6 +128,7 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
     webhookRateLimit: rate,
     logLevel: env.BERTH_LOG_LEVEL || 'info',
     workers: true,
+    hardening: loadHardening(env),
   };
 }
 

@@ -75,6 +75,9 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   const env: Record<string, string> = {
     BERTH_SECRET_KEY: randomBytes(32).toString('base64'),
     BERTH_EDGE_PORT: '0',
+    // Test peers (s3rver, the PostgreSQL cluster) listen on loopback, which Berth refuses as an
+    // outbound target unless listed (contract section 17); test/security/ clears it to see the refusal.
+    BERTH_OUTBOUND_ALLOW: '127.0.0.1,localhost',
     ...opts.env,
     BERTH_DATA_DIR: dataDir,
   };
