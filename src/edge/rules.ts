@@ -1,4 +1,6 @@
 import { CidrMatcher } from '../lib/cidr.js';
+import { compileGlob, isGlob } from './glob.js';
+import { normalizePath } from './normalize.js';
 
 /** A route rule row as the projects area stores it (config is the kind's JSON). */
 export interface RuleRow {
@@ -34,17 +36,24 @@ export type Verdict = { status: 403; reason: string; ruleId: string } | { status
 
 /**
  * A rule's `path`: none covers every path; a pattern with `*` or `?` is a glob over the whole path
- * (`*` any run of characters, `/` included; `?` one character); anything else is a prefix on
- * segment boundaries (`/api` covers `/api` and `/api/x`, not `/apix`; `/` covers everything).
+ * (`*` any run of characters, `/` included; `?` one character; matched in linear time, glob.ts);
+ * anything else is a prefix on segment boundaries (`/api` covers `/api`, `/api/x` and `/api;v=1`,
+ * not `/apix`; `/` covers everything). The pattern is normalised like a request path (normalize.ts)
+ * and always matched against the normalised request path, case-sensitively.
  */
 export function pathMatcher(pattern: string | null | undefined): (path: string) => boolean {
   if (!pattern || pattern === '/' || pattern === '*' || pattern === '/*') return () => true;
-  if (/[*?]/.test(pattern)) {
-    const re = new RegExp('^' + pattern.split('').map((c) => (c === '*' ? '.*' : c === '?' ? '.' : c.replace(/[.+^${}()|[\]\\]/g, '\\$&'))).join('') + '$');
-    return (p) => re.test(p);
-  }
-  const prefix = pattern.endsWith('/') ? pattern.slice(0, -1) : pattern;
-  return (p) => p === prefix || p.startsWith(prefix + '/');
+  const norm = normalizePath(pattern) ?? pattern;
+  if (isGlob(norm)) return compileGlob(norm);
+  const prefix = norm.endsWith('/') ? norm.slice(0, -1) : norm;
+  if (prefix === '') return () => true;
+  const len = prefix.length;
+  return (p) => {
+    if (!p.startsWith(prefix)) return false;
+    if (p.length === len) return true;
+    const c = p.charCodeAt(len);
+    return c === 0x2f || c === 0x3b;
+  };
 }
 
 export function compileRules(rows: RuleRow[]): CompiledRule[] {
