@@ -40,7 +40,14 @@ export interface Config {
   workers: boolean;
   /** Timeouts, connection and upload caps, outbound allow-list, trusted proxies (docs/security.md). */
   hardening: HardeningConfig;
+  /** How builds and apps run (contract section 10): `sandbox` (default), `docker` or `process`. */
+  runtime: RuntimeName;
+  /** Who may sign up (contract section 10); `first-then-invite` is the self-hosted default. */
+  signup: SignupMode;
 }
+
+export type RuntimeName = 'sandbox' | 'docker' | 'process';
+export type SignupMode = 'open' | 'invite' | 'closed' | 'first-then-invite';
 
 export interface ServeFlags {
   host?: string;
@@ -48,6 +55,7 @@ export interface ServeFlags {
   dataDir?: string;
   mode?: string;
   edgePort?: string | number;
+  runtime?: string;
 }
 
 export class ConfigError extends Error {
@@ -98,6 +106,12 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
       throw new ConfigError(`cannot read BERTH_GITHUB_APP_PRIVATE_KEY_FILE: ${(e as Error).message}`);
     }
   }
+  const runtime = flags.runtime ?? env.BERTH_RUNTIME ?? 'sandbox';
+  if (runtime !== 'sandbox' && runtime !== 'docker' && runtime !== 'process') throw new ConfigError(`runtime must be "sandbox", "docker" or "process" (got "${runtime}")`);
+  if (runtime === 'process' && modeRaw === 'cloud') throw new ConfigError('the process runtime runs apps without isolation and is refused in cloud mode: use BERTH_RUNTIME=sandbox or docker');
+  const signupRaw = env.BERTH_SIGNUP || undefined;
+  if (signupRaw && signupRaw !== 'open' && signupRaw !== 'invite' && signupRaw !== 'closed') throw new ConfigError(`BERTH_SIGNUP must be "open", "invite" or "closed" (got "${signupRaw}")`);
+  const signup: SignupMode = (signupRaw as SignupMode | undefined) ?? (modeRaw === 'cloud' ? 'open' : 'first-then-invite');
   const trimSlash = (u: string) => u.replace(/\/+$/, '');
   return {
     host,
@@ -129,6 +143,8 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
     logLevel: env.BERTH_LOG_LEVEL || 'info',
     workers: true,
     hardening: loadHardening(env),
+    runtime,
+    signup,
   };
 }
 

@@ -29,6 +29,7 @@ program
   .option('--data-dir <dir>', 'SQLite file, secret key, uploads, builds, volumes (BERTH_DATA_DIR)')
   .addOption(new Option('--mode <mode>', 'self-hosted or cloud (BERTH_MODE)').choices(['self-hosted', 'cloud']))
   .option('--edge-port <port>', 'port of the edge proxy (BERTH_EDGE_PORT)')
+  .addOption(new Option('--runtime <driver>', 'how builds and apps run (BERTH_RUNTIME)').choices(['sandbox', 'docker', 'process']))
   .action(async (opts) => {
     try {
       await serveForever(loadConfig(opts));
@@ -56,6 +57,7 @@ admin
   .option('--org <orgId>', 'join this org instead of making a new one')
   .addOption(new Option('--role <role>', 'role in --org').choices(['owner', 'admin', 'member', 'restricted']))
   .option('--team', 'make the new org a team')
+  .option('--existing', 'the email may already have an account: add it to --org (or a new org) and set --password when given')
   .action(async (opts) => {
     try {
       const config = loadConfig({ dataDir: opts.dataDir });
@@ -64,7 +66,7 @@ admin
         await migrateToLatest(database.db);
         const out = await adminCreateUser(
           { db: database.db },
-          { email: opts.email, password: opts.password, name: opts.name, orgId: opts.org, role: opts.role, team: !!opts.team },
+          { email: opts.email, password: opts.password, name: opts.name, orgId: opts.org, role: opts.role, team: !!opts.team, existing: !!opts.existing },
         );
         process.stdout.write(JSON.stringify(out) + '\n');
       } finally {

@@ -1,11 +1,13 @@
 import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { ChildProcess } from 'node:child_process';
-import { createCgroup, type CgroupSupport, type Limits } from './cgroups.js';
+import type { Limits } from './cgroups.js';
 import { CommandError, parseCommand, type CommandStep } from './command.js';
+import type { Box, BoxProcess, Identity, RuntimeDriver } from './driver.js';
 import type { LogStream } from './logs.js';
-import { killGroup, spawnGroup } from './proc.js';
+import { killGroup, spawnBoxProcess } from './box-process.js';
 import { LineSplitter, Redactor } from './redact.js';
+import { copyTreeWithinRoots } from '../lib/copy-tree.js';
+import { chownTree } from './identity.js';
 
 export type BuildSource =
   | { type: 'local'; path: string; roots: string[] }
@@ -33,13 +35,17 @@ export interface BuildInput {
   baseEnv: Record<string, string>;
   timeoutMs: number;
   limits: Limits;
-  cgroups: CgroupSupport;
+  driver: RuntimeDriver;
+  /** The project's own uid/gid (sandbox driver as root); the build's files are made theirs. */
+  identity: Identity | null;
   signal: AbortSignal;
   log(stream: LogStream, line: string): void;
 }
 
 export interface BuildResult {
   commit: string | null;
+  /** The release's source folder (shown at `/app`). */
+  appRoot: string;
   /** The folder the app runs in (the source folder, or its root directory). */
   appDir: string;
   /** The start command the release runs with. */
@@ -132,24 +138,22 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
 
   const baseEnv: Record<string, string> = {
     ...input.baseEnv,
-    HOME: homeDir,
     CI: '1',
     BERTH_PROJECT_ID: input.projectId,
     BERTH_DEPLOYMENT_ID: input.deploymentId,
   };
 
-  const run = async (argv: string[], cwd: string, extraEnv: Record<string, string>, label: string): Promise<string> => {
+  /** Runs one process to its end: output redacted into the build log, cancel and the deadline kill it. */
+  const runProcess = async (start: () => BoxProcess, label: string, killAll: () => void): Promise<string> => {
     if (input.signal.aborted) throw new BuildError('the build was cancelled');
     const remaining = deadline - Date.now();
     if (remaining <= 0) throw new BuildError(`the build timed out after ${Math.round(input.timeoutMs / 1000)} s`);
-    let child: ChildProcess;
+    let child: BoxProcess;
     try {
-      child = spawnGroup(argv, { cwd, env: { ...baseEnv, ...extraEnv } });
+      child = start();
     } catch (e) {
       throw new BuildError(`could not run ${label}: ${(e as Error).message}`);
     }
-    const cg = child.pid ? createCgroup(input.cgroups, `build-${input.deploymentId}-${child.pid}`, input.limits) : null;
-    if (child.pid) cg?.addPid(child.pid);
     let captured = '';
     const attach = (stream: NodeJS.ReadableStream | null, name: LogStream) => {
       if (!stream) return;
@@ -170,28 +174,56 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
     let why: string | null = null;
     const onAbort = () => {
       why = 'the build was cancelled';
-      killGroup(child.pid, 'SIGKILL');
+      killAll();
     };
     input.signal.addEventListener('abort', onAbort, { once: true });
     const timer = setTimeout(() => {
       why = `the build timed out after ${Math.round(input.timeoutMs / 1000)} s`;
-      killGroup(child.pid, 'SIGKILL');
+      killAll();
     }, remaining);
     try {
-      const { code, signal, error } = await new Promise<{ code: number | null; signal: string | null; error?: Error }>((resolve) => {
-        child.once('error', (error) => resolve({ code: null, signal: null, error }));
-        child.once('close', (code, signal) => resolve({ code, signal }));
-      });
+      const { code, signal, error } = await child.exited;
       if (why) throw new BuildError(why);
-      if (error) throw new BuildError(`could not run ${label}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? `program "${argv[0]}" not found` : error.message}`);
+      if (error) throw new BuildError(`could not run ${label}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? `program "${label}" not found` : error.message}`);
+      if (code === 127) throw new BuildError(`${label} failed: a program it runs was not found (exit code 127)`);
       if (code !== 0) throw new BuildError(`${label} failed (${signal ? `killed by ${signal}` : `exit code ${code}`})`);
       return captured;
     } finally {
       clearTimeout(timer);
       input.signal.removeEventListener('abort', onAbort);
-      // Anything the step left running in its group goes with it.
-      killGroup(child.pid, 'SIGKILL');
-      cg?.remove();
+      killAll();
+    }
+  };
+
+  /** Berth's own tools (git) on the host, as the server, with nothing of the server's environment. */
+  const runHost = (argv: string[], cwd: string, extraEnv: Record<string, string>, label: string): Promise<string> => {
+    let pid: number | undefined;
+    return runProcess(
+      () => {
+        const p = spawnBoxProcess(argv, cwd, { ...baseEnv, HOME: homeDir, ...extraEnv });
+        pid = p.pid;
+        return p;
+      },
+      label,
+      () => killGroup(pid, 'SIGKILL'),
+    );
+  };
+
+  let box: Box | null = null;
+  /** A command of the project's, in the build's box; nothing it started outlives the step. */
+  const runStep = async (argv: string[], cwd: string, extraEnv: Record<string, string>, label: string): Promise<string> => {
+    if (!box) {
+      try {
+        box = await input.driver.open({ kind: 'build', projectId: input.projectId, name: `build-${input.deploymentId}`, identity: input.identity, limits: input.limits, appDir: srcDir, homeDir });
+      } catch (e) {
+        throw new BuildError(`the build cannot run: ${(e as Error).message}`);
+      }
+    }
+    const b: Box = box;
+    try {
+      return await runProcess(() => b.exec(argv, { cwd, env: { ...baseEnv, HOME: b.paths.home ?? b.paths.tmp, ...extraEnv } }), label, () => void b.killAll());
+    } finally {
+      await b.killAll();
     }
   };
 
@@ -218,7 +250,7 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
     });
     if (!roots.some((r) => inside(real, r))) throw new BuildError(`the project's local folder ${src.path} is outside BERTH_LOCAL_ROOTS`);
     note(`copying ${src.path}`);
-    cpSync(real, srcDir, { recursive: true, verbatimSymlinks: true, filter: (from) => !SKIP_COPY.has(path.basename(from)) || from === real });
+    copyTreeWithinRoots(real, srcDir, { roots, skipNames: SKIP_COPY, onSkip: (rel, why) => note(`not copied: ${rel}: ${why}`) });
   } else {
     const gitEnv: Record<string, string> = { GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1' };
     if (src.token) {
@@ -241,26 +273,31 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
       /* a path */
     }
     note(`fetching ${shown}${src.ref ? ` at ${src.ref}` : ''}`);
-    await run(['git', 'init', '-q', srcDir], input.workDir, gitEnv, 'git init');
-    await run(['git', '-C', srcDir, 'remote', 'add', 'origin', src.url], input.workDir, gitEnv, 'git remote');
+    await runHost(['git', 'init', '-q', srcDir], input.workDir, gitEnv, 'git init');
+    await runHost(['git', '-C', srcDir, 'remote', 'add', 'origin', src.url], input.workDir, gitEnv, 'git remote');
     const ref = src.ref || 'HEAD';
     // A ref is passed to git as an argument: one that looks like an option, or names a refspec, is refused.
     if (ref.startsWith('-') || /[\s:~^?*[\\]|\.\.|@\{/.test(ref) || ref.length > 255) throw new BuildError(`the ref "${ref.slice(0, 80)}" is not a valid branch, tag or commit`);
     try {
-      await run(['git', '-C', srcDir, 'fetch', '-q', '--depth', '1', 'origin', ref], input.workDir, gitEnv, 'git fetch');
+      await runHost(['git', '-C', srcDir, 'fetch', '-q', '--depth', '1', 'origin', ref], input.workDir, gitEnv, 'git fetch');
     } catch (e) {
       if (input.signal.aborted) throw e;
       note('shallow fetch failed; fetching the full history');
-      await run(['git', '-C', srcDir, 'fetch', '-q', 'origin'], input.workDir, gitEnv, 'git fetch');
-      await run(['git', '-C', srcDir, 'checkout', '-q', ref], input.workDir, gitEnv, 'git checkout');
+      await runHost(['git', '-C', srcDir, 'fetch', '-q', 'origin'], input.workDir, gitEnv, 'git fetch');
+      await runHost(['git', '-C', srcDir, 'checkout', '-q', ref], input.workDir, gitEnv, 'git checkout');
     }
     try {
-      await run(['git', '-C', srcDir, 'checkout', '-q', 'FETCH_HEAD'], input.workDir, gitEnv, 'git checkout');
+      await runHost(['git', '-C', srcDir, 'checkout', '-q', 'FETCH_HEAD'], input.workDir, gitEnv, 'git checkout');
     } catch {
       /* already checked out by the fallback */
     }
-    commit = (await run(['git', '-C', srcDir, 'rev-parse', 'HEAD'], input.workDir, gitEnv, 'git rev-parse')).trim() || null;
+    commit = (await runHost(['git', '-C', srcDir, 'rev-parse', 'HEAD'], input.workDir, gitEnv, 'git rev-parse')).trim() || null;
     rmSync(path.join(input.workDir, 'askpass.sh'), { force: true });
+  }
+  // The source becomes the project's: its build steps write into it as the project's own uid.
+  if (input.identity) {
+    await chownTree(srcDir, input.identity);
+    await chownTree(homeDir, input.identity);
   }
 
   // ---- commands
@@ -275,7 +312,8 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
   const build = input.commands.buildCommand ?? detected.buildCommand;
   const start = input.commands.startCommand ?? detected.startCommand;
   if (!start) throw new BuildError('no start command: set startCommand on the project, or add a "start" script to package.json');
-  const stepEnv = { ...input.env, PATH: pathWithBin(appDir, input.baseEnv.PATH) };
+  const insideApp = input.driver.isolation === 'none' ? appDir : path.posix.join('/app', ...path.relative(srcDir, appDir).split(path.sep).filter(Boolean));
+  const stepEnv = { ...input.env, PATH: pathWithBin(insideApp, input.baseEnv.PATH) };
   for (const [label, cmd] of [
     ['install', install],
     ['build', build],
@@ -291,13 +329,20 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
       throw new BuildError(`the ${label} command cannot run: ${(e as CommandError).message}`);
     }
     note(`${label}: ${cmd}`);
-    for (const s of steps) await run(s.argv, appDir, { ...stepEnv, ...s.env }, `the ${label} command`);
+    try {
+      for (const s of steps) await runStep(s.argv, appDir, { ...stepEnv, ...s.env }, `the ${label} command`);
+    } catch (e) {
+      await (box as Box | null)?.dispose().catch(() => {});
+      box = null;
+      throw e;
+    }
   }
+  await (box as Box | null)?.dispose().catch(() => {});
   try {
     startSteps(appDir, start, {});
   } catch (e) {
     throw new BuildError(`the start command cannot run: ${(e as CommandError).message}`);
   }
   note(`build finished; start command: ${start}`);
-  return { commit, appDir, startCommand: start };
+  return { commit, appRoot: srcDir, appDir, startCommand: start };
 }

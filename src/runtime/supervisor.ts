@@ -1,11 +1,11 @@
 import http from 'node:http';
-import { mkdirSync } from 'node:fs';
-import type { ChildProcess } from 'node:child_process';
+import { mkdirSync, statSync } from 'node:fs';
+import { chownTree } from './identity.js';
 import type { Logger } from 'pino';
-import { createCgroup, type CgroupHandle, type CgroupSupport, type Limits } from './cgroups.js';
+import type { Limits } from './cgroups.js';
 import type { CommandStep } from './command.js';
+import type { Box, BoxProcess, Identity, RuntimeDriver } from './driver.js';
 import type { LogFile, LogStore, LogStream } from './logs.js';
-import { freePort, spawnGroup, stopGroup } from './proc.js';
 import { LineSplitter, Redactor } from './redact.js';
 
 /** Everything needed to run one release of a project. */
@@ -13,20 +13,36 @@ export interface ReleaseSpec {
   projectId: string;
   orgId: string;
   deploymentId: string;
-  /** The release's folder (the app's working directory). */
+  /** The release's source folder (shown at `/app` in a sandbox). */
+  appRoot: string;
+  /** The app's working directory: `appRoot` or its root directory below it. */
   cwd: string;
   /**
    * The start command as argument arrays, made with the app's final environment (so `$PORT` expands
-   * to the allocated port); every step but the last must exit 0 first.
+   * to the port it listens on); every step but the last must exit 0 first.
    */
   steps(env: Record<string, string>): CommandStep[];
   /** The project's variables (plain and secret) for the environment. */
   env: Record<string, string>;
   /** Secret values, redacted from the app's log lines. */
   secrets: string[];
-  /** `DATA_DIR`: the project's volume. */
+  /** The project's volume on the host (`/data` in a sandbox, `DATA_DIR`). */
   dataDir: string;
   limits: Limits;
+  /** The project's own uid/gid (sandbox driver as root). */
+  identity: Identity | null;
+  /** The project's configured port: what the app listens on inside its own network. */
+  port: number;
+  /** `PATH` of the app given the folder it runs in (as the box shows it). */
+  path(cwdInside: string): string;
+}
+
+/** Where the edge sends a request: the app's address as the server reaches it. */
+export interface Upstream {
+  host: string;
+  port: number;
+  /** `host:port`, the key of the edge's connection pool. */
+  key: string;
 }
 
 export type RuntimeStateName = 'starting' | 'running' | 'sleeping' | 'stopped' | 'crashed' | 'failed';
@@ -42,13 +58,14 @@ export interface RuntimeSnapshot {
 
 interface Instance {
   spec: ReleaseSpec;
-  child: ChildProcess;
+  box: Box;
+  proc: BoxProcess;
+  upstream: Upstream;
   port: number;
   pid: number;
   startedAt: string;
   stopping: boolean;
   exited: Promise<{ code: number | null; signal: string | null }>;
-  cg: CgroupHandle | null;
 }
 
 interface Slot {
@@ -67,7 +84,7 @@ interface Slot {
 
 export interface SupervisorOptions {
   logs: LogStore;
-  cgroups: CgroupSupport;
+  driver: RuntimeDriver;
   log: Logger;
   /** Base environment every app gets (PATH, LANG, ...); never the server's own environment. */
   baseEnv: Record<string, string>;
@@ -95,6 +112,7 @@ const MAX_CONSECUTIVE_FAILURES = 8;
 export class Supervisor {
   private readonly slots = new Map<string, Slot>();
   private closed = false;
+  private seq = 0;
 
   constructor(private readonly opts: SupervisorOptions) {}
 
@@ -128,12 +146,12 @@ export class Supervisor {
     return this.slots.get(projectId)?.state;
   }
 
-  /** The port of the running instance (and records activity), or 0 when none runs now. */
-  portNow(projectId: string): number {
+  /** The address of the running instance (and records activity), or null when none runs now. */
+  upstreamNow(projectId: string): Upstream | null {
     const s = this.slots.get(projectId);
-    if (!s || !s.current || s.state !== 'running') return 0;
+    if (!s || !s.current || s.state !== 'running') return null;
     s.lastActivity = Date.now();
-    return s.current.port;
+    return s.current.upstream;
   }
 
   touch(projectId: string): void {
@@ -180,19 +198,19 @@ export class Supervisor {
   }
 
   /**
-   * The port to send a request to: the running instance's, or after starting `spec` (wake from
+   * The address to send a request to: the running instance's, or after starting `spec` (wake from
    * sleep, after a stop, while a crash restart is pending). Waits at most `timeoutMs`.
    */
-  async acquire(projectId: string, loadSpec: () => Promise<ReleaseSpec | null>, timeoutMs: number): Promise<number> {
+  async acquire(projectId: string, loadSpec: () => Promise<ReleaseSpec | null>, timeoutMs: number): Promise<Upstream> {
     const slot = this.slot(projectId);
     slot.lastActivity = Date.now();
-    if (slot.current && slot.state === 'running') return slot.current.port;
+    if (slot.current && slot.state === 'running') return slot.current.upstream;
     let p = slot.starting;
     if (!p) {
       const spec = slot.current?.spec ?? (await loadSpec());
       if (!spec) throw new StartError('the project has no release to run');
       if (slot.starting) p = slot.starting;
-      else if (slot.current && slot.state === 'running') return slot.current.port;
+      else if (slot.current && slot.state === 'running') return slot.current.upstream;
       else p = this.startInto(slot, spec);
     }
     let timer: NodeJS.Timeout | undefined;
@@ -203,7 +221,7 @@ export class Supervisor {
           timer = setTimeout(() => rej(new StartError('the app did not become ready in time')), timeoutMs);
         }),
       ]);
-      return inst.port;
+      return inst.upstream;
     } finally {
       if (timer) clearTimeout(timer);
     }
@@ -344,7 +362,7 @@ export class Supervisor {
     });
   }
 
-  private pipeOutput(child: ChildProcess, logFile: LogFile, secrets: string[]): void {
+  private pipeOutput(child: BoxProcess, logFile: LogFile, secrets: string[]): void {
     const attach = (stream: NodeJS.ReadableStream | null, name: LogStream) => {
       if (!stream) return;
       const r = new Redactor(secrets);
@@ -362,53 +380,74 @@ export class Supervisor {
 
   private async startInstance(spec: ReleaseSpec): Promise<Instance> {
     if (this.closed) throw new StartError('the server is shutting down');
-    mkdirSync(spec.dataDir, { recursive: true });
-    const port = await freePort();
+    mkdirSync(spec.dataDir, { recursive: true, mode: 0o700 });
+    // The volume belongs to the project's own user (a restore or an older Berth may have left root's files).
+    if (spec.identity && statSync(spec.dataDir).uid !== spec.identity.uid) await chownTree(spec.dataDir, spec.identity);
+    const logFile = this.opts.logs.runtime(spec.projectId);
+    const note = (line: string) => logFile.append({ ts: new Date().toISOString(), stream: 'stderr', line: `[berth] ${line}` });
+    let box: Box;
+    try {
+      box = await this.opts.driver.open({
+        kind: 'app',
+        projectId: spec.projectId,
+        name: `app-${spec.projectId}-${++this.seq}`,
+        identity: spec.identity,
+        limits: spec.limits,
+        appDir: spec.appRoot,
+        dataDir: spec.dataDir,
+        port: spec.port,
+      });
+    } catch (e) {
+      note(`the app cannot start: ${(e as Error).message}`);
+      throw new StartError(`the app cannot start: ${(e as Error).message}`);
+    }
+    const port = box.port!;
+    const cwd = box.inside(spec.cwd);
     const env: Record<string, string> = {
       ...this.opts.baseEnv,
-      HOST: '127.0.0.1',
+      PATH: spec.path(cwd),
+      HOME: box.paths.home ?? box.paths.tmp,
+      HOST: box.bindHost,
       NODE_ENV: 'production',
       ...spec.env,
       PORT: String(port),
-      DATA_DIR: spec.dataDir,
+      DATA_DIR: box.paths.data ?? spec.dataDir,
       BERTH_PROJECT_ID: spec.projectId,
       BERTH_DEPLOYMENT_ID: spec.deploymentId,
     };
-    const logFile = this.opts.logs.runtime(spec.projectId);
-    const note = (line: string) => logFile.append({ ts: new Date().toISOString(), stream: 'stderr', line: `[berth] ${line}` });
-    let steps: CommandStep[];
+    const fail = async (message: string): Promise<never> => {
+      await box.dispose().catch(() => {});
+      note(message);
+      throw new StartError(message);
+    };
+    let steps: CommandStep[] = [];
     try {
       steps = spec.steps(env);
     } catch (e) {
-      note(`the start command cannot run: ${(e as Error).message}`);
-      throw new StartError(`the start command cannot run: ${(e as Error).message}`);
+      await fail(`the start command cannot run: ${(e as Error).message}`);
     }
-    // Steps before the last one (migrations, ...) run to completion first.
+    // Steps before the last one (migrations, ...) run to completion first, in the same box.
     for (const step of steps.slice(0, -1)) {
-      const child = spawnGroup(step.argv, { cwd: spec.cwd, env: { ...env, ...step.env } });
-      this.pipeOutput(child, logFile, spec.secrets);
-      const code = await new Promise<number | null>((resolve) => {
-        child.once('error', () => resolve(-1));
-        child.once('exit', (c) => resolve(c));
-      });
-      if (code !== 0) throw new StartError(`start step "${step.argv[0]}" exited with code ${code}`);
+      const p = box.exec(step.argv, { cwd: spec.cwd, env: { ...env, ...step.env } });
+      this.pipeOutput(p, logFile, spec.secrets);
+      const r = await p.exited;
+      if (r.code !== 0) await fail(`start step "${step.argv[0]}" ${r.error ? `could not run: ${r.error.message}` : `exited with code ${r.code}`}`);
     }
     const last = steps[steps.length - 1]!;
-    const child = spawnGroup(last.argv, { cwd: spec.cwd, env: { ...env, ...last.env } });
-    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => {
-      child.once('exit', (code, signal) => resolve({ code, signal }));
-      child.once('error', () => resolve({ code: -1, signal: null }));
-    });
-    if (!child.pid) {
+    const proc = box.exec(last.argv, { cwd: spec.cwd, env: { ...env, ...last.env } });
+    const exited = proc.exited.then(({ code, signal }) => ({ code, signal }));
+    if (!proc.pid) {
       await exited;
-      throw new StartError(`could not start "${last.argv[0]}": program not found`);
+      await fail(`could not start "${last.argv[0]}": program not found`);
     }
-    const cg = createCgroup(this.opts.cgroups, `${spec.projectId}-${child.pid}`, spec.limits);
-    cg?.addPid(child.pid);
-    this.pipeOutput(child, logFile, spec.secrets);
-    const inst: Instance = { spec, child, port, pid: child.pid, startedAt: new Date().toISOString(), stopping: false, exited, cg };
-    void exited.then(() => setTimeout(() => cg?.remove(), 200));
-    note(`starting ${spec.deploymentId} on port ${port} (pid ${child.pid})`);
+    this.pipeOutput(proc, logFile, spec.secrets);
+    const upstream: Upstream = { host: box.host, port, key: `${box.host}:${port}` };
+    const inst: Instance = { spec, box, proc, upstream, port, pid: proc.pid!, startedAt: new Date().toISOString(), stopping: false, exited };
+    // Whatever the app left when it exited (children, detached ones) goes with it.
+    void exited.then(() => {
+      if (!inst.stopping) void box.dispose().catch(() => {});
+    });
+    note(`starting ${spec.deploymentId} on ${box.host === '127.0.0.1' ? 'port' : `${box.host} port`} ${port} (pid ${proc.pid})`);
     const healthy = await this.healthCheck(inst);
     if (!healthy.ok) {
       await this.stopInstance(inst);
@@ -429,7 +468,7 @@ export class Supervisor {
     while (Date.now() < deadline) {
       if (exited) return { ok: false, reason: exited };
       const ok = await new Promise<boolean>((resolve) => {
-        const req = http.get({ host: '127.0.0.1', port: inst.port, path: '/', timeout: 2000, headers: { 'user-agent': 'berth-health' } }, (res) => {
+        const req = http.get({ host: inst.upstream.host, port: inst.port, path: '/', timeout: 2000, headers: { 'user-agent': 'berth-health' } }, (res) => {
           res.resume();
           resolve(true);
         });
@@ -446,9 +485,14 @@ export class Supervisor {
     return { ok: false, reason: exited ?? `it did not answer on port ${inst.port} within ${Math.round((this.opts.healthTimeoutMs ?? 30000) / 1000)} s` };
   }
 
+  /** SIGTERM to the app's processes, SIGKILL to the whole box after the grace period; the box is freed. */
   private async stopInstance(inst: Instance): Promise<void> {
     inst.stopping = true;
-    await stopGroup(inst.child, this.opts.graceMs ?? 5000);
-    inst.cg?.remove();
+    const graceMs = this.opts.graceMs ?? 5000;
+    inst.box.signalAll('SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([inst.exited, new Promise((r) => (timer = setTimeout(r, graceMs)))]);
+    if (timer) clearTimeout(timer);
+    await inst.box.dispose();
   }
 }

@@ -11,14 +11,14 @@ process.env.BERTH_STOP_GRACE_SECONDS = '2';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { freshPostgresDatabase, startTestServer, tempDir, usingPostgres, type TestServer } from '../support/harness.js';
 import { createUser, type TestUser } from '../support/factories.js';
 import type { HttpClient } from '../support/http.js';
 import { getRuntime } from '../../src/modules/deployments/runtime.js';
-import { waitFor, writeTinyApp } from '../runtime/app-fixture.js';
+import { processesWith, waitFor, writeTinyApp } from '../runtime/app-fixture.js';
 
 const SECRET = 'sk-live-' + randomBytes(12).toString('hex');
 let root: string;
@@ -161,7 +161,9 @@ test('the app is reachable by a custom domain, unknown hosts get a clear 404 pag
 test('the app sees its env, PORT, DATA_DIR and X-Forwarded-* headers; bodies stream both ways', async () => {
   assert.equal((await edge(`${slug}.localhost`, '/env/GREETING')).text, 'hi there');
   assert.equal((await edge(`${slug}.localhost`, '/env/API_KEY')).text, SECRET);
-  assert.equal((await edge(`${slug}.localhost`, '/data')).text, path.join(dataDir, 'volumes', projectId, 'data'));
+  // The volume is <data-dir>/volumes/<id>/data on the host and /data inside the sandbox.
+  assert.equal((await edge(`${slug}.localhost`, '/data')).text, '/data');
+  assert.equal(readFileSync(path.join(dataDir, 'volumes', projectId, 'data', 'touched'), 'utf8'), 'yes');
   const headers = JSON.parse((await edge(`${slug}.localhost`, '/headers')).text);
   assert.equal(headers['x-forwarded-for'], '127.0.0.1');
   assert.equal(headers['x-forwarded-proto'], 'http');
@@ -324,7 +326,9 @@ test('a build that fails keeps the previous release serving', async () => {
 });
 
 test('cancel kills a running build; a newer deployment supersedes an older one in flight', async () => {
-  await api.patch(`/api/projects/${projectId}`, { buildCommand: 'node -e "console.log(\'slow build pid \' + process.pid); setTimeout(() => {}, 60000)"' });
+  // The build prints a marker of its own; pids inside the sandbox are its PID namespace's, so the
+  // host's process table is searched for the marker instead.
+  await api.patch(`/api/projects/${projectId}`, { buildCommand: 'node -e "console.log(\'slow build pid \' + process.pid); setTimeout(() => {}, 60000)" slow-build-marker' });
   const a = await deploy();
   const printed = (id: string) => async () => (await api.get(`/api/deployments/${id}/logs`)).body.data.some((l: any) => /^slow build pid \d+/.test(l.line));
   await waitFor(printed(a.id), 'the build to start', 10000);
@@ -338,17 +342,9 @@ test('cancel kills a running build; a newer deployment supersedes an older one i
   // no process of either build survives (the superseded one was killed too)
   for (const id of [a.id, b.id]) {
     const lines = (await api.get(`/api/deployments/${id}/logs`)).body.data.map((l: any) => l.line);
-    const pid = Number(/slow build pid (\d+)/.exec(lines.join('\n'))?.[1]);
-    assert.ok(pid > 0, `build ${id} printed its pid: ${JSON.stringify(lines)}`);
-    await waitFor(async () => {
-      try {
-        process.kill(pid, 0);
-        return false;
-      } catch {
-        return true;
-      }
-    }, `build ${id} to be killed`, 5000);
+    assert.match(lines.join('\n'), /slow build pid \d+/, `build ${id} printed its pid`);
   }
+  await waitFor(async () => processesWith('slow-build-marker').length === 0, 'both builds to be killed', 5000);
   await api.patch(`/api/projects/${projectId}`, { buildCommand: 'node build.js' });
   assert.match((await edge(`${slug}.localhost`)).text, /^hello v1/);
 });

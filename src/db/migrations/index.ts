@@ -8,6 +8,7 @@ import * as m006 from './006_gitprovider.js';
 import * as m007 from './007_backups.js';
 import * as m008 from './008_cloud.js';
 import * as m009 from './009_restore_identity.js';
+import * as m010 from './010_sandbox_identities.js';
 
 /**
  * Every migration, in order. Names sort; add new ones at the end with the next number.
@@ -23,4 +24,5 @@ export const migrations: Record<string, Migration> = {
   '007_backups': m007,
   '008_cloud': m008,
   '009_restore_identity': m009,
+  '010_sandbox_identities': m010,
 };

@@ -5,6 +5,7 @@ import { SESSION_COOKIE } from '../../http/auth.js';
 import { defineRoute, type ModuleDef } from '../../http/route.js';
 import { Id, Obj, Str } from '../../http/schemas.js';
 import * as auth from './auth.service.js';
+import { acceptInvitation, openInvitationIdsFor } from '../permissions/invitations.service.js';
 
 function sessionCookie(ctx: AppContext, token: string, maxAgeSeconds: number): string {
   const secure = ctx.publicUrl().startsWith('https:') ? '; Secure' : '';
@@ -40,9 +41,18 @@ export const authModule: ModuleDef = {
       status: 201,
       schema: { body: Obj({ email: Str({ min: 3, max: 254 }), password: Str({ min: 1, max: 512 }), name: Type.Optional(Str({ max: 100 })) }) },
       async handler({ body, reply }, ctx) {
+        await auth.checkSignupAllowed(ctx, body.email, (email) => openInvitationIdsFor(ctx, email));
         const out = await auth.signup(ctx, body);
+        // The account joins every org that invited its email; the first becomes the session's org.
+        let orgId = out.orgId;
+        const invitations = await openInvitationIdsFor(ctx, out.user.email);
+        for (const id of invitations) {
+          const inv = await acceptInvitation(ctx, { userId: out.user.id, email: out.user.email, orgId: out.orgId, role: 'owner', scopes: null, via: 'session', grants: [] }, id).catch(() => null);
+          if (inv && orgId === out.orgId) orgId = inv.orgId;
+        }
+        if (orgId !== out.orgId) await auth.switchSessionOrg(ctx, out.sessionToken, orgId);
         setSession(reply, ctx, out.sessionToken);
-        return { user: out.user, orgId: out.orgId };
+        return { user: out.user, orgId };
       },
     }),
     defineRoute({

@@ -148,6 +148,19 @@ export async function createOrgWithOwner(db: Db, userId: string, name: string, i
   return { id: org.id, name, isTeam };
 }
 
+/**
+ * Whether `email` may sign up (contract section 10): `open` anyone, `closed` nobody, `invite` only an
+ * email with a pending invitation; the self-hosted default lets the first account in (it owns the
+ * instance) and is `invite` afterwards. `invited` answers the pending invitations' ids.
+ */
+export async function checkSignupAllowed(ctx: AppContext, email: string, invited: (email: string) => Promise<string[]>): Promise<void> {
+  const mode = ctx.config.signup;
+  if (mode === 'open') return;
+  if (mode === 'closed') throw new AppError('SIGNUP_CLOSED', 'sign-up is closed on this instance; ask its operator for an account');
+  if (mode === 'first-then-invite' && !(await store.anyUser(ctx.db))) return;
+  if ((await invited(email)).length === 0) throw new AppError('SIGNUP_CLOSED', 'sign-up on this instance is by invitation only; ask an admin of an organization to invite this email');
+}
+
 export async function signup({ db }: Deps, input: CreateUserInput): Promise<{ user: UserView; orgId: string; sessionToken: string }> {
   if (input.password === undefined) throw new AppError('VALIDATION_FAILED', 'password is required', { field: 'password' });
   const user = await newUserRow(input);
@@ -224,6 +237,13 @@ async function loadMe(db: Db, actor: Actor) {
     role: actor.role,
     orgs: orgs.map((o) => ({ id: o.id, name: o.name, isTeam: !!o.isTeam, role: o.role })),
   };
+}
+
+/** Points a session (by its token) at another org; used right after a signup that joined invited orgs. */
+export async function switchSessionOrg({ db }: Deps, sessionToken: string, orgId: string): Promise<void> {
+  const s = await store.findSessionActor(db, sha256Hex(sessionToken));
+  if (s) await store.setSessionOrg(db, s.sessionId, orgId);
+  invalidateAuthCache();
 }
 
 export async function switchOrg({ db }: Deps, actor: Actor, orgId: string) {
@@ -341,6 +361,8 @@ export interface AdminCreateUserInput extends CreateUserInput {
   orgId?: string;
   role?: string;
   team?: boolean;
+  /** Allow an email that already has an account (its password is set when `password` is given). */
+  existing?: boolean;
 }
 
 /**
@@ -353,10 +375,15 @@ export async function adminCreateUser({ db }: Deps, input: AdminCreateUserInput)
   if (!isRole(role)) throw new AppError('VALIDATION_FAILED', 'role must be one of owner, admin, member, restricted', { field: 'role' });
   const email = normaliseEmail(input.email);
   let user = await store.findUserByEmail(db, email);
+  if (user && !input.existing) throw new AppError('CONFLICT', `an account with the email ${email} already exists; pass --existing to add it to an org or reset its password`, { field: 'email' });
   if (!user) {
     const row = await newUserRow({ ...input, email });
     await store.insertUser(db, row);
     user = row;
+  } else if (input.password !== undefined) {
+    checkPassword(input.password);
+    await store.setPasswordHash(db, user.id, await hashPassword(input.password), nowIso());
+    invalidateAuthCache();
   }
   let orgId: string;
   if (input.orgId) {

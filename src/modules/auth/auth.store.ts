@@ -11,6 +11,14 @@ export async function findUserById(db: Db, id: string): Promise<UsersTable | und
   return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+export async function anyUser(db: Db): Promise<boolean> {
+  return !!(await db.selectFrom('users').select('id').limit(1).executeTakeFirst());
+}
+
+export async function setPasswordHash(db: Db, userId: string, passwordHash: string, at: string): Promise<void> {
+  await db.updateTable('users').set({ passwordHash, updatedAt: at }).where('id', '=', userId).execute();
+}
+
 export async function insertUser(db: Db, u: UsersTable): Promise<void> {
   await db.insertInto('users').values(u).execute();
 }

@@ -276,7 +276,8 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
       baseEnv: rt.baseEnv(),
       timeoutMs: (Number.isFinite(timeoutSeconds) && timeoutSeconds > 0 ? timeoutSeconds : 900) * 1000,
       limits: rt.limitsOf(project.resources, 'build'),
-      cgroups: rt.cgroups,
+      driver: rt.driver,
+      identity: await rt.identityOf(orgId, project.id),
       signal: abort.signal,
       log,
     });
@@ -286,7 +287,8 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
     const current = await findProject(ctx.db, orgId, project.id);
     if (d.environment === 'production' && current && current.status === 'enabled') {
       log('stdout', '[berth] starting the new release and waiting for its health check');
-      const releaseSpec = await specForDeployment(ctx, orgId, project.id, id, result.appDir, result.startCommand);
+      const fresh = await resolveEnvForRuntime(ctx, project.id, 'production');
+      const releaseSpec = await rt.releaseSpec(orgId, project.id, id, result.appDir, result.startCommand, current.resources, fresh.env, fresh.secrets);
       try {
         await rt.supervisor.deploy(releaseSpec);
       } catch (e) {
@@ -319,24 +321,4 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
     jobSignal.removeEventListener('abort', onJobAbort);
     rt.building.delete(id);
   }
-}
-
-/** The release spec of a specific deployment (a build that just finished, not yet marked ready). */
-async function specForDeployment(ctx: AppContext, orgId: string, projectId: string, deploymentId: string, appDir: string, startCommand: string): Promise<ReleaseSpec> {
-  const rt = getRuntime(ctx);
-  const project = await findProject(ctx.db, orgId, projectId);
-  if (!project) throw new BuildError('the project was deleted');
-  const { env, secrets } = await resolveEnvForRuntime(ctx, projectId, 'production');
-  const base = rt.baseEnv();
-  return {
-    projectId,
-    orgId,
-    deploymentId,
-    cwd: appDir,
-    steps: (finalEnv: Record<string, string>) => startSteps(appDir, startCommand, finalEnv),
-    env: { ...env, PATH: env.PATH ?? pathWithBin(appDir, base.PATH) },
-    secrets,
-    dataDir: rt.volumeDir(projectId),
-    limits: rt.limitsOf(project.resources, 'production'),
-  };
 }

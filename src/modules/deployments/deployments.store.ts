@@ -126,6 +126,28 @@ export async function pruneTokens(db: Db, before: string): Promise<void> {
   await db.deleteFrom('deploymentTokens').where('expiresAt', '<', before).execute();
 }
 
+// ---------------------------------------------------------------- sandbox identities
+
+/**
+ * The project's uid, allocated on first use: one above the highest ever handed out (at least `base`).
+ * Two instances racing for the same uid meet the unique index; the loser tries the next one.
+ */
+export async function sandboxUid(db: Db, orgId: string, projectId: string, base: number, at: string): Promise<number> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const row = await db.selectFrom('sandboxIdentities').select('uid').where('orgId', '=', orgId).where('projectId', '=', projectId).executeTakeFirst();
+    if (row) return Number(row.uid);
+    const max = await db.selectFrom('sandboxIdentities').select((eb) => eb.fn.max('uid').as('m')).executeTakeFirst();
+    const uid = Math.max(base, Number(max?.m ?? 0) + 1) + attempt;
+    try {
+      await db.insertInto('sandboxIdentities').values({ projectId, orgId, uid, createdAt: at }).execute();
+      return uid;
+    } catch {
+      /* taken by a racing instance (uid or project): look again */
+    }
+  }
+  throw new Error('could not allocate a uid for the project');
+}
+
 // ---------------------------------------------------------------- runtime state
 
 export async function saveRuntimeState(db: Db, row: RuntimeStateRow): Promise<void> {

@@ -43,7 +43,16 @@ export interface RuntimeStatesTable {
   updatedAt: string;
 }
 
+/** The uid/gid a project's builds and apps run as under the sandbox driver (010_sandbox_identities). */
+export interface SandboxIdentitiesTable {
+  projectId: string;
+  orgId: string;
+  uid: number;
+  createdAt: string;
+}
+
 export interface DeploymentsTables {
+  sandboxIdentities: SandboxIdentitiesTable;
   deploymentBuilds: DeploymentBuildsTable;
   deploymentTokens: DeploymentTokensTable;
   runtimeStates: RuntimeStatesTable;

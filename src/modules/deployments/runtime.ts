@@ -5,10 +5,13 @@ import { EdgeServer, type EdgeTarget } from '../../edge/proxy.js';
 import { RequestLog } from '../../edge/requests.js';
 import { compileRules, type CompiledRule } from '../../edge/rules.js';
 import { nowIso } from '../../lib/ids.js';
-import { detectCgroups, type CgroupSupport, type Limits } from '../../runtime/cgroups.js';
+import { DEFAULT_PIDS_MAX, type Limits } from '../../runtime/cgroups.js';
+import type { Identity, RuntimeDriver } from '../../runtime/driver.js';
+import { createDriver } from '../../runtime/drivers.js';
+import { uidBase } from '../../runtime/identity.js';
 import { LogStore } from '../../runtime/logs.js';
 import { pathWithBin, startSteps } from '../../runtime/build.js';
-import { Supervisor, type ReleaseSpec, type RuntimeSnapshot } from '../../runtime/supervisor.js';
+import { Supervisor, type ReleaseSpec, type RuntimeSnapshot, type Upstream } from '../../runtime/supervisor.js';
 import { resolveEnvForRuntime } from '../projects/env.service.js';
 import { listDomains, listRouteRules } from '../projects/projects.store.js';
 import type { RuntimePort, RuntimeState } from '../projects/runtime-port.js';
@@ -49,7 +52,7 @@ interface RouteEntry {
 export class BerthRuntime {
   readonly logs: LogStore;
   readonly supervisor: Supervisor;
-  readonly cgroups: CgroupSupport;
+  readonly driver: RuntimeDriver;
   readonly requests = new RequestLog(1000);
   /** AbortControllers of the builds running in this process, by deployment id. */
   readonly building = new Map<string, AbortController>();
@@ -64,10 +67,10 @@ export class BerthRuntime {
 
   constructor(private readonly ctx: AppContext) {
     this.logs = new LogStore(ctx.config.dataDir);
-    this.cgroups = detectCgroups();
+    this.driver = createDriver(ctx.config.runtime, ctx.config.dataDir);
     this.supervisor = new Supervisor({
       logs: this.logs,
-      cgroups: this.cgroups,
+      driver: this.driver,
       log: ctx.log,
       baseEnv: this.baseEnv(),
       healthTimeoutMs: this.healthTimeoutMs,
@@ -86,6 +89,13 @@ export class BerthRuntime {
   // ---------------------------------------------------------------- lifecycle
 
   async start(): Promise<void> {
+    if (this.driver.isolation === 'none') {
+      this.ctx.log.warn('BERTH_RUNTIME=process: builds and apps run WITHOUT isolation, as the server\'s own user, and can read its secret key and every project\'s data; use it only for code you trust');
+    }
+    const status = this.driver.status();
+    if (!status.ready) this.ctx.log.error({ driver: status.driver }, `the ${status.driver} runtime cannot run builds or apps: ${status.reason}`);
+    // What a previous run left (after a crash or kill -9): killed, before anything is started again.
+    await this.driver.reclaim().catch((err) => this.ctx.log.error({ err: (err as Error).message }, 'could not reclaim what the previous run left'));
     const edge = new EdgeServer(
       {
         lookup: (host) => this.lookup(host),
@@ -195,20 +205,49 @@ export class BerthRuntime {
     const project = await this.ctx.db.selectFrom('projects').select(['resources']).where('orgId', '=', orgId).where('id', '=', projectId).executeTakeFirst();
     if (!project) return null;
     const { env, secrets } = await resolveEnvForRuntime(this.ctx, projectId, 'production');
-    const appDir = rel.releaseDir;
-    const command = rel.startCommand;
+    return this.releaseSpec(orgId, projectId, rel.id, rel.releaseDir, rel.startCommand, project.resources, env, secrets);
+  }
+
+  /** The spec of one release (its folder and start command) with the project's env and limits. */
+  async releaseSpec(orgId: string, projectId: string, deploymentId: string, appDir: string, command: string, resources: string, env: Record<string, string>, secrets: string[]): Promise<ReleaseSpec> {
     const base = this.baseEnv();
+    const port = await this.ctx.db.selectFrom('projects').select('port').where('orgId', '=', orgId).where('id', '=', projectId).executeTakeFirst();
     return {
       projectId,
       orgId,
-      deploymentId: rel.id,
+      deploymentId,
+      appRoot: this.releaseRootOf(appDir),
       cwd: appDir,
       steps: (finalEnv) => startSteps(appDir, command, finalEnv),
-      env: { ...env, PATH: env.PATH ?? pathWithBin(appDir, base.PATH) },
+      env,
       secrets,
       dataDir: this.volumeDir(projectId),
-      limits: this.limitsOf(project.resources, 'production'),
+      limits: this.limitsOf(resources, 'production'),
+      identity: await this.identityOf(orgId, projectId),
+      port: Number(port?.port) > 0 ? Number(port!.port) : 3000,
+      path: (cwdInside) => env.PATH ?? pathWithBin(cwdInside, base.PATH),
     };
+  }
+
+  /**
+   * The folder a release is shown at `/app` from: `<builds>/<projectId>/<deploymentId>/src`, whatever
+   * root directory below it the app runs in.
+   */
+  releaseRootOf(releaseDir: string): string {
+    const base = path.join(this.ctx.config.dataDir, 'builds');
+    const rel = path.relative(base, path.resolve(releaseDir)).split(path.sep);
+    if (rel.length >= 3 && rel[0] !== '..' && rel[2] === 'src') return path.join(base, rel[0]!, rel[1]!, 'src');
+    return releaseDir;
+  }
+
+  /**
+   * The project's own uid/gid when the driver switches users (sandbox as root), allocated on first
+   * use, and its volume made theirs.
+   */
+  async identityOf(orgId: string, projectId: string): Promise<Identity | null> {
+    if (this.driver.isolation !== 'sandbox' || process.getuid?.() !== 0) return null;
+    const uid = await store.sandboxUid(this.ctx.db, orgId, projectId, uidBase(), nowIso());
+    return { uid, gid: uid };
   }
 
   volumeDir(projectId: string): string {
@@ -216,10 +255,14 @@ export class BerthRuntime {
   }
 
   limitsOf(resources: string, which: 'production' | 'build'): Limits {
-    const def = which === 'production' ? { cpuCores: 1, memoryMb: 512 } : { cpuCores: 2, memoryMb: 2048 };
+    const def = which === 'production' ? { cpuCores: 1, memoryMb: 512, pidsMax: DEFAULT_PIDS_MAX } : { cpuCores: 2, memoryMb: 2048, pidsMax: DEFAULT_PIDS_MAX };
     try {
       const r = JSON.parse(resources)?.[which] ?? {};
-      return { cpuCores: Number(r.cpuCores) > 0 ? Number(r.cpuCores) : def.cpuCores, memoryMb: Number(r.memoryMb) > 0 ? Number(r.memoryMb) : def.memoryMb };
+      return {
+        cpuCores: Number(r.cpuCores) > 0 ? Number(r.cpuCores) : def.cpuCores,
+        memoryMb: Number(r.memoryMb) > 0 ? Number(r.memoryMb) : def.memoryMb,
+        pidsMax: Number(r.pidsMax) > 0 ? Number(r.pidsMax) : def.pidsMax,
+      };
     } catch {
       return def;
     }
@@ -322,9 +365,9 @@ export class BerthRuntime {
     return entry.ok;
   }
 
-  private upstream(projectId: string): number | Promise<number> {
-    const port = this.supervisor.portNow(projectId);
-    if (port) return port;
+  private upstream(projectId: string): Upstream | Promise<Upstream> {
+    const up = this.supervisor.upstreamNow(projectId);
+    if (up) return up;
     return this.supervisor.acquire(
       projectId,
       async () => {
@@ -381,7 +424,11 @@ export class BerthRuntime {
     const edgePort = this.edgePort();
     const url = `http://${host}${edgePort && edgePort !== 80 ? `:${edgePort}` : ''}`;
     const snap = this.supervisor.snapshot(projectId);
-    const limits = this.cgroups.enforced ? {} : { limitsEnforced: false, limitsNote: `resource limits are not enforced: ${this.cgroups.reason}` };
+    const limits = {
+      isolation: this.driver.isolation,
+      ...(this.driver.limits.enforced ? {} : { limitsEnforced: false }),
+      ...(this.driver.limits.note ? { limitsNote: this.driver.limits.note } : {}),
+    };
     if (snap && snap.state !== 'stopped') {
       return { state: snap.state, url, port: snap.port ?? p.port, ...(snap.pid ? { pid: snap.pid } : {}), ...(snap.startedAt ? { startedAt: snap.startedAt } : {}), ...limits } as RuntimeState;
     }

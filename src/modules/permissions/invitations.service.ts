@@ -221,6 +221,12 @@ async function loadForInvitee(ctx: AppContext, actor: Actor, id: string): Promis
   return inv;
 }
 
+/** Ids of the unexpired pending invitations addressed to `email`, oldest first, in any org. */
+export async function openInvitationIdsFor(ctx: AppContext, email: string): Promise<string[]> {
+  const rows = await store.findPendingAnyOrgForEmail(ctx.db, email.trim().toLowerCase());
+  return rows.filter((r) => !isExpired(r)).map((r) => r.id);
+}
+
 /**
  * The invited user joins the org with the invitation's role (a member already keeps their role) and
  * the status becomes `accepted`. Accepting twice answers the accepted invitation again.

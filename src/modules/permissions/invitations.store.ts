@@ -25,6 +25,11 @@ export async function findPendingForEmail(db: Db, orgId: string, email: string):
   return db.selectFrom('invitations').selectAll().where('orgId', '=', orgId).where('email', '=', email).where('status', '=', 'pending').execute();
 }
 
+/** Pending invitations of an email in every org (signup on an invite-only instance). */
+export async function findPendingAnyOrgForEmail(db: Db, email: string): Promise<InvitationsTable[]> {
+  return db.selectFrom('invitations').selectAll().where('email', '=', email).where('status', '=', 'pending').orderBy('createdAt', 'asc').execute();
+}
+
 export async function insertInvitation(db: Db, row: InvitationsTable): Promise<void> {
   await db.insertInto('invitations').values(row).execute();
 }

@@ -1,0 +1,48 @@
+import { spawn } from 'node:child_process';
+import type { BoxProcess } from './driver.js';
+
+/**
+ * Starts `argv` (an argument array, never a shell string) as the leader of a new process group and
+ * wraps it as a BoxProcess. The group lets a driver without cgroups still signal the whole tree.
+ */
+export function spawnBoxProcess(argv: string[], cwd: string, env: Record<string, string>): BoxProcess {
+  if (argv.length === 0) throw new Error('empty command');
+  const child = spawn(argv[0]!, argv.slice(1), { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<{ code: number | null; signal: string | null; error?: Error }>((resolve) => {
+    child.once('error', (error) => resolve({ code: null, signal: null, error }));
+    child.once('close', (code, signal) => resolve({ code, signal }));
+  });
+  return {
+    pid: child.pid,
+    stdout: child.stdout,
+    stderr: child.stderr,
+    exited,
+  };
+}
+
+/** Sends `signal` to the process group led by `pid`; false when it is gone. */
+export function killGroup(pid: number | undefined, signal: NodeJS.Signals): boolean {
+  if (!pid) return false;
+  try {
+    process.kill(-pid, signal);
+    return true;
+  } catch {
+    try {
+      process.kill(pid, signal);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}
+
+/** Is any process of the group led by `pid` still alive? */
+export function groupAlive(pid: number | undefined): boolean {
+  if (!pid) return false;
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,102 @@
+import type { Readable } from 'node:stream';
+import type { Limits } from './cgroups.js';
+
+/**
+ * The runtime driver interface: how a build step or an app runs. The supervisor (apps) and the build
+ * pipeline (build steps) speak only to this; the drivers are `sandbox` (bubblewrap, default),
+ * `process` (no isolation, explicit only) and, later, `docker`.
+ *
+ * The unit is a *box*: one build or one app instance, with its limits (a cgroup), its network, its
+ * identity and its file view. Processes are started in a box one after the other (install then build;
+ * migrations then the server) and the box is disposed of as a whole: every process in it dies, nothing
+ * outlives it.
+ */
+
+export type DriverName = 'sandbox' | 'process' | 'docker';
+export type Isolation = 'sandbox' | 'docker' | 'none';
+
+export interface DriverStatus {
+  driver: DriverName;
+  /** The driver can run builds and apps now. */
+  ready: boolean;
+  /** Why it cannot, naming the fix. */
+  reason?: string;
+}
+
+/** The uid/gid a project's builds and apps run as (allocated per project, never 0, never the server's). */
+export interface Identity {
+  uid: number;
+  gid: number;
+}
+
+export interface BoxSpec {
+  kind: 'build' | 'app';
+  projectId: string;
+  /** Unique per box of this server: the cgroup's and the box's name. */
+  name: string;
+  identity: Identity | null;
+  limits: Limits;
+  /** Host folder shown at `/app` (writable for builds, read-only for apps). */
+  appDir: string;
+  /** Host folder shown at `/data` (apps only): the project's volume. */
+  dataDir?: string;
+  /** Host folder that is `HOME` (builds). */
+  homeDir?: string;
+  /** The port the app listens on (apps only); the only port reachable from outside the box. */
+  port?: number;
+}
+
+export interface ExecOptions {
+  /** Working directory as a host path below `appDir` (mapped into the box by the driver). */
+  cwd: string;
+  /** The whole environment of the process (never the server's own). */
+  env: Record<string, string>;
+}
+
+export interface BoxProcess {
+  readonly pid: number | undefined;
+  readonly stdout: Readable | null;
+  readonly stderr: Readable | null;
+  /** Resolves once the process has exited and its output streams are closed. */
+  readonly exited: Promise<{ code: number | null; signal: string | null; error?: Error }>;
+}
+
+export interface Box {
+  /** Where a port inside the box is reached from the server (the edge, the health check). */
+  readonly host: string;
+  /** The port the app listens on (PORT), when it is an app. */
+  readonly port: number | null;
+  /** The address the app should bind (`HOST`): all addresses inside its own network, else loopback. */
+  readonly bindHost: string;
+  /** Paths as the box's processes see them. */
+  readonly paths: { app: string; data: string | null; home: string | null; tmp: string };
+  /** Maps a host path below `appDir` to the path inside the box. */
+  inside(hostPath: string): string;
+  exec(argv: string[], opts: ExecOptions): BoxProcess;
+  /** Sends `signal` to the box's own processes (the command and what it started; not the launcher). */
+  signalAll(signal: NodeJS.Signals): void;
+  /** Kills every process in the box (children and detached ones included), the box stays usable. */
+  killAll(): Promise<void>;
+  /** Kills everything and frees the box's cgroup and network. */
+  dispose(): Promise<void>;
+  /** Pids in the box now (for the runtime state and the tests). */
+  pids(): number[];
+}
+
+export interface RuntimeDriver {
+  readonly name: DriverName;
+  readonly isolation: Isolation;
+  /** Whether limits are enforced, and why not when not. */
+  readonly limits: { enforced: boolean; note?: string };
+  status(): DriverStatus;
+  /** Kills and removes whatever a previous run of this server left (called once at start). */
+  reclaim(): Promise<void>;
+  open(spec: BoxSpec): Promise<Box>;
+}
+
+export class DriverUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DriverUnavailableError';
+  }
+}

@@ -1,0 +1,194 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+/**
+ * A network namespace per sandbox (when the server runs as root), joined to the host by a veth pair
+ * on a /30 of 10.88.0.0/16: the host side is `.1` of the /30, the sandbox `eth0` is `.2`. The host
+ * routes and masquerades the sandbox's outbound traffic, so builds reach package registries, while
+ * nftables rules keep everything else out:
+ *
+ * - host `input`: nothing that enters from a sandbox reaches a host address (the API, PostgreSQL, any
+ *   service on loopback or another interface), replies excepted;
+ * - host `forward`: sandboxes cannot reach each other, nor link-local (cloud metadata) addresses;
+ * - host `output`: only the server's own user opens connections into the sandboxes (the edge and the
+ *   health check), not other local users;
+ * - the sandbox's own `input`: only the host side, only on the app's `PORT` (builds: nothing). A port
+ *   the app binds besides it is unreachable from everywhere.
+ *
+ * The rules inside the namespace cannot be changed from inside: the sandbox has no capabilities over a
+ * namespace the host's root owns.
+ *
+ * A /30 is claimed by creating `/run/berth-net/<index>` exclusively (atomic across every Berth on the
+ * machine); the file names the owning instance key and pid, so a restart (or another server, once that
+ * pid is gone) reclaims what a crashed server left.
+ */
+
+export const SUBNET_PREFIX = '10.88';
+const POOL_SIZE = 16384;
+const CLAIMS_DIR = '/run/berth-net';
+
+export interface NetNamespace {
+  index: number;
+  name: string;
+  /** `/run/netns/<name>`: what `nsenter --net=` joins. */
+  path: string;
+  hostIf: string;
+  hostAddr: string;
+  sandboxAddr: string;
+}
+
+export function run(bin: string, args: string[], input?: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, args, { stdio: [input === undefined ? 'ignore' : 'pipe', 'ignore', 'pipe'], env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } });
+    let err = '';
+    child.stderr!.on('data', (c: Buffer) => {
+      if (err.length < 2000) err += c.toString();
+    });
+    child.once('error', reject);
+    child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`${path.basename(bin)} ${args.slice(0, 3).join(' ')} failed: ${err.trim() || `exit ${code}`}`))));
+    if (input !== undefined) child.stdin!.end(input);
+  });
+}
+
+function addrOf(index: number, host: boolean): string {
+  const base = index * 4;
+  return `${SUBNET_PREFIX}.${base >> 8}.${(base & 255) + (host ? 1 : 2)}`;
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The host-wide rules (one table, rewritten whole and atomically by whichever server starts). */
+function hostRules(serverUid: number): string {
+  const pool = `${SUBNET_PREFIX}.0.0/16`;
+  return `table inet berth
+delete table inet berth
+table inet berth {
+  chain input {
+    type filter hook input priority -10; policy accept;
+    iifname "bth*" ct state established,related accept
+    iifname "bth*" drop
+  }
+  chain forward {
+    type filter hook forward priority -10; policy accept;
+    iifname "bth*" oifname "bth*" drop
+    iifname "bth*" ip daddr { 169.254.0.0/16, ${pool} } drop
+    iifname "bth*" accept
+    oifname "bth*" ct state established,related accept
+    oifname "bth*" drop
+  }
+  chain output {
+    type filter hook output priority -10; policy accept;
+    ip daddr ${pool} ct state new meta skuid != ${serverUid} drop
+  }
+  chain postrouting {
+    type nat hook postrouting priority 100; policy accept;
+    ip saddr ${pool} oifname != "bth*" masquerade
+  }
+}
+`;
+}
+
+export class NetworkPool {
+  private ready: Promise<void> | null = null;
+
+  constructor(
+    private readonly bins: { ip: string; nft: string; nsenter: string },
+    private readonly instanceKey: string,
+  ) {}
+
+  /** Host rules, forwarding on, and what a previous run of this instance (or a dead server) left. */
+  init(): Promise<void> {
+    this.ready ??= (async () => {
+      mkdirSync(CLAIMS_DIR, { recursive: true, mode: 0o700 });
+      writeFileSync('/proc/sys/net/ipv4/ip_forward', '1');
+      await run(this.bins.nft, ['-f', '-'], hostRules(process.getuid?.() ?? 0));
+      await this.reclaim();
+    })();
+    return this.ready;
+  }
+
+  private async reclaim(): Promise<void> {
+    let names: string[] = [];
+    try {
+      names = readdirSync(CLAIMS_DIR);
+    } catch {
+      return;
+    }
+    for (const n of names) {
+      const index = Number(n);
+      if (!Number.isInteger(index)) continue;
+      let owner = '';
+      try {
+        owner = readFileSync(path.join(CLAIMS_DIR, n), 'utf8');
+      } catch {
+        continue;
+      }
+      const [key, pidText] = owner.trim().split(' ');
+      const pid = Number(pidText);
+      const mine = key === this.instanceKey && pid !== process.pid;
+      if (mine || !pidAlive(pid)) await this.release(this.describe(index)).catch(() => {});
+    }
+  }
+
+  private describe(index: number): NetNamespace {
+    const name = `berth-${index}`;
+    return { index, name, path: `/run/netns/${name}`, hostIf: `bth${index}`, hostAddr: addrOf(index, true), sandboxAddr: addrOf(index, false) };
+  }
+
+  private claim(): number {
+    const start = Math.floor(Math.random() * POOL_SIZE);
+    for (let i = 0; i < POOL_SIZE; i++) {
+      const index = (start + i) % POOL_SIZE;
+      if (index === 0) continue;
+      try {
+        writeFileSync(path.join(CLAIMS_DIR, String(index)), `${this.instanceKey} ${process.pid}\n`, { flag: 'wx', mode: 0o600 });
+        return index;
+      } catch {
+        /* taken */
+      }
+    }
+    throw new Error('no free sandbox network: all 16384 are in use');
+  }
+
+  /**
+   * A new namespace whose `input` admits the host side on `port` only (no port: nothing inbound).
+   */
+  async create(port: number | null): Promise<NetNamespace> {
+    await this.init();
+    const ns = this.describe(this.claim());
+    try {
+      await run(this.bins.ip, ['-batch', '-'], [`netns add ${ns.name}`, `link add ${ns.hostIf} type veth peer name eth0 netns ${ns.name}`, `addr add ${ns.hostAddr}/30 dev ${ns.hostIf}`, `link set ${ns.hostIf} up`].join('\n') + '\n');
+      await run(this.bins.ip, ['-n', ns.name, '-batch', '-'], ['link set lo up', `addr add ${ns.sandboxAddr}/30 dev eth0`, 'link set eth0 up', `route add default via ${ns.hostAddr}`].join('\n') + '\n');
+      const admit = port ? `    ip saddr ${ns.hostAddr} tcp dport ${port} accept\n` : '';
+      const rules = `table inet sandbox {\n  chain input {\n    type filter hook input priority 0; policy drop;\n    ct state established,related accept\n    iif "lo" accept\n${admit}  }\n}\n`;
+      await run(this.bins.nsenter, [`--net=${ns.path}`, '--', this.bins.nft, '-f', '-'], rules);
+    } catch (e) {
+      await this.release(ns).catch(() => {});
+      throw e;
+    }
+    return ns;
+  }
+
+  /** Deletes the namespace (its veth pair goes with it) and frees the /30. */
+  async release(ns: NetNamespace): Promise<void> {
+    try {
+      await run(this.bins.ip, ['netns', 'delete', ns.name]);
+    } catch {
+      /* already gone */
+    }
+    try {
+      await run(this.bins.ip, ['link', 'delete', ns.hostIf]);
+    } catch {
+      /* went with the namespace */
+    }
+    rmSync(path.join(CLAIMS_DIR, String(ns.index)), { force: true });
+  }
+}

@@ -1,0 +1,263 @@
+import { existsSync, lstatSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
+import path from 'node:path';
+import { createCgroup, reclaimCgroups, type CgroupHandle, type CgroupSupport } from './cgroups.js';
+import type { Box, BoxProcess, BoxSpec, DriverStatus, RuntimeDriver } from './driver.js';
+import { DriverUnavailableError } from './driver.js';
+import { groupAlive, killGroup, spawnBoxProcess } from './box-process.js';
+import { NetworkPool, type NetNamespace } from './netns.js';
+import { freePort } from './proc.js';
+
+/**
+ * The `sandbox` driver (default): every build step and app runs under bubblewrap.
+ *
+ * When the server is root (the supported production setup):
+ *   cgexec (the box's cgroup; the process starts inside it, so nothing it forks is ever outside)
+ *   -> nsenter --net (the box's own network namespace, see netns.ts)
+ *   -> bwrap (new mount, PID, IPC and UTS namespaces; the system read-only; /app, /data, /tmp, HOME)
+ *   -> setpriv (the project's own uid/gid, no supplementary groups, no capabilities in any set,
+ *      an empty bounding set, no_new_privs)
+ *   -> the command.
+ * bwrap runs as root only to build the mount namespace; the command never holds a capability.
+ *
+ * Without root there is no uid to switch to and no cgroup or namespace to create on the host:
+ * bwrap then makes a user namespace itself (same outer uid as the server, nothing of the data dir
+ * mounted, own PID namespace), the host network is shared, and `limits.note` says so.
+ */
+
+export interface SandboxBins {
+  bwrap: string | null;
+  nsenter: string | null;
+  setpriv: string | null;
+  cgexec: string | null;
+  ip: string | null;
+  nft: string | null;
+}
+
+const SEARCH = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
+
+export function findProgram(name: string): string | null {
+  for (const dir of SEARCH) {
+    const p = path.join(dir, name);
+    if (existsSync(p)) return p;
+  }
+  return null;
+}
+
+export function findSandboxBins(): SandboxBins {
+  return {
+    bwrap: process.env.BERTH_BWRAP_BIN ?? findProgram('bwrap'),
+    nsenter: findProgram('nsenter'),
+    setpriv: findProgram('setpriv'),
+    cgexec: findProgram('cgexec'),
+    ip: findProgram('ip'),
+    nft: findProgram('nft'),
+  };
+}
+
+/** Folders of the system shown read-only in every box (a symlink such as `/bin -> usr/bin` stays one). */
+const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/opt'];
+
+function uidOf(pid: number): number | null {
+  try {
+    const m = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+function under(p: string, dir: string): boolean {
+  const rel = path.relative(dir, p);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+export class SandboxDriver implements RuntimeDriver {
+  readonly name = 'sandbox' as const;
+  readonly isolation = 'sandbox' as const;
+  readonly limits: { enforced: boolean; note?: string };
+  private readonly root: boolean;
+  private readonly net: NetworkPool | null;
+  private readonly systemArgs: string[];
+  private readonly problem: string | null;
+
+  constructor(
+    private readonly bins: SandboxBins,
+    private readonly cgroups: CgroupSupport,
+    private readonly instanceKey: string,
+    private readonly dataDir: string,
+  ) {
+    this.root = process.getuid?.() === 0;
+    this.problem = this.check();
+    this.net = this.root && !this.problem ? new NetworkPool({ ip: bins.ip!, nft: bins.nft!, nsenter: bins.nsenter! }, instanceKey) : null;
+    const notes: string[] = [];
+    if (!cgroups.enforced) notes.push(`resource limits are not enforced: ${cgroups.reason}`);
+    if (!this.root) notes.push('the server does not run as root: apps share the host network and the server\'s uid outside their user namespace');
+    this.limits = notes.length ? { enforced: cgroups.enforced, note: notes.join('; ') } : { enforced: true };
+    this.systemArgs = this.problem ? [] : this.systemMounts();
+  }
+
+  private check(): string | null {
+    if (process.platform !== 'linux') return 'the sandbox runtime needs Linux (set BERTH_RUNTIME=docker, or BERTH_RUNTIME=process for no isolation)';
+    if (!this.bins.bwrap) return 'bubblewrap is not installed: install it (Debian/Ubuntu: apt-get install bubblewrap), or set BERTH_RUNTIME=docker';
+    if (this.root) {
+      const missing = (['nsenter', 'setpriv', 'cgexec', 'ip', 'nft'] as const).filter((b) => !this.bins[b]);
+      const pkg: Record<string, string> = { nsenter: 'util-linux', setpriv: 'util-linux', cgexec: 'cgroup-tools', ip: 'iproute2', nft: 'nftables' };
+      if (missing.length) return `the sandbox runtime needs ${missing.join(', ')}: install ${[...new Set(missing.map((m) => pkg[m]))].join(' ')} (apt-get install ...)`;
+      if (!this.cgroups.enforced) return `the sandbox runtime needs writable cgroups to hold every process of a box: ${this.cgroups.reason}`;
+    }
+    return null;
+  }
+
+  private systemMounts(): string[] {
+    const args: string[] = [];
+    for (const dir of SYSTEM_DIRS) {
+      let st;
+      try {
+        st = lstatSync(dir);
+      } catch {
+        continue;
+      }
+      if (st.isSymbolicLink()) args.push('--symlink', readlinkSync(dir), dir);
+      else if (st.isDirectory()) args.push('--ro-bind', dir, dir);
+    }
+    // The Node.js that runs Berth, when it lives outside the system folders (nvm, a tarball).
+    try {
+      const prefix = path.dirname(path.dirname(realpathSync(process.execPath)));
+      if (!SYSTEM_DIRS.some((d) => under(prefix, d)) && prefix !== '/') args.push('--ro-bind', prefix, prefix);
+    } catch {
+      /* not found */
+    }
+    // The data dir is never visible, even when it lives below a system folder.
+    if (SYSTEM_DIRS.some((d) => under(this.dataDir, d))) args.push('--tmpfs', this.dataDir);
+    return args;
+  }
+
+  status(): DriverStatus {
+    return this.problem ? { driver: 'sandbox', ready: false, reason: this.problem } : { driver: 'sandbox', ready: true };
+  }
+
+  async reclaim(): Promise<void> {
+    if (this.problem) return;
+    await reclaimCgroups(this.cgroups, this.instanceKey);
+    await this.net?.init();
+  }
+
+  async open(spec: BoxSpec): Promise<Box> {
+    if (this.problem) throw new DriverUnavailableError(this.problem);
+    if (this.root && (!spec.identity || spec.identity.uid === 0 || spec.identity.uid === process.getuid?.())) {
+      throw new DriverUnavailableError('a sandboxed project needs its own uid');
+    }
+    const cg = createCgroup(this.cgroups, this.instanceKey, spec.name, spec.limits);
+    if (this.root && !cg) throw new DriverUnavailableError('could not create the cgroup of the sandbox');
+    let ns: NetNamespace | null = null;
+    let port: number | null = null;
+    try {
+      if (this.net) {
+        port = spec.kind === 'app' ? (spec.port ?? 3000) : null;
+        ns = await this.net.create(port);
+      } else if (spec.kind === 'app') {
+        port = await freePort();
+      }
+    } catch (e) {
+      await cg?.remove();
+      throw e;
+    }
+    return new SandboxBox(this.bins, this.systemArgs, spec, cg, ns, port, this.net);
+  }
+}
+
+class SandboxBox implements Box {
+  readonly host: string;
+  readonly bindHost: string;
+  readonly paths: Box['paths'];
+  private readonly leaders = new Set<number>();
+
+  constructor(
+    private readonly bins: SandboxBins,
+    private readonly systemArgs: string[],
+    private readonly spec: BoxSpec,
+    private readonly cg: CgroupHandle | null,
+    private readonly ns: NetNamespace | null,
+    readonly port: number | null,
+    private readonly net: NetworkPool | null,
+  ) {
+    this.host = ns ? ns.sandboxAddr : '127.0.0.1';
+    this.bindHost = ns ? '0.0.0.0' : '127.0.0.1';
+    this.paths = { app: '/app', data: spec.dataDir ? '/data' : null, home: spec.homeDir ? '/home/berth' : null, tmp: '/tmp' };
+  }
+
+  inside(hostPath: string): string {
+    const rel = path.relative(this.spec.appDir, hostPath);
+    if (rel.startsWith('..') || path.isAbsolute(rel)) throw new Error(`${hostPath} is outside the box`);
+    return rel ? path.posix.join('/app', ...rel.split(path.sep)) : '/app';
+  }
+
+  private bwrapArgs(cwd: string): string[] {
+    const s = this.spec;
+    const a = [...this.systemArgs, '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
+    a.push(s.kind === 'build' ? '--bind' : '--ro-bind', s.appDir, '/app');
+    if (s.dataDir) a.push('--bind', s.dataDir, '/data');
+    if (s.homeDir) a.push('--bind', s.homeDir, '/home/berth');
+    a.push('--chdir', this.inside(cwd));
+    a.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--hostname', 'berth');
+    a.push('--die-with-parent', '--new-session');
+    if (!s.identity || process.getuid?.() !== 0) a.push('--unshare-user', '--cap-drop', 'ALL');
+    return a;
+  }
+
+  exec(argv: string[], opts: { cwd: string; env: Record<string, string> }): BoxProcess {
+    if (argv.length === 0) throw new Error('empty command');
+    const chain: string[] = [];
+    const root = process.getuid?.() === 0;
+    if (root && this.cg) chain.push(this.bins.cgexec!, '-g', this.cg.cgexecSpec);
+    if (this.ns) chain.push(this.bins.nsenter!, `--net=${this.ns.path}`, '--');
+    chain.push(this.bins.bwrap!, ...this.bwrapArgs(opts.cwd), '--');
+    if (root && this.spec.identity) {
+      const { uid, gid } = this.spec.identity;
+      chain.push(this.bins.setpriv!, `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--inh-caps=-all', '--ambient-caps=-all', '--bounding-set=-all', '--no-new-privs', '--');
+    }
+    chain.push(...argv);
+    // The host-side working directory of the launcher itself: somewhere that always exists.
+    const p = spawnBoxProcess(chain, '/', opts.env);
+    if (p.pid) {
+      this.leaders.add(p.pid);
+      if (!root) this.cg?.addPid(p.pid);
+    }
+    return p;
+  }
+
+  signalAll(signal: NodeJS.Signals): void {
+    const uid = this.spec.identity?.uid;
+    if (!this.cg || uid === undefined || process.getuid?.() !== 0) {
+      // bwrap's own processes die with their parent, and take the sandbox with them.
+      for (const pid of this.leaders) killGroup(pid, signal);
+      return;
+    }
+    // The launcher (bwrap, root) would answer SIGTERM by killing the sandbox at once: signal only the
+    // processes that run as the project, so the app gets its grace period.
+    for (const pid of this.cg.pids()) {
+      if (uidOf(pid) !== uid) continue;
+      try {
+        process.kill(pid, signal);
+      } catch {
+        /* gone */
+      }
+    }
+  }
+
+  pids(): number[] {
+    return this.cg ? this.cg.pids() : [...this.leaders].filter((p) => groupAlive(p));
+  }
+
+  async killAll(): Promise<void> {
+    if (this.cg) await this.cg.killAll();
+    for (const pid of this.leaders) killGroup(pid, 'SIGKILL');
+  }
+
+  async dispose(): Promise<void> {
+    await this.killAll();
+    this.leaders.clear();
+    await this.cg?.remove();
+    if (this.ns && this.net) await this.net.release(this.ns);
+  }
+}
