@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply } from 'fastify';
 import type { AppContext } from '../../context.js';
-import { SESSION_COOKIE } from '../../http/auth.js';
+import { parseCookies, SESSION_COOKIE } from '../../http/auth.js';
 import { defineRoute, type ModuleDef } from '../../http/route.js';
 import { Id, Obj, Str } from '../../http/schemas.js';
 import * as auth from './auth.service.js';
@@ -10,6 +10,12 @@ import { acceptInvitation, openInvitationIdsFor } from '../permissions/invitatio
 function sessionCookie(ctx: AppContext, token: string, maxAgeSeconds: number): string {
   const secure = ctx.publicUrl().startsWith('https:') ? '; Secure' : '';
   return `${SESSION_COOKIE}=${encodeURIComponent(token)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${secure}`;
+}
+
+/** Sent only to the login route: it exempts this client from the per-address lockout (`auth.login`). */
+function deviceCookie(ctx: AppContext, token: string): string {
+  const secure = ctx.publicUrl().startsWith('https:') ? '; Secure' : '';
+  return `${auth.DEVICE_COOKIE}=${token}; Path=/api/auth/login; HttpOnly; SameSite=Strict; Max-Age=${Math.floor(auth.DEVICE_TTL_MS / 1000)}${secure}`;
 }
 
 function setSession(reply: FastifyReply, ctx: AppContext, token: string): void {
@@ -62,8 +68,9 @@ export const authModule: ModuleDef = {
       access: 'public',
       schema: { body: Obj({ email: Str({ min: 1, max: 254 }), password: Str({ min: 1, max: 512 }) }) },
       async handler({ body, req, reply }, ctx) {
-        const out = await auth.login(ctx, { ...body, ip: req.ip });
+        const out = await auth.login(ctx, { ...body, ip: req.ip, device: parseCookies(req.headers.cookie)[auth.DEVICE_COOKIE] });
         setSession(reply, ctx, out.sessionToken);
+        reply.header('set-cookie', deviceCookie(ctx, out.deviceToken));
         return { user: out.user };
       },
     }),

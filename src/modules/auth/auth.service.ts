@@ -1,10 +1,12 @@
+import { createHmac, randomBytes } from 'node:crypto';
 import type { Actor } from '../../authz/actor.js';
 import { isRole, type Role } from '../../authz/roles.js';
+import { scopesAllow } from '../../authz/authorize.js';
 import { isTag, parseTag, tagCovers } from '../../authz/tags.js';
 import type { AppContext } from '../../context.js';
 import { transaction, type Db } from '../../db/client.js';
 import { AppError } from '../../http/errors.js';
-import { hashPassword, sha256Hex, verifyPassword } from '../../lib/crypto.js';
+import { hashPassword, safeEqual, sha256Hex, verifyPassword, type Keyring } from '../../lib/crypto.js';
 import { isoPlus, newId, newSecretToken, nowIso } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/audit.store.js';
 import * as store from './auth.store.js';
@@ -191,26 +193,67 @@ function newSession(userId: string, orgId: string) {
   };
 }
 
-export async function login({ db }: Deps, input: { email: string; password: string; ip: string }): Promise<{ user: UserView; sessionToken: string }> {
+// ---------------------------------------------------------------- sign-in and its rate limit
+
+/** The cookie that marks a browser (or client) where this account signed in before (`docs/decisions.md`). */
+export const DEVICE_COOKIE = 'berth_device';
+export const DEVICE_TTL_MS = 180 * 24 * 3600 * 1000;
+
+function deviceMac(keyring: Keyring, userId: string, id: string, issued: string): string {
+  // A key of its own, derived from the secret key, so a device cookie's MAC is nothing else's.
+  const key = createHmac('sha256', keyring.current.key).update('berth device cookie v1').digest();
+  return createHmac('sha256', key).update(`${userId}.${id}.${issued}`).digest('base64url');
+}
+
+/** A device cookie value for `userId`: `<id>.<issued, epoch seconds>.<MAC>`; `id` is kept on renewal. */
+export function newDeviceToken(keyring: Keyring, userId: string, id = randomBytes(16).toString('base64url'), now = Date.now()): string {
+  const issued = String(Math.floor(now / 1000));
+  return `${id}.${issued}.${deviceMac(keyring, userId, id, issued)}`;
+}
+
+/** The device id of a valid, unexpired device cookie of `userId`, else null. */
+export function verifyDeviceToken(keyring: Keyring, userId: string, token: string | undefined, now = Date.now()): string | null {
+  if (!token || token.length > 200) return null;
+  const [id, issued, mac, extra] = token.split('.');
+  if (!id || !issued || !mac || extra !== undefined || !/^\d{1,12}$/.test(issued)) return null;
+  if (now - Number(issued) * 1000 > DEVICE_TTL_MS) return null;
+  return safeEqual(mac, deviceMac(keyring, userId, id, issued)) ? id : null;
+}
+
+/**
+ * Email and password sign-in. Failed attempts are counted per (client address, email): 10 within 15
+ * minutes and further attempts from that pair are 429 with Retry-After, the right password included.
+ * A client that presents a valid device cookie of this account (set by an earlier successful sign-in)
+ * is counted on its own, per (device, email), so someone who only knows the email cannot lock the
+ * account's owner out from a browser where the owner signed in before, even from the same address
+ * (`docs/security.md`, "Login lockout").
+ */
+export async function login(
+  { db, keyring }: Pick<AppContext, 'db' | 'keyring'>,
+  input: { email: string; password: string; ip: string; device?: string },
+): Promise<{ user: UserView; sessionToken: string; deviceToken: string }> {
   const email = input.email.trim().toLowerCase();
   const since = new Date(Date.now() - LOGIN_WINDOW_MS).toISOString();
-  const recent = await store.countRecentLoginFailures(db, input.ip, email, since);
+  const user = await store.findUserByEmail(db, email);
+  const deviceId = user ? verifyDeviceToken(keyring, user.id, input.device) : null;
+  // The failure counter's key: the device when the client proved one, else the client address.
+  const key = deviceId ? `device:${deviceId}` : input.ip;
+  const recent = await store.countRecentLoginFailures(db, key, email, since);
   if (Number(recent.n) >= LOGIN_MAX_FAILURES) {
     const oldest = recent.oldest ? Date.parse(String(recent.oldest)) : Date.now();
     const retry = Math.max(1, Math.ceil((oldest + LOGIN_WINDOW_MS - Date.now()) / 1000));
     throw new AppError('RATE_LIMITED', 'too many failed sign-in attempts; try again later', { retryAfterSeconds: retry });
   }
-  const user = await store.findUserByEmail(db, email);
   const ok = await verifyPassword(input.password, user?.passwordHash);
   if (!user || !ok) {
-    await store.recordLoginFailure(db, { id: newId('lgf'), ip: input.ip, email, at: nowIso() }, since);
+    await store.recordLoginFailure(db, { id: newId('lgf'), ip: key, email, at: nowIso() }, since);
     throw new AppError('UNAUTHENTICATED', 'wrong email or password');
   }
   const orgs = await store.listUserOrgs(db, user.id);
   if (orgs.length === 0) throw new AppError('UNAUTHENTICATED', 'this account belongs to no organization');
   const session = newSession(user.id, orgs[0]!.id);
   await store.insertSession(db, session.row);
-  return { user: userView(user), sessionToken: session.token };
+  return { user: userView(user), sessionToken: session.token, deviceToken: newDeviceToken(keyring, user.id, deviceId ?? undefined) };
 }
 
 export async function logout({ db }: Deps, actor: Actor): Promise<void> {
@@ -336,11 +379,28 @@ export async function createToken({ db }: Deps, actor: Actor, input: CreateToken
   return issueToken(db, actor.userId, actor.orgId, { ...input, scopes }, actor.userId);
 }
 
+/**
+ * Token management by a scoped token: listing the user's tokens needs a scope covering `token:read`,
+ * revoking another token `token:write` (`token:admin` covers both). A token may always revoke itself;
+ * sessions and unscoped tokens manage every token of their user.
+ */
+export const TOKEN_LIST_SCOPE = 'token:read';
+export const TOKEN_REVOKE_SCOPE = 'token:write';
+
+function requireTokenScope(actor: Actor, scope: string): void {
+  if (!scopesAllow(actor, parseTag(scope))) {
+    throw new AppError('FORBIDDEN', `this token's scopes do not allow managing tokens: it needs ${scope} (or token:admin)`);
+  }
+}
+
 export async function listTokens({ db }: Deps, actor: Actor): Promise<TokenView[]> {
+  requireTokenScope(actor, TOKEN_LIST_SCOPE);
   return (await store.listUserTokens(db, actor.userId)).map(tokenView);
 }
 
 export async function revokeToken({ db }: Deps, actor: Actor, id: string): Promise<TokenView> {
+  // Checked before the lookup, so a scoped token cannot tell the user's token ids from others.
+  if (id !== actor.tokenId) requireTokenScope(actor, TOKEN_REVOKE_SCOPE);
   const t = await store.findUserToken(db, actor.userId, id);
   if (!t) throw new AppError('NOT_FOUND', 'token not found');
   if (!t.revokedAt) {
