@@ -2,14 +2,14 @@ import { parseTrustedProxies, type TrustedProxies } from '../lib/trusted-proxies
 
 /**
  * The edge's limits against slow and greedy clients (contract section 17, docs/edge.md). The defaults
- * are the contract's; the environment can change them (tests use small values).
+ * are the contract's; the variables exist so tests can shrink them (named like the API's, in ms).
  */
 export interface EdgeLimits {
-  /** Request headers must arrive within this (BERTH_EDGE_HEADERS_TIMEOUT_SECONDS, 30). */
+  /** Request headers must arrive within this (BERTH_EDGE_HEADERS_TIMEOUT_MS, 30 s). */
   headersTimeoutMs: number;
-  /** A request body idle this long is cut (BERTH_EDGE_BODY_IDLE_SECONDS, 30). */
+  /** A request body idle this long is cut (BERTH_EDGE_BODY_IDLE_TIMEOUT_MS, 30 s). */
   bodyIdleMs: number;
-  /** A whole request (headers and body) must arrive within this (BERTH_EDGE_REQUEST_TIMEOUT_SECONDS, 120). */
+  /** A whole request (headers and body) must arrive within this (BERTH_EDGE_REQUEST_TIMEOUT_MS, 120 s). */
   requestTimeoutMs: number;
   /** Open connections per client address; the next one is answered 503 (BERTH_EDGE_MAX_CONNECTIONS_PER_ADDRESS, 256). */
   maxConnectionsPerAddress: number;
@@ -17,20 +17,23 @@ export interface EdgeLimits {
   trustedProxies: TrustedProxies;
 }
 
-function seconds(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const n = Number(env[name]);
-  return Math.max(1, Math.round((Number.isFinite(n) && n > 0 ? n : fallback) * 1000));
+function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${name} must be a positive whole number (got "${raw}")`);
+  return n;
 }
 
+/** The limits from the environment; a malformed value throws (the edge does not start). */
 export function edgeLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): EdgeLimits {
-  const headersTimeoutMs = seconds(env, 'BERTH_EDGE_HEADERS_TIMEOUT_SECONDS', 30);
-  const max = Number(env.BERTH_EDGE_MAX_CONNECTIONS_PER_ADDRESS);
+  const headersTimeoutMs = positiveInt(env, 'BERTH_EDGE_HEADERS_TIMEOUT_MS', 30_000);
   return {
     headersTimeoutMs,
-    bodyIdleMs: seconds(env, 'BERTH_EDGE_BODY_IDLE_SECONDS', 30),
+    bodyIdleMs: positiveInt(env, 'BERTH_EDGE_BODY_IDLE_TIMEOUT_MS', 30_000),
     // node:http refuses a headers timeout above the request timeout.
-    requestTimeoutMs: Math.max(headersTimeoutMs, seconds(env, 'BERTH_EDGE_REQUEST_TIMEOUT_SECONDS', 120)),
-    maxConnectionsPerAddress: Number.isInteger(max) && max > 0 ? max : 256,
+    requestTimeoutMs: Math.max(headersTimeoutMs, positiveInt(env, 'BERTH_EDGE_REQUEST_TIMEOUT_MS', 120_000)),
+    maxConnectionsPerAddress: positiveInt(env, 'BERTH_EDGE_MAX_CONNECTIONS_PER_ADDRESS', 256),
     trustedProxies: parseTrustedProxies(env.BERTH_TRUSTED_PROXIES),
   };
 }

@@ -136,9 +136,11 @@ export class EdgeServer {
       }
     }, 30000);
     this.poolSweep.unref();
-    this.server.on('clientError', (_err, socket) => {
-      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
-      else socket.destroy();
+    // A malformed request is a 400; headers or a whole request too slow to arrive (the limits above) a 408.
+    this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex & { _httpMessage?: http.ServerResponse | null }) => {
+      if (!socket.writable || socket._httpMessage?.headersSent) return void socket.destroy();
+      const timeout = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+      socket.end(`HTTP/1.1 ${timeout ? '408 Request Timeout' : '400 Bad Request'}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
     });
   }
 

@@ -2,6 +2,8 @@ import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
 import { transaction } from '../../db/client.js';
 import { invalid, notFound } from '../../http/errors.js';
+import { countWildcards, MAX_GLOB_WILDCARDS } from '../../edge/glob.js';
+import { normalizePath } from '../../edge/normalize.js';
 import { formatCidr, parseCidr } from '../../lib/cidr.js';
 import { newId, nowIso } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/audit.store.js';
@@ -49,7 +51,11 @@ function checkPath(p: string | null | undefined): string | null | undefined {
   const s = p.trim();
   if (s === '') return null;
   if (!PATH_RE.test(s)) throw invalid('path', 'path must start with "/" and be a path prefix (/api) or glob (/api/*) without spaces or query');
-  return s;
+  // The edge matches the normalised request path (docs/edge.md): the rule is stored in that form too.
+  const norm = normalizePath(s);
+  if (norm === null) throw invalid('path', 'path must not hold an encoded "/" or "\\" (%2F, %5C), %00 or an invalid percent-escape');
+  if (countWildcards(norm) > MAX_GLOB_WILDCARDS) throw invalid('path', `a glob path may hold at most ${MAX_GLOB_WILDCARDS} wildcards (* and ? together)`);
+  return norm;
 }
 
 function checkRanges(list: string[], field: string): string[] {
