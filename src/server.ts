@@ -1,3 +1,4 @@
+import { chmodSync, mkdirSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
@@ -15,6 +16,11 @@ export interface RunningServer {
  * scheduler, and prints `api listening on http://HOST:PORT`.
  */
 export async function startServer(config: Config, print: (line: string) => void = (l) => console.log(l)): Promise<RunningServer> {
+  // Nothing the server writes (database, WAL, secret key, uploads, builds, logs) is readable by
+  // other local users; a sandboxed project's own files are handed to its uid explicitly.
+  process.umask(0o077);
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  chmodSync(config.dataDir, 0o700);
   const release = acquireDirLock(config.dataDir);
   let app: FastifyInstance;
   try {

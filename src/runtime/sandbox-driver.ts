@@ -1,4 +1,5 @@
 import { existsSync, lstatSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { createCgroup, reclaimCgroups, type CgroupHandle, type CgroupSupport } from './cgroups.js';
 import type { Box, BoxProcess, BoxSpec, DriverStatus, RuntimeDriver } from './driver.js';
@@ -223,7 +224,13 @@ class SandboxBox implements Box {
       this.leaders.add(p.pid);
       if (!root) this.cg?.addPid(p.pid);
     }
-    return p;
+    // bwrap exits with 128+N when the command was killed by signal N: report it as that signal.
+    const exited = p.exited.then((r) => {
+      if (r.signal || r.code === null || r.code <= 128 || r.code > 128 + 31) return r;
+      const name = Object.entries(osConstants.signals).find(([, n]) => n === r.code! - 128)?.[0];
+      return name ? { code: null, signal: name } : r;
+    });
+    return { pid: p.pid, stdout: p.stdout, stderr: p.stderr, exited };
   }
 
   signalAll(signal: NodeJS.Signals): void {

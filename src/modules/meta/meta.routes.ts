@@ -1,6 +1,7 @@
 import { Answer, defineRoute, type ModuleDef } from '../../http/route.js';
 import { buildOpenApi, VERSION } from './openapi.js';
 import { linkStatus } from '../cloud/link.js';
+import { getRuntime } from '../deployments/runtime.js';
 
 /** Health and the self-description of the API. `modules` is read when a request comes in. */
 export function metaModule(modules: () => ModuleDef[]): ModuleDef {
@@ -15,7 +16,8 @@ export function metaModule(modules: () => ModuleDef[]): ModuleDef {
         access: 'public',
         async handler(_input, ctx) {
           // `cloud`: whether this instance is linked to a cloud instance and the link answers (cached 3 s).
-          return { status: 'ok', mode: ctx.config.mode, version: VERSION, database: ctx.dialect, cloud: await linkStatus(ctx) };
+          // `runtime`: the driver builds and apps run with, and whether it can run them now (and why not).
+          return { status: 'ok', mode: ctx.config.mode, version: VERSION, database: ctx.dialect, runtime: getRuntime(ctx).driver.status(), cloud: await linkStatus(ctx) };
         },
       }),
       defineRoute({
