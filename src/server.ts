@@ -1,4 +1,5 @@
 import { chmodSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
@@ -21,6 +22,14 @@ export async function startServer(config: Config, print: (line: string) => void 
   process.umask(0o077);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   chmodSync(config.dataDir, 0o700);
+  // Files an older Berth (or an admin command run with another umask) left readable.
+  for (const f of ['berth.db', 'berth.db-wal', 'berth.db-shm', 'secret.key']) {
+    try {
+      chmodSync(path.join(config.dataDir, f), 0o600);
+    } catch {
+      /* not there */
+    }
+  }
   const release = acquireDirLock(config.dataDir);
   let app: FastifyInstance;
   try {

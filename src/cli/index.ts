@@ -11,6 +11,9 @@ import { promptHidden, readStdin } from './prompt.js';
 import { registerClientCommands } from './commands.js';
 import { registerDeployCommand } from './deploy.js';
 
+// Whatever a berth command writes (the database, the secret key, client config) is its user's alone.
+process.umask(0o077);
+
 const program = new Command();
 program.name('berth').description('Berth: a self-hostable deployment platform').version('0.1.0');
 

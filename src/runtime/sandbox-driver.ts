@@ -46,7 +46,7 @@ export function findProgram(name: string): string | null {
 
 export function findSandboxBins(): SandboxBins {
   return {
-    bwrap: process.env.BERTH_BWRAP_BIN ?? findProgram('bwrap'),
+    bwrap: process.env.BERTH_BWRAP_BIN ? (existsSync(process.env.BERTH_BWRAP_BIN) ? process.env.BERTH_BWRAP_BIN : null) : findProgram('bwrap'),
     nsenter: findProgram('nsenter'),
     setpriv: findProgram('setpriv'),
     cgexec: findProgram('cgexec'),
