@@ -62,7 +62,7 @@ test('kill -9 of the server leaves no app behind, and a restart runs exactly one
     const { token } = JSON.parse(made.stdout);
     const url = serve.url;
     const server = { api: (t?: string) => new HttpClient(url, t), url } as unknown as TestServer;
-    const apps = [];
+    const apps: Array<{ projectId: string; slug: string }> = [];
     for (const name of ['crash-one', 'crash-two']) {
       const d = await deployUpload(server, token, writeTinyApp(path.join(dir, name), { version: name }), name);
       assert.equal(d.deployment.status, 'ready', d.deployment.error);
