@@ -16,7 +16,12 @@ export interface TestUser {
 export async function createUser(server: TestServer, opts: { orgId?: string; role?: Role; email?: string; team?: boolean } = {}): Promise<TestUser> {
   const email = opts.email ?? `u-${randomString(8)}@example.test`;
   const password = `pw-${randomString(12)}`;
-  const out = await adminCreateUser(server.ctx, { email, password, orgId: opts.orgId, role: opts.role, team: opts.team, existing: true });
+  // An email that already has an account joins the org with its password unchanged.
+  const input = { email, orgId: opts.orgId, role: opts.role, team: opts.team };
+  const out = await adminCreateUser(server.ctx, { ...input, password }).catch((e) => {
+    if ((e as { code?: string }).code !== 'CONFLICT') throw e;
+    return adminCreateUser(server.ctx, { ...input, existing: true });
+  });
   return { ...out, email, password, role: opts.role ?? (opts.orgId ? 'member' : 'owner') };
 }
 
