@@ -255,7 +255,8 @@ export class BerthRuntime {
   }
 
   limitsOf(resources: string, which: 'production' | 'build'): Limits {
-    const def = which === 'production' ? { cpuCores: 1, memoryMb: 512, pidsMax: DEFAULT_PIDS_MAX } : { cpuCores: 2, memoryMb: 2048, pidsMax: DEFAULT_PIDS_MAX };
+    const pidsMax = envNumber('BERTH_PIDS_MAX', DEFAULT_PIDS_MAX);
+    const def = which === 'production' ? { cpuCores: 1, memoryMb: 512, pidsMax } : { cpuCores: 2, memoryMb: 2048, pidsMax };
     try {
       const r = JSON.parse(resources)?.[which] ?? {};
       return {
