@@ -10,11 +10,13 @@ import type { ResolvedResource } from '../../http/route.js';
 import { nextCronRun, validateCron } from '../../lib/cron.js';
 import { decryptSecret, encryptSecret, safeEqual, sha256Hex } from '../../lib/crypto.js';
 import { newId, newSecretToken, nowIso } from '../../lib/ids.js';
+import { OutboundRefusedError, isOutboundRefused, outboundPolicy } from '../../lib/outbound.js';
 import { insertAuditEvent } from '../audit/audit.store.js';
 import { findProject, projectRef } from '../projects/projects.store.js';
 import * as store from './backups.store.js';
 import type { DestinationRow, PolicyRow, RestoreRow, RunRow } from './backups.store.js';
 import { publish } from './events.js';
+import { describeStorageError, refusedField } from './failures.js';
 import { planRetention } from './retention.js';
 import { openStorage, type DestinationConfig, type Storage } from './storage.js';
 
@@ -93,8 +95,33 @@ export function destinationConfig(ctx: Pick<AppContext, 'keyring'>, row: Destina
   };
 }
 
-export function storageOf(ctx: Pick<AppContext, 'keyring'>, row: DestinationRow): Promise<Storage> {
-  return openStorage(destinationConfig(ctx, row));
+/**
+ * Opens a destination. An S3 endpoint is checked again at every use (its host resolved and refused
+ * when internal: src/lib/outbound.ts), and every connection the storage then opens is checked too.
+ */
+export async function storageOf(ctx: Pick<AppContext, 'keyring' | 'config'>, row: DestinationRow): Promise<Storage> {
+  const policy = outboundPolicy(ctx.config.hardening.outboundAllow);
+  if (row.kind === 's3' && row.endpoint) await policy.resolve(endpointHost(row.endpoint));
+  return openStorage(destinationConfig(ctx, row), policy);
+}
+
+/** The host of an http(s) endpoint URL (WHATWG parsing: decimal, octal and hex IPv4 become dotted). */
+function endpointHost(endpoint: string): string {
+  try {
+    return new URL(endpoint).hostname;
+  } catch {
+    throw new OutboundRefusedError('(unparsable URL)', 'invalid');
+  }
+}
+
+/** The create/update check of an S3 endpoint: a 400 naming `endpoint` when it is (or resolves to) an internal address. */
+async function checkEndpoint(ctx: Pick<AppContext, 'config'>, endpoint: string): Promise<void> {
+  try {
+    await outboundPolicy(ctx.config.hardening.outboundAllow).resolve(endpointHost(endpoint));
+  } catch (e) {
+    if (e instanceof OutboundRefusedError) throw refusedField(e, 'endpoint');
+    throw e;
+  }
 }
 
 function checkDestinationFields(ctx: Pick<AppContext, 'config'>, kind: string, d: DestinationBody, creating: boolean): void {
@@ -125,7 +152,10 @@ function checkDestinationFields(ctx: Pick<AppContext, 'config'>, kind: string, d
         throw invalid('endpoint', 'endpoint must be an http(s) URL');
       }
       if (u.protocol !== 'http:' && u.protocol !== 'https:') throw invalid('endpoint', 'endpoint must be an http(s) URL');
+      if (u.username || u.password) throw invalid('endpoint', 'endpoint must not contain credentials; use accessKeyId and secretAccessKey');
     }
+    // With no endpoint the region names the AWS host (s3.<region>.amazonaws.com).
+    if (d.region !== undefined && d.region !== '' && !/^[a-z0-9][a-z0-9-]{0,30}[a-z0-9]$/.test(d.region)) throw invalid('region', 'region must be a region name such as us-east-1');
     if (d.prefix !== undefined && d.prefix.split('/').includes('..')) throw invalid('prefix', 'prefix must not contain ".."');
   }
 }
@@ -137,6 +167,7 @@ export async function listDestinations(ctx: Ctx, actor: Actor) {
 
 export async function createDestination(ctx: Ctx, actor: Actor, body: DestinationBody & { name: string; kind: 'local' | 's3' }) {
   checkDestinationFields(ctx, body.kind, body, true);
+  if (body.kind === 's3' && body.endpoint) await checkEndpoint(ctx, body.endpoint);
   const id = newId('bkd');
   const now = nowIso();
   const row: DestinationRow = {
@@ -163,6 +194,7 @@ export async function createDestination(ctx: Ctx, actor: Actor, body: Destinatio
 export async function updateDestination(ctx: Ctx, actor: Actor, row: DestinationRow, body: DestinationBody) {
   if (body.kind !== undefined && body.kind !== row.kind) throw invalid('kind', 'kind cannot change; create a new destination');
   checkDestinationFields(ctx, row.kind, body, false);
+  if (row.kind === 's3' && body.endpoint) await checkEndpoint(ctx, body.endpoint);
   const set: Partial<DestinationRow> = { updatedAt: nowIso() };
   if (body.name !== undefined) set.name = body.name;
   if (row.kind === 'local') {
@@ -193,8 +225,13 @@ export async function deleteDestination(ctx: Ctx, actor: Actor, row: Destination
   return { id: row.id, deleted: true };
 }
 
-/** Writes, reads back and deletes a probe object. */
+/**
+ * Writes, reads back and deletes a probe object. An endpoint that is (or now resolves to) an
+ * internal address is a 400 naming `endpoint`, before any request; other failures answer
+ * `ok: false` with an error in Berth's words (never the endpoint's own message or body).
+ */
 export async function testDestination(ctx: Ctx, _actor: Actor, row: DestinationRow) {
+  if (row.kind === 's3' && row.endpoint) await checkEndpoint(ctx, row.endpoint);
   const started = Date.now();
   const key = `.berth-probe-${randomBytes(8).toString('hex')}`;
   const payload = randomBytes(1024);
@@ -212,14 +249,12 @@ export async function testDestination(ctx: Ctx, _actor: Actor, row: DestinationR
     if (!same) return { ok: false, error: 'the probe object read back differs from what was written', latencyMs: Date.now() - started };
     return { ok: true, latencyMs: Date.now() - started };
   } catch (e) {
+    // A host that moved to an internal address between the check above and a connection.
+    if (e instanceof OutboundRefusedError) throw refusedField(e, 'endpoint');
+    if (isOutboundRefused(e)) throw invalid('endpoint', 'endpoint points to an internal address; Berth does not connect there unless BERTH_OUTBOUND_ALLOW lists it');
+    ctx.log.info({ destinationId: row.id, errName: (e as Error)?.name, status: (e as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode }, 'backup destination test failed');
     return { ok: false, error: describeStorageError(e), latencyMs: Date.now() - started };
   }
-}
-
-function describeStorageError(e: unknown): string {
-  const err = e as { name?: string; message?: string; code?: string };
-  const msg = (err.message || err.name || String(e)).slice(0, 300);
-  return err.code && !msg.includes(err.code) ? `${err.code}: ${msg}` : msg;
 }
 
 // ================================================================ policies
@@ -617,6 +652,7 @@ export async function prepareRestore(ctx: Ctx, actor: Actor, run: RunRow) {
   try {
     check = await hashPinned(await storageOf(ctx, dest), run.artifactKey);
   } catch (e) {
+    if (e instanceof OutboundRefusedError) throw refusedField(e, 'endpoint');
     throw conflict(`the artifact could not be read from the destination: ${describeStorageError(e)}`);
   }
   if (check.sha256 !== run.sha256 || (run.sizeBytes != null && check.sizeBytes !== Number(run.sizeBytes))) {

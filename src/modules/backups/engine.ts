@@ -8,6 +8,7 @@ import { PassThrough, Readable, Transform, Writable, type TransformCallback } fr
 import { pipeline } from 'node:stream/promises';
 import * as tar from 'tar';
 import { BLOCK_BYTES, BlockGunzip, BlockGzip, CHUNK_BYTES } from '../../lib/blockgzip.js';
+import { PgToolError } from './failures.js';
 import type { Storage } from './storage.js';
 
 /**
@@ -196,22 +197,46 @@ export function pgBin(name: 'pg_dump' | 'pg_restore'): string {
   return dir ? path.join(dir, name) : name;
 }
 
-/** libpq environment for a postgres:// URL (the password never appears in an argument list). */
-export function pgEnv(connectionUrl: string): { env: Record<string, string>; dbname: string } {
+/**
+ * libpq environment for a postgres:// URL (the password never appears in an argument list).
+ * `hostaddr`, the address the outbound check resolved and accepted, pins the connection to it
+ * (`PGHOSTADDR`; the host name still serves TLS verification), so a DNS answer that changes after
+ * the check cannot move pg_dump elsewhere. A `host` parameter is never honoured.
+ */
+export function pgEnv(connectionUrl: string, hostaddr?: string): { env: Record<string, string>; dbname: string } {
   const u = new URL(connectionUrl);
   if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') throw new Error('connection URL must start with postgres://');
   const env: Record<string, string> = {};
   if (u.hostname) env.PGHOST = decodeURIComponent(u.hostname.replace(/^\[|\]$/g, ''));
+  if (hostaddr) env.PGHOSTADDR = hostaddr;
   if (u.port) env.PGPORT = u.port;
   if (u.username) env.PGUSER = decodeURIComponent(u.username);
   if (u.password) env.PGPASSWORD = decodeURIComponent(u.password);
   const params = u.searchParams;
   if (params.get('sslmode')) env.PGSSLMODE = params.get('sslmode')!;
-  if (params.get('host')) env.PGHOST = params.get('host')!;
   const dbname = decodeURIComponent(u.pathname.replace(/^\//, '')) || env.PGUSER || 'postgres';
   env.PGDATABASE = dbname;
   env.PGCONNECT_TIMEOUT = '10';
   return { env, dbname };
+}
+
+/**
+ * pg_dump/pg_restore's failure in Berth's words. The tool's stderr carries the database server's
+ * own messages (and tells a refused port from a silent one): it goes to the server log only.
+ */
+export function pgFailure(tool: 'pg_dump' | 'pg_restore', exit: number | string | null, stderr: string): PgToolError {
+  const text = stderr.trim();
+  let words: string;
+  if (/password authentication failed|authentication failed|no pg_hba\.conf entry|role "[^"]*" does not exist|password must be supplied|no password supplied/i.test(text)) {
+    words = 'the database refused the credentials';
+  } else if (/database "[^"]*" does not exist/i.test(text)) {
+    words = 'the database named in the connection URL does not exist';
+  } else if (/could not connect|connection to server|could not translate host name|timeout expired|server closed the connection|Connection refused|No route to host|Network is unreachable|SSL/i.test(text)) {
+    words = 'could not connect to the database';
+  } else {
+    words = `${tool} failed (exit ${exit ?? 'unknown'}); the server log has its output`;
+  }
+  return new PgToolError(words, text.slice(-4000));
 }
 
 function baseEnv(): Record<string, string> {
@@ -225,8 +250,8 @@ function baseEnv(): Record<string, string> {
  * `pg_dump -Fc` of the database, as a stream. The stream errors when pg_dump exits non-zero
  * (with the end of its stderr as the message).
  */
-export function pgDumpSource(connectionUrl: string, signal?: AbortSignal): Readable {
-  const { env } = pgEnv(connectionUrl);
+export function pgDumpSource(connectionUrl: string, signal?: AbortSignal, hostaddr?: string): Readable {
+  const { env } = pgEnv(connectionUrl, hostaddr);
   const child = spawn(pgBin('pg_dump'), ['--format=custom', '--no-password'], {
     env: { ...baseEnv(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -242,7 +267,7 @@ export function pgDumpSource(connectionUrl: string, signal?: AbortSignal): Reada
   const settle = () => {
     if (!stdoutDone || !exit) return;
     if (exit.code === 0) out.end();
-    else out.destroy(new Error(`pg_dump failed (exit ${exit.code ?? exit.sig}): ${stderr.trim().split('\n').slice(-3).join(' ')}`));
+    else out.destroy(pgFailure('pg_dump', exit.code ?? exit.sig, stderr));
   };
   child.stdout.on('data', (d: Buffer) => {
     if (!out.write(d)) {
@@ -271,8 +296,8 @@ export function pgDumpSource(connectionUrl: string, signal?: AbortSignal): Reada
  * (objects of the dump are dropped and recreated inside the one transaction, so a failure leaves
  * the database as it was).
  */
-export function pgRestoreFile(connectionUrl: string, file: string, signal?: AbortSignal): Promise<void> {
-  const { env, dbname } = pgEnv(connectionUrl);
+export function pgRestoreFile(connectionUrl: string, file: string, signal?: AbortSignal, hostaddr?: string): Promise<void> {
+  const { env, dbname } = pgEnv(connectionUrl, hostaddr);
   return new Promise((resolve, reject) => {
     const child = spawn(
       pgBin('pg_restore'),
@@ -286,7 +311,7 @@ export function pgRestoreFile(connectionUrl: string, file: string, signal?: Abor
     child.on('error', (e) => reject(new Error(`pg_restore could not run: ${e.message}`)));
     child.on('close', (code, sig) => {
       if (code === 0) resolve();
-      else reject(new Error(`pg_restore failed (exit ${code ?? sig}): ${stderr.trim().split('\n').slice(-3).join(' ')}`));
+      else reject(pgFailure('pg_restore', code ?? sig, stderr));
     });
   });
 }

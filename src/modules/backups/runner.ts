@@ -3,6 +3,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { AppContext } from '../../context.js';
 import { decryptSecret } from '../../lib/crypto.js';
+import { outboundPolicy, postgresUrlHost } from '../../lib/outbound.js';
 import { nowIso } from '../../lib/ids.js';
 import { getRuntimePort } from '../projects/runtime-port.js';
 import * as store from './backups.store.js';
@@ -10,6 +11,7 @@ import type { RestoreRow, RunRow } from './backups.store.js';
 import { localAborts, policyPrefix, pruneRuns, storageOf } from './backups.service.js';
 import { downloadTo, extractArtifact, hashObject, pgDumpSource, pgRestoreFile, repairVolume, swapIn, volumeSizeHint, volumeSource, writeArtifact } from './engine.js';
 import { publish } from './events.js';
+import { describeFailure, logDetail } from './failures.js';
 import { ArtifactChangedError, type Storage } from './storage.js';
 
 /**
@@ -36,16 +38,20 @@ export function volumeDir(ctx: Pick<AppContext, 'config'>, projectId: string, na
   return path.join(ctx.config.dataDir, 'volumes', path.basename(projectId), path.basename(name));
 }
 
-function serviceUrl(ctx: Ctx, svc: { projectId: string; name: string; connectionUrl: string | null }): string {
+/**
+ * The database of a service, checked now (its host resolved and refused when internal, unless
+ * BERTH_OUTBOUND_ALLOW lists it) and pinned: pg_dump/pg_restore connect to `hostaddr`, the address
+ * that passed the check.
+ */
+async function serviceTarget(ctx: Ctx, svc: { projectId: string; name: string; connectionUrl: string | null }): Promise<{ url: string; hostaddr: string }> {
   if (!svc.connectionUrl) throw new Error('the database service has no connection URL');
-  return decryptSecret(ctx.keyring, svc.connectionUrl, `service:${svc.projectId}:${svc.name}`);
+  const url = decryptSecret(ctx.keyring, svc.connectionUrl, `service:${svc.projectId}:${svc.name}`);
+  const checked = await outboundPolicy(ctx.config.hardening.outboundAllow).resolve(postgresUrlHost(url));
+  return { url, hostaddr: checked.addresses[0]!.address };
 }
 
-function safeMessage(e: unknown): string {
-  const m = (e as Error)?.message ?? String(e);
-  // Never let a connection URL with credentials reach a record.
-  return m.replace(/postgres(ql)?:\/\/[^\s'"]+/gi, 'postgres://[redacted]').slice(0, 1000);
-}
+/** A failure's text for a record: Berth's words, never a peer's (failures.ts), no credentials. */
+const safeMessage = describeFailure;
 
 async function moveRun(ctx: Ctx, run: RunRow, from: string, to: string, extra: Partial<RunRow> = {}): Promise<boolean> {
   const at = nowIso();
@@ -116,7 +122,8 @@ export async function executeRun(ctx: Ctx, runId: string, orgId: string, jobSign
     if (svc.kind === 'postgres') {
       const last = await store.lastSucceededSize(ctx.db, orgId, run.policyId);
       sizeHint = last ? last * 2 : undefined;
-      source = pgDumpSource(serviceUrl(ctx, svc), signal);
+      const target = await serviceTarget(ctx, svc);
+      source = pgDumpSource(target.url, signal, target.hostaddr);
     } else {
       const dir = volumeDir(ctx, run.projectId, svc.name);
       await mkdir(dir, { recursive: true });
@@ -158,7 +165,7 @@ export async function executeRun(ctx: Ctx, runId: string, orgId: string, jobSign
       });
       if (ok) publish(`run:${runId}`, { type: 'transition', data: { from: run.status, to, at } });
     }
-    if (!cancelled && !stopped) ctx.log.warn({ runId, err: safeMessage(e) }, 'backup run failed');
+    if (!cancelled && !stopped) ctx.log.warn({ runId, ...logDetail(e) }, 'backup run failed');
   } finally {
     stopWatch();
     jobSignal?.removeEventListener('abort', onJobAbort);
@@ -262,7 +269,8 @@ export async function executeRestore(ctx: Ctx, restoreId: string, orgId: string,
     }
     if (svc.kind === 'postgres') {
       publish(`restore:${r.id}`, { type: 'progress', data: { phase: 'restore', bytes: total ?? 0, ...(total !== undefined ? { totalBytes: total } : {}) } });
-      await pgRestoreFile(serviceUrl(ctx, svc), staging, signal);
+      const target = await serviceTarget(ctx, svc);
+      await pgRestoreFile(target.url, staging, signal, target.hostaddr);
     } else {
       const target = volumeDir(ctx, run.projectId, svc.name);
       await mkdir(path.dirname(target), { recursive: true });
@@ -275,7 +283,7 @@ export async function executeRestore(ctx: Ctx, restoreId: string, orgId: string,
     outcome = stopped
       ? { to: 'server_error', error: 'the server stopped while this restore was in progress' }
       : { to: cancelled ? 'cancelled' : 'failed', error: cancelled ? 'cancelled' : safeMessage(e) };
-    if (!cancelled) ctx.log.warn({ restoreId: r.id, err: safeMessage(e) }, 'restore failed; the previous data is untouched');
+    if (!cancelled) ctx.log.warn({ restoreId: r.id, ...logDetail(e) }, 'restore failed; the previous data is untouched');
   } finally {
     // Clean up and restart the project before the terminal status is visible.
     if (staging && existsSync(staging)) await rm(staging, { recursive: true, force: true }).catch(() => {});

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { CHUNK_BYTES } from '../../lib/blockgzip.js';
+import type { OutboundPolicy } from '../../lib/outbound.js';
 
 /** Where artifacts live: a folder or an S3-compatible bucket. Keys are `/`-separated relative paths. */
 export interface Storage {
@@ -146,9 +147,12 @@ export class LocalStorage implements Storage {
   }
 }
 
-/** Opens a destination's storage; the AWS SDK is loaded only when an S3 destination is used. */
-export async function openStorage(cfg: DestinationConfig): Promise<Storage> {
+/**
+ * Opens a destination's storage; the AWS SDK is loaded only when an S3 destination is used. Every
+ * connection of an S3 storage goes through `outbound` (no internal addresses unless allowed).
+ */
+export async function openStorage(cfg: DestinationConfig, outbound: OutboundPolicy): Promise<Storage> {
   if (cfg.kind === 'local') return new LocalStorage(cfg.path);
   const { S3Storage } = await import('./s3-storage.js');
-  return new S3Storage(cfg);
+  return new S3Storage(cfg, { outbound });
 }

@@ -4,6 +4,7 @@ import { isUniqueViolation, transaction } from '../../db/client.js';
 import { conflict, invalid, notFound } from '../../http/errors.js';
 import { decryptSecret, encryptSecret } from '../../lib/crypto.js';
 import { newId, nowIso } from '../../lib/ids.js';
+import { OutboundRefusedError, outboundPolicy, postgresUrlHost } from '../../lib/outbound.js';
 import { insertAuditEvent } from '../audit/audit.store.js';
 import * as store from './projects.store.js';
 import type { ProjectRow, ServiceRow } from './projects.store.js';
@@ -37,6 +38,16 @@ export async function createService(ctx: AppContext, actor: Actor, row: ProjectR
   }
   if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') throw invalid('connectionUrl', 'connectionUrl must be a postgres:// or postgresql:// URL');
   if (!url.hostname) throw invalid('connectionUrl', 'connectionUrl must name a host');
+  // The host must not be (or resolve to) an internal address unless BERTH_OUTBOUND_ALLOW lists it
+  // (contract section 17); backups check it again, and pin the address, at every use.
+  try {
+    await outboundPolicy(ctx.config.hardening.outboundAllow).resolve(postgresUrlHost(input.connectionUrl));
+  } catch (e) {
+    if (!(e instanceof OutboundRefusedError)) throw e;
+    if (e.reason === 'unresolvable') throw invalid('connectionUrl', `connectionUrl: the host ${e.host} does not resolve`);
+    if (e.reason === 'invalid') throw invalid('connectionUrl', 'connectionUrl must name one database host (no Unix socket, host list or host/hostaddr parameter)');
+    throw invalid('connectionUrl', `connectionUrl points to a ${e.detail ?? 'internal'} address (or to a name that resolves to one); Berth does not connect to loopback, private, link-local or metadata addresses unless BERTH_OUTBOUND_ALLOW lists them`);
+  }
   const svc: ServiceRow = {
     id: newId('svc'),
     orgId: row.orgId,
