@@ -7,6 +7,8 @@ import type { AppContext } from './context.js';
 import { migrateToLatest, openDatabase, type Database } from './db/client.js';
 import { AppError, ERROR_STATUS, type ErrorCode } from './http/errors.js';
 import { registerModules, type ModuleDef, type RouteInfo } from './http/route.js';
+import { clientErrorAnswer, ConnectionGuard, markUpload } from './http/connection-guard.js';
+import { parseTrustedProxies } from './lib/trusted-proxies.js';
 import { describeAjvError, installValidators } from './http/validation.js';
 import { JobQueue } from './jobs/queue.js';
 import { LeaderLease, Scheduler } from './jobs/leader.js';
@@ -70,7 +72,16 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     throw e;
   }
 
+  const hardening = config.hardening;
+  const trusted = parseTrustedProxies(hardening.trustedProxies);
   const app = Fastify({
+    // X-Forwarded-For is believed only from BERTH_TRUSTED_PROXIES (none by default): req.ip.
+    trustProxy: trusted.size ? (address: string) => trusted.trusts(address) : false,
+    // Headers must arrive within 30 s (checked every second); bodies are the ConnectionGuard's.
+    http: { headersTimeout: hardening.api.headersTimeoutMs, connectionsCheckingInterval: Math.min(1000, hardening.api.headersTimeoutMs) },
+    requestTimeout: 0,
+    // Requests Node's parser refuses (malformed Content-Length, ...) get the JSON error envelope.
+    clientErrorHandler: clientErrorAnswer,
     loggerInstance: log as unknown as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
     // Cloud mode adopts a well-formed X-Request-Id sent by a linked self-hosted instance (docs/cloud.md).
@@ -85,6 +96,11 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     routerOptions: { maxParamLength: 500 },
   });
   installValidators(app);
+  const guard = new ConnectionGuard(app.server, {
+    ...hardening.api,
+    exempt: (address) => trusted.trusts(address),
+    log,
+  });
 
   // JSON bodies: the default secure parser (`__proto__` and `constructor.prototype` keys are refused),
   // and an empty body is no body rather than an error.
@@ -132,11 +148,14 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   });
   app.addHook('onClose', (_app, done) => {
     clearInterval(idleSweep);
+    guard.stop();
     done();
   });
   // Callback style: cheaper than an async hook on every request.
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
+    // Uploads get a longer body idle limit and no whole-request cap (connection-guard.ts).
+    if (req.routeOptions.config?.berth?.streamBody) markUpload(req.raw);
     // A NUL in a path or query value can reach neither PostgreSQL text nor a file name.
     if (req.url.includes('%00')) return done(new AppError('VALIDATION_FAILED', 'the URL must not contain NUL characters'));
     done();
