@@ -126,6 +126,12 @@ declare module 'fastify' {
   interface FastifyRequest {
     actor: Actor | null;
     resource?: ResolvedResource;
+    /**
+     * Raw routes behind the gate (streams): runs the gate's authentication and authorization again,
+     * with the credential re-validated; throws as the gate would (401, 403, 404). Open streams call it
+     * to end when their access ends (`src/http/stream-access.ts`).
+     */
+    reauthorize?: () => Promise<Actor>;
   }
   interface FastifyContextConfig {
     berth?: RouteDef<any>;
@@ -189,6 +195,27 @@ export function registerModules(app: FastifyInstance, ctx: AppContext, modules: 
       if (def.schema?.body) schema.body = def.schema.body;
       if (def.schema?.response) schema.response = { [status]: Type.Object({ data: def.schema.response }) };
 
+      /** The gate below, once more, for an open stream (no CSRF, no forwarding: the stream is open here). */
+      const reauthorize = async (req: FastifyRequest, first: Actor): Promise<Actor> => {
+        const actor = await authenticateRequest(ctx, req);
+        if (!actor || actor.userId !== first.userId) throw new AppError('UNAUTHENTICATED', 'the credential of this stream is no longer valid');
+        if (access === 'authenticated') return actor;
+        if (def.gate === 'admin' && actor.role !== 'owner' && actor.role !== 'admin') throw new AppError('FORBIDDEN', 'only an owner or admin of the organization can do this');
+        const tag = parseTag(def.tag!);
+        if (access === 'member') {
+          if (!scopesAllow(actor, tag)) throw new AppError('FORBIDDEN', `this token's scopes do not cover ${def.tag}`);
+          return actor;
+        }
+        if (def.resource) {
+          const id = (req.params as Record<string, string>)[def.resource.param] ?? '';
+          const resolved = await resolvers.get(def.resource.kind)!(ctx, actor.orgId, id);
+          authorize(actor, tag, resolved, def.resource.kind.replace(/_/g, ' '));
+        } else {
+          authorize(actor, tag, undefined);
+        }
+        return actor;
+      };
+
       app.route({
         method: def.method,
         url: def.url,
@@ -214,6 +241,7 @@ export function registerModules(app: FastifyInstance, ctx: AppContext, modules: 
           if (!actor) throw new AppError('UNAUTHENTICATED', 'authentication required: send a bearer token or a session cookie');
           checkCsrf(ctx, req, actor);
           req.actor = actor;
+          if (def.raw) req.reauthorize = () => reauthorize(req, actor);
           if (access === 'authenticated') return;
           if (def.gate === 'admin' && actor.role !== 'owner' && actor.role !== 'admin') {
             throw new AppError('FORBIDDEN', 'only an owner or admin of the organization can do this');

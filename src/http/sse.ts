@@ -3,6 +3,8 @@ import type { FastifyReply } from 'fastify';
 export interface SseWriter {
   /** Writes one event frame: `id`, `event`, `data` (JSON). */
   send(event: string, data: unknown, id?: number | string): void;
+  /** Writes a comment line (`: text`), which clients ignore; says why a stream ends. */
+  comment(text: string): void;
   close(): void;
   readonly closed: boolean;
   /** Called once when the client goes away or close() runs. */
@@ -52,6 +54,10 @@ export function openSse(reply: FastifyReply, opts: { heartbeatMs?: number; reque
       frame += `event: ${event}\n`;
       for (const line of JSON.stringify(data).split('\n')) frame += `data: ${line}\n`;
       res.write(frame + '\n');
+    },
+    comment(text) {
+      if (closed) return;
+      res.write(`: ${text.replace(/[\r\n]+/g, ' ')}\n\n`);
     },
     close() {
       if (closed) return;

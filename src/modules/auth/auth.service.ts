@@ -1,6 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Actor } from '../../authz/actor.js';
 import { isRole, type Role } from '../../authz/roles.js';
+import { accessChanged } from '../../authz/access-events.js';
 import { scopesAllow } from '../../authz/authorize.js';
 import { isTag, parseTag, tagCovers } from '../../authz/tags.js';
 import type { AppContext } from '../../context.js';
@@ -81,6 +82,27 @@ export async function actorFromBearer({ db }: Deps, token: string): Promise<Acto
   };
   actorCache.set(`t:${hash}`, { actor, expiresAt: row.expiresAt ? Date.parse(row.expiresAt) : Infinity }, now);
   return actor;
+}
+
+/**
+ * The actor of a credential named by its id (`tok_...` or `ses_...`), fresh from the database: null
+ * once the token is revoked or expired, the session signed out or expired, or the user left the
+ * credential's org. For things a credential minted (stream tokens) that must end with it.
+ */
+export async function actorFromCredentialId({ db }: Deps, id: string): Promise<Actor | null> {
+  const now = Date.now();
+  if (id.startsWith('tok_')) {
+    const row = await store.findTokenActorById(db, id);
+    if (!row || row.revokedAt || (row.expiresAt && Date.parse(row.expiresAt) <= now) || !isRole(row.role)) return null;
+    const scopes = row.scopes ? (JSON.parse(row.scopes) as string[]) : null;
+    return { userId: row.userId, email: row.email, orgId: row.orgId, role: row.role, scopes, via: 'token', tokenId: row.tokenId, grants: await grantsIfRestricted(db, row.role, row.orgId, row.userId) };
+  }
+  if (id.startsWith('ses_')) {
+    const row = await store.findSessionActorById(db, id);
+    if (!row || Date.parse(row.expiresAt) <= now || !isRole(row.role)) return null;
+    return { userId: row.userId, email: row.email, orgId: row.orgId, role: row.role, scopes: null, via: 'session', sessionId: row.sessionId, grants: await grantsIfRestricted(db, row.role, row.orgId, row.userId) };
+  }
+  return null;
 }
 
 export async function actorFromSession({ db }: Deps, token: string): Promise<Actor | null> {
@@ -258,7 +280,7 @@ export async function login(
 
 export async function logout({ db }: Deps, actor: Actor): Promise<void> {
   if (actor.sessionId) await store.deleteSession(db, actor.sessionId);
-  invalidateAuthCache();
+  accessChanged({ userId: actor.userId });
 }
 
 export async function me({ db }: Deps, actor: Actor) {
@@ -296,7 +318,8 @@ export async function switchOrg({ db }: Deps, actor: Actor, orgId: string) {
   const m = await store.findMembership(db, orgId, actor.userId);
   if (!m) throw new AppError('NOT_FOUND', 'organization not found');
   await store.setSessionOrg(db, actor.sessionId, orgId);
-  invalidateAuthCache();
+  // The session's streams were opened in the org it left.
+  accessChanged({ userId: actor.userId });
   return me({ db }, { ...actor, orgId, role: m.role as Role });
 }
 
@@ -409,7 +432,7 @@ export async function revokeToken({ db }: Deps, actor: Actor, id: string): Promi
       await store.revokeToken(tx, actor.userId, id, at);
       await insertAuditEvent(tx, { orgId: t.orgId, actorId: actor.userId, action: 'token.revoke', resourceType: 'token', resourceId: id, details: { name: t.name } });
     });
-    invalidateAuthCache();
+    accessChanged({ userId: actor.userId });
     t.revokedAt = at;
   }
   return tokenView(t);

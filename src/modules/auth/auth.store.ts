@@ -98,6 +98,37 @@ export async function findTokenActor(db: Db, tokenHash: string) {
     .executeTakeFirst();
 }
 
+/** The same as findTokenActor, by the token's id (re-checking a credential that minted something). */
+export async function findTokenActorById(db: Db, id: string) {
+  return db
+    .selectFrom('apiTokens')
+    .innerJoin('users', 'users.id', 'apiTokens.userId')
+    .innerJoin('memberships', (j) => j.onRef('memberships.userId', '=', 'apiTokens.userId').onRef('memberships.orgId', '=', 'apiTokens.orgId'))
+    .select([
+      'apiTokens.id as tokenId',
+      'apiTokens.userId as userId',
+      'apiTokens.orgId as orgId',
+      'apiTokens.scopes as scopes',
+      'apiTokens.expiresAt as expiresAt',
+      'apiTokens.revokedAt as revokedAt',
+      'users.email as email',
+      'memberships.role as role',
+    ])
+    .where('apiTokens.id', '=', id)
+    .executeTakeFirst();
+}
+
+/** The same as findSessionActor, by the session's id. */
+export async function findSessionActorById(db: Db, id: string) {
+  return db
+    .selectFrom('sessions')
+    .innerJoin('users', 'users.id', 'sessions.userId')
+    .innerJoin('memberships', (j) => j.onRef('memberships.userId', '=', 'sessions.userId').onRef('memberships.orgId', '=', 'sessions.orgId'))
+    .select(['sessions.id as sessionId', 'sessions.userId as userId', 'sessions.orgId as orgId', 'sessions.expiresAt as expiresAt', 'users.email as email', 'memberships.role as role'])
+    .where('sessions.id', '=', id)
+    .executeTakeFirst();
+}
+
 export async function touchToken(db: Db, id: string, at: string): Promise<void> {
   await db.updateTable('apiTokens').set({ lastUsedAt: at }).where('id', '=', id).execute();
 }

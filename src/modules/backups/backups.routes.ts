@@ -4,6 +4,7 @@ import { AppError } from '../../http/errors.js';
 import { Answer, defineRoute, type ModuleDef, type ResolvedResource } from '../../http/route.js';
 import { Id, Nullable, Obj, Str } from '../../http/schemas.js';
 import { openSse } from '../../http/sse.js';
+import { endWithAccess, gateAccess, type StreamAccess } from '../../http/stream-access.js';
 import { registerCatalog } from '../permissions/catalog.js';
 import { registerProjectDependent } from '../projects/dependents.js';
 import * as store from './backups.store.js';
@@ -90,8 +91,11 @@ function streamRecord<T extends { status: string }>(
   load: () => Promise<T | undefined>,
   view: (row: T) => unknown,
   initial: T,
+  access: StreamAccess | null,
 ): void {
   const sse = openSse(reply, { requestId: reqId });
+  // The stream ends when the access that opened it ends (docs/security.md).
+  if (access) endWithAccess(sse, access);
   let seq = 0;
   let last = initial.status;
   let done = false;
@@ -357,7 +361,7 @@ export const backupsModule: ModuleDef = {
       handler({ actor, resource, reply, req }, ctx) {
         const row = rec<RunRow>(resource);
         svc.getRun(ctx, actor, row);
-        streamRecord(reply, req.id, `run:${row.id}`, () => store.findRun(ctx.db, row.orgId, row.id), svc.runView, row);
+        streamRecord(reply, req.id, `run:${row.id}`, () => store.findRun(ctx.db, row.orgId, row.id), svc.runView, row, gateAccess(req));
       },
     }),
     defineRoute({
@@ -438,7 +442,7 @@ export const backupsModule: ModuleDef = {
       handler({ actor, resource, reply, req }, ctx) {
         const row = rec<RestoreRow>(resource);
         svc.getRestore(ctx, actor, row);
-        streamRecord(reply, req.id, `restore:${row.id}`, () => store.findRestore(ctx.db, row.orgId, row.id), svc.restoreView, row);
+        streamRecord(reply, req.id, `restore:${row.id}`, () => store.findRestore(ctx.db, row.orgId, row.id), svc.restoreView, row, gateAccess(req));
       },
     }),
 

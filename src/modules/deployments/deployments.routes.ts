@@ -7,6 +7,8 @@ import { AppError } from '../../http/errors.js';
 import { defineRoute, type ModuleDef, type ResolvedResource } from '../../http/route.js';
 import { Id, IdParams, Obj, Str } from '../../http/schemas.js';
 import { openSse } from '../../http/sse.js';
+import { endWithAccess, gateAccess, type StreamAccess } from '../../http/stream-access.js';
+import { actorFromCredentialId, memberActor } from '../auth/auth.service.js';
 import { resolvedProject } from '../projects/projects.service.js';
 import { findProject, projectRef } from '../projects/projects.store.js';
 import { setRuntimePort } from '../projects/runtime-port.js';
@@ -42,7 +44,10 @@ function checkSince(since: string | undefined): string | undefined {
 
 /**
  * Streams that a browser EventSource opens carry a short-lived token in the query (`?token=`)
- * instead of a credential; a request with a bearer or cookie is authorized like any other.
+ * instead of a credential; a request with a bearer or cookie is authorized like any other. Either way
+ * the answer carries the check that authorized it, which the open stream re-runs (`endWithAccess`): a
+ * stream token's check is its minting member's current access through the credential they minted it
+ * with (revoked, signed out, removed, demoted: the stream ends, and the token opens nothing more).
  */
 async function streamAccess(
   ctx: AppContext,
@@ -52,19 +57,35 @@ async function streamAccess(
   recordId: string,
   tag: string,
   resolve: (orgId: string) => Promise<ResolvedResource | null>,
-): Promise<{ orgId: string }> {
+): Promise<{ orgId: string; access: StreamAccess | null }> {
+  const what = kind === 'build' ? 'deployment' : 'project';
   const bearer = /^Bearer (berth_(?:dpl|slt)_[A-Za-z0-9_-]+)$/.exec(req.headers.authorization?.trim() ?? '')?.[1];
   const t = token ?? bearer;
-  if (t) return service.verifyStreamToken(ctx, t, kind, recordId);
+  if (t) {
+    const info = await service.verifyStreamToken(ctx, t, kind, recordId);
+    if (!info.createdBy) return { orgId: info.orgId, access: null };
+    const createdBy = info.createdBy;
+    const check = async () => {
+      const minter = info.credentialId ? await actorFromCredentialId(ctx, info.credentialId) : await memberActor(ctx, info.orgId, createdBy);
+      if (!minter || minter.userId !== createdBy || minter.orgId !== info.orgId) throw new AppError('UNAUTHENTICATED', 'the credential that made this stream token is no longer valid');
+      authorize(minter, tag, await resolve(info.orgId), what);
+    };
+    await check();
+    return { orgId: info.orgId, access: { userId: createdBy, orgId: info.orgId, check } };
+  }
   const actor = await authenticateRequest(ctx, req);
   if (!actor) throw new AppError('UNAUTHENTICATED', 'authentication required: send a bearer token, a session cookie or a stream token');
   req.actor = actor;
-  const resolved = await resolve(actor.orgId);
-  authorize(actor, tag, resolved, kind === 'build' ? 'deployment' : 'project');
-  return { orgId: actor.orgId };
+  authorize(actor, tag, await resolve(actor.orgId), what);
+  const check = async () => {
+    const again = await authenticateRequest(ctx, req);
+    if (!again || again.userId !== actor.userId) throw new AppError('UNAUTHENTICATED', 'the credential of this stream is no longer valid');
+    authorize(again, tag, await resolve(again.orgId), what);
+  };
+  return { orgId: actor.orgId, access: { userId: actor.userId, orgId: actor.orgId, check } };
 }
 
-function sseLogs(reply: FastifyReply, reqId: string, backlog: unknown[], subscribe: (fn: (e: unknown) => void) => () => void, event: string, until?: () => Promise<boolean>, follow = true): void {
+function sseLogs(reply: FastifyReply, reqId: string, backlog: unknown[], subscribe: (fn: (e: unknown) => void) => () => void, event: string, until?: () => Promise<boolean>, follow = true, access: StreamAccess | null = null): void {
   const sse = openSse(reply, { requestId: reqId });
   let seq = 0;
   for (const l of backlog) sse.send(event, l, ++seq);
@@ -73,6 +94,8 @@ function sseLogs(reply: FastifyReply, reqId: string, backlog: unknown[], subscri
     return;
   }
   const off = subscribe((e) => sse.send(event, e, ++seq));
+  // A live stream ends when the access that opened it ends.
+  if (access) endWithAccess(sse, access);
   let timer: NodeJS.Timeout | null = null;
   if (until) {
     // Build log streams close once the deployment reached a terminal status.
@@ -171,7 +194,7 @@ export const deploymentsModule: ModuleDef = {
       raw: true,
       schema: { params: IdParams, querystring: TokenQuery },
       handler: async ({ params, query, req, reply }, ctx) => {
-        const { orgId } = await streamAccess(ctx, req, query.token, 'build', params.id, 'project:deployment:read', (o) => resolveDeployment(ctx, o, params.id));
+        const { orgId, access } = await streamAccess(ctx, req, query.token, 'build', params.id, 'project:deployment:read', (o) => resolveDeployment(ctx, o, params.id));
         const d = await store.findDeployment(ctx.db, orgId, params.id);
         if (!d) throw new AppError('NOT_FOUND', 'deployment not found');
         const file = getRuntime(ctx).logs.build(d.projectId, d.id);
@@ -186,6 +209,7 @@ export const deploymentsModule: ModuleDef = {
             return !now || service.isTerminal(now.status);
           },
           query.follow ?? !service.isTerminal(d.status),
+          access,
         );
       },
     }),
@@ -217,7 +241,7 @@ export const deploymentsModule: ModuleDef = {
       schema: { params: IdParams, querystring: StreamQuery },
       handler: ({ params, query, req, reply }, ctx) => {
         const file = getRuntime(ctx).logs.runtime(params.id);
-        sseLogs(reply, req.id, file.read({ limit: query.limit ?? 100, since: checkSince(query.since) }), (fn) => file.subscribe(fn), 'log', undefined, query.follow ?? true);
+        sseLogs(reply, req.id, file.read({ limit: query.limit ?? 100, since: checkSince(query.since) }), (fn) => file.subscribe(fn), 'log', undefined, query.follow ?? true, gateAccess(req));
       },
     }),
     defineRoute({
@@ -247,13 +271,13 @@ export const deploymentsModule: ModuleDef = {
       raw: true,
       schema: { params: IdParams, querystring: TokenQuery },
       handler: async ({ params, query, req, reply }, ctx) => {
-        const { orgId } = await streamAccess(ctx, req, query.token, 'server_logs', params.id, 'project:read', async (o) => {
+        const { orgId, access } = await streamAccess(ctx, req, query.token, 'server_logs', params.id, 'project:read', async (o) => {
           const p = await findProject(ctx.db, o, params.id);
           return p ? projectRef(p) : null;
         });
         if (!(await findProject(ctx.db, orgId, params.id))) throw new AppError('NOT_FOUND', 'project not found');
         const rt = getRuntime(ctx);
-        sseLogs(reply, req.id, [], (fn) => rt.requests.subscribe(params.id, fn), 'request', undefined, query.follow ?? true);
+        sseLogs(reply, req.id, [], (fn) => rt.requests.subscribe(params.id, fn), 'request', undefined, query.follow ?? true, access);
       },
     }),
   ],

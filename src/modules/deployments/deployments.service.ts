@@ -123,7 +123,7 @@ async function issueToken(ctx: AppContext, actor: Actor, kind: 'build' | 'server
   const token = newSecretToken(prefix, 24);
   const expiresAt = isoPlus(ttlMs);
   await store.pruneTokens(ctx.db, nowIso());
-  await store.insertToken(ctx.db, { id: newId('dtk'), tokenHash: sha256Hex(token), orgId: actor.orgId, projectId, deploymentId, kind, createdBy: actor.userId, expiresAt, createdAt: nowIso() });
+  await store.insertToken(ctx.db, { id: newId('dtk'), tokenHash: sha256Hex(token), orgId: actor.orgId, projectId, deploymentId, kind, createdBy: actor.userId, credentialId: actor.tokenId ?? actor.sessionId ?? null, expiresAt, createdAt: nowIso() });
   return { token, expiresAt };
 }
 
@@ -178,12 +178,20 @@ export async function serverLogStreamToken(ctx: AppContext, actor: Actor, projec
 }
 
 /** Checks a stream token: the right kind, for this record, not expired. Wrong or expired is 401. */
-export async function verifyStreamToken(ctx: AppContext, token: string, kind: 'build' | 'server_logs', recordId: string): Promise<{ orgId: string; projectId: string }> {
+export interface StreamTokenInfo {
+  orgId: string;
+  projectId: string;
+  /** The member who minted it, and the credential they used (null for tokens minted before it was kept). */
+  createdBy: string | null;
+  credentialId: string | null;
+}
+
+export async function verifyStreamToken(ctx: AppContext, token: string, kind: 'build' | 'server_logs', recordId: string): Promise<StreamTokenInfo> {
   if (typeof token !== 'string' || token.length > 200) throw new AppError('UNAUTHENTICATED', 'invalid or expired stream token');
   const row = await store.findTokenByHash(ctx.db, sha256Hex(token));
   const ok = row && row.kind === kind && row.expiresAt > nowIso() && safeEqual(row.tokenHash, sha256Hex(token)) && (kind === 'build' ? row.deploymentId === recordId : row.projectId === recordId);
   if (!ok) throw new AppError('UNAUTHENTICATED', 'invalid or expired stream token');
-  return { orgId: row!.orgId, projectId: row!.projectId };
+  return { orgId: row!.orgId, projectId: row!.projectId, createdBy: row!.createdBy, credentialId: row!.credentialId ?? null };
 }
 
 // ---------------------------------------------------------------- the build job

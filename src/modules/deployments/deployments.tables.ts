@@ -27,6 +27,8 @@ export interface DeploymentTokensTable {
   /** 'build' (one deployment's build logs) | 'server_logs' (one project's request log stream). */
   kind: string;
   createdBy: string | null;
+  /** The credential (`tok_...` or `ses_...`) that minted it; its streams end with that credential. */
+  credentialId: string | null;
   expiresAt: string;
   createdAt: string;
 }

@@ -1,3 +1,4 @@
+import { accessChanged } from '../../authz/access-events.js';
 import type { Actor } from '../../authz/actor.js';
 import { can } from '../../authz/authorize.js';
 import { GRANT_PERMISSIONS, isGrantResourceType, type GrantResourceType } from '../../authz/grants.js';
@@ -157,6 +158,7 @@ export async function upsertGrant(ctx: Deps, actor: Actor, input: UpsertGrantInp
   await requireMember(ctx.db, actor.orgId, input.userId);
   await checkGrantsWritable(ctx, actor, actor.orgId, [{ g, prefix: '' }]);
   const row = await transaction(ctx.db, (tx) => writeGrant(tx, actor.orgId, actor.userId, input.userId, g));
+  accessChanged({ orgId: actor.orgId, userId: input.userId });
   return { grant: row ? grantView(row) : null };
 }
 
@@ -185,15 +187,18 @@ export async function replaceGrants(ctx: Deps, actor: Actor, input: { userId: st
     }
     for (const { g } of wanted) await writeGrant(tx, actor.orgId, actor.userId, input.userId, g);
   });
+  accessChanged({ orgId: actor.orgId, userId: input.userId });
   return (await store.listOrgGrants(ctx.db, actor.orgId, input.userId)).map(grantView);
 }
 
 /** DELETE grants/:id (the route's gate already loaded the grant in the actor's org). */
 export async function revokeGrant({ db }: Deps, actor: Actor, id: string): Promise<{ id: string; revoked: true }> {
-  await transaction(db, async (tx) => {
+  const userId = await transaction(db, async (tx) => {
     const g = await store.findGrant(tx, actor.orgId, id);
     if (!g) throw new AppError('NOT_FOUND', 'grant not found');
     await writeGrant(tx, actor.orgId, actor.userId, g.userId, { resourceType: g.resourceType as GrantResourceType, resourceId: g.resourceId, permissions: [] });
+    return g.userId;
   });
+  accessChanged({ orgId: actor.orgId, userId });
   return { id, revoked: true };
 }

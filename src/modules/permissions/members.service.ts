@@ -1,3 +1,4 @@
+import { accessChanged } from '../../authz/access-events.js';
 import type { Actor } from '../../authz/actor.js';
 import { isRole, roleRank } from '../../authz/roles.js';
 import type { AppContext } from '../../context.js';
@@ -58,7 +59,7 @@ export async function listMembers({ db }: Deps, actor: Actor): Promise<MemberVie
 export async function changeRole({ db, dialect }: Deps, actor: Actor, userId: string, role: string): Promise<MemberView> {
   if (!isRole(role)) throw new AppError('VALIDATION_FAILED', 'role must be one of owner, admin, member, restricted', { field: 'role' });
   if (roleRank(role) > roleRank(actor.role)) throw new AppError('FORBIDDEN', `you cannot make someone ${role}: it is above your own role`, { field: 'role' });
-  return transaction(db, async (tx) => {
+  const out = await transaction(db, async (tx) => {
     await store.lockOrg(tx, dialect, actor.orgId);
     const m = await store.findMember(tx, actor.orgId, userId);
     if (!m) throw new AppError('NOT_FOUND', 'member not found');
@@ -71,6 +72,9 @@ export async function changeRole({ db, dialect }: Deps, actor: Actor, userId: st
     await insertAuditEvent(tx, { orgId: actor.orgId, actorId: actor.userId, action: 'member.role_change', resourceType: 'membership', resourceId: userId, details: { from: m.role, to: role } });
     return memberView({ ...m, role });
   });
+  // The member's open streams re-check their access (a demotion ends what the new role cannot read).
+  accessChanged({ orgId: actor.orgId, userId });
+  return out;
 }
 
 /**
@@ -90,6 +94,7 @@ export async function removeMember({ db, dialect }: Deps, actor: Actor, userId: 
     const grants = await deleteUserGrants(tx, actor.orgId, userId);
     await insertAuditEvent(tx, { orgId: actor.orgId, actorId: actor.userId, action: 'member.remove', resourceType: 'membership', resourceId: userId, details: { role: m.role, email: m.email, grantsRemoved: grants } });
   });
+  accessChanged({ orgId: actor.orgId, userId });
   return { userId, removed: true };
 }
 
