@@ -227,6 +227,11 @@ export class SafeExtractor {
     return { files: this.files, directories: this.directories, bytes: this.bytes, skipped: this.skipped };
   }
 
+  /** File bytes committed so far (announced sizes, counted before a byte of the file is written). */
+  get committedBytes(): number {
+    return this.bytes;
+  }
+
   /** Stops everything (the caller removes the root). */
   abort(reason = 'aborted'): void {
     this.fail(new ExtractError('invalid', reason));

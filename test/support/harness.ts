@@ -78,6 +78,9 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     // Test peers (s3rver, the PostgreSQL cluster) listen on loopback, which Berth refuses as an
     // outbound target unless listed (contract section 17); test/security/ clears it to see the refusal.
     BERTH_OUTBOUND_ALLOW: '127.0.0.1,localhost',
+    // Suites open many upload sessions for one member; test/security/upload-disk-exhaustion clears
+    // this to run with the contract's 5.
+    BERTH_UPLOAD_MAX_OPEN_SESSIONS: '1000',
     // Most suites sign up several accounts; test/auth/signup-modes covers the invite-only default.
     BERTH_SIGNUP: 'open',
     ...opts.env,

@@ -130,7 +130,7 @@ export const uploadsModule: ModuleDef = {
     }),
   ],
   init(ctx) {
-    ctx.scheduler.add({ name: 'uploads.sweep', everyMs: 10 * 60 * 1000, run: async () => void (await uploads.sweepUploads(ctx)) });
+    ctx.scheduler.add({ name: 'uploads.sweep', everyMs: uploads.SWEEP_EVERY_MS, run: async () => void (await uploads.sweepUploads(ctx)) });
     registerProjectDependent({
       name: 'uploadSessions',
       preview: (db, orgId, projectId) => store.countForProject(db, orgId, projectId),

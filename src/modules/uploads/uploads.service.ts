@@ -21,7 +21,7 @@ import type { ResolvedResource } from '../../http/route.js';
 import { AppError, conflict, forbidden } from '../../http/errors.js';
 import { safeEqual, sha256Hex } from '../../lib/crypto.js';
 import { isoPlus, newId, newSecretToken, nowIso, randomString } from '../../lib/ids.js';
-import { ExtractError, SafeExtractor } from '../../lib/tar-safe.js';
+import { DEFAULT_LIMITS, ExtractError, SafeExtractor } from '../../lib/tar-safe.js';
 import { scanProject, type ScanResult } from '../detect/detect.js';
 import { insertAuditEvent } from '../audit/audit.store.js';
 import { memberActor } from '../auth/auth.service.js';
@@ -34,8 +34,10 @@ import type { UploadSessionRow } from './uploads.store.js';
 export const MAX_UPLOAD_BYTES = 300 * 1000 * 1000;
 /** Time to upload after opening a session. */
 export const SESSION_TTL_MS = 60 * 60 * 1000;
-/** Time to scan and ensure after the upload arrived. */
-export const UPLOADED_TTL_MS = 24 * 60 * 60 * 1000;
+/** Time to scan and ensure after the upload arrived; then the sweep removes it (contract section 17). */
+export const UPLOADED_TTL_MS = 60 * 60 * 1000;
+/** How often the sweep runs: an expired upload's files are gone within a minute of its expiry. */
+export const SWEEP_EVERY_MS = 60 * 1000;
 export const UPLOAD_TOKEN_HEADER = 'x-berth-upload-token';
 export const UPLOAD_CONTENT_TYPES = ['application/gzip', 'application/x-gzip', 'application/octet-stream'];
 
@@ -44,6 +46,47 @@ type Deps = Pick<AppContext, 'db' | 'config' | 'log'>;
 export function uploadsRoot(ctx: Pick<AppContext, 'config'>): string {
   return path.join(ctx.config.dataDir, 'uploads');
 }
+/** Seconds until `iso` (at least 1, at most an hour): the Retry-After of a quota refusal. */
+function retryAfter(iso: string | null): number {
+  const ms = iso ? Date.parse(iso) - Date.now() : SESSION_TTL_MS;
+  return Math.min(3600, Math.max(1, Math.ceil(ms / 1000)));
+}
+
+const MiB = 1024 * 1024;
+const fmtBytes = (n: number) => (n >= 1024 * MiB ? `${(n / (1024 * MiB)).toFixed(2)} GiB` : `${(n / MiB).toFixed(1)} MiB`);
+
+/** 429: the org's received, unconsumed uploads hold its whole allowance of disk. */
+function orgFull(cap: number, soonest: string | null): AppError {
+  return new AppError(
+    'RATE_LIMITED',
+    `this organization's uploads that are not deployed yet hold ${fmtBytes(cap)} or more of disk (the limit); deploy them or wait until they expire`,
+    { retryAfterSeconds: retryAfter(soonest) },
+  );
+}
+
+/**
+ * Bytes on disk of uploads in flight on this instance, per org and session (received archive bytes
+ * plus extracted file bytes); received uploads are counted from the database (`storedBytes`).
+ */
+const inFlightBytes = new Map<string, Map<string, number>>();
+
+function inFlightOf(orgId: string, except?: string): number {
+  let n = 0;
+  for (const [id, b] of inFlightBytes.get(orgId) ?? []) if (id !== except) n += b;
+  return n;
+}
+
+function setInFlight(orgId: string, sessionId: string, bytes: number | null): void {
+  let m = inFlightBytes.get(orgId);
+  if (bytes === null) {
+    m?.delete(sessionId);
+    if (m && m.size === 0) inFlightBytes.delete(orgId);
+    return;
+  }
+  if (!m) inFlightBytes.set(orgId, (m = new Map()));
+  m.set(sessionId, bytes);
+}
+
 const stagedDir = (ctx: Pick<AppContext, 'config'>, sessionId: string) => path.join(uploadsRoot(ctx), '.sessions', path.basename(sessionId));
 const projectDir = (ctx: Pick<AppContext, 'config'>, projectId: string) => path.join(uploadsRoot(ctx), path.basename(projectId));
 
@@ -86,7 +129,20 @@ export async function createSession(
   const token = newSecretToken('berth_upl');
   const now = nowIso();
   const expiresAt = isoPlus(SESSION_TTL_MS);
+  const limits = ctx.config.hardening.uploads;
   await transaction(ctx.db, async (tx) => {
+    // Quotas (contract section 17): open sessions per user, stored unconsumed bytes per org. On
+    // PostgreSQL the user's row is locked so that concurrent opens are counted one after another
+    // (SQLite has a single writer).
+    if (ctx.dialect === 'postgres') await tx.selectFrom('users').select('id').where('id', '=', actor.userId).forUpdate().execute();
+    const open = await store.openSessionsOfUser(tx, actor.userId, now);
+    if (open.n >= limits.maxOpenSessionsPerUser) {
+      throw new AppError('RATE_LIMITED', `you have ${open.n} open upload sessions (at most ${limits.maxOpenSessionsPerUser}); use them or let them expire first`, {
+        retryAfterSeconds: retryAfter(open.soonest),
+      });
+    }
+    const stored = await store.storedBytesOfOrg(tx, actor.orgId, now);
+    if (stored.bytes + inFlightOf(actor.orgId) >= limits.maxOrgBytes) throw orgFull(limits.maxOrgBytes, stored.soonest);
     await store.insertSession(tx, {
       id,
       orgId: actor.orgId,
@@ -196,7 +252,16 @@ function closeStream(ws: WriteStream): Promise<void> {
  * passes the limit (the caller then closes the connection), 400 for a hostile or corrupt archive.
  */
 export async function receiveUpload(ctx: Deps, row: UploadSessionRow, body: AsyncIterable<Buffer | string> | Iterable<Buffer>): Promise<UploadAnswer> {
+  // The org's allowance of disk for uploads not deployed yet: what received uploads hold, and what
+  // the others in flight here hold now. The extractor refuses a file that would pass it before a
+  // byte of the file is written; the loop below counts the archive too.
+  const cap = ctx.config.hardening.uploads.maxOrgBytes;
+  const stored = await store.storedBytesOfOrg(ctx.db, row.orgId, nowIso());
+  const budget = () => cap - stored.bytes - inFlightOf(row.orgId, row.id);
+  if (budget() <= 0) throw orgFull(cap, stored.soonest);
   if (!(await store.claimForUpload(ctx.db, row.orgId, row.id, nowIso()))) throw conflict('an upload to this session is in progress or finished');
+  const fileCap = Math.min(DEFAULT_LIMITS.maxBytes, budget());
+  setInFlight(row.orgId, row.id, 0);
   const root = uploadsRoot(ctx);
   const tmp = path.join(root, '.tmp', `${path.basename(row.id)}-${randomString(8)}`);
   const src = path.join(tmp, 'src');
@@ -207,7 +272,7 @@ export async function receiveUpload(ctx: Deps, row: UploadSessionRow, body: Asyn
     archive = createWriteStream(path.join(tmp, 'source.tar.gz'), { flags: 'wx', mode: 0o600 });
     const archiveError = new Promise<never>((_, reject) => archive!.once('error', reject));
     archiveError.catch(() => {});
-    extractor = new SafeExtractor(src);
+    extractor = new SafeExtractor(src, { ...DEFAULT_LIMITS, maxBytes: fileCap });
     const hash = createHash('sha256');
     let size = 0;
     for await (const raw of body) {
@@ -217,10 +282,14 @@ export async function receiveUpload(ctx: Deps, row: UploadSessionRow, body: Asyn
       hash.update(chunk);
       archive.write(chunk);
       await extractor.write(chunk);
+      const onDisk = size + extractor.committedBytes;
+      setInFlight(row.orgId, row.id, onDisk);
+      if (onDisk > budget()) throw orgFull(cap, stored.soonest);
       if (archive.writableNeedDrain) await Promise.race([new Promise<void>((r) => archive!.once('drain', () => r())), archiveError]);
     }
     const out = await extractor.end();
     await closeStream(archive);
+    if (size + out.bytes > budget()) throw orgFull(cap, stored.soonest);
     const staged = stagedDir(ctx, row.id);
     await fsp.rm(staged, { recursive: true, force: true });
     await fsp.mkdir(path.dirname(staged), { recursive: true });
@@ -228,18 +297,23 @@ export async function receiveUpload(ctx: Deps, row: UploadSessionRow, body: Asyn
     const uploadedAt = nowIso();
     const expiresAt = isoPlus(UPLOADED_TTL_MS);
     const sha256 = hash.digest('hex');
-    await store.markUploaded(ctx.db, row.orgId, row.id, { sizeBytes: size, sha256, files: out.files, uploadedAt, expiresAt });
+    await store.markUploaded(ctx.db, row.orgId, row.id, { sizeBytes: size, sha256, files: out.files, uploadedAt, expiresAt, storedBytes: size + out.bytes });
     return { sessionId: row.id, status: 'uploaded', sizeBytes: size, sha256, files: out.files, directories: out.directories, skipped: out.skipped, expiresAt };
   } catch (e) {
+    const committed = extractor?.committedBytes ?? 0;
     extractor?.abort();
     archive?.destroy();
     await fsp.rm(tmp, { recursive: true, force: true }).catch(() => {});
     await store.releaseUpload(ctx.db, row.orgId, row.id).catch(() => {});
+    // The extractor's byte cap was the org's allowance, not the per-upload limit: a quota refusal.
+    if (e instanceof ExtractError && e.kind === 'limit' && fileCap < DEFAULT_LIMITS.maxBytes && committed > fileCap) throw orgFull(cap, stored.soonest);
     if (e instanceof ExtractError) {
       const what = e.kind === 'hostile' ? 'refused a hostile archive' : e.kind === 'limit' ? 'refused an archive over the limits' : 'could not read the archive';
       throw new AppError('VALIDATION_FAILED', `${what}: ${e.message}; nothing was kept`, { field: 'body' });
     }
     throw e;
+  } finally {
+    setInFlight(row.orgId, row.id, null);
   }
 }
 

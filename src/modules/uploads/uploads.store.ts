@@ -42,7 +42,7 @@ export async function markUploaded(
   db: Db,
   orgId: string,
   id: string,
-  v: { sizeBytes: number; sha256: string; files: number; uploadedAt: string; expiresAt: string },
+  v: { sizeBytes: number; sha256: string; files: number; uploadedAt: string; expiresAt: string; storedBytes: number },
 ): Promise<void> {
   await db
     .updateTable('uploadSessions')
@@ -90,6 +90,32 @@ export async function countForProject(db: Db, orgId: string, projectId: string):
 
 export async function deleteForProject(db: Db, orgId: string, projectId: string): Promise<void> {
   await db.deleteFrom('uploadSessions').where('orgId', '=', orgId).where('projectId', '=', projectId).execute();
+}
+
+// ---------------------------------------------------------------- quotas (issue 15: upload disk exhaustion)
+
+/** A user's open sessions (not consumed, not expired), in any org: count and the soonest expiry. */
+export async function openSessionsOfUser(db: Db, userId: string, now: string): Promise<{ n: number; soonest: string | null }> {
+  const r = await db
+    .selectFrom('uploadSessions')
+    .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.min<string>('expiresAt').as('soonest')])
+    .where('createdBy', '=', userId)
+    .where('status', '!=', 'consumed')
+    .where('expiresAt', '>', now)
+    .executeTakeFirst();
+  return { n: Number(r?.n ?? 0), soonest: r?.soonest ?? null };
+}
+
+/** Bytes an org's received, unconsumed uploads hold on disk, and the soonest of their expiries. */
+export async function storedBytesOfOrg(db: Db, orgId: string, now: string): Promise<{ bytes: number; soonest: string | null }> {
+  const r = await db
+    .selectFrom('uploadSessions')
+    .select((eb) => [eb.fn.sum<number>('storedBytes').as('bytes'), eb.fn.min<string>('expiresAt').as('soonest')])
+    .where('orgId', '=', orgId)
+    .where('status', '=', 'uploaded')
+    .where('expiresAt', '>', now)
+    .executeTakeFirst();
+  return { bytes: Number(r?.bytes ?? 0), soonest: r?.soonest ?? null };
 }
 
 // ---------------------------------------------------------------- sweep (instance-wide, by design)

@@ -22,6 +22,8 @@ export interface UploadSessionsTable {
   expiresAt: string;
   uploadedAt: string | null;
   consumedAt: string | null;
+  /** Bytes the upload holds on disk (archive + extracted files) until it is consumed or swept (migration 012). */
+  storedBytes: number | null;
 }
 
 export interface UploadTables {
