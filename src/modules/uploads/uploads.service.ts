@@ -289,7 +289,9 @@ export async function receiveUpload(ctx: Deps, row: UploadSessionRow, body: Asyn
     }
     const out = await extractor.end();
     await closeStream(archive);
-    if (size + out.bytes > budget()) throw orgFull(cap, stored.soonest);
+    // Again against the database: an upload of the org that finished meanwhile is counted there now.
+    const latest = await store.storedBytesOfOrg(ctx.db, row.orgId, nowIso());
+    if (size + out.bytes > cap - latest.bytes - inFlightOf(row.orgId, row.id)) throw orgFull(cap, latest.soonest);
     const staged = stagedDir(ctx, row.id);
     await fsp.rm(staged, { recursive: true, force: true });
     await fsp.mkdir(path.dirname(staged), { recursive: true });
