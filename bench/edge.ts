@@ -163,7 +163,7 @@ async function deployHello(url: string, token: string, archive: Buffer, name: st
 export async function edgeBench(): Promise<Row[]> {
   const rows: Row[] = [];
   const berth = await startChild('bench/servers/berth.mjs', { BERTH_SLEEP_IDLE_SECONDS: '1', BERTH_CGROUPS: process.env.BERTH_CGROUPS ?? '' });
-  const bare = await startChild('bench/servers/berth.mjs', { BERTH_SLEEP_IDLE_SECONDS: '3600', BERTH_RUNTIME: 'process', BERTH_CGROUPS: process.env.BERTH_CGROUPS ?? '' });
+  const bare = await startChild('bench/servers/berth.mjs', { BERTH_SLEEP_IDLE_SECONDS: '1', BERTH_RUNTIME: 'process', BERTH_CGROUPS: process.env.BERTH_CGROUPS ?? '' });
   const { url, token } = berth.info as { url: string; token: string };
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'berth-edge-bench-'));
   try {

@@ -107,12 +107,26 @@ export function startChild(file: string, env: Record<string, string> = {}, timeo
       proc.kill('SIGKILL');
       reject(new Error(`${file} did not start within ${timeoutMs} ms`));
     }, timeoutMs);
+    let started = false;
     proc.stdout!.on('data', (d: Buffer) => {
+      if (started) return;
       buf += d.toString();
-      const nl = buf.indexOf('\n');
-      if (nl >= 0 && timer) {
+      // The first JSON line that is not a log line (pino's carry `level`) describes the child.
+      let nl: number;
+      let info: any = null;
+      while (!info && (nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        try {
+          const v = JSON.parse(line);
+          if (v && typeof v === 'object' && !('level' in v)) info = v;
+        } catch {
+          /* not JSON */
+        }
+      }
+      if (info) {
+        started = true;
         clearTimeout(timer);
-        const info = JSON.parse(buf.slice(0, nl));
         resolve({
           proc,
           info,
