@@ -271,6 +271,26 @@ export class OutboundPolicy {
   }
 }
 
+/**
+ * The one TCP host of a `postgres://` URL. Refused (OutboundRefusedError 'invalid'): no host (libpq
+ * would take its default Unix socket), several hosts (`h1,h2`), and `host`/`hostaddr` parameters
+ * (a socket path or a second address the check would not see).
+ */
+export function postgresUrlHost(raw: string): string {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new OutboundRefusedError('(unparsable URL)', 'invalid');
+  }
+  const host = normalizeHost(decodeURIComponent(u.hostname));
+  for (const k of u.searchParams.keys()) {
+    if (k.toLowerCase() === 'host' || k.toLowerCase() === 'hostaddr') throw new OutboundRefusedError(host || '(no host)', 'invalid');
+  }
+  if (!host || host.startsWith('/') || host.includes(',')) throw new OutboundRefusedError(host || '(no host)', 'invalid');
+  return host;
+}
+
 const policies = new WeakMap<readonly string[], OutboundPolicy>();
 
 /** The policy of a server's `BERTH_OUTBOUND_ALLOW` list (config.hardening.outboundAllow), made once per list. */
