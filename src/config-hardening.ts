@@ -31,7 +31,8 @@ export interface HardeningConfig {
   };
 }
 
-function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+/** A positive whole number from `env[name]`, else `fallback`; anything else stops start-up with a message naming it. */
+export function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);

@@ -1,3 +1,4 @@
+import { positiveInt } from '../config-hardening.js';
 import { parseTrustedProxies, type TrustedProxies } from '../lib/trusted-proxies.js';
 
 /**
@@ -15,14 +16,6 @@ export interface EdgeLimits {
   maxConnectionsPerAddress: number;
   /** Proxies whose X-Forwarded-For names the client (BERTH_TRUSTED_PROXIES, none). */
   trustedProxies: TrustedProxies;
-}
-
-function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${name} must be a positive whole number (got "${raw}")`);
-  return n;
 }
 
 /** The limits from the environment; a malformed value throws (the edge does not start). */
