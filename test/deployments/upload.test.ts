@@ -1,5 +1,3 @@
-// Resource limits switched off here: info must say they are not enforced.
-
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, rmSync } from 'node:fs';
