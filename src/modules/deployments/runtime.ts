@@ -242,7 +242,7 @@ export class BerthRuntime {
 
   /**
    * The project's own uid/gid when the driver switches users (sandbox as root), allocated on first
-   * use, and its volume made theirs.
+   * use (the supervisor hands the volume to it, the build the source).
    */
   async identityOf(orgId: string, projectId: string): Promise<Identity | null> {
     if (this.driver.isolation !== 'sandbox' || process.getuid?.() !== 0) return null;
