@@ -76,8 +76,8 @@ export async function insertToken(db: Db, t: ApiTokensTable): Promise<void> {
   await db.insertInto('apiTokens').values(t).execute();
 }
 
-/** The token with its user and the user's role in the token's org (no row when the membership is gone). */
-export async function findTokenActor(db: Db, tokenHash: string) {
+/** A token joined to its user and the user's role in the token's org (no row when the membership is gone). */
+function tokenActorQuery(db: Db) {
   return db
     .selectFrom('apiTokens')
     .innerJoin('users', 'users.id', 'apiTokens.userId')
@@ -93,29 +93,17 @@ export async function findTokenActor(db: Db, tokenHash: string) {
       'apiTokens.lastUsedAt as lastUsedAt',
       'users.email as email',
       'memberships.role as role',
-    ])
-    .where('apiTokens.tokenHash', '=', tokenHash)
-    .executeTakeFirst();
+    ]);
+}
+
+/** The token with its user and the user's role in the token's org (no row when the membership is gone). */
+export async function findTokenActor(db: Db, tokenHash: string) {
+  return tokenActorQuery(db).where('apiTokens.tokenHash', '=', tokenHash).executeTakeFirst();
 }
 
 /** The same as findTokenActor, by the token's id (re-checking a credential that minted something). */
 export async function findTokenActorById(db: Db, id: string) {
-  return db
-    .selectFrom('apiTokens')
-    .innerJoin('users', 'users.id', 'apiTokens.userId')
-    .innerJoin('memberships', (j) => j.onRef('memberships.userId', '=', 'apiTokens.userId').onRef('memberships.orgId', '=', 'apiTokens.orgId'))
-    .select([
-      'apiTokens.id as tokenId',
-      'apiTokens.userId as userId',
-      'apiTokens.orgId as orgId',
-      'apiTokens.scopes as scopes',
-      'apiTokens.expiresAt as expiresAt',
-      'apiTokens.revokedAt as revokedAt',
-      'users.email as email',
-      'memberships.role as role',
-    ])
-    .where('apiTokens.id', '=', id)
-    .executeTakeFirst();
+  return tokenActorQuery(db).where('apiTokens.id', '=', id).executeTakeFirst();
 }
 
 /** The same as findSessionActor, by the session's id. */
