@@ -144,7 +144,7 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
   };
 
   /** Runs one process to its end: output redacted into the build log, cancel and the deadline kill it. */
-  const runProcess = async (start: () => BoxProcess, label: string, killAll: () => void): Promise<string> => {
+  const runProcess = async (start: () => BoxProcess, label: string, killAll: () => void | Promise<void>): Promise<string> => {
     if (input.signal.aborted) throw new BuildError('the build was cancelled');
     const remaining = deadline - Date.now();
     if (remaining <= 0) throw new BuildError(`the build timed out after ${Math.round(input.timeoutMs / 1000)} s`);
@@ -191,7 +191,8 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
     } finally {
       clearTimeout(timer);
       input.signal.removeEventListener('abort', onAbort);
-      killAll();
+      // Anything the step left running (children, detached ones) goes with it.
+      await killAll();
     }
   };
 
@@ -205,27 +206,15 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
         return p;
       },
       label,
-      () => killGroup(pid, 'SIGKILL'),
+      () => {
+        killGroup(pid, 'SIGKILL');
+      },
     );
   };
 
-  let box: Box | null = null;
   /** A command of the project's, in the build's box; nothing it started outlives the step. */
-  const runStep = async (argv: string[], cwd: string, extraEnv: Record<string, string>, label: string): Promise<string> => {
-    if (!box) {
-      try {
-        box = await input.driver.open({ kind: 'build', projectId: input.projectId, name: `build-${input.deploymentId}`, identity: input.identity, limits: input.limits, appDir: srcDir, homeDir });
-      } catch (e) {
-        throw new BuildError(`the build cannot run: ${(e as Error).message}`);
-      }
-    }
-    const b: Box = box;
-    try {
-      return await runProcess(() => b.exec(argv, { cwd, env: { ...baseEnv, HOME: b.paths.home ?? b.paths.tmp, ...extraEnv } }), label, () => void b.killAll());
-    } finally {
-      await b.killAll();
-    }
-  };
+  const runStep = (box: Box, argv: string[], cwd: string, extraEnv: Record<string, string>, label: string): Promise<string> =>
+    runProcess(() => box.exec(argv, { cwd, env: { ...baseEnv, HOME: box.paths.home ?? box.paths.tmp, ...extraEnv } }), label, () => box.killAll());
 
   // ---- source
   let commit: string | null = null;
@@ -312,32 +301,39 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
   const build = input.commands.buildCommand ?? detected.buildCommand;
   const start = input.commands.startCommand ?? detected.startCommand;
   if (!start) throw new BuildError('no start command: set startCommand on the project, or add a "start" script to package.json');
-  const insideApp = input.driver.isolation === 'none' ? appDir : path.posix.join('/app', ...path.relative(srcDir, appDir).split(path.sep).filter(Boolean));
-  const stepEnv = { ...input.env, PATH: pathWithBin(insideApp, input.baseEnv.PATH) };
-  for (const [label, cmd] of [
+  const commands = [
     ['install', install],
     ['build', build],
-  ] as const) {
-    if (!cmd) {
-      note(`no ${label} command; skipping`);
-      continue;
-    }
-    let steps: CommandStep[];
+  ] as const;
+  if (!install && !build) for (const [label] of commands) note(`no ${label} command; skipping`);
+  else {
+    // One box for the whole build: install and build run in it one after the other.
+    let box: Box;
     try {
-      steps = parseCommand(cmd, { ...baseEnv, ...stepEnv });
+      box = await input.driver.open({ kind: 'build', projectId: input.projectId, name: `build-${input.deploymentId}`, identity: input.identity, limits: input.limits, appDir: srcDir, homeDir });
     } catch (e) {
-      throw new BuildError(`the ${label} command cannot run: ${(e as CommandError).message}`);
+      throw new BuildError(`the build cannot run: ${(e as Error).message}`);
     }
-    note(`${label}: ${cmd}`);
     try {
-      for (const s of steps) await runStep(s.argv, appDir, { ...stepEnv, ...s.env }, `the ${label} command`);
-    } catch (e) {
-      await (box as Box | null)?.dispose().catch(() => {});
-      box = null;
-      throw e;
+      const stepEnv = { ...input.env, PATH: pathWithBin(box.inside(appDir), input.baseEnv.PATH) };
+      for (const [label, cmd] of commands) {
+        if (!cmd) {
+          note(`no ${label} command; skipping`);
+          continue;
+        }
+        let steps: CommandStep[];
+        try {
+          steps = parseCommand(cmd, { ...baseEnv, ...stepEnv });
+        } catch (e) {
+          throw new BuildError(`the ${label} command cannot run: ${(e as CommandError).message}`);
+        }
+        note(`${label}: ${cmd}`);
+        for (const st of steps) await runStep(box, st.argv, appDir, { ...stepEnv, ...st.env }, `the ${label} command`);
+      }
+    } finally {
+      await box.dispose().catch(() => {});
     }
   }
-  await (box as Box | null)?.dispose().catch(() => {});
   try {
     startSteps(appDir, start, {});
   } catch (e) {

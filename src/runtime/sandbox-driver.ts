@@ -145,7 +145,7 @@ export class SandboxDriver implements RuntimeDriver {
 
   async open(spec: BoxSpec): Promise<Box> {
     if (this.problem) throw new DriverUnavailableError(this.problem);
-    if (this.root && (!spec.identity || spec.identity.uid === 0 || spec.identity.uid === process.getuid?.())) {
+    if (this.root && (!spec.identity || spec.identity.uid === 0)) {
       throw new DriverUnavailableError('a sandboxed project needs its own uid');
     }
     const cg = createCgroup(this.cgroups, this.instanceKey, spec.name, spec.limits);
@@ -163,7 +163,7 @@ export class SandboxDriver implements RuntimeDriver {
       await cg?.remove();
       throw e;
     }
-    return new SandboxBox(this.bins, this.systemArgs, spec, cg, ns, port, this.net);
+    return new SandboxBox(this.bins, this.systemArgs, spec, cg, ns, port, this.net, this.root);
   }
 }
 
@@ -181,6 +181,8 @@ class SandboxBox implements Box {
     private readonly ns: NetNamespace | null,
     readonly port: number | null,
     private readonly net: NetworkPool | null,
+    /** The server runs as root: the box switches to the project's uid and starts inside its cgroup. */
+    private readonly root: boolean,
   ) {
     this.host = ns ? ns.sandboxAddr : '127.0.0.1';
     this.bindHost = ns ? '0.0.0.0' : '127.0.0.1';
@@ -202,18 +204,17 @@ class SandboxBox implements Box {
     a.push('--chdir', this.inside(cwd));
     a.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--hostname', 'berth');
     a.push('--die-with-parent', '--new-session');
-    if (!s.identity || process.getuid?.() !== 0) a.push('--unshare-user', '--cap-drop', 'ALL');
+    if (!s.identity || !this.root) a.push('--unshare-user', '--cap-drop', 'ALL');
     return a;
   }
 
   exec(argv: string[], opts: { cwd: string; env: Record<string, string> }): BoxProcess {
     if (argv.length === 0) throw new Error('empty command');
     const chain: string[] = [];
-    const root = process.getuid?.() === 0;
-    if (root && this.cg) chain.push(this.bins.cgexec!, '-g', this.cg.cgexecSpec);
+    if (this.root && this.cg) chain.push(this.bins.cgexec!, '-g', this.cg.cgexecSpec);
     if (this.ns) chain.push(this.bins.nsenter!, `--net=${this.ns.path}`, '--');
     chain.push(this.bins.bwrap!, ...this.bwrapArgs(opts.cwd), '--');
-    if (root && this.spec.identity) {
+    if (this.root && this.spec.identity) {
       const { uid, gid } = this.spec.identity;
       chain.push(this.bins.setpriv!, `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--inh-caps=-all', '--ambient-caps=-all', '--bounding-set=-all', '--no-new-privs', '--');
     }
@@ -222,7 +223,7 @@ class SandboxBox implements Box {
     const p = spawnBoxProcess(chain, '/', opts.env);
     if (p.pid) {
       this.leaders.add(p.pid);
-      if (!root) this.cg?.addPid(p.pid);
+      if (!this.root) this.cg?.addPid(p.pid);
     }
     // bwrap exits with 128+N when the command was killed by signal N: report it as that signal.
     const exited = p.exited.then((r) => {
@@ -235,7 +236,7 @@ class SandboxBox implements Box {
 
   signalAll(signal: NodeJS.Signals): void {
     const uid = this.spec.identity?.uid;
-    if (!this.cg || uid === undefined || process.getuid?.() !== 0) {
+    if (!this.cg || uid === undefined || !this.root) {
       // bwrap's own processes die with their parent, and take the sandbox with them.
       for (const pid of this.leaders) killGroup(pid, signal);
       return;

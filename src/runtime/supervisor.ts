@@ -59,9 +59,7 @@ export interface RuntimeSnapshot {
 interface Instance {
   spec: ReleaseSpec;
   box: Box;
-  proc: BoxProcess;
   upstream: Upstream;
-  port: number;
   pid: number;
   startedAt: string;
   stopping: boolean;
@@ -122,7 +120,7 @@ export class Supervisor {
     const c = s.current;
     return {
       state: s.state,
-      port: c?.port,
+      port: c?.upstream.port,
       pid: c?.pid,
       startedAt: c?.startedAt,
       deploymentId: c?.spec.deploymentId,
@@ -442,7 +440,7 @@ export class Supervisor {
     }
     this.pipeOutput(proc, logFile, spec.secrets);
     const upstream: Upstream = { host: box.host, port, key: `${box.host}:${port}` };
-    const inst: Instance = { spec, box, proc, upstream, port, pid: proc.pid!, startedAt: new Date().toISOString(), stopping: false, exited };
+    const inst: Instance = { spec, box, upstream, pid: proc.pid!, startedAt: new Date().toISOString(), stopping: false, exited };
     // Whatever the app left when it exited (children, detached ones) goes with it.
     void exited.then(() => {
       if (!inst.stopping) void box.dispose().catch(() => {});
@@ -462,13 +460,13 @@ export class Supervisor {
     const deadline = Date.now() + (this.opts.healthTimeoutMs ?? 30000);
     let exited: string | null = null;
     void inst.exited.then(({ code, signal }) => {
-      exited = `it exited (${signal ?? `code ${code}`}) before answering on port ${inst.port}`;
+      exited = `it exited (${signal ?? `code ${code}`}) before answering on port ${inst.upstream.port}`;
     });
     let delay = 20;
     while (Date.now() < deadline) {
       if (exited) return { ok: false, reason: exited };
       const ok = await new Promise<boolean>((resolve) => {
-        const req = http.get({ host: inst.upstream.host, port: inst.port, path: '/', timeout: 2000, headers: { 'user-agent': 'berth-health' } }, (res) => {
+        const req = http.get({ host: inst.upstream.host, port: inst.upstream.port, path: '/', timeout: 2000, headers: { 'user-agent': 'berth-health' } }, (res) => {
           res.resume();
           resolve(true);
         });
@@ -482,7 +480,7 @@ export class Supervisor {
       await new Promise((r) => setTimeout(r, delay));
       delay = Math.min(200, delay * 2);
     }
-    return { ok: false, reason: exited ?? `it did not answer on port ${inst.port} within ${Math.round((this.opts.healthTimeoutMs ?? 30000) / 1000)} s` };
+    return { ok: false, reason: exited ?? `it did not answer on port ${inst.upstream.port} within ${Math.round((this.opts.healthTimeoutMs ?? 30000) / 1000)} s` };
   }
 
   /** SIGTERM to the app's processes, SIGKILL to the whole box after the grace period; the box is freed. */

@@ -299,7 +299,7 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
     if (d.environment === 'production' && current && current.status === 'enabled') {
       log('stdout', '[berth] starting the new release and waiting for its health check');
       const fresh = await resolveEnvForRuntime(ctx, project.id, 'production');
-      const releaseSpec = await rt.releaseSpec(orgId, project.id, id, result.appDir, result.startCommand, current.resources, fresh.env, fresh.secrets);
+      const releaseSpec = await rt.releaseSpec(orgId, project.id, id, result.appDir, result.startCommand, current, fresh.env, fresh.secrets);
       try {
         await rt.supervisor.deploy(releaseSpec);
       } catch (e) {

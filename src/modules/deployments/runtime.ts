@@ -202,16 +202,24 @@ export class BerthRuntime {
   async specFor(orgId: string, projectId: string): Promise<ReleaseSpec | null> {
     const rel = await store.currentRelease(this.ctx.db, orgId, projectId, 'production');
     if (!rel || !rel.releaseDir || !rel.startCommand) return null;
-    const project = await this.ctx.db.selectFrom('projects').select(['resources']).where('orgId', '=', orgId).where('id', '=', projectId).executeTakeFirst();
+    const project = await this.ctx.db.selectFrom('projects').select(['resources', 'port']).where('orgId', '=', orgId).where('id', '=', projectId).executeTakeFirst();
     if (!project) return null;
     const { env, secrets } = await resolveEnvForRuntime(this.ctx, projectId, 'production');
-    return this.releaseSpec(orgId, projectId, rel.id, rel.releaseDir, rel.startCommand, project.resources, env, secrets);
+    return this.releaseSpec(orgId, projectId, rel.id, rel.releaseDir, rel.startCommand, project, env, secrets);
   }
 
   /** The spec of one release (its folder and start command) with the project's env and limits. */
-  async releaseSpec(orgId: string, projectId: string, deploymentId: string, appDir: string, command: string, resources: string, env: Record<string, string>, secrets: string[]): Promise<ReleaseSpec> {
+  async releaseSpec(
+    orgId: string,
+    projectId: string,
+    deploymentId: string,
+    appDir: string,
+    command: string,
+    project: { resources: string; port: number },
+    env: Record<string, string>,
+    secrets: string[],
+  ): Promise<ReleaseSpec> {
     const base = this.baseEnv();
-    const port = await this.ctx.db.selectFrom('projects').select('port').where('orgId', '=', orgId).where('id', '=', projectId).executeTakeFirst();
     return {
       projectId,
       orgId,
@@ -222,9 +230,9 @@ export class BerthRuntime {
       env,
       secrets,
       dataDir: this.volumeDir(projectId),
-      limits: this.limitsOf(resources, 'production'),
+      limits: this.limitsOf(project.resources, 'production'),
       identity: await this.identityOf(orgId, projectId),
-      port: Number(port?.port) > 0 ? Number(port!.port) : 3000,
+      port: Number(project.port) > 0 ? Number(project.port) : 3000,
       path: (cwdInside) => env.PATH ?? pathWithBin(cwdInside, base.PATH),
     };
   }
