@@ -53,15 +53,18 @@ export async function insertSession(db: Db, s: SessionsTable): Promise<void> {
   await db.insertInto('sessions').values(s).execute();
 }
 
-/** The session with its user and the user's role in the session's org (no row when the membership is gone). */
-export async function findSessionActor(db: Db, tokenHash: string) {
+/** A session joined to its user and the user's role in the session's org (no row when the membership is gone). */
+function sessionActorQuery(db: Db) {
   return db
     .selectFrom('sessions')
     .innerJoin('users', 'users.id', 'sessions.userId')
     .innerJoin('memberships', (j) => j.onRef('memberships.userId', '=', 'sessions.userId').onRef('memberships.orgId', '=', 'sessions.orgId'))
-    .select(['sessions.id as sessionId', 'sessions.userId as userId', 'sessions.orgId as orgId', 'sessions.expiresAt as expiresAt', 'users.email as email', 'memberships.role as role'])
-    .where('sessions.tokenHash', '=', tokenHash)
-    .executeTakeFirst();
+    .select(['sessions.id as sessionId', 'sessions.userId as userId', 'sessions.orgId as orgId', 'sessions.expiresAt as expiresAt', 'users.email as email', 'memberships.role as role']);
+}
+
+/** The session with its user and the user's role in the session's org (no row when the membership is gone). */
+export async function findSessionActor(db: Db, tokenHash: string) {
+  return sessionActorQuery(db).where('sessions.tokenHash', '=', tokenHash).executeTakeFirst();
 }
 
 export async function deleteSession(db: Db, id: string): Promise<void> {
@@ -108,13 +111,7 @@ export async function findTokenActorById(db: Db, id: string) {
 
 /** The same as findSessionActor, by the session's id. */
 export async function findSessionActorById(db: Db, id: string) {
-  return db
-    .selectFrom('sessions')
-    .innerJoin('users', 'users.id', 'sessions.userId')
-    .innerJoin('memberships', (j) => j.onRef('memberships.userId', '=', 'sessions.userId').onRef('memberships.orgId', '=', 'sessions.orgId'))
-    .select(['sessions.id as sessionId', 'sessions.userId as userId', 'sessions.orgId as orgId', 'sessions.expiresAt as expiresAt', 'users.email as email', 'memberships.role as role'])
-    .where('sessions.id', '=', id)
-    .executeTakeFirst();
+  return sessionActorQuery(db).where('sessions.id', '=', id).executeTakeFirst();
 }
 
 export async function touchToken(db: Db, id: string, at: string): Promise<void> {
