@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { AddressCounter } from '../lib/address-counter.js';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
@@ -98,7 +99,7 @@ export class EdgeServer {
   /** Open proxied requests and WebSocket connections per project (an app with any is not idle). */
   private readonly active = new Map<string, number>();
   /** Open client connections per (socket) address, for the per-address cap. */
-  private readonly connections = new Map<string, number>();
+  private readonly connections = new AddressCounter();
   readonly limits: EdgeLimits;
 
   /** How many requests and WebSocket connections of the project are open right now. */
@@ -157,20 +158,13 @@ export class EdgeServer {
       socket[COUNTED] = '';
       return;
     }
-    const n = (this.connections.get(addr) ?? 0) + 1;
-    this.connections.set(addr, n);
     socket[COUNTED] = addr;
-    if (n > this.limits.maxConnectionsPerAddress) socket[OVER_CAP] = true;
-    socket.once('close', () => {
-      const left = (this.connections.get(addr) ?? 1) - 1;
-      if (left <= 0) this.connections.delete(addr);
-      else this.connections.set(addr, left);
-    });
+    if (this.connections.add(addr, socket) > this.limits.maxConnectionsPerAddress) socket[OVER_CAP] = true;
   }
 
   /** Open client connections of a socket address (tests and diagnostics). */
   connectionsOf(address: string): number {
-    return this.connections.get(normalizeIp(address)) ?? 0;
+    return this.connections.of(normalizeIp(address));
   }
 
   /** The X-Forwarded-Proto sent on: `https` only when a trusted proxy says so. */

@@ -1,4 +1,5 @@
 import type { IncomingMessage, Server } from 'node:http';
+import { AddressCounter } from '../lib/address-counter.js';
 import type { Socket } from 'node:net';
 import { normalizeIp } from '../lib/cidr.js';
 import { newRequestId } from '../lib/ids.js';
@@ -76,7 +77,7 @@ export function endSocket(socket: Socket, data?: string, lingerMs = 1000): void 
 }
 
 export class ConnectionGuard {
-  private readonly perAddress = new Map<string, number>();
+  private readonly perAddress = new AddressCounter();
   private readonly inFlight = new Set<InFlight>();
   private readonly timer: NodeJS.Timeout;
   /** Connections refused over the cap, and requests ended for a slow body (for logs and tests). */
@@ -101,7 +102,7 @@ export class ConnectionGuard {
 
   /** Open connections of one address (tests and diagnostics). */
   connectionsOf(address: string): number {
-    return this.perAddress.get(normalizeIp(address)) ?? 0;
+    return this.perAddress.of(normalizeIp(address));
   }
 
   stop(): void {
@@ -111,7 +112,7 @@ export class ConnectionGuard {
   private admit(socket: Socket): boolean {
     const address = normalizeIp(socket.remoteAddress ?? '');
     if (!address || this.opts.exempt?.(address)) return true;
-    const n = (this.perAddress.get(address) ?? 0) + 1;
+    const n = this.perAddress.of(address) + 1;
     if (n > this.opts.maxConnectionsPerAddress) {
       this.stats.refused++;
       // Log the first refusal of a burst only.
@@ -119,12 +120,7 @@ export class ConnectionGuard {
       endSocket(socket, overCapAnswer(this.opts.maxConnectionsPerAddress));
       return false;
     }
-    this.perAddress.set(address, n);
-    socket.once('close', () => {
-      const left = (this.perAddress.get(address) ?? 1) - 1;
-      if (left <= 0) this.perAddress.delete(address);
-      else this.perAddress.set(address, left);
-    });
+    this.perAddress.add(address, socket);
     return true;
   }
 
