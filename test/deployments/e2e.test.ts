@@ -335,6 +335,7 @@ test('cancel kills a running build; a newer deployment supersedes an older one i
   const b = await deploy();
   assert.equal((await api.get(`/api/deployments/${a.id}`)).body.data.status, 'superseded');
   await waitFor(printed(b.id), 'the second build', 10000);
+  assert.ok(processesWith('slow-build-marker').length > 0, 'the marker finds the running build');
   const c = await api.post(`/api/deployments/${b.id}/cancel`);
   assert.equal(c.status, 200);
   assert.equal(c.body.data.status, 'cancelled');

@@ -2,14 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { LineSplitter, MASK, RedactStream, Redactor, redactText } from '../../src/runtime/redact.js';
-
-function feed(secrets: string[], chunks: (string | Buffer)[]): string {
-  const r = new Redactor(secrets);
-  const out: Buffer[] = [];
-  for (const c of chunks) out.push(r.push(typeof c === 'string' ? Buffer.from(c) : c));
-  out.push(r.end());
-  return Buffer.concat(out).toString('utf8');
-}
+import { cutAt, feed } from '../support/redaction.js';
 
 test('a secret value in one write is replaced with ********', () => {
   assert.equal(feed(['hunter2-secret'], ['password is hunter2-secret, ok\n']), `password is ${MASK}, ok\n`);
@@ -85,14 +78,7 @@ test('property: however the output is cut into writes, no secret value survives'
         fillers.forEach((f, i) => (text += f + secrets[i % secrets.length]));
         text += secrets[0];
         const bytes = Buffer.from(text);
-        const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
-        const chunks: Buffer[] = [];
-        let prev = 0;
-        for (const p of points) {
-          chunks.push(bytes.subarray(prev, p));
-          prev = p;
-        }
-        chunks.push(bytes.subarray(prev));
+        const chunks = cutAt(bytes, cuts);
         const out = feed(secrets, chunks);
         // With the mask removed, what remains must not contain any secret (a secret may be made
         // of mask characters only in theory; the alphabet here has no '*').

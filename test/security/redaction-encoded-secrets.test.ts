@@ -7,14 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { MASK, Redactor, secretForms } from '../../src/runtime/redact.js';
-
-function feed(secrets: string[], chunks: (string | Buffer)[]): string {
-  const r = new Redactor(secrets);
-  const out: Buffer[] = [];
-  for (const c of chunks) out.push(r.push(typeof c === 'string' ? Buffer.from(c) : c));
-  out.push(r.end());
-  return Buffer.concat(out).toString('utf8');
-}
+import { cutAt, feed } from '../support/redaction.js';
 
 /** A secret with every character the review named: quote, backslash, slash, space, non-ASCII. */
 const NASTY = 'p@ss "w/o\\rd" ünï€ 😀&=?+';
@@ -75,14 +68,7 @@ test('property: an encoded secret cut into writes at any points never survives',
     fc.property(secretArb, fc.constantFrom(...Object.keys(encodings('x'))), fc.array(fc.nat({ max: 400 }), { maxLength: 8 }), (secret, form, cuts) => {
       const encoded = encodings(secret)[form]!;
       const bytes = Buffer.from(`x ${encoded} y ${encoded}\n`);
-      const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
-      const chunks: Buffer[] = [];
-      let prev = 0;
-      for (const p of points) {
-        chunks.push(bytes.subarray(prev, p));
-        prev = p;
-      }
-      chunks.push(bytes.subarray(prev));
+      const chunks = cutAt(bytes, cuts);
       const out = feed([secret], chunks);
       assert.ok(!out.includes(encoded), `${form} ${JSON.stringify(encoded)} leaked in ${JSON.stringify(out)}`);
       assert.equal(out, feed([secret], [bytes]));
