@@ -5,7 +5,7 @@ import { createLogger } from './lib/logger.js';
 import { publicUrlOf, resolveSecretKey, type Config } from './config.js';
 import type { AppContext } from './context.js';
 import { migrateToLatest, openDatabase, type Database } from './db/client.js';
-import { AppError, ERROR_STATUS, type ErrorCode } from './http/errors.js';
+import { AppError, ERROR_STATUS, type ErrorCode } from './lib/errors.js';
 import { registerModules, type ModuleDef, type RouteInfo } from './http/route.js';
 import { clientErrorAnswer, ConnectionGuard, markUpload } from './http/connection-guard.js';
 import { parseTrustedProxies } from './lib/trusted-proxies.js';

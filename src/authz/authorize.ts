@@ -1,4 +1,4 @@
-import { AppError } from '../http/errors.js';
+import { AppError } from '../lib/errors.js';
 import type { Actor } from './actor.js';
 import { TAG_RESOURCE_GRANT_TYPES, type GrantKey } from './grants.js';
 import { roleAllows } from './roles.js';

@@ -2,7 +2,7 @@
 import { Command, Option } from 'commander';
 import { ConfigError, loadConfig } from '../config.js';
 import { migrateToLatest, openDatabase } from '../db/client.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../lib/errors.js';
 import { LockHeldError } from '../lib/lockfile.js';
 import { adminCreateUser } from '../modules/auth/auth.service.js';
 import { serveForever } from '../server.js';

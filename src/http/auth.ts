@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Actor } from '../authz/actor.js';
 import type { AppContext } from '../context.js';
 import { actorFromBearer, actorFromSession } from '../modules/auth/auth.service.js';
-import { AppError } from './errors.js';
+import { AppError } from '../lib/errors.js';
 
 export const SESSION_COOKIE = 'berth_session';
 

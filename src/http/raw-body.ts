@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { FastifyRequest, preParsingAsyncHookHandler } from 'fastify';
-import { AppError } from './errors.js';
+import { AppError } from '../lib/errors.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

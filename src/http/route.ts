@@ -5,7 +5,7 @@ import type { Actor } from '../authz/actor.js';
 import { authorize, scopesAllow, type ResourceRef } from '../authz/authorize.js';
 import { isTag, parseTag } from '../authz/tags.js';
 import type { AppContext } from '../context.js';
-import { AppError } from './errors.js';
+import { AppError } from '../lib/errors.js';
 import { authenticateRequest, checkCsrf } from './auth.js';
 import { rawBodyHook } from './raw-body.js';
 import { invalidateAuthCache } from '../modules/auth/auth.cache.js';

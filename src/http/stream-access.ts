@@ -1,5 +1,5 @@
 import { concerns, onAccessChange } from '../authz/access-events.js';
-import { AppError } from './errors.js';
+import { AppError } from '../lib/errors.js';
 import type { SseWriter } from './sse.js';
 
 /**

@@ -4,7 +4,7 @@ import type { Actor } from '../../src/authz/actor.js';
 import { authorize, can } from '../../src/authz/authorize.js';
 import { roleAllows } from '../../src/authz/roles.js';
 import { levelAtLeast, parseTag, tagCovers } from '../../src/authz/tags.js';
-import { AppError } from '../../src/http/errors.js';
+import { AppError } from '../../src/lib/errors.js';
 
 function actor(role: Actor['role'], extra: Partial<Actor> = {}): Actor {
   return { userId: 'usr_1', email: 'a@b.c', orgId: 'org_1', role, scopes: null, via: 'token', grants: [], ...extra };

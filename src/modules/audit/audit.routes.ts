@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../lib/errors.js';
 import { Answer, defineRoute, type ModuleDef } from '../../http/route.js';
 import { Obj, Str } from '../../http/schemas.js';
 import { findAuditEvent, listAuditEvents } from './audit.store.js';

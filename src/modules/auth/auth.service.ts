@@ -6,7 +6,7 @@ import { scopesAllow } from '../../authz/authorize.js';
 import { isTag, parseTag, tagCovers } from '../../authz/tags.js';
 import type { AppContext } from '../../context.js';
 import { transaction, type Db } from '../../db/client.js';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../lib/errors.js';
 import { hashPassword, safeEqual, sha256Hex, verifyPassword, type Keyring } from '../../lib/crypto.js';
 import { isoPlus, newId, newSecretToken, nowIso } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/audit.store.js';

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../lib/errors.js';
 import { Answer, defineRoute, type ModuleDef, type ResolvedResource } from '../../http/route.js';
 import { Id, Nullable, Obj, Str } from '../../http/schemas.js';
 import { openSse } from '../../http/sse.js';

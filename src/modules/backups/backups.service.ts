@@ -5,7 +5,7 @@ import type { Actor } from '../../authz/actor.js';
 import { authorize, can } from '../../authz/authorize.js';
 import type { AppContext } from '../../context.js';
 import { isUniqueViolation, transaction } from '../../db/client.js';
-import { AppError, conflict, invalid, notFound } from '../../http/errors.js';
+import { AppError, conflict, invalid, notFound } from '../../lib/errors.js';
 import type { ResolvedResource } from '../../http/route.js';
 import { nextCronRun, validateCron } from '../../lib/cron.js';
 import { decryptSecret, encryptSecret, safeEqual, sha256Hex } from '../../lib/crypto.js';

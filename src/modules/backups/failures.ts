@@ -1,4 +1,4 @@
-import { invalid, type AppError } from '../../http/errors.js';
+import { invalid, type AppError } from '../../lib/errors.js';
 import { isOutboundRefused, OutboundRefusedError } from '../../lib/outbound.js';
 
 /**

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import type { Db } from '../../db/client.js';
-import { invalid } from '../../http/errors.js';
+import { invalid } from '../../lib/errors.js';
 import { Obj, Str } from '../../http/schemas.js';
 import { decryptSecret, encryptSecret, type Keyring } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';

@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../lib/errors.js';
 import { defineRoute, type ModuleDef } from '../../http/route.js';
 import { Id, IdParams, Obj, Str } from '../../http/schemas.js';
 import { currentForProject } from '../uploads/uploads.store.js';

@@ -1,7 +1,7 @@
 import type { Agent, Dispatcher } from 'undici';
 import { loadUndici } from '../../lib/undici.js';
 import type { AppContext } from '../../context.js';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../lib/errors.js';
 
 /**
  * The link of a self-hosted instance to a cloud instance: `BERTH_CLOUD_URL` + `BERTH_CLOUD_TOKEN`

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../lib/errors.js';
 import { findProject } from '../projects/projects.store.js';
 import {
   attachUploadToProject,

@@ -1,7 +1,7 @@
 import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
 import { isUniqueViolation, transaction } from '../../db/client.js';
-import { AppError, conflict, ERROR_STATUS, notFound, type ErrorCode } from '../../http/errors.js';
+import { AppError, conflict, ERROR_STATUS, notFound, type ErrorCode } from '../../lib/errors.js';
 import { newId, nowIso, randomString } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/audit.store.js';
 import type { ProjectRow } from '../projects/projects.store.js';

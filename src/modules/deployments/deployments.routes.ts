@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { authorize } from '../../authz/authorize.js';
 import type { AppContext } from '../../context.js';
 import { authenticateRequest } from '../../http/auth.js';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../lib/errors.js';
 import { defineRoute, type ModuleDef, type ResolvedResource } from '../../http/route.js';
 import { Id, IdParams, Obj, Str } from '../../http/schemas.js';
 import { openSse } from '../../http/sse.js';

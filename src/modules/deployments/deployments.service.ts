@@ -3,7 +3,7 @@ import type { Actor } from '../../authz/actor.js';
 import { authorize } from '../../authz/authorize.js';
 import type { AppContext } from '../../context.js';
 import { transaction } from '../../db/client.js';
-import { AppError, conflict, invalid, notFound } from '../../http/errors.js';
+import { AppError, conflict, invalid, notFound } from '../../lib/errors.js';
 import { decryptSecret, safeEqual, sha256Hex } from '../../lib/crypto.js';
 import { isoPlus, newId, newSecretToken, nowIso } from '../../lib/ids.js';
 import { BuildError, pathWithBin, runBuild, startSteps, type BuildSource } from '../../runtime/build.js';

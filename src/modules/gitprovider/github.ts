@@ -3,7 +3,7 @@ import { createHmac, createSign } from 'node:crypto';
 import type { Octokit } from '@octokit/core';
 import type { RequestError } from '@octokit/request-error';
 import type { AppContext } from '../../context.js';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../lib/errors.js';
 
 /**
  * Talking to GitHub: the App JWT, installation tokens (cached until shortly before expiry), OAuth

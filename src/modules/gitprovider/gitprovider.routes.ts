@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { defineRoute, Answer, type ModuleDef } from '../../http/route.js';
-import { invalid } from '../../http/errors.js';
+import { invalid } from '../../lib/errors.js';
 import { Obj, Str } from '../../http/schemas.js';
 import { setCloneTokenProvider } from '../deployments/deployments.service.js';
 import { registerCatalog } from '../permissions/catalog.js';

@@ -5,7 +5,7 @@ import { authorize, can } from '../../authz/authorize.js';
 import type { GrantKey } from '../../authz/grants.js';
 import type { AppContext } from '../../context.js';
 import { isUniqueViolation, transaction } from '../../db/client.js';
-import { AppError, invalid } from '../../http/errors.js';
+import { AppError, invalid } from '../../lib/errors.js';
 import { decryptSecret, encryptSecret, hmacSha256Hex, safeEqual } from '../../lib/crypto.js';
 import { insertAuditEvent } from '../audit/audit.store.js';
 import { createDeployment } from '../deployments/deployments.service.js';

@@ -2,7 +2,7 @@ import type { Actor } from '../../authz/actor.js';
 import { can } from '../../authz/authorize.js';
 import { isGrantResourceType } from '../../authz/grants.js';
 import type { AppContext } from '../../context.js';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../lib/errors.js';
 import { catalogProvider, WILDCARD_ONLY_TYPES, type CatalogEntry, type CatalogQuery } from './catalog.js';
 
 const TAG_OF: Record<string, string> = {

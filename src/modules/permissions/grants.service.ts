@@ -6,7 +6,7 @@ import { LEVELS, maxLevel } from '../../authz/tags.js';
 import type { AppContext } from '../../context.js';
 import { transaction, type Db } from '../../db/client.js';
 import type { GrantsTable } from '../../db/schema.js';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../lib/errors.js';
 import { newId, nowIso } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/audit.store.js';
 import { catalogHas, WILDCARD_ONLY_TYPES } from './catalog.js';

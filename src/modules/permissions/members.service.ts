@@ -3,7 +3,7 @@ import type { Actor } from '../../authz/actor.js';
 import { isRole, roleRank } from '../../authz/roles.js';
 import type { AppContext } from '../../context.js';
 import { transaction } from '../../db/client.js';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../lib/errors.js';
 import { newId, nowIso } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/audit.store.js';
 import { deleteUserGrants } from './grants.store.js';

@@ -1,7 +1,7 @@
 import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
 import { isUniqueViolation, transaction } from '../../db/client.js';
-import { conflict, invalid } from '../../http/errors.js';
+import { conflict, invalid } from '../../lib/errors.js';
 import { newId, nowIso } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/audit.store.js';
 import { freeDomainOf, loadRecord, type ProjectRecord } from './projects.service.js';

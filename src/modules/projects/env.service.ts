@@ -1,7 +1,7 @@
 import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
 import { transaction } from '../../db/client.js';
-import { AppError, conflict, invalid, notFound } from '../../http/errors.js';
+import { AppError, conflict, invalid, notFound } from '../../lib/errors.js';
 import { decryptSecret, encryptSecret } from '../../lib/crypto.js';
 import { newId, nowIso } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/audit.store.js';

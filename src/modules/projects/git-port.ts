@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../lib/errors.js';
 
 /**
  * What the projects area needs from the git provider. The git-provider area implements it and calls

@@ -1,7 +1,7 @@
 import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
 import { transaction } from '../../db/client.js';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../lib/errors.js';
 import { decryptSecret, encryptSecret } from '../../lib/crypto.js';
 import { nowIso } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/audit.store.js';

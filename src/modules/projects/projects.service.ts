@@ -4,7 +4,7 @@ import type { Actor } from '../../authz/actor.js';
 import { authorize, can } from '../../authz/authorize.js';
 import type { AppContext } from '../../context.js';
 import { isUniqueViolation, transaction, type Db } from '../../db/client.js';
-import { conflict, forbidden, invalid, notFound } from '../../http/errors.js';
+import { conflict, forbidden, invalid, notFound } from '../../lib/errors.js';
 import { newId, nowIso, randomString } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/audit.store.js';
 import { invalidateAuthCache } from '../auth/auth.service.js';

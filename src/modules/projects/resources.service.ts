@@ -1,7 +1,7 @@
 import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
 import { transaction } from '../../db/client.js';
-import { invalid } from '../../http/errors.js';
+import { invalid } from '../../lib/errors.js';
 import { nowIso } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/audit.store.js';
 import { DEFAULT_RESOURCES } from './projects.service.js';

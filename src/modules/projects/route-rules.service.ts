@@ -1,7 +1,7 @@
 import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
 import { transaction } from '../../db/client.js';
-import { invalid, notFound } from '../../http/errors.js';
+import { invalid, notFound } from '../../lib/errors.js';
 import { countWildcards, MAX_GLOB_WILDCARDS } from '../../edge/glob.js';
 import { normalizePath } from '../../edge/normalize.js';
 import { formatCidr, parseCidr } from '../../lib/cidr.js';

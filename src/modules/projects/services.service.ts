@@ -1,7 +1,7 @@
 import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
 import { isUniqueViolation, transaction } from '../../db/client.js';
-import { conflict, invalid, notFound } from '../../http/errors.js';
+import { conflict, invalid, notFound } from '../../lib/errors.js';
 import { decryptSecret, encryptSecret } from '../../lib/crypto.js';
 import { newId, nowIso } from '../../lib/ids.js';
 import { OutboundRefusedError, outboundPolicy, postgresUrlHost } from '../../lib/outbound.js';

@@ -1,6 +1,6 @@
 import { domainToASCII } from 'node:url';
 import { isIP } from 'node:net';
-import { invalid } from '../../http/errors.js';
+import { invalid } from '../../lib/errors.js';
 
 /** `My App!` -> `my-app`; at most 40 characters; `project` when nothing is left. */
 export function slugify(name: string): string {

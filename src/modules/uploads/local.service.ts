@@ -6,7 +6,7 @@ import { realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
-import { conflict, invalid } from '../../http/errors.js';
+import { conflict, invalid } from '../../lib/errors.js';
 import { scanProject, type ScanResult } from '../detect/detect.js';
 import { createProject, listProjects, loadRecord, type ProjectRecord } from '../projects/projects.service.js';
 

@@ -18,7 +18,7 @@ import { authorize, can } from '../../authz/authorize.js';
 import type { AppContext } from '../../context.js';
 import { transaction, type Db } from '../../db/client.js';
 import type { ResolvedResource } from '../../http/route.js';
-import { AppError, conflict, forbidden } from '../../http/errors.js';
+import { AppError, conflict, forbidden } from '../../lib/errors.js';
 import { safeEqual, sha256Hex } from '../../lib/crypto.js';
 import { isoPlus, newId, newSecretToken, nowIso, randomString } from '../../lib/ids.js';
 import { DEFAULT_LIMITS, ExtractError, SafeExtractor } from '../../lib/tar-safe.js';
