@@ -1,49 +1,17 @@
-import http from 'node:http';
-import { mkdirSync, statSync } from 'node:fs';
-import { chownTree } from './identity.js';
+// The supervisor's per-project state machine (a slot: current instance, start in flight, crash
+// restart timer, generation) stays in this one file although it runs past 300 lines: deploy, acquire
+// (wake), stop and crash restart all read and bump the same slot fields, and their ordering rules
+// (generation checks, who clears `starting`) are easier to check side by side. Starting and stopping
+// one instance lives in app-instance.ts, its health check in app-health.ts, its log capture in
+// app-output.ts, the restart pacing in restart-backoff.ts and the release types in release-spec.ts.
 import type { Logger } from 'pino';
-import type { Limits } from './cgroups.js';
-import type { CommandStep } from './command.js';
-import type { Box, BoxProcess, Identity, RuntimeDriver } from './driver.js';
-import type { LogFile, LogStore, LogStream } from './logs.js';
-import { LineSplitter, Redactor } from './redact.js';
+import type { RuntimeDriver } from './driver.js';
+import type { LogStore } from './logs.js';
+import { startInstance, stopInstance, type Instance } from './app-instance.js';
+import { StartError, type ReleaseSpec, type Upstream } from './release-spec.js';
+import { MAX_CONSECUTIVE_FAILURES, restartDelayMs } from './restart-backoff.js';
 
-/** Everything needed to run one release of a project. */
-export interface ReleaseSpec {
-  projectId: string;
-  orgId: string;
-  deploymentId: string;
-  /** The release's source folder (shown at `/app` in a sandbox). */
-  appRoot: string;
-  /** The app's working directory: `appRoot` or its root directory below it. */
-  cwd: string;
-  /**
-   * The start command as argument arrays, made with the app's final environment (so `$PORT` expands
-   * to the port it listens on); every step but the last must exit 0 first.
-   */
-  steps(env: Record<string, string>): CommandStep[];
-  /** The project's variables (plain and secret) for the environment. */
-  env: Record<string, string>;
-  /** Secret values, redacted from the app's log lines. */
-  secrets: string[];
-  /** The project's volume on the host (`/data` in a sandbox, `DATA_DIR`). */
-  dataDir: string;
-  limits: Limits;
-  /** The project's own uid/gid (sandbox driver as root). */
-  identity: Identity | null;
-  /** The project's configured port: what the app listens on inside its own network. */
-  port: number;
-  /** `PATH` of the app given the folder it runs in (as the box shows it). */
-  path(cwdInside: string): string;
-}
-
-/** Where the edge sends a request: the app's address as the server reaches it. */
-export interface Upstream {
-  host: string;
-  port: number;
-  /** `host:port`, the key of the edge's connection pool. */
-  key: string;
-}
+export { StartError, type ReleaseSpec, type Upstream } from './release-spec.js';
 
 export type RuntimeStateName = 'starting' | 'running' | 'sleeping' | 'stopped' | 'crashed' | 'failed';
 
@@ -54,16 +22,6 @@ export interface RuntimeSnapshot {
   startedAt?: string;
   deploymentId?: string;
   restarts: number;
-}
-
-interface Instance {
-  spec: ReleaseSpec;
-  box: Box;
-  upstream: Upstream;
-  pid: number;
-  startedAt: string;
-  stopping: boolean;
-  exited: Promise<{ code: number | null; signal: string | null }>;
 }
 
 interface Slot {
@@ -91,16 +49,6 @@ export interface SupervisorOptions {
   /** Called on every state change (persisted by the runtime so a restart can bring apps back). */
   onState?(projectId: string, snap: RuntimeSnapshot): void;
 }
-
-export class StartError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'StartError';
-  }
-}
-
-const MAX_BACKOFF_MS = 30000;
-const MAX_CONSECUTIVE_FAILURES = 8;
 
 /**
  * Runs each project's current release as a process group on an allocated port, restarts it with
@@ -334,7 +282,7 @@ export class Supervisor {
         this.setState(slot, 'failed');
         return;
       }
-      const delay = Math.min(MAX_BACKOFF_MS, 250 * 2 ** (slot.consecutiveFailures - 1));
+      const delay = restartDelayMs(slot.consecutiveFailures);
       logFile.append({ ts: new Date().toISOString(), stream: 'stderr', line: `[berth] the app exited (${signal ?? `code ${code}`}); restarting in ${delay} ms` });
       this.setState(slot, 'crashed');
       const gen = slot.generation;
@@ -347,7 +295,7 @@ export class Supervisor {
           slot.consecutiveFailures++;
           if (slot.consecutiveFailures > MAX_CONSECUTIVE_FAILURES) return;
           // Try again later with a longer backoff.
-          const again = Math.min(MAX_BACKOFF_MS, 250 * 2 ** (slot.consecutiveFailures - 1));
+          const again = restartDelayMs(slot.consecutiveFailures);
           this.setState(slot, 'crashed');
           slot.restartTimer = setTimeout(() => {
             slot.restartTimer = null;
@@ -360,137 +308,19 @@ export class Supervisor {
     });
   }
 
-  private pipeOutput(child: BoxProcess, logFile: LogFile, secrets: string[]): void {
-    const attach = (stream: NodeJS.ReadableStream | null, name: LogStream) => {
-      if (!stream) return;
-      const r = new Redactor(secrets);
-      const lines = new LineSplitter((line) => logFile.append({ ts: new Date().toISOString(), stream: name, line }));
-      stream.on('data', (c: Buffer) => lines.push(r.push(c)));
-      stream.on('end', () => {
-        lines.push(r.end());
-        lines.end();
-      });
-      stream.on('error', () => {});
-    };
-    attach(child.stdout, 'stdout');
-    attach(child.stderr, 'stderr');
-  }
-
   private async startInstance(spec: ReleaseSpec): Promise<Instance> {
     if (this.closed) throw new StartError('the server is shutting down');
-    mkdirSync(spec.dataDir, { recursive: true, mode: 0o700 });
-    // The volume belongs to the project's own user (a restore or an older Berth may have left root's files).
-    if (spec.identity && statSync(spec.dataDir).uid !== spec.identity.uid) await chownTree(spec.dataDir, spec.identity);
-    const logFile = this.opts.logs.runtime(spec.projectId);
-    const note = (line: string) => logFile.append({ ts: new Date().toISOString(), stream: 'stderr', line: `[berth] ${line}` });
-    let box: Box;
-    try {
-      box = await this.opts.driver.open({
-        kind: 'app',
-        projectId: spec.projectId,
-        name: `app-${spec.projectId}-${++this.seq}`,
-        identity: spec.identity,
-        limits: spec.limits,
-        appDir: spec.appRoot,
-        dataDir: spec.dataDir,
-        port: spec.port,
-      });
-    } catch (e) {
-      note(`the app cannot start: ${(e as Error).message}`);
-      throw new StartError(`the app cannot start: ${(e as Error).message}`);
-    }
-    const port = box.port!;
-    const cwd = box.inside(spec.cwd);
-    const env: Record<string, string> = {
-      ...this.opts.baseEnv,
-      PATH: spec.path(cwd),
-      HOME: box.paths.home ?? box.paths.tmp,
-      HOST: box.bindHost,
-      NODE_ENV: 'production',
-      ...spec.env,
-      PORT: String(port),
-      DATA_DIR: box.paths.data ?? spec.dataDir,
-      BERTH_PROJECT_ID: spec.projectId,
-      BERTH_DEPLOYMENT_ID: spec.deploymentId,
-    };
-    const fail = async (message: string): Promise<never> => {
-      await box.dispose().catch(() => {});
-      note(message);
-      throw new StartError(message);
-    };
-    let steps: CommandStep[] = [];
-    try {
-      steps = spec.steps(env);
-    } catch (e) {
-      await fail(`the start command cannot run: ${(e as Error).message}`);
-    }
-    // Steps before the last one (migrations, ...) run to completion first, in the same box.
-    for (const step of steps.slice(0, -1)) {
-      const p = box.exec(step.argv, { cwd: spec.cwd, env: { ...env, ...step.env } });
-      this.pipeOutput(p, logFile, spec.secrets);
-      const r = await p.exited;
-      if (r.code !== 0) await fail(`start step "${step.argv[0]}" ${r.error ? `could not run: ${r.error.message}` : `exited with code ${r.code}`}`);
-    }
-    const last = steps[steps.length - 1]!;
-    const proc = box.exec(last.argv, { cwd: spec.cwd, env: { ...env, ...last.env } });
-    const exited = proc.exited.then(({ code, signal }) => ({ code, signal }));
-    if (!proc.pid) {
-      await exited;
-      await fail(`could not start "${last.argv[0]}": program not found`);
-    }
-    this.pipeOutput(proc, logFile, spec.secrets);
-    const upstream: Upstream = { host: box.host, port, key: `${box.host}:${port}` };
-    const inst: Instance = { spec, box, upstream, pid: proc.pid!, startedAt: new Date().toISOString(), stopping: false, exited };
-    // Whatever the app left when it exited (children, detached ones) goes with it.
-    void exited.then(() => {
-      if (!inst.stopping) void box.dispose().catch(() => {});
+    return startInstance(spec, {
+      logs: this.opts.logs,
+      driver: this.opts.driver,
+      baseEnv: this.opts.baseEnv,
+      healthTimeoutMs: this.opts.healthTimeoutMs,
+      graceMs: this.opts.graceMs,
+      boxName: (projectId) => `app-${projectId}-${++this.seq}`,
     });
-    note(`starting ${spec.deploymentId} on ${box.host === '127.0.0.1' ? 'port' : `${box.host} port`} ${port} (pid ${proc.pid})`);
-    const healthy = await this.healthCheck(inst);
-    if (!healthy.ok) {
-      await this.stopInstance(inst);
-      note(`the app did not become healthy: ${healthy.reason}`);
-      throw new StartError(`the app did not become healthy: ${healthy.reason}`);
-    }
-    return inst;
   }
 
-  /** GET / on the app's port until it answers (any status) or exits, bounded by the health timeout. */
-  private async healthCheck(inst: Instance): Promise<{ ok: true } | { ok: false; reason: string }> {
-    const deadline = Date.now() + (this.opts.healthTimeoutMs ?? 30000);
-    let exited: string | null = null;
-    void inst.exited.then(({ code, signal }) => {
-      exited = `it exited (${signal ?? `code ${code}`}) before answering on port ${inst.upstream.port}`;
-    });
-    let delay = 20;
-    while (Date.now() < deadline) {
-      if (exited) return { ok: false, reason: exited };
-      const ok = await new Promise<boolean>((resolve) => {
-        const req = http.get({ host: inst.upstream.host, port: inst.upstream.port, path: '/', timeout: 2000, headers: { 'user-agent': 'berth-health' } }, (res) => {
-          res.resume();
-          resolve(true);
-        });
-        req.on('error', () => resolve(false));
-        req.on('timeout', () => {
-          req.destroy();
-          resolve(false);
-        });
-      });
-      if (ok) return { ok: true };
-      await new Promise((r) => setTimeout(r, delay));
-      delay = Math.min(200, delay * 2);
-    }
-    return { ok: false, reason: exited ?? `it did not answer on port ${inst.upstream.port} within ${Math.round((this.opts.healthTimeoutMs ?? 30000) / 1000)} s` };
-  }
-
-  /** SIGTERM to the app's processes, SIGKILL to the whole box after the grace period; the box is freed. */
-  private async stopInstance(inst: Instance): Promise<void> {
-    inst.stopping = true;
-    const graceMs = this.opts.graceMs ?? 5000;
-    inst.box.signalAll('SIGTERM');
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([inst.exited, new Promise((r) => (timer = setTimeout(r, graceMs)))]);
-    if (timer) clearTimeout(timer);
-    await inst.box.dispose();
+  private stopInstance(inst: Instance): Promise<void> {
+    return stopInstance(inst, this.opts.graceMs);
   }
 }

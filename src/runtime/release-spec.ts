@@ -1,0 +1,47 @@
+import type { Limits } from './cgroups.js';
+import type { CommandStep } from './command.js';
+import type { Identity } from './driver.js';
+
+/** Everything needed to run one release of a project. */
+export interface ReleaseSpec {
+  projectId: string;
+  orgId: string;
+  deploymentId: string;
+  /** The release's source folder (shown at `/app` in a sandbox). */
+  appRoot: string;
+  /** The app's working directory: `appRoot` or its root directory below it. */
+  cwd: string;
+  /**
+   * The start command as argument arrays, made with the app's final environment (so `$PORT` expands
+   * to the port it listens on); every step but the last must exit 0 first.
+   */
+  steps(env: Record<string, string>): CommandStep[];
+  /** The project's variables (plain and secret) for the environment. */
+  env: Record<string, string>;
+  /** Secret values, redacted from the app's log lines. */
+  secrets: string[];
+  /** The project's volume on the host (`/data` in a sandbox, `DATA_DIR`). */
+  dataDir: string;
+  limits: Limits;
+  /** The project's own uid/gid (sandbox driver as root). */
+  identity: Identity | null;
+  /** The project's configured port: what the app listens on inside its own network. */
+  port: number;
+  /** `PATH` of the app given the folder it runs in (as the box shows it). */
+  path(cwdInside: string): string;
+}
+
+/** Where the edge sends a request: the app's address as the server reaches it. */
+export interface Upstream {
+  host: string;
+  port: number;
+  /** `host:port`, the key of the edge's connection pool. */
+  key: string;
+}
+
+export class StartError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StartError';
+  }
+}
