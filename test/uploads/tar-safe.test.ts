@@ -3,7 +3,9 @@ import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, s
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ExtractError, extractSafely, safeEntryPath } from '../../src/lib/tar-safe.js';
+import { safeEntryPath } from '../../src/lib/tar/entry-path.js';
+import { ExtractError } from '../../src/lib/tar/extract-error.js';
+import { extractSafely } from '../../src/lib/tar/extractor.js';
 import { manyEmptyEntries, tgz, zeroMember, type TarEntry } from './targen.js';
 
 let base: string;
