@@ -6,7 +6,10 @@ import { publicUrlOf, resolveSecretKey, type Config } from './config.js';
 import type { AppContext } from './context.js';
 import { migrateToLatest, openDatabase, type Database } from './db/client.js';
 import { AppError, ERROR_STATUS, type ErrorCode } from './lib/errors.js';
-import { registerModules, type ModuleDef, type RouteInfo } from './http/route.js';
+import type { ModuleDef, RouteInfo } from './http/route.js';
+import { registerModules } from './http/register.js';
+import { AccessEvents } from './authz/access-events.js';
+import { emptyPorts, mergePorts, type Ports } from './ports.js';
 import { clientErrorAnswer, ConnectionGuard, markUpload } from './http/connection-guard.js';
 import { parseTrustedProxies } from './lib/trusted-proxies.js';
 import { describeAjvError, installValidators } from './http/validation.js';
@@ -58,6 +61,8 @@ export interface BuildOptions {
   logger?: Logger;
   /** Extra modules (tests). */
   modules?: ModuleDef[];
+  /** Ports replacing what the modules provide (tests' fakes). */
+  ports?: Partial<Ports>;
 }
 
 /** Builds the Fastify instance with every module registered; does not listen (tests use it). */
@@ -130,6 +135,8 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     jobs,
     scheduler,
     instanceId,
+    access: new AccessEvents(),
+    ports: emptyPorts(),
     publicUrl() {
       const addr = app.server.address();
       const port = addr && typeof addr === 'object' ? addr.port : config.port;
@@ -212,6 +219,9 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
 
   const modules: ModuleDef[] = [];
   modules.push(metaModule(() => modules), ...areaModules, ...(opts.modules ?? []));
+  // Ports first (every module's `provides`, then the caller's replacements), so that `init` can use them.
+  for (const m of modules) if (m.provides) mergePorts(ctx.ports, m.provides(ctx));
+  if (opts.ports) mergePorts(ctx.ports, opts.ports);
   for (const m of modules) await m.init?.(ctx);
   const routes = registerModules(app, ctx, modules);
 

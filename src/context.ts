@@ -4,6 +4,8 @@ import type { Db, Dialect } from './db/client.js';
 import type { Keyring } from './lib/crypto.js';
 import type { JobQueue } from './jobs/queue.js';
 import type { Scheduler } from './jobs/leader.js';
+import type { AccessEvents } from './authz/access-events.js';
+import type { Ports } from './ports.js';
 
 /**
  * What services need from the running program. Built once by buildApp(); services take the parts
@@ -22,4 +24,8 @@ export interface AppContext {
   publicUrl(): string;
   /** Unique per running process; used for leases and job locks. */
   instanceId: string;
+  /** Access-change events: a write that narrows someone's access says so here (caches, open streams). */
+  access: AccessEvents;
+  /** What areas offer each other (src/ports.ts), merged from every module's `provides`. */
+  ports: Ports;
 }

@@ -1,5 +1,3 @@
-import { invalidateAuthCache } from '../modules/auth/auth.cache.js';
-
 /**
  * Whose access may have narrowed: a user (token revoked, signed out), a member of an org (removed, role
  * or grants changed), or a whole org. Fields left out match everyone.
@@ -11,31 +9,34 @@ export interface AccessChange {
 
 type Listener = (change: AccessChange) => void;
 
-const listeners = new Set<Listener>();
-
 /**
- * Says that access may have narrowed (call it after the write committed). The credential cache is
- * dropped first, so that listeners (open streams re-authorizing themselves) read the new state. This is
- * in-process: another instance sharing the database learns of it through its streams' periodic
+ * Access-change events of one running server (`ctx.access`). A write that changes who can do what
+ * calls `changed()` after it committed; listeners run in the order they subscribed: the auth area's
+ * credential cache (subscribed when the auth module starts) drops its entries first, so that later
+ * listeners (open streams re-authorizing themselves) read the new state. In-process only: another
+ * instance sharing the database learns of it through its cache's short TTL and its streams' periodic
  * re-authorization (`src/http/stream-access.ts`).
  */
-export function accessChanged(change: AccessChange): void {
-  invalidateAuthCache();
-  for (const fn of [...listeners]) {
-    try {
-      fn(change);
-    } catch {
-      /* one listener's failure must not stop the others */
+export class AccessEvents {
+  private readonly listeners = new Set<Listener>();
+
+  changed(change: AccessChange): void {
+    for (const fn of [...this.listeners]) {
+      try {
+        fn(change);
+      } catch {
+        /* one listener's failure must not stop the others */
+      }
     }
   }
-}
 
-/** Listens for access changes; answers the function that stops listening. */
-export function onAccessChange(fn: Listener): () => void {
-  listeners.add(fn);
-  return () => {
-    listeners.delete(fn);
-  };
+  /** Listens for access changes; answers the function that stops listening. */
+  on(fn: Listener): () => void {
+    this.listeners.add(fn);
+    return () => {
+      this.listeners.delete(fn);
+    };
+  }
 }
 
 /** Does `change` concern the access of `userId` in `orgId`? */

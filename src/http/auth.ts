@@ -1,7 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { Actor } from '../authz/actor.js';
 import type { AppContext } from '../context.js';
-import { actorFromBearer, actorFromSession } from '../modules/auth/auth.service.js';
 import { AppError } from '../lib/errors.js';
 
 export const SESSION_COOKIE = 'berth_session';
@@ -33,13 +32,13 @@ export async function authenticateRequest(ctx: AppContext, req: FastifyRequest):
   if (header !== undefined) {
     const m = /^Bearer ([A-Za-z0-9_\-.~+/]+=*)$/.exec(header.trim());
     if (!m) throw new AppError('UNAUTHENTICATED', 'malformed Authorization header: expected "Bearer <token>"');
-    const actor = await actorFromBearer(ctx, m[1]!);
+    const actor = await ctx.ports.auth.actorFromBearer(ctx, m[1]!);
     if (!actor) throw new AppError('UNAUTHENTICATED', 'invalid, expired or revoked token');
     return actor;
   }
   const cookie = parseCookies(req.headers.cookie)[SESSION_COOKIE];
   if (cookie) {
-    const actor = await actorFromSession(ctx, cookie);
+    const actor = await ctx.ports.auth.actorFromSession(ctx, cookie);
     if (!actor) throw new AppError('UNAUTHENTICATED', 'session expired or signed out');
     return actor;
   }

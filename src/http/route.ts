@@ -1,60 +1,92 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Static, TSchema } from '@sinclair/typebox';
-import { Type } from '@sinclair/typebox';
 import type { Actor } from '../authz/actor.js';
-import { authorize, scopesAllow, type ResourceRef } from '../authz/authorize.js';
-import { isTag, parseTag } from '../authz/tags.js';
+import type { ResourceRef } from '../authz/authorize.js';
 import type { AppContext } from '../context.js';
-import { AppError } from '../lib/errors.js';
-import { authenticateRequest, checkCsrf } from './auth.js';
-import { rawBodyHook } from './raw-body.js';
-import { invalidateAuthCache } from '../modules/auth/auth.cache.js';
+import type { Ports, StreamTokenKind } from '../ports.js';
+import type { StreamAccess } from './stream-access.js';
 
 /**
- * How a route is reached:
- * - `tag` (default): authenticated, and the actor must hold `tag` (on the route's resource, if any);
- * - `member`: any member of the active org, whatever the role (the four open permission routes);
- *   the tag still narrows scoped tokens;
+ * A route as data: what it requires is declared here and checked by the gate (`src/http/gate.ts`)
+ * before the handler runs; the handler does the route's work and nothing else. The authorization
+ * matrix test, the OpenAPI document and the cloud's forwarding tables all read these declarations.
+ *
+ * How a route is reached (`access`):
+ * - `tag` (default): authenticated, and the actor must hold `tag` (on the route's resource, if any)
+ *   and every one of `requires`;
+ * - `member`: any member of the active org, whatever the role (routes acting on the caller's own
+ *   records: their invitations, their org's metadata); the tag still narrows scoped tokens;
  * - `authenticated`: any signed-in user (own account, own tokens);
- * - `public`: no credential (health, login, inbound webhooks).
+ * - `stream-token`: as `tag`, and a short-lived stream token (`?token=` or `Bearer berth_dpl_…`/
+ *   `berth_slt_…`) of kind `streamToken` for the route's record is accepted instead of a credential:
+ *   the gate then authorizes the member who minted it;
+ * - `public`: no credential (health, login, inbound webhooks, uploads carrying their session's token).
  */
-export type Access = 'tag' | 'member' | 'authenticated' | 'public';
+export type Access = 'tag' | 'member' | 'authenticated' | 'stream-token' | 'public';
 
-/** The record a route acts on: resolved from a path parameter, scoped to the actor's org. */
-export interface RouteResource {
-  kind: string;
-  param: string;
+/**
+ * The record type of each resource kind, declared by the area that owns the resolver:
+ * `declare module '../../http/route.js' { interface ResourceKinds { project: ProjectRow } }`.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-interface
+export interface ResourceKinds {}
+
+export type RecordOf<K extends string> = K extends keyof ResourceKinds ? ResourceKinds[K] : unknown;
+
+/**
+ * The record a route acts on, and where its id comes from: a path parameter (resolved before the
+ * body is read), a query parameter, or a body field (resolved after validation, before the handler).
+ * `optional`: an absent query or body field means "no record": the tag is then checked org-wide.
+ */
+export type RouteResource<K extends string = string, O extends boolean = boolean> =
+  | { kind: K; param: string }
+  | { kind: K; query: string; optional?: O }
+  | { kind: K; body: string; optional?: O };
+
+/** A check beyond the route's tag (seed "Authentication" 5): `tag` on the record itself or on its parent project. */
+export interface Requirement {
+  tag: string;
+  /** `record` (default): the route's resource (org-wide without one); `project`: the record's parent project. */
+  on?: 'record' | 'project';
 }
 
-export interface ResolvedResource extends ResourceRef {
-  kind: string;
+export interface ResolvedResource<K extends string = string> extends ResourceRef {
+  kind: K;
   id: string;
-  record?: unknown;
+  record: RecordOf<K>;
+  /** Refs of the records this one lives under, for `requires: [{ on: 'project' }]`. */
+  parents?: { project?: ResourceRef };
 }
 
-export type ResourceResolver = (ctx: AppContext, orgId: string, id: string) => Promise<ResolvedResource | null>;
+/**
+ * Finds a record of one kind in the actor's org (null: none there). `source` is the object the id
+ * was read from (path params, query or body), for kinds named by more than one field.
+ */
+export type ResourceResolver<K extends string = string> = (ctx: AppContext, orgId: string, id: string, source: Record<string, unknown>) => Promise<ResolvedResource<K> | null>;
 
 export interface RouteSchemas {
   params?: TSchema;
   querystring?: TSchema;
   body?: TSchema;
+  /** The success payload: the `data` of the envelope (or the whole body with `envelope: false`). */
   response?: TSchema;
 }
 
 type S<T> = T extends TSchema ? Static<T> : undefined;
+type ResourceInput<K extends string, O extends boolean> = [K] extends [never] ? undefined : ResolvedResource<K> | (true extends O ? undefined : never);
 
-export interface HandlerInput<Sc extends RouteSchemas> {
+export interface HandlerInput<Sc extends RouteSchemas, K extends string = string, O extends boolean = boolean> {
   params: S<Sc['params']>;
   query: S<Sc['querystring']>;
   body: S<Sc['body']>;
-  /** Non-null on every route that is not public. */
+  /** Non-null on every route that is not public (on `stream-token` routes: the token's minter). */
   actor: Actor;
-  resource: ResolvedResource | undefined;
+  resource: ResourceInput<K, O>;
   req: FastifyRequest;
   reply: FastifyReply;
 }
 
-export interface RouteDef<Sc extends RouteSchemas = RouteSchemas> {
+export interface RouteDef<Sc extends RouteSchemas = RouteSchemas, K extends string = string, O extends boolean = boolean> {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   url: string;
   summary: string;
@@ -62,14 +94,21 @@ export interface RouteDef<Sc extends RouteSchemas = RouteSchemas> {
   access?: Access;
   /** Additionally require the owner or admin role (admin-gated permission routes). */
   gate?: 'admin';
-  resource?: RouteResource;
+  resource?: RouteResource<K, O>;
+  /** Checks beyond `tag`, in order (seed "Authentication" 5). */
+  requires?: Requirement[];
+  /** `stream-token` routes: the kind of stream token accepted. */
+  streamToken?: StreamTokenKind;
   selfHostedOnly?: boolean;
   /** 404 on a self-hosted instance, before authentication (the cloud's transfer endpoints). */
   cloudOnly?: boolean;
   /** Success status (default 200). */
   status?: number;
-  /** The handler writes the reply itself (SSE, streams, redirects). */
+  /** The handler writes the reply itself (SSE, streams, redirects); `produces` says what it sends. */
   raw?: boolean;
+  produces?: string;
+  /** `false`: the handler's answer is the whole body (no `{ data }` envelope); `schema.response` describes it. */
+  envelope?: boolean;
   bodyLimit?: number;
   /** Keep the exact request bytes in `req.rawBody` and leave the body unparsed (signed webhooks). */
   rawBody?: boolean;
@@ -79,11 +118,15 @@ export interface RouteDef<Sc extends RouteSchemas = RouteSchemas> {
    */
   streamBody?: string[];
   schema?: Sc;
-  handler(input: HandlerInput<Sc>, ctx: AppContext): Promise<unknown> | unknown;
+  handler(input: HandlerInput<Sc, K, O>, ctx: AppContext): Promise<unknown> | unknown;
 }
 
+// Route lists hold definitions of every schema and kind.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyRoute = RouteDef<any, any, any>;
+
 /** Identity function that gives a route definition its types. */
-export function defineRoute<Sc extends RouteSchemas>(def: RouteDef<Sc>): RouteDef<Sc> {
+export function defineRoute<Sc extends RouteSchemas, K extends string = never, O extends boolean = false>(def: RouteDef<Sc, K, O>): RouteDef<Sc, K, O> {
   return def;
 }
 
@@ -98,8 +141,11 @@ export class Answer {
 
 export interface ModuleDef {
   name: string;
-  routes: RouteDef<any>[];
-  resolvers?: Record<string, ResourceResolver>;
+  routes: AnyRoute[];
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  resolvers?: Record<string, ResourceResolver<any>>;
+  /** The ports this area offers others (src/ports.ts); merged into `ctx.ports` before any `init`. */
+  provides?(ctx: AppContext): Partial<Ports>;
   /** Registers job handlers and scheduled tickers; runs in buildApp(). */
   init?(ctx: AppContext): void | Promise<void>;
   /** Starts background work (after listen, in `berth serve` and tests that ask for it). */
@@ -111,15 +157,15 @@ export interface ModuleDef {
    * is read; answers true when it took the reply over (the cloud module forwards requests for cloud
    * projects).
    */
-  forward?(def: RouteDef<any>, req: FastifyRequest, reply: FastifyReply, ctx: AppContext): Promise<boolean>;
+  forward?(def: AnyRoute, req: FastifyRequest, reply: FastifyReply, ctx: AppContext): Promise<boolean>;
   /**
-   * Runs for routes with a `resource` whose resolver found no record in the actor's org (after
-   * authentication, CSRF and the role gate, before the 404 and before the body is read): the record
-   * may live elsewhere (the cloud module forwards backup routes named by a cloud record's id). The
-   * hook authorizes the actor itself (authorize(): 403 same org, 404 otherwise) before it sends
+   * Runs for routes with a path-parameter `resource` whose resolver found no record in the actor's org
+   * (after authentication, CSRF and the role gate, before the 404 and before the body is read): the
+   * record may live elsewhere (the cloud module forwards backup routes named by a cloud record's id).
+   * The hook authorizes the actor itself (authorize(): 403 same org, 404 otherwise) before it sends
    * anything, and answers true when it took the reply over; false leaves the usual 404.
    */
-  forwardUnresolved?(def: RouteDef<any>, req: FastifyRequest, reply: FastifyReply, ctx: AppContext): Promise<boolean>;
+  forwardUnresolved?(def: AnyRoute, req: FastifyRequest, reply: FastifyReply, ctx: AppContext): Promise<boolean>;
 }
 
 declare module 'fastify' {
@@ -132,13 +178,23 @@ declare module 'fastify' {
      * to end when their access ends (`src/http/stream-access.ts`).
      */
     reauthorize?: () => Promise<Actor>;
+    /** Raw routes behind the gate: what an open stream re-checks (`gateAccess(req)`). */
+    streamAccess?: StreamAccess;
   }
   interface FastifyContextConfig {
-    berth?: RouteDef<any>;
+    berth?: AnyRoute;
   }
 }
 
-/** Metadata of a registered route, as data (tests and the OpenAPI document walk it). */
+/** Where a route's record id comes from, as data. */
+export interface ResourceInfo {
+  kind: string;
+  from: 'param' | 'query' | 'body';
+  field: string;
+  optional: boolean;
+}
+
+/** Metadata of a registered route, as data (tests, the OpenAPI document and the cloud walk it). */
 export interface RouteInfo {
   method: string;
   url: string;
@@ -146,11 +202,21 @@ export interface RouteInfo {
   tag: string | null;
   access: Access;
   gate: 'admin' | null;
-  resource: RouteResource | null;
+  resource: ResourceInfo | null;
+  requires: Required<Requirement>[];
+  streamToken: StreamTokenKind | null;
   selfHostedOnly: boolean;
+  cloudOnly: boolean;
 }
 
-export function routeInfo(def: RouteDef<any>): RouteInfo {
+export function resourceInfo(r: RouteResource | undefined): ResourceInfo | null {
+  if (!r) return null;
+  if ('param' in r) return { kind: r.kind, from: 'param', field: r.param, optional: false };
+  if ('query' in r) return { kind: r.kind, from: 'query', field: r.query, optional: !!r.optional };
+  return { kind: r.kind, from: 'body', field: r.body, optional: !!r.optional };
+}
+
+export function routeInfo(def: AnyRoute): RouteInfo {
   return {
     method: def.method,
     url: def.url,
@@ -158,152 +224,10 @@ export function routeInfo(def: RouteDef<any>): RouteInfo {
     tag: def.tag ?? null,
     access: def.access ?? 'tag',
     gate: def.gate ?? null,
-    resource: def.resource ?? null,
+    resource: resourceInfo(def.resource),
+    requires: (def.requires ?? []).map((r: Requirement) => ({ tag: r.tag, on: r.on ?? 'record' })),
+    streamToken: def.streamToken ?? null,
     selfHostedOnly: !!def.selfHostedOnly,
+    cloudOnly: !!def.cloudOnly,
   };
-}
-
-function checkDefinition(def: RouteDef<any>): void {
-  const access = def.access ?? 'tag';
-  if ((access === 'tag' || access === 'member') && (!def.tag || !isTag(def.tag))) {
-    throw new Error(`route ${def.method} ${def.url} must declare a permission tag`);
-  }
-  if (def.tag && !isTag(def.tag)) throw new Error(`route ${def.method} ${def.url}: bad tag ${def.tag}`);
-}
-
-/**
- * Registers every module's routes. Each route's gate runs in its onRequest hook, before the body
- * is read: self-hosted-only check, authentication, CSRF, role gate, tag and resource authorization.
- */
-export function registerModules(app: FastifyInstance, ctx: AppContext, modules: ModuleDef[]): RouteInfo[] {
-  const resolvers = new Map<string, ResourceResolver>();
-  for (const m of modules) for (const [k, fn] of Object.entries(m.resolvers ?? {})) resolvers.set(k, fn);
-  const infos: RouteInfo[] = [];
-  const forwarders = modules.flatMap((m) => (m.forward ? [m.forward.bind(m)] : []));
-  const unresolvedForwarders = modules.flatMap((m) => (m.forwardUnresolved ? [m.forwardUnresolved.bind(m)] : []));
-
-  for (const m of modules) {
-    for (const def of m.routes) {
-      checkDefinition(def);
-      if (def.resource && !resolvers.has(def.resource.kind)) throw new Error(`no resolver for resource kind ${def.resource.kind}`);
-      infos.push(routeInfo(def));
-      const access = def.access ?? 'tag';
-      const status = def.status ?? 200;
-      const schema: Record<string, unknown> = {};
-      if (def.schema?.params) schema.params = def.schema.params;
-      if (def.schema?.querystring) schema.querystring = def.schema.querystring;
-      if (def.schema?.body) schema.body = def.schema.body;
-      if (def.schema?.response) schema.response = { [status]: Type.Object({ data: def.schema.response }) };
-
-      /** The gate below, once more, for an open stream (no CSRF, no forwarding: the stream is open here). */
-      const reauthorize = async (req: FastifyRequest, first: Actor): Promise<Actor> => {
-        const actor = await authenticateRequest(ctx, req);
-        if (!actor || actor.userId !== first.userId) throw new AppError('UNAUTHENTICATED', 'the credential of this stream is no longer valid');
-        if (access === 'authenticated') return actor;
-        if (def.gate === 'admin' && actor.role !== 'owner' && actor.role !== 'admin') throw new AppError('FORBIDDEN', 'only an owner or admin of the organization can do this');
-        const tag = parseTag(def.tag!);
-        if (access === 'member') {
-          if (!scopesAllow(actor, tag)) throw new AppError('FORBIDDEN', `this token's scopes do not cover ${def.tag}`);
-          return actor;
-        }
-        if (def.resource) {
-          const id = (req.params as Record<string, string>)[def.resource.param] ?? '';
-          const resolved = await resolvers.get(def.resource.kind)!(ctx, actor.orgId, id);
-          authorize(actor, tag, resolved, def.resource.kind.replace(/_/g, ' '));
-        } else {
-          authorize(actor, tag, undefined);
-        }
-        return actor;
-      };
-
-      app.route({
-        method: def.method,
-        url: def.url,
-        schema,
-        bodyLimit: def.bodyLimit,
-        config: { berth: def },
-        ...(def.rawBody ? { preParsing: rawBodyHook(def.bodyLimit ?? 1024 * 1024) } : {}),
-        onRequest: async (req, reply) => {
-          if (def.selfHostedOnly && ctx.config.mode === 'cloud') throw new AppError('NOT_FOUND', 'route not found');
-          if (def.cloudOnly && ctx.config.mode !== 'cloud') throw new AppError('NOT_FOUND', 'route not found');
-          if (def.streamBody && req.headers['content-type'] !== undefined) {
-            // Refused before any parser (JSON, text) reads the body.
-            const type = String(req.headers['content-type']).split(';')[0]!.trim().toLowerCase();
-            if (!def.streamBody.includes(type)) throw new AppError('UNSUPPORTED_MEDIA_TYPE', `send ${def.streamBody[0]} (got ${type || 'no content type'})`);
-          }
-          if (access === 'public') {
-            req.actor = null;
-            // Public per-project routes (token-in-query streams) of a cloud project go to the cloud too.
-            for (const forward of forwarders) if (await forward(def, req, reply, ctx)) return reply;
-            return;
-          }
-          const actor = await authenticateRequest(ctx, req);
-          if (!actor) throw new AppError('UNAUTHENTICATED', 'authentication required: send a bearer token or a session cookie');
-          checkCsrf(ctx, req, actor);
-          req.actor = actor;
-          if (def.raw) req.reauthorize = () => reauthorize(req, actor);
-          if (access === 'authenticated') return;
-          if (def.gate === 'admin' && actor.role !== 'owner' && actor.role !== 'admin') {
-            throw new AppError('FORBIDDEN', 'only an owner or admin of the organization can do this');
-          }
-          const tag = parseTag(def.tag!);
-          if (access === 'member') {
-            // Any member passes the role check; a scoped token must still cover the tag.
-            if (!scopesAllow(actor, tag)) {
-              throw new AppError('FORBIDDEN', `this token's scopes do not cover ${def.tag}`);
-            }
-            return;
-          }
-          if (def.resource) {
-            const id = (req.params as Record<string, string>)[def.resource.param] ?? '';
-            const resolved = await resolvers.get(def.resource.kind)!(ctx, actor.orgId, id);
-            if (!resolved) {
-              // Not a record of this instance: it may be one of its cloud's (the hook authorizes).
-              for (const forward of unresolvedForwarders) if (await forward(def, req, reply, ctx)) return reply;
-            }
-            authorize(actor, tag, resolved, def.resource.kind.replace(/_/g, ' '));
-            req.resource = resolved!;
-            for (const forward of forwarders) if (await forward(def, req, reply, ctx)) return reply;
-          } else {
-            authorize(actor, tag, undefined);
-          }
-        },
-        handler: async (req, reply) => {
-          const out = await def.handler(
-            {
-              params: req.params as never,
-              query: req.query as never,
-              body: req.body as never,
-              actor: req.actor as Actor,
-              resource: req.resource,
-              req,
-              reply,
-            },
-            ctx,
-          );
-          // Any write may change who can do what (roles, grants, memberships, tokens): the
-          // short-lived credential cache is dropped so the next request sees it at once.
-          if (def.method !== 'GET') invalidateAuthCache();
-          if (def.raw) return reply;
-          if (out instanceof Answer) {
-            if (out.headers) reply.headers(out.headers);
-            return reply.code(out.status ?? status).send(out.body);
-          }
-          return reply.code(status).send({ data: out === undefined ? null : out });
-        },
-      });
-    }
-  }
-  // One parser for every streamed content type: it hands the raw stream over only to routes that
-  // declared the type in `streamBody`.
-  const streamTypes = [...new Set(modules.flatMap((m) => m.routes.flatMap((r) => (r as RouteDef).streamBody ?? [])))];
-  if (streamTypes.length) {
-    app.addContentTypeParser(streamTypes, (req, payload, done) => {
-      const def = req.routeOptions.config.berth;
-      const type = String(req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-      if (def?.streamBody?.includes(type)) return done(null, payload);
-      done(new AppError('UNSUPPORTED_MEDIA_TYPE', `unsupported content type ${type}`), undefined);
-    });
-  }
-  return infos;
 }

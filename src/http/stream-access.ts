@@ -1,11 +1,11 @@
-import { concerns, onAccessChange } from '../authz/access-events.js';
+import { concerns, type AccessEvents } from '../authz/access-events.js';
 import { AppError } from '../lib/errors.js';
 import type { SseWriter } from './sse.js';
 
 /**
  * How often every open stream re-runs its authorization. Together with the credential cache's 2 s
  * this bounds how long a stream outlives a change made on another instance sharing the database
- * (about 7 s); changes made on this instance end streams at once (`accessChanged`).
+ * (about 7 s); changes made on this instance end streams at once (`ctx.access.changed`).
  */
 export const REAUTHORIZE_EVERY_MS = 5000;
 
@@ -13,6 +13,8 @@ export const REAUTHORIZE_EVERY_MS = 5000;
 export interface StreamAccess {
   userId: string;
   orgId: string;
+  /** The server's access events (`ctx.access`): a change that concerns this stream re-runs the check at once. */
+  events: AccessEvents;
   /** Re-runs the authorization that let the stream open (the credential re-validated); throws the same errors. */
   check(): Promise<unknown>;
 }
@@ -56,7 +58,7 @@ export function endWithAccess(sse: SseWriter, access: StreamAccess, everyMs = RE
       running = false;
     }
   };
-  const off = onAccessChange((change) => {
+  const off = access.events.on((change) => {
     if (concerns(change, access.userId, access.orgId)) void run();
   });
   const timer = setInterval(() => void run(), everyMs);
@@ -67,8 +69,7 @@ export function endWithAccess(sse: SseWriter, access: StreamAccess, everyMs = RE
   });
 }
 
-/** The access of a stream opened through the route gate (`req.reauthorize`, set on raw routes); null on public routes. */
-export function gateAccess(req: { actor: { userId: string; orgId: string } | null; reauthorize?: () => Promise<unknown> }): StreamAccess | null {
-  if (!req.actor || !req.reauthorize) return null;
-  return { userId: req.actor.userId, orgId: req.actor.orgId, check: req.reauthorize };
+/** The access of a stream opened through the route gate (set on raw routes); null on public routes. */
+export function gateAccess(req: { streamAccess?: StreamAccess }): StreamAccess | null {
+  return req.streamAccess ?? null;
 }

@@ -1,0 +1,214 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Actor } from '../authz/actor.js';
+import { authorize, scopesAllow } from '../authz/authorize.js';
+import { parseTag, type Tag } from '../authz/tags.js';
+import type { AppContext } from '../context.js';
+import { AppError } from '../lib/errors.js';
+import { authenticateRequest, checkCsrf } from './auth.js';
+import { resourceInfo, type AnyRoute, type ModuleDef, type ResolvedResource, type ResourceInfo, type ResourceResolver } from './route.js';
+
+type Forwarder = NonNullable<ModuleDef['forward']>;
+
+/** Stream tokens a `stream-token` route accepts as a bearer value (the query's `token` is the other way). */
+const STREAM_BEARER = /^Bearer (berth_(?:dpl|slt)_[A-Za-z0-9_-]+)$/;
+
+function forbiddenRole(): AppError {
+  return new AppError('FORBIDDEN', 'only an owner or admin of the organization can do this');
+}
+
+/**
+ * The gate of one route: everything its declaration requires, checked in this order before the
+ * handler runs, each failure answered as authorize() does (401 no credential, 404 another org's or a
+ * missing record, 403 a record of the actor's org they may not touch):
+ *
+ * 1. `selfHostedOnly`/`cloudOnly` (404), a streamed body's content type (415);
+ * 2. public and stream-token routes: the cloud's forwarders (a cloud project's stream is the cloud's);
+ * 3. a stream token (stream-token routes): verified, and its minter authorized as below;
+ * 4. the credential (bearer or session cookie), CSRF for cookie writes;
+ * 5. the role gate (`gate: 'admin'`), the token's scopes against the tag;
+ * 6. the record named by a path or query field: resolved in the actor's org, the tag on it, then every
+ *    `requires`; a record named by a body field: the same, after validation (`preHandler`).
+ *
+ * Open streams re-run 3–6 through `req.reauthorize` (`src/http/stream-access.ts`).
+ */
+export class RouteGate {
+  private readonly access;
+  private readonly tag: Tag | null;
+  private readonly what: string;
+  private readonly source: ResourceInfo | null;
+  private readonly requires: { tag: Tag; on: 'record' | 'project'; name: string }[];
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly def: AnyRoute,
+    private readonly resolver: ResourceResolver | undefined,
+    private readonly forwarders: Forwarder[],
+    private readonly unresolvedForwarders: Forwarder[],
+  ) {
+    this.access = def.access ?? 'tag';
+    this.tag = def.tag ? parseTag(def.tag) : null;
+    this.source = resourceInfo(def.resource);
+    this.what = this.source ? this.source.kind.replace(/_/g, ' ') : 'record';
+    this.requires = (def.requires ?? []).map((r: { tag: string; on?: 'record' | 'project' }) => ({ tag: parseTag(r.tag), on: r.on ?? 'record', name: r.tag }));
+  }
+
+  /** Does this route resolve its record after validation (a body field)? */
+  get checksBody(): boolean {
+    return this.source?.from === 'body';
+  }
+
+  /** onRequest: steps 1–6 for everything but a body-named record. Answers the reply when a forwarder took it. */
+  async onRequest(req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+    const { ctx, def, access } = this;
+    if (def.selfHostedOnly && ctx.config.mode === 'cloud') throw new AppError('NOT_FOUND', 'route not found');
+    if (def.cloudOnly && ctx.config.mode !== 'cloud') throw new AppError('NOT_FOUND', 'route not found');
+    if (def.streamBody && req.headers['content-type'] !== undefined) {
+      // Refused before any parser (JSON, text) reads the body.
+      const type = String(req.headers['content-type']).split(';')[0]!.trim().toLowerCase();
+      if (!def.streamBody.includes(type)) throw new AppError('UNSUPPORTED_MEDIA_TYPE', `send ${def.streamBody[0]} (got ${type || 'no content type'})`);
+    }
+    if (access === 'public' || access === 'stream-token') {
+      req.actor = null;
+      // A cloud project's public and token-in-query routes are the cloud's to answer.
+      for (const forward of this.forwarders) if (await forward(def, req, reply, ctx)) return reply;
+      if (access === 'public') return undefined;
+      const token = this.streamTokenOf(req);
+      if (token !== undefined) {
+        const check = () => this.checkStreamToken(req, token);
+        const minter = await check();
+        if (minter && def.raw) this.keepForStreams(req, minter, check);
+        return undefined;
+      }
+    }
+    const actor = await authenticateRequest(ctx, req);
+    if (!actor) throw new AppError('UNAUTHENTICATED', 'authentication required: send a bearer token or a session cookie');
+    checkCsrf(ctx, req, actor);
+    req.actor = actor;
+    if (def.raw) this.keepForStreams(req, actor, () => this.recheckCredential(req, actor));
+    if (access === 'authenticated') return undefined;
+    this.checkRoleAndScopes(actor);
+    if (access === 'member' || this.checksBody) return undefined;
+    if (this.source && this.source.from === 'param') {
+      const resolved = await this.resolve(actor.orgId, req);
+      if (!resolved) {
+        // Not a record of this instance: it may be one of its cloud's (the hook authorizes).
+        for (const forward of this.unresolvedForwarders) if (await forward(def, req, reply, ctx)) return reply;
+      }
+      this.authorizeOn(actor, resolved);
+      req.resource = resolved!;
+      // (Stream-token routes met the forwarders before authentication.)
+      if (access !== 'stream-token') for (const forward of this.forwarders) if (await forward(def, req, reply, ctx)) return reply;
+      return undefined;
+    }
+    req.resource = (await this.authorizeFor(actor, req)) ?? undefined;
+    return undefined;
+  }
+
+  /** preHandler (body-named records only): step 6 once the body is validated. */
+  async preHandler(req: FastifyRequest): Promise<void> {
+    const actor = req.actor;
+    if (!actor) return;
+    req.resource = (await this.authorizeFor(actor, req)) ?? undefined;
+  }
+
+  private streamTokenOf(req: FastifyRequest): string | undefined {
+    const q = (req.query as Record<string, unknown> | undefined)?.token;
+    if (typeof q === 'string' && q !== '') return q;
+    const header = req.headers.authorization;
+    return header ? STREAM_BEARER.exec(header.trim())?.[1] : undefined;
+  }
+
+  /**
+   * A stream token's access is its minter's current access, through the credential they minted it
+   * with (revoked, signed out, removed, demoted: the token opens nothing more, open streams end).
+   * Tokens the instance minted for itself (no minter) carry no member to re-check: null.
+   */
+  private async checkStreamToken(req: FastifyRequest, token: string): Promise<Actor | null> {
+    const { ctx, def } = this;
+    const port = ctx.ports.streamTokens;
+    if (!port || !def.streamToken) throw new AppError('UNAUTHENTICATED', 'invalid or expired stream token');
+    const id = this.idOf(req) ?? '';
+    const info = await port.verify(ctx, token, def.streamToken, id);
+    if (!info.createdBy) {
+      req.actor = null;
+      req.resource = (await this.resolve(info.orgId, req)) ?? undefined;
+      return null;
+    }
+    const auth = ctx.ports.auth;
+    const minter = info.credentialId ? await auth.actorFromCredentialId(ctx, info.credentialId) : await auth.memberActor(ctx, info.orgId, info.createdBy);
+    if (!minter || minter.userId !== info.createdBy || minter.orgId !== info.orgId) {
+      throw new AppError('UNAUTHENTICATED', 'the credential that made this stream token is no longer valid');
+    }
+    req.actor = minter;
+    req.resource = (await this.authorizeFor(minter, req)) ?? undefined;
+    return minter;
+  }
+
+  /** The gate once more for an open stream: the same credential, still valid, still allowed. */
+  private async recheckCredential(req: FastifyRequest, first: Actor): Promise<Actor> {
+    const actor = await authenticateRequest(this.ctx, req);
+    if (!actor || actor.userId !== first.userId) throw new AppError('UNAUTHENTICATED', 'the credential of this stream is no longer valid');
+    if (this.access === 'authenticated') return actor;
+    this.checkRoleAndScopes(actor);
+    if (this.access === 'member') return actor;
+    await this.authorizeFor(actor, req);
+    return actor;
+  }
+
+  private keepForStreams(req: FastifyRequest, actor: Actor, check: () => Promise<Actor | null>): void {
+    const again = async (): Promise<Actor> => (await check()) ?? actor;
+    req.reauthorize = again;
+    req.streamAccess = { userId: actor.userId, orgId: actor.orgId, events: this.ctx.access, check: again };
+  }
+
+  private checkRoleAndScopes(actor: Actor): void {
+    if (this.def.gate === 'admin' && actor.role !== 'owner' && actor.role !== 'admin') throw forbiddenRole();
+    // Any member passes a `member` route's role check; a scoped token must still cover the tag. On
+    // other routes this refuses an uncovered token before a record is looked up or a body read.
+    if (this.tag && !scopesAllow(actor, this.tag)) throw new AppError('FORBIDDEN', `this token's scopes do not cover ${this.def.tag}`);
+  }
+
+  private idOf(req: FastifyRequest): string | undefined {
+    const src = this.source;
+    if (!src) return undefined;
+    const from = this.fieldsOf(req);
+    const v = from[src.field];
+    return v === undefined || v === null || v === '' ? undefined : String(v);
+  }
+
+  private fieldsOf(req: FastifyRequest): Record<string, unknown> {
+    const src = this.source!;
+    const obj = src.from === 'param' ? req.params : src.from === 'query' ? req.query : req.body;
+    return obj && typeof obj === 'object' ? (obj as Record<string, unknown>) : {};
+  }
+
+  private async resolve(orgId: string, req: FastifyRequest): Promise<ResolvedResource | null> {
+    const id = this.idOf(req) ?? '';
+    return this.resolver!(this.ctx, orgId, id, this.fieldsOf(req));
+  }
+
+  /** Step 6 for `actor`: the record (if the route names one), the tag on it, every requirement. */
+  private async authorizeFor(actor: Actor, req: FastifyRequest): Promise<ResolvedResource | null> {
+    if (!this.source || (this.source.optional && this.idOf(req) === undefined)) {
+      this.authorizeOn(actor, undefined);
+      return null;
+    }
+    const resolved = await this.resolve(actor.orgId, req);
+    this.authorizeOn(actor, resolved);
+    return resolved;
+  }
+
+  /** `resolved`: undefined when the route names no record (org-wide), null when it was not found. */
+  private authorizeOn(actor: Actor, resolved: ResolvedResource | null | undefined): void {
+    if (this.tag) authorize(actor, this.tag, resolved, this.what);
+    for (const r of this.requires) {
+      if (r.on === 'project') {
+        const parent = resolved?.parents?.project;
+        if (!parent) throw new Error(`route ${this.def.method} ${this.def.url}: its ${this.what} resolver gave no parent project`);
+        authorize(actor, r.tag, parent, 'project');
+      } else {
+        authorize(actor, r.tag, resolved, this.what);
+      }
+    }
+  }
+}

@@ -1,0 +1,95 @@
+import type { FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import { isTag } from '../authz/tags.js';
+import type { AppContext } from '../context.js';
+import { AppError } from '../lib/errors.js';
+import { RouteGate } from './gate.js';
+import { rawBodyHook } from './raw-body.js';
+import { Answer, resourceInfo, routeInfo, type AnyRoute, type ModuleDef, type ResourceResolver, type RouteInfo } from './route.js';
+
+/** Refuses, at start-up, a route whose declaration cannot be enforced as written. */
+export function checkDefinition(def: AnyRoute, resolvers: ReadonlyMap<string, ResourceResolver>): void {
+  const where = `route ${def.method} ${def.url}`;
+  const access = def.access ?? 'tag';
+  const source = resourceInfo(def.resource);
+  if (access !== 'public' && access !== 'authenticated' && (!def.tag || !isTag(def.tag))) throw new Error(`${where} must declare a permission tag`);
+  if (def.tag && !isTag(def.tag)) throw new Error(`${where}: bad tag ${def.tag}`);
+  for (const r of def.requires ?? []) if (!isTag(r.tag)) throw new Error(`${where}: bad required tag ${r.tag}`);
+  if (def.requires?.length && (access === 'public' || access === 'authenticated' || access === 'member')) throw new Error(`${where}: requirements need access 'tag' or 'stream-token'`);
+  if (def.requires?.some((r) => r.on === 'project') && !source) throw new Error(`${where}: a requirement on the parent project needs a resource`);
+  if (source && !resolvers.has(source.kind)) throw new Error(`${where}: no resolver for resource kind ${source.kind}`);
+  if (source && (access === 'member' || access === 'public' || access === 'authenticated')) throw new Error(`${where}: a resource needs access 'tag' or 'stream-token'`);
+  if (source?.from === 'param' && !def.url.includes(`:${source.field}`)) throw new Error(`${where}: no path parameter ${source.field}`);
+  if (access === 'stream-token' && (!def.streamToken || source?.from !== 'param')) throw new Error(`${where}: a stream-token route names its token kind and a path-parameter resource`);
+}
+
+/**
+ * Registers every module's routes. Each route's gate (`src/http/gate.ts`) runs in its onRequest hook,
+ * before the body is read (and, for a record named in the body, in preHandler, after validation).
+ */
+export function registerModules(app: FastifyInstance, ctx: AppContext, modules: ModuleDef[]): RouteInfo[] {
+  const resolvers = new Map<string, ResourceResolver>();
+  for (const m of modules) for (const [k, fn] of Object.entries(m.resolvers ?? {})) resolvers.set(k, fn);
+  const infos: RouteInfo[] = [];
+  const forwarders = modules.flatMap((m) => (m.forward ? [m.forward.bind(m)] : []));
+  const unresolvedForwarders = modules.flatMap((m) => (m.forwardUnresolved ? [m.forwardUnresolved.bind(m)] : []));
+
+  for (const m of modules) {
+    for (const def of m.routes) {
+      checkDefinition(def, resolvers);
+      infos.push(routeInfo(def));
+      const status = def.status ?? 200;
+      const schema: Record<string, unknown> = {};
+      if (def.schema?.params) schema.params = def.schema.params;
+      if (def.schema?.querystring) schema.querystring = def.schema.querystring;
+      if (def.schema?.body) schema.body = def.schema.body;
+      if (def.schema?.response) schema.response = { [status]: def.envelope === false ? def.schema.response : Type.Object({ data: def.schema.response }) };
+      const source = resourceInfo(def.resource);
+      const gate = new RouteGate(ctx, def, source ? resolvers.get(source.kind) : undefined, forwarders, unresolvedForwarders);
+
+      app.route({
+        method: def.method,
+        url: def.url,
+        schema,
+        bodyLimit: def.bodyLimit,
+        config: { berth: def },
+        ...(def.rawBody ? { preParsing: rawBodyHook(def.bodyLimit ?? 1024 * 1024) } : {}),
+        onRequest: (req, reply) => gate.onRequest(req, reply),
+        ...(gate.checksBody ? { preHandler: (req: Parameters<RouteGate['preHandler']>[0]) => gate.preHandler(req) } : {}),
+        handler: async (req, reply) => {
+          const out = await def.handler(
+            {
+              params: req.params as never,
+              query: req.query as never,
+              body: req.body as never,
+              actor: req.actor as never,
+              resource: req.resource as never,
+              req,
+              reply,
+            },
+            ctx,
+          );
+          if (def.raw) return reply;
+          if (out instanceof Answer) {
+            if (out.headers) reply.headers(out.headers);
+            return reply.code(out.status ?? status).send(out.body);
+          }
+          if (def.envelope === false) return reply.code(status).send(out);
+          return reply.code(status).send({ data: out === undefined ? null : out });
+        },
+      });
+    }
+  }
+  // One parser for every streamed content type: it hands the raw stream over only to routes that
+  // declared the type in `streamBody`.
+  const streamTypes = [...new Set(modules.flatMap((m) => m.routes.flatMap((r) => r.streamBody ?? [])))];
+  if (streamTypes.length) {
+    app.addContentTypeParser(streamTypes, (req, payload, done) => {
+      const def = req.routeOptions.config.berth;
+      const type = String(req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+      if (def?.streamBody?.includes(type)) return done(null, payload);
+      done(new AppError('UNSUPPORTED_MEDIA_TYPE', `unsupported content type ${type}`), undefined);
+    });
+  }
+  return infos;
+}

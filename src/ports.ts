@@ -1,0 +1,108 @@
+import type { Actor } from './authz/actor.js';
+import type { AppContext } from './context.js';
+import type { GitPort } from './modules/projects/git-port.js';
+import type { RuntimePort } from './modules/projects/runtime-port.js';
+import type { ProjectDependent } from './modules/projects/dependents.js';
+import type { UploadSourcePort } from './modules/projects/upload-port.js';
+import type { CatalogProvider } from './modules/permissions/catalog.js';
+import type { BackupsRuntime } from './modules/backups/backups.runtime.js';
+import type { BerthRuntime } from './modules/deployments/index.js';
+import type { CloudHost } from './modules/cloud/index.js';
+
+/**
+ * What areas offer each other. Each area's ModuleDef declares the ports it provides (`provides`);
+ * buildApp() merges them into `ctx.ports` before any module's `init`, and tests replace any of them
+ * with `startTestServer({ ports })`. An area that uses another's work reaches it here (typed), never
+ * through a setter, a registry or module state. Types only: this file imports no code.
+ *
+ * Single ports: the last module to provide one wins (tests' fakes come last). Lists and records
+ * (`projectDependents`, `catalogs`) are merged across modules.
+ */
+export interface Ports {
+  /** Credentials to actors (auth area); the route gate authenticates through it. */
+  auth: AuthPort;
+  /** Short-lived stream tokens (deployments area); the gate's `stream-token` access verifies them. */
+  streamTokens: StreamTokenPort | null;
+  /** The connected git provider (gitprovider area), null when none is connected. */
+  git: GitPort | null;
+  /** Short-lived clone credentials for a repository (gitprovider area). */
+  cloneTokens: CloneTokenPort | null;
+  /** What runs the projects (deployments area). */
+  runtime: RuntimePort | null;
+  /** This server's build-and-run engine (deployments area): supervisor, logs, edge proxy, builds in flight. */
+  runtimeHost: BerthRuntime | null;
+  /** The cloud link of a self-hosted instance (cloud area): its status, the home feed's cloud half. */
+  cloud: CloudHost | null;
+  /** Records other areas keep under a project, removed and previewed with it. */
+  projectDependents: ProjectDependent[];
+  /** Folder uploads becoming a project's source (uploads area; used by POST /api/projects/ensure). */
+  uploadSource: UploadSourcePort | null;
+  /** The permission catalog's entries per grant resource type (each owning area provides its type). */
+  catalogs: Partial<Record<string, CatalogProvider>>;
+  /** The backups area's per-server state (event bus, local abort handles, webhook rate limit); its own use only. */
+  backups: BackupsRuntime | null;
+}
+
+export interface AuthPort {
+  actorFromBearer(ctx: AppContext, token: string): Promise<Actor | null>;
+  actorFromSession(ctx: AppContext, sessionToken: string): Promise<Actor | null>;
+  actorFromCredentialId(ctx: AppContext, credentialId: string): Promise<Actor | null>;
+  memberActor(ctx: AppContext, orgId: string, userId: string): Promise<Actor | null>;
+}
+
+export type StreamTokenKind = 'build' | 'server_logs';
+
+export interface StreamTokenInfo {
+  orgId: string;
+  /** The member who minted it (null: minted by the instance itself, no member to re-check). */
+  createdBy: string | null;
+  /** The credential it was minted with (its revocation ends the token). */
+  credentialId: string | null;
+}
+
+export interface StreamTokenPort {
+  /** Throws AppError UNAUTHENTICATED for a token that is malformed, unknown, expired or not for this record. */
+  verify(ctx: AppContext, token: string, kind: StreamTokenKind, recordId: string): Promise<StreamTokenInfo>;
+}
+
+export type CloneTokenPort = (ctx: AppContext, orgId: string, owner: string, repo: string) => Promise<{ token: string; username?: string } | null>;
+
+/** The empty set of ports, before modules provide theirs. */
+export function emptyPorts(): Ports {
+  return {
+    auth: {
+      async actorFromBearer() {
+        return null;
+      },
+      async actorFromSession() {
+        return null;
+      },
+      async actorFromCredentialId() {
+        return null;
+      },
+      async memberActor() {
+        return null;
+      },
+    },
+    streamTokens: null,
+    git: null,
+    cloneTokens: null,
+    runtime: null,
+    runtimeHost: null,
+    cloud: null,
+    projectDependents: [],
+    uploadSource: null,
+    catalogs: {},
+    backups: null,
+  };
+}
+
+/** Merges one module's ports into `into` (lists appended, records merged, single ports replaced). */
+export function mergePorts(into: Ports, add: Partial<Ports>): void {
+  for (const [key, value] of Object.entries(add) as [keyof Ports, unknown][]) {
+    if (value === undefined) continue;
+    if (key === 'projectDependents') into.projectDependents = [...into.projectDependents, ...(value as ProjectDependent[])];
+    else if (key === 'catalogs') into.catalogs = { ...into.catalogs, ...(value as Ports['catalogs']) };
+    else (into as unknown as Record<string, unknown>)[key] = value;
+  }
+}
