@@ -1,0 +1,44 @@
+import type http from 'node:http';
+import type { TrustedProxies } from '../lib/trusted-proxies.js';
+
+/** Reading a client request's head, and which of its headers the edge does not pass on. */
+
+export const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+/** Client headers that name the client: the edge writes its own (`forwarded` it drops). */
+const CLIENT_ADDRESS_HEADERS = ['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-real-ip', 'forwarded'];
+/** Request headers not passed on to the app. */
+export const REQUEST_DROP = new Set([...HOP_BY_HOP, 'expect', ...CLIENT_ADDRESS_HEADERS]);
+/** Request headers not passed on with an upgrade (which keeps its `Connection` and `Upgrade`). */
+export const UPGRADE_DROP = new Set(['keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'expect', ...CLIENT_ADDRESS_HEADERS]);
+
+/** `Host` header -> lowercase hostname without port or trailing dot; '' when absent or malformed. */
+export function hostOf(header: string | undefined): string {
+  if (!header || header.length > 300) return '';
+  let h = header.trim().toLowerCase();
+  if (h.startsWith('[')) {
+    const end = h.indexOf(']');
+    return end > 0 ? h.slice(1, end) : '';
+  }
+  const colon = h.indexOf(':');
+  if (colon >= 0) h = h.slice(0, colon);
+  if (h.endsWith('.')) h = h.slice(0, -1);
+  return /^[a-z0-9.-]+$/.test(h) ? h : '';
+}
+
+/** The path of a request for the request log (no query string, at most 2048 characters). */
+export function pathOf(url: string | undefined): string {
+  const u = url ?? '/';
+  const q = u.indexOf('?');
+  const p = q >= 0 ? u.slice(0, q) : u;
+  return p.length > 2048 ? p.slice(0, 2048) : p || '/';
+}
+
+/** Does a `Connection` header ask to close? */
+export function asksClose(connection: string | undefined): boolean {
+  return !!connection && /(?:^|,)\s*close\s*(?:,|$)/i.test(connection);
+}
+
+/** The X-Forwarded-Proto sent on: `https` only when a trusted proxy says so. */
+export function forwardedProto(req: http.IncomingMessage, trusted: TrustedProxies): string {
+  return trusted.size > 0 && req.headers['x-forwarded-proto'] === 'https' && trusted.trusts(req.socket.remoteAddress) ? 'https' : 'http';
+}
