@@ -1,4 +1,4 @@
-import { ConfigError } from './config.js';
+import { ConfigError } from './config-error.js';
 import { OutboundAllowError, parseOutboundAllow } from './lib/outbound.js';
 import { parseTrustedProxies, TrustedProxiesError } from './lib/trusted-proxies.js';
 

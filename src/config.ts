@@ -1,6 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import { ConfigError } from './config-error.js';
 import { loadHardening, type HardeningConfig } from './config-hardening.js';
 
 export type Mode = 'self-hosted' | 'cloud';
@@ -58,12 +59,7 @@ export interface ServeFlags {
   runtime?: string;
 }
 
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError };
 
 function parsePort(value: string | number | undefined, name: string, fallback: number): number {
   if (value === undefined || value === '') return fallback;
