@@ -4,7 +4,7 @@ import { transaction } from '../../db/client.js';
 import { AppError, conflict, invalid, notFound } from '../../lib/errors.js';
 import { decryptSecret, encryptSecret } from '../../lib/crypto.js';
 import { newId, nowIso } from '../../lib/ids.js';
-import { insertAuditEvent } from '../audit/audit.store.js';
+import { insertAuditEvent } from '../audit/index.js';
 import * as envStore from './env.store.js';
 import type { EnvVarRow } from './env.store.js';
 import * as store from './projects.store.js';

@@ -6,7 +6,7 @@ import { countWildcards, MAX_GLOB_WILDCARDS } from '../../edge/glob.js';
 import { normalizePath } from '../../edge/normalize.js';
 import { formatCidr, parseCidr } from '../../lib/cidr.js';
 import { newId, nowIso } from '../../lib/ids.js';
-import { insertAuditEvent } from '../audit/audit.store.js';
+import { insertAuditEvent } from '../audit/index.js';
 import * as store from './projects.store.js';
 import type { ProjectRow, RouteRuleRow } from './projects.store.js';
 

@@ -5,7 +5,7 @@ import { conflict, invalid, notFound } from '../../lib/errors.js';
 import { decryptSecret, encryptSecret } from '../../lib/crypto.js';
 import { newId, nowIso } from '../../lib/ids.js';
 import { OutboundRefusedError, outboundPolicy, postgresUrlHost } from '../../lib/outbound.js';
-import { insertAuditEvent } from '../audit/audit.store.js';
+import { insertAuditEvent } from '../audit/index.js';
 import * as store from './projects.store.js';
 import type { ProjectRow, ServiceRow } from './projects.store.js';
 
