@@ -6,17 +6,11 @@
  * Areas add their kinds here (one entry, in alphabetical order) or export `fixtures` from their
  * own `rows/<module>.ts`; both are merged by the matrix.
  */
-import type { Actor } from '../../src/authz/actor.js';
 import { randomString } from '../../src/lib/ids.js';
-import { issueToken, createOrgWithOwner } from '../../src/modules/auth/auth.service.js';
+import { createOrgWithOwner, issueToken } from '../../src/modules/auth/index.js';
 import { acceptInvitation, invite } from '../../src/modules/permissions/invitations.service.js';
-import { createProject } from '../../src/modules/projects/projects.service.js';
-import { createUser, type TestUser } from '../support/factories.js';
+import { actorOf, createGrant, createProject, createUser, type TestUser } from '../support/factories.js';
 import type { Fixture, World } from './matrix.js';
-
-export function actorOf(u: TestUser, orgId = u.orgId, role: Actor['role'] = u.role): Actor {
-  return { userId: u.userId, email: u.email, orgId, role, scopes: null, via: 'token', grants: [] };
-}
 
 /** The owner of the org a fixture writes into. */
 export function ownerFor(w: World, which: 'own' | 'other'): TestUser {
@@ -32,7 +26,7 @@ const inviters = new WeakMap<World, Promise<TestUser>>();
 async function invitationTo(w: World, email: string): Promise<{ id: string; orgId: string }> {
   if (!inviters.has(w)) inviters.set(w, createUser(w.server, { team: true }));
   const inviter = await inviters.get(w)!;
-  const org = await createOrgWithOwner(w.server.ctx.db, inviter.userId, `mx-${randomString(6)}`, true);
+  const org = await createOrgWithOwner(w.server.ctx, inviter.userId, `mx-${randomString(6)}`, true);
   const inv = await invite(w.server.ctx, actorOf(inviter, org.id, 'owner'), { email, role: 'member', grants: [{ resourceType: 'audit', resourceId: '*', permissions: ['read'] }] });
   return { id: inv.id, orgId: org.id };
 }
@@ -59,14 +53,8 @@ export const coreFixtures: Record<string, Fixture> = {
   grant: {
     missingId: 'grt_missing0000000000000',
     async make({ world, which }) {
-      const orgId = which === 'own' ? world.orgA.orgId : world.orgB.orgId;
-      const userId = which === 'own' ? world.orgA.restricted.userId : world.orgB.owner.userId;
-      const at = new Date().toISOString();
-      const id = `grt_${randomString(20)}`;
-      await world.server.ctx.db
-        .insertInto('grants')
-        .values({ id, orgId, userId, resourceType: 'server', resourceId: `srv_${randomString(10)}`, permissions: '["read"]', createdAt: at, updatedAt: at })
-        .execute();
+      const user = which === 'own' ? world.orgA.restricted : world.orgB.owner;
+      const id = await createGrant(world.server, user, 'server', `srv_${randomString(10)}`, ['read']);
       return { params: { id } };
     },
   },
@@ -95,12 +83,9 @@ export const coreFixtures: Record<string, Fixture> = {
   member: {
     missingId: 'usr_missing0000000000000',
     async make({ world, which }) {
-      // Real rows, written directly: no password to hash keeps the many fresh members cheap.
+      // No password to hash keeps the many fresh members cheap.
       const orgId = which === 'own' ? world.orgA.orgId : world.orgB.orgId;
-      const at = new Date().toISOString();
-      const userId = `usr_${randomString(20)}`;
-      await world.server.ctx.db.insertInto('users').values({ id: userId, email: `${userId}@example.test`, name: 'matrix member', passwordHash: null, createdAt: at, updatedAt: at }).execute();
-      await world.server.ctx.db.insertInto('memberships').values({ orgId, userId, role: 'member', createdAt: at }).execute();
+      const { userId } = await createUser(world.server, { orgId, role: 'member', noPassword: true });
       return { params: { userId } };
     },
   },
@@ -110,7 +95,7 @@ export const coreFixtures: Record<string, Fixture> = {
     missingId: 'prj_missing0000000000000',
     async make({ world, which }) {
       const owner = ownerFor(world, which);
-      const p = await createProject(world.server.ctx, actorOf(owner), { name: `mx-${randomString(6)}` });
+      const p = await createProject(world.server, owner, { name: `mx-${randomString(6)}` });
       return { params: { id: p.id, projectId: p.id }, grantKeys: [{ type: 'project', id: p.id }] };
     },
   },

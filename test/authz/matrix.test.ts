@@ -34,8 +34,7 @@ import { after, before, describe, it } from 'node:test';
 import type { GrantKey } from '../../src/authz/grants.js';
 import { routeInfo, type RouteInfo } from '../../src/http/route.js';
 import { randomString } from '../../src/lib/ids.js';
-import { invalidateAuthCache } from '../../src/modules/auth/auth.cache.js';
-import { createTeam, createUser, type TestUser } from '../support/factories.js';
+import { createGrant, createTeam, createUser, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 import { coreFixtures } from './fixtures.js';
 import { expectedOwn, meets, ORG_A_MEMBERS, PRINCIPALS, type Expect, type Fixture, type MatrixRow, type PrincipalName, type RecordRef, type World } from './matrix.js';
@@ -81,22 +80,14 @@ describe('authorization matrix: every route x every principal x own / other org 
 
   async function grantRestricted(keys: GrantKey[] | undefined): Promise<void> {
     if (!keys?.length) return;
-    const at = new Date().toISOString();
     const levels: [PrincipalName, string[]][] = [
       ['restrictedRead', ['read']],
       ['restrictedWrite', ['write']],
       ['restrictedAdmin', ['admin']],
     ];
     for (const [p, permissions] of levels) {
-      for (const k of keys) {
-        await server.ctx.db
-          .insertInto('grants')
-          .values({ id: `grt_${randomString(20)}`, orgId: world.orgA.orgId, userId: world.users[p]!.userId, resourceType: k.type, resourceId: k.id, permissions: JSON.stringify(permissions), createdAt: at, updatedAt: at })
-          .onConflict((oc) => oc.columns(['orgId', 'userId', 'resourceType', 'resourceId']).doNothing())
-          .execute();
-      }
+      for (const k of keys) await createGrant(server, world.users[p]!, k.type, k.id, permissions);
     }
-    invalidateAuthCache();
   }
 
   async function ownRecord(row: MatrixRow, caller: TestUser | null): Promise<RecordRef | undefined> {

@@ -1,60 +1,16 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createUser, type TestUser } from '../support/factories.js';
+import { createDestination, createPolicy, createProjectWithVolume, createUser, type TestUser } from '../support/factories.js';
+import { startServe, type ServeProcess } from '../support/cli.js';
 import { freshPostgresDatabase, startTestServer, tempDir, usingPostgres } from '../support/harness.js';
-import { makeProject } from './helpers.js';
+import { waitFor } from '../support/wait.js';
+import { TERMINAL } from './helpers.js';
 
-const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..');
 const RUNS = 20;
 const KILLS = 3;
-
-interface Child {
-  proc: ChildProcess;
-  url: string;
-}
-
-/** `berth serve` in a child process on a free port; resolves once it prints its listening line. */
-function spawnServer(env: Record<string, string>, dataDir: string): Promise<Child> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli/index.ts'), 'serve', '--port', '0', '--data-dir', dataDir, '--edge-port', '0'], {
-      cwd: ROOT,
-      env: { ...process.env, ...env, BERTH_LOG_LEVEL: 'silent' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    const timer = setTimeout(() => {
-      proc.kill('SIGKILL');
-      reject(new Error(`server did not start: ${out}`));
-    }, 30000);
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      const m = /api listening on (http:\/\/\S+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        proc.stdout!.off('data', onData);
-        resolve({ proc, url: m[1]! });
-      }
-    };
-    proc.stdout!.on('data', onData);
-    proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-    proc.on('exit', (code) => {
-      clearTimeout(timer);
-      if (!/api listening/.test(out)) reject(new Error(`server exited ${code}: ${out}`));
-    });
-  });
-}
-
-function killHard(c: Child): Promise<void> {
-  return new Promise((resolve) => {
-    if (c.proc.exitCode !== null) return resolve();
-    c.proc.once('exit', () => resolve());
-    c.proc.kill('SIGKILL');
-  });
-}
 
 describe('kill -9 during backup runs', () => {
   const dataDir = tempDir('berth-crash-');
@@ -72,14 +28,14 @@ describe('kill -9 during backup runs', () => {
     // Set up the records with an in-process server on the same data dir and database.
     const setup = await startTestServer({ dataDir, databaseUrl: pgDb?.url, env: { BERTH_SECRET_KEY: secret } });
     owner = await createUser(setup);
-    const p = await makeProject(setup, owner);
+    const p = await createProjectWithVolume(setup, owner);
     projectId = p.id;
     // A volume big enough that a run takes a little while (so kills land mid-run), small enough to stay fast.
     const { mkdirSync } = await import('node:fs');
     mkdirSync(path.join(p.volume, 'd'), { recursive: true });
     for (let i = 0; i < 4; i++) writeFileSync(path.join(p.volume, 'd', `f${i}.bin`), randomBytes(512 * 1024));
-    const dest = (await setup.api(owner.token).post('/api/backup-destinations', { name: 'crash', kind: 'local', path: destDir })).body.data;
-    policyId = (await setup.api(owner.token).post(`/api/projects/${p.id}/backup-policies`, { destinationId: dest.id })).body.data.id;
+    const dest = await createDestination(setup, owner, { name: 'crash', dir: destDir });
+    policyId = (await createPolicy(setup, owner, p, { destinationId: dest.id })).id;
     await setup.close();
   });
 
@@ -89,19 +45,18 @@ describe('kill -9 during backup runs', () => {
     await pgDb?.drop();
   });
 
-  async function waitRun(child: Child, runId: string): Promise<void> {
-    for (let t = 0; t < 800; t++) {
+  /** Waits for a run to end, on the server process `child`. */
+  async function waitRun(child: ServeProcess, runId: string): Promise<void> {
+    await waitFor(async () => {
       const got = await fetch(`${child.url}/api/backup-runs/${runId}`, { headers: { authorization: `Bearer ${owner.token}` } });
-      const row = (await got.json()).data as { status: string };
-      if (['succeeded', 'failed', 'cancelled', 'server_error'].includes(row.status)) return;
-      await new Promise((r) => setTimeout(r, 25));
-    }
+      return TERMINAL.includes(((await got.json()).data as { status: string }).status);
+    }, `run ${runId} to end`, 30000, 25);
   }
 
   it(`leaves no succeeded run without a valid artifact (${RUNS} runs, ${KILLS} kills at random points)`, async () => {
     let started = 0;
     for (let k = 0; k < KILLS; k++) {
-      const child = await spawnServer(env, dataDir);
+      const child = await startServe(['--port', '0', '--data-dir', dataDir, '--edge-port', '0'], { ...env, BERTH_LOG_LEVEL: 'silent' }, 30000);
       try {
         const perLife = Math.ceil((RUNS - started) / (KILLS - k));
         for (let i = 0; i < perLife && started < RUNS; i++) {
@@ -126,22 +81,21 @@ describe('kill -9 during backup runs', () => {
           }
         }
       } finally {
-        await killHard(child);
+        await child.stop('SIGKILL');
       }
     }
 
     // Restart (in process, with background work: crash recovery runs at start).
     const server = await startTestServer({ dataDir, databaseUrl: pgDb?.url, env: { BERTH_SECRET_KEY: secret }, background: true });
     try {
-      let runs: any[] = [];
-      for (let t = 0; t < 200; t++) {
-        runs = (await server.api(owner.token).get(`/api/projects/${projectId}/backup-runs?limit=200`)).body.data;
-        if (runs.every((r) => ['succeeded', 'failed', 'cancelled', 'server_error'].includes(r.status))) break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      // Crash recovery settles every run the kills left in flight.
+      const runs = await waitFor(async () => {
+        const list: any[] = (await server.api(owner.token).get(`/api/projects/${projectId}/backup-runs?limit=200`)).body.data;
+        return list.every((r) => TERMINAL.includes(r.status)) ? list : null;
+      }, 'every run to be settled after the restart', 20000, 100);
       assert.equal(runs.length, RUNS);
       if (process.env.BERTH_TEST_VERBOSE) console.log(runs.map((r) => r.status).join(' '));
-      const inFlight = runs.filter((r) => !['succeeded', 'failed', 'cancelled', 'server_error'].includes(r.status));
+      const inFlight = runs.filter((r) => !TERMINAL.includes(r.status));
       assert.deepEqual(inFlight, [], 'no run is left in flight after a restart');
       const polDir = path.join(destDir, 'berth', owner.orgId, projectId, policyId);
       const files = existsSync(polDir) ? readdirSync(polDir) : [];

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createTeam, createUser, type TestOrg } from '../support/factories.js';
+import { createProjectWithVolume, createTeam, createUser, type TestOrg } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
-import { fillVolume, makeProject, treeDigest, waitTerminal } from './helpers.js';
+import { fillVolume, treeDigest, waitTerminal } from './helpers.js';
 import { startS3 } from './s3.js';
 
 describe('backup destinations', () => {
@@ -106,7 +106,7 @@ describe('backup destinations', () => {
 
   it('s3: a volume backs up and restores byte for byte', async () => {
     const d = (await api().post('/api/backup-destinations', s3Body({ prefix: 'roundtrip' }))).body.data;
-    const p = await makeProject(server, team.owner);
+    const p = await createProjectWithVolume(server, team.owner);
     fillVolume(p.volume, 11);
     const before = treeDigest(p.volume);
     const pol = (await api().post(`/api/projects/${p.id}/backup-policies`, { destinationId: d.id })).body.data;
@@ -126,7 +126,7 @@ describe('backup destinations', () => {
   it('a destination in use cannot be deleted; another org\'s is 404; a member reads but cannot write', async () => {
     const dir = tempDir('berth-dest-');
     const d = (await api().post('/api/backup-destinations', { name: 'used', kind: 'local', path: dir })).body.data;
-    const p = await makeProject(server, team.owner);
+    const p = await createProjectWithVolume(server, team.owner);
     await api().post(`/api/projects/${p.id}/backup-policies`, { destinationId: d.id });
     const del = await api().delete(`/api/backup-destinations/${d.id}`);
     assert.equal(del.status, 409);

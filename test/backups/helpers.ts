@@ -1,30 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Actor } from '../../src/authz/actor.js';
-import { createProject } from '../../src/modules/projects/projects.service.js';
-import type { TestUser } from '../support/factories.js';
 import type { TestServer } from '../support/harness.js';
-import { tempDir } from '../support/harness.js';
-
-/** Builds the actor of a test user (for calling services that write real rows). */
-export function actorOf(u: TestUser): Actor {
-  return { userId: u.userId, email: u.email, orgId: u.orgId, role: u.role, scopes: null, via: 'token', grants: [] };
-}
-
-/** A real project (with its `data` volume service) made through the projects service. */
-export async function makeProject(server: TestServer, owner: TestUser, name = `p-${randomBytes(3).toString('hex')}`): Promise<{ id: string; dataServiceId: string; volume: string }> {
-  const p = await createProject(server.ctx, actorOf(owner), { name } as never);
-  const svc = await server.ctx.db.selectFrom('services').selectAll().where('projectId', '=', p.id).where('name', '=', 'data').executeTakeFirstOrThrow();
-  return { id: p.id, dataServiceId: svc.id, volume: path.join(server.dataDir, 'volumes', p.id, 'data') };
-}
-
-/** A local destination in a fresh folder. */
-export async function makeLocalDestination(server: TestServer, token: string, dir = tempDir('berth-dest-')): Promise<{ id: string; dir: string }> {
-  const res = await server.api(token).post('/api/backup-destinations', { name: 'local', kind: 'local', path: dir });
-  if (res.status !== 201) throw new Error(`destination create failed: ${res.status} ${res.text}`);
-  return { id: res.body.data.id, dir };
-}
+import { waitFor } from '../support/wait.js';
 
 /** Fills a folder with nested folders, unicode names, binary and empty files. */
 export function fillVolume(dir: string, seed = 1): void {
@@ -57,15 +35,16 @@ export function treeDigest(dir: string): Record<string, string> {
   return out;
 }
 
-/** Polls a run (or restore) until it reaches a terminal status. */
+/** The statuses a backup run or restore ends in. */
+export const TERMINAL = ['succeeded', 'failed', 'cancelled', 'server_error'];
+
+/** Polls a run (or restore) until it reaches a terminal status; answers its record. */
 export async function waitTerminal(server: TestServer, token: string, url: string, timeoutMs = 20000): Promise<any> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
+  return waitFor(async () => {
     const res = await server.api(token).get(url);
-    if (res.status === 200 && ['succeeded', 'failed', 'cancelled', 'server_error'].includes(res.body.data.status)) return res.body.data;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${url}: ${res.status} ${res.text}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+    if (res.status !== 200) throw new Error(`${res.status} ${res.text}`);
+    return TERMINAL.includes(res.body.data.status) ? res.body.data : null;
+  }, `${url} to reach a terminal status`, timeoutMs);
 }
 
 export interface SseEvent {
@@ -97,18 +76,4 @@ export async function readSse(url: string, token: string, timeoutMs = 15000): Pr
     events.push(ev);
   }
   return { status: res.status, events, raw, contentType: res.headers.get('content-type') };
-}
-
-/** Retries `check` until it passes (bounded); retention runs right after a run turns terminal. */
-export async function eventually(check: () => Promise<void>, timeoutMs = 5000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (e) {
-      if (Date.now() > end) throw e;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
 }

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { createUser, type TestUser } from '../support/factories.js';
+import { createDestination, createProjectWithVolume, createUser, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
-import { makeLocalDestination, makeProject, waitTerminal } from './helpers.js';
+import { waitTerminal } from './helpers.js';
 
 const CLUSTER = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:41167/postgres';
 
@@ -63,10 +63,10 @@ describe('backups of an attached PostgreSQL database', { skip: ok ? false : `no 
     await query(otherUrl, `INSERT INTO untouched VALUES (1)`);
     const before = (await query(dbUrl, `SELECT id, body, encode(blob, 'hex') AS blob FROM notes ORDER BY id`)).rows;
 
-    const p = await makeProject(server, owner);
+    const p = await createProjectWithVolume(server, owner);
     const svc = await server.api(owner.token).post(`/api/projects/${p.id}/services`, { kind: 'postgres', name: 'main', connectionUrl: dbUrl });
     assert.equal(svc.status, 201, svc.text);
-    const dest = await makeLocalDestination(server, owner.token);
+    const dest = await createDestination(server, owner);
     const pol = await server.api(owner.token).post(`/api/projects/${p.id}/backup-policies`, { destinationId: dest.id, serviceId: svc.body.data.id });
     assert.equal(pol.status, 201, pol.text);
     assert.equal(pol.body.data.serviceId, svc.body.data.id);
@@ -92,12 +92,12 @@ describe('backups of an attached PostgreSQL database', { skip: ok ? false : `no 
   });
 
   it('a failed dump is a failed run with no artifact and no credentials in its error', async () => {
-    const p = await makeProject(server, owner);
+    const p = await createProjectWithVolume(server, owner);
     const u = new URL(CLUSTER);
     u.pathname = '/berth_does_not_exist';
     u.password = 'sekrit-pw';
     const svc = await server.api(owner.token).post(`/api/projects/${p.id}/services`, { kind: 'postgres', name: 'gone', connectionUrl: u.toString() });
-    const dest = await makeLocalDestination(server, owner.token);
+    const dest = await createDestination(server, owner);
     const pol = (await server.api(owner.token).post(`/api/projects/${p.id}/backup-policies`, { destinationId: dest.id, serviceId: svc.body.data.id })).body.data;
     const runId = (await server.api(owner.token).post(`/api/backup-policies/${pol.id}/run`)).body.data.runId;
     const run = await waitTerminal(server, owner.token, `/api/backup-runs/${runId}`, 30000);

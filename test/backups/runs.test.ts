@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createTeam, createUser, type TestOrg } from '../support/factories.js';
+import { createDestination, createProjectWithVolume, createTeam, createUser, type TestOrg } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
-import { eventually, fillVolume, makeLocalDestination, makeProject, readSse, treeDigest, waitTerminal } from './helpers.js';
+import { waitFor } from '../support/wait.js';
+import { fillVolume, readSse, treeDigest, waitTerminal } from './helpers.js';
 
 describe('backup policies, runs and restores (local destination)', () => {
   let server: TestServer;
@@ -14,7 +15,7 @@ describe('backup policies, runs and restores (local destination)', () => {
   before(async () => {
     server = await startTestServer({ background: true });
     team = await createTeam(server);
-    dest = await makeLocalDestination(server, team.owner.token);
+    dest = await createDestination(server, team.owner);
   });
   after(() => server.close());
 
@@ -33,7 +34,7 @@ describe('backup policies, runs and restores (local destination)', () => {
   }
 
   it('creates a policy with the record of contract section 8, defaulting to the data volume', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProjectWithVolume(server, team.owner);
     const pol = await policyFor(p.id, { cronExpression: '0 3 * * *', timezone: 'Europe/Paris', retainCount: 3, projectId: 'nope', createdBy: 'someone' });
     for (const k of ['id', 'projectId', 'destinationId', 'serviceId', 'cronExpression', 'timezone', 'retainCount', 'retainDays', 'enabled', 'webhookEnabled', 'createdBy', 'createdAt', 'nextRunAt', 'lastSuccessAt', 'overdue']) {
       assert.ok(k in pol, `policy record has ${k}`);
@@ -53,7 +54,7 @@ describe('backup policies, runs and restores (local destination)', () => {
   });
 
   it('validates the cron expression on create and update with INVALID_CRON, including one that never fires', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProjectWithVolume(server, team.owner);
     for (const bad of ['not a cron', '61 * * * *', '0 0 31 2 *']) {
       const res = await api().post(`/api/projects/${p.id}/backup-policies`, { destinationId: dest.id, cronExpression: bad });
       assert.equal(res.status, 400, bad);
@@ -72,8 +73,8 @@ describe('backup policies, runs and restores (local destination)', () => {
   });
 
   it('update accepts only allow-listed fields: projectId, serviceId and createdBy never change', async () => {
-    const p = await makeProject(server, team.owner);
-    const other = await makeProject(server, team.owner);
+    const p = await createProjectWithVolume(server, team.owner);
+    const other = await createProjectWithVolume(server, team.owner);
     const pol = await policyFor(p.id);
     const res = await api(team.admin.token).patch(`/api/backup-policies/${pol.id}`, {
       projectId: other.id,
@@ -99,10 +100,10 @@ describe('backup policies, runs and restores (local destination)', () => {
   });
 
   it('another org\'s destination or service in a policy body is 404', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProjectWithVolume(server, team.owner);
     const stranger = await createUser(server);
-    const theirs = await makeLocalDestination(server, stranger.token);
-    const theirProject = await makeProject(server, stranger);
+    const theirs = await createDestination(server, stranger);
+    const theirProject = await createProjectWithVolume(server, stranger);
     const res = await api().post(`/api/projects/${p.id}/backup-policies`, { destinationId: theirs.id });
     assert.equal(res.status, 404);
     assert.equal(res.body.error.field, 'destinationId');
@@ -119,7 +120,7 @@ describe('backup policies, runs and restores (local destination)', () => {
   });
 
   it('a volume with binary files, unicode names and nested folders backs up and restores byte for byte', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProjectWithVolume(server, team.owner);
     fillVolume(p.volume, 7);
     const before = treeDigest(p.volume);
     const pol = await policyFor(p.id, { retainCount: 5 });
@@ -154,22 +155,24 @@ describe('backup policies, runs and restores (local destination)', () => {
     assert.ok(done.appliedAt && done.finishedAt);
     assert.deepEqual(treeDigest(p.volume), before);
     // Nothing left beside the target (the old copy is removed right after the swap).
-    await eventually(async () => assert.deepEqual(readdirSync(path.dirname(p.volume)), ['data']));
+    await waitFor(() => {
+      assert.deepEqual(readdirSync(path.dirname(p.volume)), ['data']);
+      return true;
+    }, 'only the restored volume to be left beside its target', 5000);
     // The token is one-time.
     const again = await api().post(`/api/backup-restores/${restoreId}/apply`, { confirmationToken });
     assert.ok(again.status === 409 || again.status === 400);
   });
 
   it('apply stops the project\'s running process before the swap and starts it again after', async () => {
-    const { getRuntimePort, setRuntimePort } = await import('../../src/modules/projects/runtime-port.js');
-    const p = await makeProject(server, team.owner);
+    const p = await createProjectWithVolume(server, team.owner);
     fillVolume(p.volume, 12);
     const pol = await policyFor(p.id);
     const run = await runNow(pol.id);
     writeFileSync(path.join(p.volume, 'top.txt'), 'changed');
     const calls: string[] = [];
-    const real = getRuntimePort();
-    setRuntimePort({
+    const real = server.ctx.ports.runtime;
+    server.ctx.ports.runtime = {
       async state(_c, _o, projectId) {
         calls.push(`state:${projectId === p.id}`);
         return { state: 'running', url: 'http://x', port: 1 };
@@ -184,7 +187,7 @@ describe('backup policies, runs and restores (local destination)', () => {
         return { status: 'synced' };
       },
       async removeProject() {},
-    });
+    };
     try {
       const { restoreId, confirmationToken } = (await api().post(`/api/backup-runs/${run.id}/restore/prepare`)).body.data;
       await api().post(`/api/backup-restores/${restoreId}/apply`, { confirmationToken });
@@ -192,12 +195,12 @@ describe('backup policies, runs and restores (local destination)', () => {
       assert.equal(done.status, 'succeeded', done.error);
       assert.deepEqual(calls, ['state:true', 'offline:changed', 'online:hello 12\n']);
     } finally {
-      setRuntimePort(real);
+      server.ctx.ports.runtime = real;
     }
   });
 
   it('apply needs the exact token: a wrong one is INVALID_CONFIRMATION_TOKEN and does not use up the restore', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProjectWithVolume(server, team.owner);
     fillVolume(p.volume, 2);
     const pol = await policyFor(p.id);
     const run = await runNow(pol.id);
@@ -229,7 +232,7 @@ describe('backup policies, runs and restores (local destination)', () => {
   });
 
   it('prepare verifies the artifact\'s sha256 before anything else; a failed restore leaves the old data whole', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProjectWithVolume(server, team.owner);
     fillVolume(p.volume, 3);
     const pol = await policyFor(p.id);
     const run = await runNow(pol.id);
@@ -273,7 +276,7 @@ describe('backup policies, runs and restores (local destination)', () => {
   });
 
   it('a trigger while a run is in flight answers that run; cancel stops it and removes its partial artifact', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProjectWithVolume(server, team.owner);
     const pol = await policyFor(p.id);
     // Hold the worker: write a queued run through the API while the queue is busy is racy, so
     // cancel a queued run deterministically by pausing nothing and checking idempotency instead.
@@ -293,7 +296,7 @@ describe('backup policies, runs and restores (local destination)', () => {
   });
 
   it('a run in flight: another trigger answers it (200, same runId); cancel stops it and leaves no artifact', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProjectWithVolume(server, team.owner);
     const { mkdirSync } = await import('node:fs');
     const { randomBytes } = await import('node:crypto');
     mkdirSync(p.volume, { recursive: true });
@@ -317,7 +320,10 @@ describe('backup policies, runs and restores (local destination)', () => {
     assert.equal(fin.status, 'cancelled');
     assert.equal(fin.sha256 === null || typeof fin.sha256 === 'string', true);
     const polDir = path.join(dest.dir, 'berth', team.orgId, p.id, pol.id);
-    await eventually(async () => assert.deepEqual(existsSync(polDir) ? readdirSync(polDir) : [], []));
+    await waitFor(() => {
+      assert.deepEqual(existsSync(polDir) ? readdirSync(polDir) : [], []);
+      return true;
+    }, 'the cancelled run\'s partial artifact to be removed', 5000);
     // The policy is free again.
     const next = await api().post(`/api/backup-policies/${pol.id}/run`);
     assert.equal(next.status, 201);
@@ -327,7 +333,7 @@ describe('backup policies, runs and restores (local destination)', () => {
   });
 
   it('a restore cancelled while applying leaves either the old data or the restored data, never a mix', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProjectWithVolume(server, team.owner);
     const { mkdirSync } = await import('node:fs');
     const { randomBytes } = await import('node:crypto');
     mkdirSync(p.volume, { recursive: true });
@@ -344,11 +350,14 @@ describe('backup policies, runs and restores (local destination)', () => {
     const fin = await waitTerminal(server, team.owner.token, `/api/backup-restores/${restoreId}`);
     assert.ok(['cancelled', 'succeeded'].includes(fin.status), fin.status);
     assert.deepEqual(treeDigest(p.volume), fin.status === 'cancelled' ? changed : backedUp);
-    await eventually(async () => assert.deepEqual(readdirSync(path.dirname(p.volume)), ['data']));
+    await waitFor(() => {
+      assert.deepEqual(readdirSync(path.dirname(p.volume)), ['data']);
+      return true;
+    }, 'only the volume to be left beside its target', 5000);
   });
 
   it('retention by count keeps protected runs on top and never the newest success; pruned runs are 404', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProjectWithVolume(server, team.owner);
     fillVolume(p.volume, 4);
     const pol = await policyFor(p.id, { retainCount: 2 });
     const r1 = await runNow(pol.id);
@@ -358,26 +367,30 @@ describe('backup policies, runs and restores (local destination)', () => {
     const r2 = await runNow(pol.id);
     const r3 = await runNow(pol.id);
     const r4 = await runNow(pol.id);
-    await eventually(async () => {
+    await waitFor(async () => {
       const list = await api().get(`/api/projects/${p.id}/backup-runs?policyId=${pol.id}`);
       const ids = list.body.data.map((r: any) => r.id);
       assert.deepEqual(ids.sort(), [r1.id, r3.id, r4.id].sort());
       assert.equal((await api().get(`/api/backup-runs/${r2.id}`)).status, 404);
       const files = readdirSync(path.join(dest.dir, 'berth', team.orgId, p.id, pol.id)).sort();
       assert.deepEqual(files, [r1.id, r3.id, r4.id].map((id) => `${id}.tar.gz`).sort());
-    });
+      return true;
+    }, 'retention by count to prune the second run', 5000);
     // Released, the protected run is eligible again.
     const rel = await api().post(`/api/backup-runs/${r1.id}/protect`, { protected: false });
     assert.equal(rel.body.data.protected, false);
     await runNow(pol.id);
-    await eventually(async () => assert.equal((await api().get(`/api/backup-runs/${r1.id}`)).status, 404));
+    await waitFor(async () => {
+      assert.equal((await api().get(`/api/backup-runs/${r1.id}`)).status, 404);
+      return true;
+    }, 'the unprotected oldest run to be pruned', 5000);
     const bad = await api().post(`/api/backup-runs/${r4.id}/protect`, {});
     assert.equal(bad.status, 400);
     assert.equal(bad.body.error.field, 'protected');
   });
 
   it('SSE: snapshot first, live transitions and progress, complete, then close; a finished run gets snapshot and complete at once', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProjectWithVolume(server, team.owner);
     fillVolume(p.volume, 5);
     const pol = await policyFor(p.id);
     const start = await api().post(`/api/backup-policies/${pol.id}/run`);
@@ -408,7 +421,7 @@ describe('backup policies, runs and restores (local destination)', () => {
   });
 
   it('the restore stream follows a restore to its end', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProjectWithVolume(server, team.owner);
     fillVolume(p.volume, 6);
     const pol = await policyFor(p.id);
     const run = await runNow(pol.id);
@@ -426,7 +439,7 @@ describe('backup policies, runs and restores (local destination)', () => {
   });
 
   it('a policy whose last success is older than twice its interval is overdue', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProjectWithVolume(server, team.owner);
     const pol = await policyFor(p.id, { cronExpression: '0 * * * *' });
     const old = new Date(Date.now() - 3 * 3600_000).toISOString();
     await server.ctx.db.updateTable('backupPolicies').set({ lastSuccessAt: old, createdAt: old }).where('id', '=', pol.id).execute();
@@ -438,12 +451,12 @@ describe('backup policies, runs and restores (local destination)', () => {
   });
 
   it('a schedule missed while the server was down runs once, with trigger cron', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProjectWithVolume(server, team.owner);
     fillVolume(p.volume, 8);
     const pol = await policyFor(p.id, { cronExpression: '0 0 1 1 *' });
     // Missed three hours ago (and several times since): one run, then the next time moves on.
     await server.ctx.db.updateTable('backupPolicies').set({ nextRunAt: new Date(Date.now() - 3 * 3600_000).toISOString() }).where('id', '=', pol.id).execute();
-    const { runDueSchedules } = await import('../../src/modules/backups/backups.service.js');
+    const { runDueSchedules } = await import('../../src/modules/backups/schedules.js');
     await runDueSchedules(server.ctx);
     await runDueSchedules(server.ctx);
     const runs = (await api().get(`/api/projects/${p.id}/backup-runs`)).body.data;
@@ -456,13 +469,13 @@ describe('backup policies, runs and restores (local destination)', () => {
   });
 
   it('a project that moved to the cloud: its local schedules and webhook do not run here', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProjectWithVolume(server, team.owner);
     fillVolume(p.volume, 9);
     const pol = await policyFor(p.id, { cronExpression: '0 0 1 1 *', enableWebhook: true });
     assert.ok(pol.webhookToken);
     await server.ctx.db.updateTable('backupPolicies').set({ nextRunAt: new Date(Date.now() - 3600_000).toISOString() }).where('id', '=', pol.id).execute();
     await server.ctx.db.updateTable('projects').set({ location: 'cloud' }).where('id', '=', p.id).execute();
-    const { runDueSchedules } = await import('../../src/modules/backups/backups.service.js');
+    const { runDueSchedules } = await import('../../src/modules/backups/schedules.js');
     await runDueSchedules(server.ctx);
     const hook = await fetch(`${server.url}/api/webhooks/backup`, { method: 'POST', headers: { authorization: `Bearer ${pol.webhookToken}` }, signal: AbortSignal.timeout(10000) });
     assert.equal(hook.status, 404);
@@ -478,7 +491,7 @@ describe('backup policies, runs and restores (local destination)', () => {
   });
 
   it('deleting a policy needs admin on the project; its runs stay listed', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProjectWithVolume(server, team.owner);
     const pol = await policyFor(p.id);
     const run = await runNow(pol.id);
     const m = await api(team.member.token).delete(`/api/backup-policies/${pol.id}`);
@@ -500,9 +513,9 @@ describe('backup routes: the in-handler checks of Authentication item 5', () => 
   after(() => server.close());
 
   it('member: policies and runs yes, restores no (admin on the project); restricted: only what grants give', async () => {
-    const dest = await makeLocalDestination(server, team.owner.token, tempDir('berth-dest-'));
-    const p = await makeProject(server, team.owner);
-    const other = await makeProject(server, team.owner);
+    const dest = await createDestination(server, team.owner);
+    const p = await createProjectWithVolume(server, team.owner);
+    const other = await createProjectWithVolume(server, team.owner);
     fillVolume(p.volume, 9);
     const m = server.api(team.member.token);
     const r = server.api(team.restricted.token);

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sha256Hex } from '../../src/lib/crypto.js';
-import { createUser, type TestUser } from '../support/factories.js';
+import { createDestination, createProjectWithVolume, createUser, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
-import { makeLocalDestination, makeProject, waitTerminal } from './helpers.js';
+import { waitTerminal } from './helpers.js';
 
 const LIMIT = 12;
 
@@ -15,7 +15,7 @@ describe('backup webhook trigger', () => {
   before(async () => {
     server = await startTestServer({ background: true, env: { BERTH_WEBHOOK_RATE_LIMIT: String(LIMIT) } });
     owner = await createUser(server);
-    destId = (await makeLocalDestination(server, owner.token)).id;
+    destId = (await createDestination(server, owner)).id;
   });
   after(() => server.close());
 
@@ -29,7 +29,7 @@ describe('backup webhook trigger', () => {
   };
 
   it('the token is shown once when enabled or rotated, stored only as a hash, and starts a run', async () => {
-    const p = await makeProject(server, owner);
+    const p = await createProjectWithVolume(server, owner);
     const created = await server.api(owner.token).post(`/api/projects/${p.id}/backup-policies`, { destinationId: destId, enableWebhook: true });
     const token = created.body.data.webhookToken;
     assert.match(token, /^berth_bwh_/);
@@ -57,7 +57,7 @@ describe('backup webhook trigger', () => {
   });
 
   it('every failure class answers the same bytes: no header, malformed, wrong token, disabled webhook, disabled or deleted policy', async () => {
-    const p = await makeProject(server, owner);
+    const p = await createProjectWithVolume(server, owner);
     const mk = async () => {
       const res = await server.api(owner.token).post(`/api/projects/${p.id}/backup-policies`, { destinationId: destId, enableWebhook: true });
       return { id: res.body.data.id as string, token: res.body.data.webhookToken as string };
@@ -90,7 +90,7 @@ describe('backup webhook trigger', () => {
   });
 
   it(`is rate-limited per client address (${LIMIT} a minute), valid token or not`, async () => {
-    const p = await makeProject(server, owner);
+    const p = await createProjectWithVolume(server, owner);
     const res = await server.api(owner.token).post(`/api/projects/${p.id}/backup-policies`, { destinationId: destId, enableWebhook: true });
     const token = res.body.data.webhookToken;
     let limited: Awaited<ReturnType<typeof hook>> | undefined;

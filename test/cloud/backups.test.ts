@@ -9,7 +9,7 @@ import { CLOUD_BACKUP_PROJECT_TAGS, forwardsCloudRecords } from '../../src/modul
 import { createLogger } from '../../src/lib/logger.js';
 import { insertDestination } from '../../src/modules/backups/backups.store.js';
 import { readSse, waitTerminal } from '../backups/helpers.js';
-import { createTeam, createUser, grantTo, type TestOrg, type TestUser } from '../support/factories.js';
+import { createTeam, createUser, createGrant, type TestOrg, type TestUser } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 
 /**
@@ -199,7 +199,7 @@ describe('backup routes named by a cloud record\'s id, through a linked self-hos
     assert.equal((await cloud.ctx.db.selectFrom('backupRuns').select('protected').where('id', '=', runId).executeTakeFirstOrThrow()).protected, 1);
 
     // A read grant on the local record of the cloud project: reads go through, writes do not.
-    await grantTo(self, team.restricted, 'project', projectId, ['read']);
+    await createGrant(self, team.restricted, 'project', projectId, ['read']);
     const read = await r.get(`/api/backup-runs/${runId}`);
     assert.equal(read.status, 200, read.text);
     assert.equal(read.body.data.id, runId);

@@ -8,8 +8,9 @@ import { createLogger } from '../../src/lib/logger.js';
 import { CLOUD_DEPLOYMENT_PROJECT_TAGS, forwardsCloudRecords } from '../../src/modules/cloud/record-refs.js';
 import { getRuntime } from '../../src/modules/deployments/runtime.js';
 import { readSse } from '../backups/helpers.js';
-import { waitFor, writeTinyApp } from '../runtime/app-fixture.js';
-import { createTeam, createUser, grantTo, type TestOrg, type TestUser } from '../support/factories.js';
+import { writeTinyApp } from '../runtime/app-fixture.js';
+import { waitFor } from '../support/wait.js';
+import { createTeam, createUser, createGrant, type TestOrg, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 
 /**
@@ -239,7 +240,7 @@ describe('routes named by a cloud deployment\'s id, through a linked self-hosted
     assert.equal(row.status, 'building');
 
     // A read grant on the local record of the cloud project: reads go through, cancel does not.
-    await grantTo(self, team.restricted, 'project', projectId, ['read']);
+    await createGrant(self, team.restricted, 'project', projectId, ['read']);
     const read = await r.get(`/api/deployments/${deploymentId}`);
     assert.equal(read.status, 200, read.text);
     assert.equal((await r.get(`/api/deployments/${deploymentId}/logs`)).status, 200);

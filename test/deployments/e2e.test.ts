@@ -18,7 +18,8 @@ import { freshPostgresDatabase, startTestServer, tempDir, usingPostgres, type Te
 import { createUser, type TestUser } from '../support/factories.js';
 import type { HttpClient } from '../support/http.js';
 import { getRuntime } from '../../src/modules/deployments/runtime.js';
-import { processesWith, waitFor, writeTinyApp } from '../runtime/app-fixture.js';
+import { processesWith, writeTinyApp } from '../runtime/app-fixture.js';
+import { waitFor } from '../support/wait.js';
 
 const SECRET = 'sk-live-' + randomBytes(12).toString('hex');
 let root: string;

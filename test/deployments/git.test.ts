@@ -7,7 +7,8 @@ import path from 'node:path';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { createUser, type TestUser } from '../support/factories.js';
 import { getRuntime } from '../../src/modules/deployments/runtime.js';
-import { waitFor, writeTinyApp } from '../runtime/app-fixture.js';
+import { writeTinyApp } from '../runtime/app-fixture.js';
+import { waitFor } from '../support/wait.js';
 
 let root: string;
 let server: TestServer;

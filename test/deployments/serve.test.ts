@@ -5,7 +5,7 @@ import { rmSync } from 'node:fs';
 import net from 'node:net';
 import { runCli, startServe, type ServeProcess } from '../support/cli.js';
 import { freshPostgresDatabase, tempDir, usingPostgres } from '../support/harness.js';
-import { waitFor } from '../runtime/app-fixture.js';
+import { waitFor } from '../support/wait.js';
 
 let serve: ServeProcess;
 let pg: { url: string; drop(): Promise<void> } | undefined;

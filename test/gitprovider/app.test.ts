@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { stateKey } from '../../src/modules/gitprovider/github.js';
-import { createTeam, grantTo, type TestOrg } from '../support/factories.js';
+import { createTeam, createGrant, type TestOrg } from '../support/factories.js';
 import { installApp, startGitWorld, WEBHOOK_SECRET, type GitWorld } from './setup.js';
 
 /** Runs git asynchronously (the fake GitHub answers from this same process). */
@@ -265,7 +265,7 @@ describe('git provider through a GitHub App installation', () => {
   it('a restricted member sees only the repositories and installations its grants name', async () => {
     const r = w.server.api(team.restricted.token);
     assert.equal((await r.get('/api/gitprovider/home')).status, 403);
-    await grantTo(w.server, team.restricted, 'gitprovider_repository', 'acme/api', ['read']);
+    await createGrant(w.server, team.restricted, 'gitprovider_repository', 'acme/api', ['read']);
     const home = await r.get('/api/gitprovider/home');
     assert.equal(home.status, 200);
     assert.equal(home.body.data.state, 'connected');
@@ -279,7 +279,7 @@ describe('git provider through a GitHub App installation', () => {
     assert.equal((await r.get('/api/gitprovider/repos/acme/web/branches')).status, 403);
     assert.equal((await r.post('/api/gitprovider/repos/acme/api/webhooks')).status, 403);
     // An installation grant covers every repository of that installation.
-    await grantTo(w.server, team.restricted, 'gitprovider_installation', String(installationId), ['read']);
+    await createGrant(w.server, team.restricted, 'gitprovider_installation', String(installationId), ['read']);
     const all = await r.get('/api/gitprovider/repos?owner=acme');
     assert.deepEqual(all.body.data.map((x: any) => x.fullName).sort(), ['acme/api', 'acme/docs', 'acme/web']);
     assert.equal((await r.get('/api/gitprovider/repos/acme/web')).status, 200);

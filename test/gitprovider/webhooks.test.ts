@@ -4,9 +4,10 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { verifySignature } from '../../src/modules/gitprovider/gitprovider.service.js';
+import { verifySignature } from '../../src/modules/gitprovider/deliveries.service.js';
 import { createTeam, type TestOrg } from '../support/factories.js';
-import { waitFor, writeTinyApp } from '../runtime/app-fixture.js';
+import { writeTinyApp } from '../runtime/app-fixture.js';
+import { waitFor } from '../support/wait.js';
 import { installApp, startGitWorld, WEBHOOK_SECRET, type GitWorld } from './setup.js';
 
 function tinyAppFiles(version: string): Record<string, string> {
@@ -158,7 +159,7 @@ describe('incoming GitHub deliveries, auto-deploy and the project git routes', (
     await waitFor(async () => (await row()).status === 'done', 'the first processing', 10000, 50);
     // Its last attempt fails (a stored body that cannot be read stands in for any failure).
     await w.server.ctx.db.updateTable('gitproviderDeliveries').set({ status: 'queued', payload: 'not json' }).where('deliveryId', '=', 'd-redeliver-1').execute();
-    const { processDelivery } = await import('../../src/modules/gitprovider/gitprovider.service.js');
+    const { processDelivery } = await import('../../src/modules/gitprovider/deliveries.service.js');
     await assert.rejects(processDelivery(w.server.ctx, 'd-redeliver-1', { attempts: 4, maxAttempts: 5 }));
     assert.equal((await row()).status, 'queued', 'not the last attempt: still queued');
     await assert.rejects(processDelivery(w.server.ctx, 'd-redeliver-1', { attempts: 5, maxAttempts: 5 }));

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createTeam, createUser, type TestOrg } from '../support/factories.js';
+import { createProject, createTeam, createUser, type TestOrg } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
-import { makeProject } from './helpers.js';
 
 // One server for the whole file.
 let server: TestServer;
@@ -58,10 +57,10 @@ describe('permissions: org-meta, team orgs and the resources catalog', () => {
   });
 
   it('GET resources lists the org\'s projects as { id, label } and never another org\'s or `*`', async () => {
-    const p1 = await makeProject(server, team.owner, 'alpha');
-    const p2 = await makeProject(server, team.owner, 'beta');
+    const p1 = await createProject(server, team.owner, { name: 'alpha' });
+    const p2 = await createProject(server, team.owner, { name: 'beta' });
     const other = await createUser(server, { team: true });
-    const foreign = await makeProject(server, other, 'foreign');
+    const foreign = await createProject(server, other, { name: 'foreign' });
     const res = await server.api(team.member.token).get('/api/permissions/resources?type=project');
     assert.equal(res.status, 200);
     const ids = res.body.data.map((e: any) => e.id);
@@ -100,8 +99,8 @@ describe('permissions: org-meta, team orgs and the resources catalog', () => {
   });
 
   it('a restricted member sees in the catalog only the projects it can read', async () => {
-    const p = await makeProject(server, team.owner, 'granted');
-    await makeProject(server, team.owner, 'hidden');
+    const p = await createProject(server, team.owner, { name: 'granted' });
+    await createProject(server, team.owner, { name: 'hidden' });
     const g = await server.api(team.owner.token).post('/api/permissions/grants', { userId: team.restricted.userId, resourceType: 'project', resourceId: p.id, permissions: ['read'] });
     assert.equal(g.status, 201);
     const res = await server.api(team.restricted.token).get('/api/permissions/resources?type=project');
@@ -116,8 +115,8 @@ describe('permissions: grants', () => {
   let foreignProject: { id: string };
   before(async () => {
     [team, other] = await Promise.all([createTeam(server), createTeam(server)]);
-    project = await makeProject(server, team.owner);
-    foreignProject = await makeProject(server, other.owner);
+    project = await createProject(server, team.owner);
+    foreignProject = await createProject(server, other.owner);
   });
 
   const grantsOf = async (userId: string) => (await server.api(team.owner.token).get(`/api/permissions/grants?userId=${userId}`)).body.data;
@@ -199,7 +198,7 @@ describe('permissions: grants', () => {
 
   it('PUT grants diffs against the existing set: upserts added and changed tuples, deletes absent ones, drops zero-permission entries', async () => {
     const u = await createUser(server, { orgId: team.orgId, role: 'restricted' });
-    const p2 = await makeProject(server, team.owner);
+    const p2 = await createProject(server, team.owner);
     await server.api(team.owner.token).put('/api/permissions/grants', {
       userId: u.userId,
       grants: [

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { randomString } from '../../src/lib/ids.js';
-import { createTeam, createUser, type TestOrg, type TestUser } from '../support/factories.js';
+import { createProject, createTeam, createUser, type TestOrg, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
-import { makeProject } from './helpers.js';
 
 const DAY = 24 * 3600 * 1000;
 
@@ -14,7 +13,7 @@ describe('permissions: invitations and members', () => {
   before(async () => {
     server = await startTestServer();
     team = await createTeam(server);
-    project = await makeProject(server, team.owner);
+    project = await createProject(server, team.owner);
   });
   after(() => server.close());
 
@@ -56,7 +55,7 @@ describe('permissions: invitations and members', () => {
     const b = await invite(team.owner, { email: 'x@example.test', grants: [{ resourceType: 'rocket', resourceId: '*', permissions: ['read'] }] });
     assert.equal(b.body.error.code, 'INVALID_RESOURCE_TYPE');
     const other = await createUser(server, { team: true });
-    const foreign = await makeProject(server, other);
+    const foreign = await createProject(server, other);
     const c = await invite(team.owner, { email: 'x@example.test', grants: [{ resourceType: 'project', resourceId: foreign.id, permissions: ['read'] }] });
     assert.equal(c.status, 400);
     assert.equal(c.body.error.code, 'RESOURCE_NOT_IN_ORG');

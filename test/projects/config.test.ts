@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { getGitPort, setGitPort, type GitPort } from '../../src/modules/projects/git-port.js';
-import { createTeam, createUser, grantTo, type TestOrg, type TestUser } from '../support/factories.js';
+import type { GitPort } from '../../src/modules/projects/index.js';
+import { createDeployment, createGrant, createProject, createTeam, createUser, type TestOrg, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
-import { assertError, makeProject } from './helpers.js';
+import { assertError } from '../support/http.js';
 
 let server: TestServer;
 let team: TestOrg;
@@ -20,9 +20,16 @@ after(async () => {
 
 const api = (u: TestUser) => server.api(u.token);
 
+/** A server of its own whose git port is `git` (null: no git provider area at all), with a team. */
+async function serverWithGit(t: { after(fn: () => Promise<void>): void }, git: GitPort | null): Promise<{ srv: TestServer; org: TestOrg }> {
+  const srv = await startTestServer({ env: { BERTH_APPS_DOMAIN: 'apps.test', BERTH_PUBLIC_URL: 'https://berth.example.org' }, ports: { git } });
+  t.after(() => srv.close());
+  return { srv, org: await createTeam(srv) };
+}
+
 describe('resources', () => {
   it('GET answers the defaults of contract section 5', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     const r = await api(team.member).get(`/api/projects/${p.id}/resources`);
     assert.equal(r.status, 200);
     assert.deepEqual(r.body.data, {
@@ -34,7 +41,7 @@ describe('resources', () => {
   });
 
   it('PATCH updates only the given fields; POST is an alias', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     const r = await api(team.member).patch(`/api/projects/${p.id}/resources`, { production: { cpuCores: 2.5 }, sleepMode: 'auto_sleep', port: 8080 });
     assert.equal(r.status, 200, r.text);
     assert.deepEqual(r.body.data.production, { cpuCores: 2.5, memoryMb: 512, diskMb: 1024 });
@@ -50,7 +57,7 @@ describe('resources', () => {
   });
 
   it('answers 400 naming the field: cpuCores above 4 or not above 0, memory and disk out of range, port, sleepMode', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     const u = `/api/projects/${p.id}/resources`;
     for (const method of ['patch', 'post'] as const) {
       assertError(await api(team.member)[method](u, { production: { cpuCores: 5 } }), 400, 'VALIDATION_FAILED', 'production.cpuCores');
@@ -67,7 +74,7 @@ describe('resources', () => {
   });
 
   it('sleep-mode sets the mode by its own route', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     const r = await api(team.member).post(`/api/projects/${p.id}/sleep-mode`, { sleepMode: 'auto_sleep' });
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body.data.sleepMode, 'auto_sleep');
@@ -79,7 +86,7 @@ describe('resources', () => {
 
 describe('clone credential', () => {
   it('PATCH (project:admin) stores it encrypted; GET masks it; a member can read but not set it', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     const u = `/api/projects/${p.id}/clone-token`;
     let g = await api(team.member).get(u);
     assert.equal(g.status, 200);
@@ -105,7 +112,7 @@ describe('clone credential', () => {
 
 describe('custom domains: POST connect', () => {
   it('adds the domain and makes it primary in one call; IDNA; unique across the instance (409)', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     let r = await api(team.member).post(`/api/projects/${p.id}/connect`, { domain: 'Shop.Example.com' });
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body.data.routes.primaryDomain, 'shop.example.com');
@@ -125,12 +132,12 @@ describe('custom domains: POST connect', () => {
     assert.equal(r.body.data.routes.primaryDomain, 'shop.example.com');
     assert.equal(r.body.data.routes.domains.filter((d: any) => d.primary).length, 1);
     // another project (any org) cannot take it
-    const q = await makeProject(server, stranger);
+    const q = await createProject(server, stranger);
     assertError(await api(stranger).post(`/api/projects/${q.id}/connect`, { domain: 'SHOP.example.com.' }), 409, 'CONFLICT', 'domain');
   });
 
   it('answers 400 for ports, wildcards, schemes, IPs, single labels, the apps domain; 404 for another org', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     const u = `/api/projects/${p.id}/connect`;
     for (const domain of ['example.com:8080', '*.example.com', 'https://example.com', 'example.com/path', '10.0.0.1', 'localhost', 'bad_label.example.com', `x.apps.test`, '']) {
       assertError(await api(team.member).post(u, { domain }), 400, 'VALIDATION_FAILED', 'domain');
@@ -167,38 +174,34 @@ describe('git routes', () => {
   };
 
   it('without a connected provider: git/link without branch, branches, commit-status and enabling auto-deploy are 400 GIT_PROVIDER_NOT_CONNECTED', async (t) => {
-    const previous = getGitPort();
-    t.after(() => setGitPort(previous));
-    for (const port of [previous, null]) {
-      setGitPort(port);
-      const p = await makeProject(server, team.owner, { gitOwner: 'acme', gitRepo: 'web', gitBranch: 'main' });
-      const c = api(team.member);
+    // The git provider area's own port while nothing is connected, and no port at all.
+    const none = await serverWithGit(t, null);
+    for (const [srv, org] of [[server, team], [none.srv, none.org]] as const) {
+      const p = await createProject(srv, org.owner, { gitOwner: 'acme', gitRepo: 'web', gitBranch: 'main' });
+      const c = srv.api(org.member.token);
       assertError(await c.post(`/api/projects/${p.id}/git/link`, { owner: 'acme', repo: 'web' }), 400, 'GIT_PROVIDER_NOT_CONNECTED');
       assertError(await c.get(`/api/projects/${p.id}/branches`), 400, 'GIT_PROVIDER_NOT_CONNECTED');
       assertError(await c.get(`/api/projects/${p.id}/commit-status`), 400, 'GIT_PROVIDER_NOT_CONNECTED');
       assertError(await c.get(`/api/projects/${p.id}/git`), 400, 'GIT_PROVIDER_NOT_CONNECTED');
       assertError(await c.post(`/api/projects/${p.id}/auto-deploy`, { enabled: true }), 400, 'GIT_PROVIDER_NOT_CONNECTED');
     }
-    setGitPort(null);
     // what needs no provider still works: an explicit branch is recorded, disabling auto-deploy, branch, webhook-domain
-    const p = await makeProject(server, team.owner);
-    const c = api(team.member);
+    const p = await createProject(none.srv, none.org.owner);
+    const c = none.srv.api(none.org.member.token);
     const l = await c.post(`/api/projects/${p.id}/git/link`, { owner: 'acme', repo: 'api', branch: 'release' });
     assert.equal(l.status, 200, l.text);
     assert.deepEqual(l.body.data.source, { type: 'git', gitProvider: 'github', gitOwner: 'acme', gitRepo: 'api', gitBranch: 'release', localPath: null });
     assert.equal((await c.post(`/api/projects/${p.id}/auto-deploy`, { enabled: false })).body.data.autoDeploy, false);
-    const unlinked = await makeProject(server, team.owner);
+    const unlinked = await createProject(none.srv, none.org.owner);
     const g = await c.get(`/api/projects/${unlinked.id}/git`);
     assert.equal(g.status, 200, g.text);
     assert.equal(g.body.data.linked, false);
   });
 
   it('with a provider: link takes the default branch, git answers the repository, branches, commit-status, auto-deploy registers the webhook', async (t) => {
-    const previous = getGitPort();
-    t.after(() => setGitPort(previous));
-    setGitPort(fake);
-    const p = await makeProject(server, team.owner);
-    const c = api(team.member);
+    const { srv, org } = await serverWithGit(t, fake);
+    const p = await createProject(srv, org.owner);
+    const c = srv.api(org.member.token);
     const l = await c.post(`/api/projects/${p.id}/git/link`, { owner: 'acme', repo: 'site' });
     assert.equal(l.status, 200, l.text);
     assert.equal(l.body.data.source.gitBranch, 'trunk');
@@ -218,11 +221,7 @@ describe('git routes', () => {
 
     let cs = await c.get(`/api/projects/${p.id}/commit-status`);
     assert.deepEqual(cs.body.data, { branch: 'trunk', deployedCommit: null, remoteCommit: 'aaa111', upToDate: false });
-    const now = new Date().toISOString();
-    await server.ctx.db
-      .insertInto('deployments')
-      .values({ id: `dep_cs_${p.id.slice(4)}`, orgId: team.orgId, projectId: p.id, environment: 'production', status: 'ready', trigger: 'push', commit: 'aaa111', ref: 'trunk', createdAt: now, startedAt: now, finishedAt: now, error: null, updatedAt: now })
-      .execute();
+    await createDeployment(srv, p, { status: 'ready', trigger: 'push', commit: 'aaa111', ref: 'trunk' });
     cs = await c.get(`/api/projects/${p.id}/commit-status`);
     assert.deepEqual(cs.body.data, { branch: 'trunk', deployedCommit: 'aaa111', remoteCommit: 'aaa111', upToDate: true });
 
@@ -240,13 +239,13 @@ describe('git routes', () => {
     assert.equal(br.body.data.source.gitBranch, 'dev');
 
     // no linked repository: branches and commit-status are 400
-    const q = await makeProject(server, team.owner);
+    const q = await createProject(srv, org.owner);
     assertError(await c.get(`/api/projects/${q.id}/branches`), 400, 'VALIDATION_FAILED');
     assertError(await c.post(`/api/projects/${q.id}/auto-deploy`, { enabled: true }), 400, 'VALIDATION_FAILED');
   });
 
   it('answers 400 naming owner or repo on git/link, and validates branch, webhook-domain, auto-deploy bodies', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     const c = api(team.member);
     assertError(await c.post(`/api/projects/${p.id}/git/link`, { repo: 'web' }), 400, 'VALIDATION_FAILED', 'owner');
     assertError(await c.post(`/api/projects/${p.id}/git/link`, { owner: 'acme' }), 400, 'VALIDATION_FAILED', 'repo');
@@ -265,7 +264,7 @@ describe('git routes', () => {
 describe('authorization of the configuration routes', () => {
   it('every route: 404 for another org; 403 for a restricted member without a grant; write routes 403 with a read grant', async () => {
     const org = await createTeam(server);
-    const p = await makeProject(server, org.owner);
+    const p = await createProject(server, org.owner);
     const routes: [string, string, unknown, 'read' | 'write' | 'admin'][] = [
       ['GET', 'resources', undefined, 'read'],
       ['PATCH', 'resources', { port: 3001 }, 'write'],
@@ -289,7 +288,7 @@ describe('authorization of the configuration routes', () => {
       assertError(await api(stranger).request(method, url, body), 404, 'NOT_FOUND');
       assertError(await api(org.restricted).request(method, url, body), 403, 'FORBIDDEN');
     }
-    await grantTo(server, org.restricted, 'project', p.id, ['read']);
+    await createGrant(server, org.restricted, 'project', p.id, ['read']);
     for (const [method, sub, body, level] of routes) {
       const r = await api(org.restricted).request(method, `/api/projects/${p.id}/${sub}`, body);
       if (level === 'read') assert.notEqual(r.status, 403, `${method} ${sub}: ${r.text}`);

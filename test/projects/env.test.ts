@@ -3,9 +3,9 @@ import { after, before, describe, it } from 'node:test';
 import { Writable } from 'node:stream';
 import { createLogger } from '../../src/lib/logger.js';
 import { resolveEnvForRuntime } from '../../src/modules/projects/env.service.js';
-import { createTeam, createUser, grantTo, type TestOrg, type TestUser } from '../support/factories.js';
+import { createGrant, createProject, createTeam, createUser, type TestOrg, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
-import { assertError, makeProject } from './helpers.js';
+import { assertError } from '../support/http.js';
 
 let server: TestServer;
 let team: TestOrg;
@@ -41,7 +41,7 @@ const asMap = (vars: any[]) => Object.fromEntries(vars.map((v) => [v.key, v.valu
 
 describe('PATCH /api/projects/:id/env merges; GET masks secrets', () => {
   it('inserts, updates and deletes only the named keys; every other variable, masked secrets included, stays', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     const url = `/api/projects/${p.id}/env`;
     const seen: string[] = [];
     let r = await api(team.member).patch(url, {
@@ -95,7 +95,7 @@ describe('PATCH /api/projects/:id/env merges; GET masks secrets', () => {
   });
 
   it('updating a secret replaces it and keeps it secret when isSecret is omitted', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     const url = `/api/projects/${p.id}/env`;
     await api(team.member).patch(url, { upserts: [{ key: 'TOKEN', value: 'old-secret-1', isSecret: true }] });
     const r = await api(team.member).patch(url, { upserts: [{ key: 'TOKEN', value: 'new-secret-2' }] });
@@ -106,7 +106,7 @@ describe('PATCH /api/projects/:id/env merges; GET masks secrets', () => {
   });
 
   it('keeps environments apart (production and previews)', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     await api(team.member).post(`/api/projects/${p.id}/environments`, { name: 'pr-7' });
     await api(team.member).patch(`/api/projects/${p.id}/env`, { environment: 'production', upserts: [{ key: 'X', value: 'prod', isSecret: false }] });
     await api(team.member).patch(`/api/projects/${p.id}/env`, { environment: 'pr-7', upserts: [{ key: 'X', value: 'preview', isSecret: false }] });
@@ -119,7 +119,7 @@ describe('PATCH /api/projects/:id/env merges; GET masks secrets', () => {
   });
 
   it('holds at most 1000 keys per environment: 1000 upserts in one PATCH pass, the 1001st key is 400', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     const upserts = Array.from({ length: 1000 }, (_, i) => ({ key: `K_${i}`, value: `v${i}`, isSecret: i % 10 === 0 }));
     const r = await api(team.member).patch(`/api/projects/${p.id}/env`, { environment: 'production', upserts, deletes: [] });
     assert.equal(r.status, 200, r.text.slice(0, 300));
@@ -134,7 +134,7 @@ describe('PATCH /api/projects/:id/env merges; GET masks secrets', () => {
   });
 
   it('answers 400 naming the field for a bad key, an oversize value, a key both upserted and deleted, a non-string value', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     const url = `/api/projects/${p.id}/env`;
     assertError(await api(team.member).patch(url, { upserts: [{ key: 'OK', value: '1' }, { key: '1BAD', value: 'x' }] }), 400, 'VALIDATION_FAILED', 'upserts.1.key');
     assertError(await api(team.member).patch(url, { upserts: [{ key: 'A-B', value: 'x' }] }), 400, 'VALIDATION_FAILED', 'upserts.0.key');
@@ -153,7 +153,7 @@ describe('PATCH /api/projects/:id/env merges; GET masks secrets', () => {
 
 describe('optimistic concurrency on env', () => {
   it('GET sends an ETag; PATCH with the current one passes; a stale If-Match is 409 and writes nothing', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     const url = `/api/projects/${p.id}/env`;
     const first = await envOf(p.id);
     const etag = first.headers.get('etag');
@@ -173,7 +173,7 @@ describe('optimistic concurrency on env', () => {
   });
 
   it('two concurrent PATCHes with the same If-Match: exactly one wins', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     const url = `/api/projects/${p.id}/env`;
     const etag = (await envOf(p.id)).headers.get('etag')!;
     const [a, b] = await Promise.all([
@@ -186,13 +186,13 @@ describe('optimistic concurrency on env', () => {
 
 describe('env authorization', () => {
   it('404 for another org, 403 for a restricted member without a grant; a read grant reads but cannot PATCH', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     assertError(await api(stranger).get(`/api/projects/${p.id}/env`), 404, 'NOT_FOUND');
     assertError(await api(stranger).patch(`/api/projects/${p.id}/env`, { upserts: [] }), 404, 'NOT_FOUND');
     const org = await createTeam(server);
-    const q = await makeProject(server, org.owner);
+    const q = await createProject(server, org.owner);
     assertError(await api(org.restricted).get(`/api/projects/${q.id}/env`), 403, 'FORBIDDEN');
-    await grantTo(server, org.restricted, 'project', q.id, ['read']);
+    await createGrant(server, org.restricted, 'project', q.id, ['read']);
     assert.equal((await api(org.restricted).get(`/api/projects/${q.id}/env`)).status, 200);
     assertError(await api(org.restricted).patch(`/api/projects/${q.id}/env`, { upserts: [] }), 403, 'FORBIDDEN');
   });
@@ -200,7 +200,7 @@ describe('env authorization', () => {
 
 describe('logs', () => {
   it('the server log (trace level) never holds a secret value, not even from failed requests', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     const url = `/api/projects/${p.id}/env`;
     await api(team.member).patch(url, { upserts: [{ key: 'LOGGED', value: SECRET, isSecret: true }] });
     await api(team.member).patch(url, { upserts: [{ key: 'bad key', value: SECRET, isSecret: true }] });

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { getRuntimePort, setRuntimePort, type RuntimePort } from '../../src/modules/projects/runtime-port.js';
-import { createTeam, createUser, grantTo, type TestOrg, type TestUser } from '../support/factories.js';
+import type { RuntimePort } from '../../src/modules/projects/index.js';
+import { createDeployment, createGrant, createProject, createTeam, createUser, type TestOrg, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
-import { assertError, makeProject } from './helpers.js';
+import { assertError } from '../support/http.js';
 
 let server: TestServer;
 let team: TestOrg;
@@ -21,6 +21,13 @@ after(async () => {
 });
 
 const api = (u: TestUser) => server.api(u.token);
+
+/** A server of its own whose runtime port is `runtime` (null: no build-and-run plugged in), with a team. */
+async function serverWithRuntime(t: { after(fn: () => Promise<void>): void }, runtime: RuntimePort | null): Promise<{ srv: TestServer; org: TestOrg }> {
+  const srv = await startTestServer({ env: { BERTH_APPS_DOMAIN: 'apps.test' }, ports: { runtime } });
+  t.after(() => srv.close());
+  return { srv, org: await createTeam(srv) };
+}
 
 describe('POST /api/projects', () => {
   it('creates an enabled project with a production environment and the data volume service, without a build', async () => {
@@ -80,17 +87,17 @@ describe('POST /api/projects', () => {
   });
 
   it('gives the same name a suffixed slug, unique across the instance', async () => {
-    const a = await makeProject(server, team.owner, { name: 'Twin' });
-    const b = await makeProject(server, stranger, { name: 'Twin' });
+    const a = await createProject(server, team.owner, { name: 'Twin' });
+    const b = await createProject(server, stranger, { name: 'Twin' });
     assert.equal(a.slug, 'twin');
     assert.equal(b.slug, 'twin-2');
     assert.equal(b.routes.freeDomain, 'twin-2.apps.test');
   });
 
   it('marks a folder-upload project with gitProvider "upload"', async () => {
-    const p = await makeProject(server, team.owner, { gitProvider: 'upload' });
+    const p = await createProject(server, team.owner, { gitProvider: 'upload' });
     assert.equal(p.source.type, 'upload');
-    const none = await makeProject(server, team.owner);
+    const none = await createProject(server, team.owner);
     assert.equal(none.source.type, 'none');
   });
 
@@ -117,8 +124,8 @@ describe('POST /api/projects', () => {
 describe('GET /api/projects and /api/projects/home', () => {
   it('lists the org’s projects only; a restricted member sees only the ones it can read', async () => {
     const org = await createTeam(server);
-    const p1 = await makeProject(server, org.owner, { name: 'one' });
-    const p2 = await makeProject(server, org.owner, { name: 'two' });
+    const p1 = await createProject(server, org.owner, { name: 'one' });
+    const p2 = await createProject(server, org.owner, { name: 'two' });
     const all = await api(org.member).get('/api/projects');
     assert.equal(all.status, 200);
     assert.deepEqual(all.body.data.map((p: any) => p.id).sort(), [p1.id, p2.id].sort());
@@ -127,7 +134,7 @@ describe('GET /api/projects and /api/projects/home', () => {
     const none = await api(org.restricted).get('/api/projects');
     assert.equal(none.status, 200);
     assert.deepEqual(none.body.data, []);
-    await grantTo(server, org.restricted, 'project', p2.id, ['read']);
+    await createGrant(server, org.restricted, 'project', p2.id, ['read']);
     const some = await api(org.restricted).get('/api/projects');
     assert.deepEqual(some.body.data.map((p: any) => p.id), [p2.id]);
 
@@ -143,7 +150,7 @@ describe('GET /api/projects and /api/projects/home', () => {
 
 describe('GET/PATCH/DELETE /api/projects/:id', () => {
   it('gets, updates partially, and leaves unnamed fields alone', async () => {
-    const p = await makeProject(server, team.owner, { name: 'patchme', buildCommand: 'make', framework: 'vite' });
+    const p = await createProject(server, team.owner, { name: 'patchme', buildCommand: 'make', framework: 'vite' });
     const g = await api(team.member).get(`/api/projects/${p.id}`);
     assert.equal(g.status, 200);
     assert.deepEqual(g.body.data, p);
@@ -164,7 +171,7 @@ describe('GET/PATCH/DELETE /api/projects/:id', () => {
   });
 
   it('is 404 for another org’s project and for a missing one, with the same body', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     const a = await api(stranger).get(`/api/projects/${p.id}`);
     const b = await api(stranger).get('/api/projects/prj_doesnotexist');
     assertError(a, 404, 'NOT_FOUND');
@@ -176,10 +183,10 @@ describe('GET/PATCH/DELETE /api/projects/:id', () => {
 
   it('restricted: 403 without a grant; with a read grant reads P but cannot write it; other projects stay 403', async () => {
     const org = await createTeam(server);
-    const p = await makeProject(server, org.owner);
-    const q = await makeProject(server, org.owner);
+    const p = await createProject(server, org.owner);
+    const q = await createProject(server, org.owner);
     assertError(await api(org.restricted).get(`/api/projects/${p.id}`), 403, 'FORBIDDEN');
-    await grantTo(server, org.restricted, 'project', p.id, ['read']);
+    await createGrant(server, org.restricted, 'project', p.id, ['read']);
     assert.equal((await api(org.restricted).get(`/api/projects/${p.id}`)).status, 200);
     assert.equal((await api(org.restricted).get(`/api/projects/${p.id}/env`)).status, 200);
     assertError(await api(org.restricted).patch(`/api/projects/${p.id}`, { name: 'x' }), 403, 'FORBIDDEN');
@@ -189,8 +196,8 @@ describe('GET/PATCH/DELETE /api/projects/:id', () => {
 
   it('restricted with a write grant writes P; a member cannot DELETE (project:admin); an admin can', async () => {
     const org = await createTeam(server);
-    const p = await makeProject(server, org.owner);
-    await grantTo(server, org.restricted, 'project', p.id, ['write']);
+    const p = await createProject(server, org.owner);
+    await createGrant(server, org.restricted, 'project', p.id, ['write']);
     assert.equal((await api(org.restricted).patch(`/api/projects/${p.id}`, { framework: 'hono' })).status, 200);
     assertError(await api(org.restricted).delete(`/api/projects/${p.id}`), 403, 'FORBIDDEN');
     assertError(await api(org.member).delete(`/api/projects/${p.id}`), 403, 'FORBIDDEN');
@@ -214,10 +221,10 @@ describe('POST /api/projects/ensure', () => {
 
   it('is 400 without a name when creating, 404 for another org’s projectId, 403 without write', async () => {
     assertError(await api(team.member).post('/api/projects/ensure', { framework: 'vite' }), 400, 'VALIDATION_FAILED', 'name');
-    const theirs = await makeProject(server, stranger);
+    const theirs = await createProject(server, stranger);
     assertError(await api(team.member).post('/api/projects/ensure', { projectId: theirs.id, name: 'x' }), 404, 'NOT_FOUND');
     assertError(await api(team.member).post('/api/projects/ensure', { projectId: 'prj_missing', name: 'x' }), 404, 'NOT_FOUND');
-    const mine = await makeProject(server, team.owner);
+    const mine = await createProject(server, team.owner);
     assertError(await api(team.restricted).post('/api/projects/ensure', { projectId: mine.id, name: 'x' }), 403, 'FORBIDDEN');
     assertError(await api(team.restricted).post('/api/projects/ensure', { name: 'x' }), 403, 'FORBIDDEN');
   });
@@ -226,17 +233,14 @@ describe('POST /api/projects/ensure', () => {
 describe('deletion', () => {
   it('previews real counts and names, then removes all of it (files included) in one go, with an audit event', async () => {
     const org = await createTeam(server);
-    const p = await makeProject(server, org.owner, { name: 'doomed' });
+    const p = await createProject(server, org.owner, { name: 'doomed' });
     const c = api(org.owner);
     await c.patch(`/api/projects/${p.id}/env`, { upserts: [{ key: 'A', value: '1' }, { key: 'S', value: 'x', isSecret: true }] });
     await c.post(`/api/projects/${p.id}/environments`, { name: 'staging' });
     await c.patch(`/api/projects/${p.id}/env`, { environment: 'staging', upserts: [{ key: 'B', value: '2' }] });
     await c.post(`/api/projects/${p.id}/connect`, { domain: 'doomed.example.com' });
     await c.post(`/api/projects/${p.id}/services`, { kind: 'postgres', name: 'db', connectionUrl: 'postgres://u:p@127.0.0.1:5432/app' });
-    await server.ctx.db
-      .insertInto('deployments')
-      .values({ id: 'dep_doomed1', orgId: org.orgId, projectId: p.id, environment: 'production', status: 'ready', trigger: 'manual', commit: 'abc', ref: 'main', createdAt: new Date().toISOString(), startedAt: null, finishedAt: null, error: null, updatedAt: new Date().toISOString() })
-      .execute();
+    await createDeployment(server, p, { id: 'dep_doomed1', status: 'ready', trigger: 'manual', commit: 'abc', ref: 'main', finished: false });
     const vol = path.join(server.dataDir, 'volumes', p.id, 'data');
     mkdirSync(vol, { recursive: true });
     writeFileSync(path.join(vol, 'file.txt'), 'hello');
@@ -263,41 +267,36 @@ describe('deletion', () => {
     const audit = await server.ctx.db.selectFrom('auditEvents').selectAll().where('resourceId', '=', p.id).where('action', '=', 'project.delete').execute();
     assert.equal(audit.length, 1);
     // The domain is free again.
-    const q = await makeProject(server, org.owner);
+    const q = await createProject(server, org.owner);
     assert.equal((await c.post(`/api/projects/${q.id}/connect`, { domain: 'doomed.example.com' })).status, 200);
   });
 });
 
 describe('info, environments, options, enable/disable, routing, deployments, services', () => {
   it('info answers runtime (nothing running yet), build from the latest deployment and source', async (t) => {
-    const p = await makeProject(server, team.owner, { name: 'infoapp', port: 5000 });
     // Without a runtime (build-and-run not plugged in), nothing runs.
-    const previous = getRuntimePort();
-    setRuntimePort(null);
-    t.after(() => setRuntimePort(previous));
-    let r = await api(team.member).get(`/api/projects/${p.id}/info`);
+    const { srv, org } = await serverWithRuntime(t, null);
+    const c = srv.api(org.member.token);
+    const p = await createProject(srv, org.owner, { name: 'infoapp', port: 5000 });
+    let r = await c.get(`/api/projects/${p.id}/info`);
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body.data.runtime.state, 'not_deployed');
     assert.match(r.body.data.runtime.url, /^http:\/\/infoapp\.apps\.test/);
     assert.equal(r.body.data.runtime.port, 5000);
     assert.deepEqual(r.body.data.build, { lastDeploymentId: null, status: null, commit: null });
     assert.deepEqual(r.body.data.source, p.source);
-    const now = new Date().toISOString();
-    await server.ctx.db
-      .insertInto('deployments')
-      .values({ id: `dep_${p.id.slice(4)}`, orgId: team.orgId, projectId: p.id, environment: 'production', status: 'ready', trigger: 'api', commit: 'c0ffee', ref: 'main', createdAt: now, startedAt: now, finishedAt: now, error: null, updatedAt: now })
-      .execute();
-    r = await api(team.member).get(`/api/projects/${p.id}/info`);
+    const deploymentId = await createDeployment(srv, p, { status: 'ready', trigger: 'api', commit: 'c0ffee', ref: 'main' });
+    r = await c.get(`/api/projects/${p.id}/info`);
     assert.equal(r.body.data.runtime.state, 'stopped');
-    assert.deepEqual(r.body.data.build, { lastDeploymentId: `dep_${p.id.slice(4)}`, status: 'ready', commit: 'c0ffee' });
-    const deps = await api(team.member).get(`/api/projects/${p.id}/deployments`);
+    assert.deepEqual(r.body.data.build, { lastDeploymentId: deploymentId, status: 'ready', commit: 'c0ffee' });
+    const deps = await c.get(`/api/projects/${p.id}/deployments`);
     assert.equal(deps.status, 200);
     assert.deepEqual(Object.keys(deps.body.data[0]).sort(), ['commit', 'createdAt', 'environment', 'error', 'finishedAt', 'id', 'projectId', 'ref', 'startedAt', 'status', 'trigger'].sort());
-    assertError(await api(team.member).get(`/api/projects/${p.id}/deployments?limit=0`), 400, 'VALIDATION_FAILED', 'limit');
+    assertError(await c.get(`/api/projects/${p.id}/deployments?limit=0`), 400, 'VALIDATION_FAILED', 'limit');
   });
 
   it('environments: creates a preview; 409 on a duplicate; 400 on a bad name or branch', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     const r = await api(team.member).post(`/api/projects/${p.id}/environments`, { name: 'preview-1', branch: 'feature/x' });
     assert.equal(r.status, 201, r.text);
     assert.equal(r.body.data.type, 'preview');
@@ -313,7 +312,7 @@ describe('info, environments, options, enable/disable, routing, deployments, ser
   });
 
   it('options: writes the build options and answers them', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     const r = await api(team.member).post(`/api/projects/${p.id}/options`, { installCommand: 'pnpm i', nodeVersion: '20', outputDirectory: 'build' });
     assert.equal(r.status, 200, r.text);
     assert.deepEqual(r.body.data, { installCommand: 'pnpm i', buildCommand: null, startCommand: null, outputDirectory: 'build', rootDirectory: null, nodeVersion: '20' });
@@ -323,7 +322,7 @@ describe('info, environments, options, enable/disable, routing, deployments, ser
     assertError(await api(team.member).post(`/api/projects/${p.id}/options`, { outputDirectory: '/etc' }), 400, 'VALIDATION_FAILED', 'outputDirectory');
   });
 
-  it('enable/disable flip the status and call the runtime hooks when a runtime is present', async () => {
+  it('enable/disable flip the status and call the runtime hooks when a runtime is present', async (t) => {
     const calls: string[] = [];
     const port: RuntimePort = {
       state: async () => null,
@@ -332,25 +331,21 @@ describe('info, environments, options, enable/disable, routing, deployments, ser
       syncRouting: async () => ({ status: 'synced' }),
       removeProject: async () => {},
     };
-    const p = await makeProject(server, team.owner);
-    const previous = getRuntimePort();
-    setRuntimePort(port);
-    try {
-      const d = await api(team.member).post(`/api/projects/${p.id}/disable`);
-      assert.equal(d.status, 200, d.text);
-      assert.equal(d.body.data.status, 'disabled');
-      const e = await api(team.member).post(`/api/projects/${p.id}/enable`);
-      assert.equal(e.body.data.status, 'enabled');
-      assert.deepEqual(calls, [`offline:${p.id}`, `online:${p.id}`]);
-      const rr = await api(team.member).post(`/api/projects/${p.id}/routing/retry`);
-      assert.equal(rr.body.data.status, 'synced');
-    } finally {
-      setRuntimePort(previous);
-    }
+    const { srv, org } = await serverWithRuntime(t, port);
+    const c = srv.api(org.member.token);
+    const p = await createProject(srv, org.owner);
+    const d = await c.post(`/api/projects/${p.id}/disable`);
+    assert.equal(d.status, 200, d.text);
+    assert.equal(d.body.data.status, 'disabled');
+    const e = await c.post(`/api/projects/${p.id}/enable`);
+    assert.equal(e.body.data.status, 'enabled');
+    assert.deepEqual(calls, [`offline:${p.id}`, `online:${p.id}`]);
+    const rr = await c.post(`/api/projects/${p.id}/routing/retry`);
+    assert.equal(rr.body.data.status, 'synced');
   });
 
   it('routing/retry records the attempt and answers the free domain', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     const r = await api(team.member).post(`/api/projects/${p.id}/routing/retry`);
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body.data.domain, p.routes.freeDomain);
@@ -361,7 +356,7 @@ describe('info, environments, options, enable/disable, routing, deployments, ser
   });
 
   it('services: attaches a postgres database; its URL is encrypted and never returned', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     const url = 'postgres://app:s3cretpw@127.0.0.1:5432/app';
     const r = await api(team.member).post(`/api/projects/${p.id}/services`, { kind: 'postgres', name: 'main-db', connectionUrl: url });
     assert.equal(r.status, 201, r.text);

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CidrMatcher, cidrContains, parseCidr } from '../../src/lib/cidr.js';
-import { createTeam, createUser, grantTo, type TestOrg, type TestUser } from '../support/factories.js';
+import { createGrant, createProject, createTeam, createUser, type TestOrg, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
-import { assertError, makeProject } from './helpers.js';
+import { assertError } from '../support/http.js';
 
 let server: TestServer;
 let team: TestOrg;
@@ -22,7 +22,7 @@ const api = (u: TestUser) => server.api(u.token);
 
 describe('route rules', () => {
   it('creates, lists, updates and deletes the three kinds', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     const u = `/api/projects/${p.id}/route-rules`;
     const c = api(team.member);
     const rl = await c.post(u, { kind: 'rate-limit', path: '/api', limit: 100, windowSeconds: 60 });
@@ -67,7 +67,7 @@ describe('route rules', () => {
   });
 
   it('answers 400 naming the field: unknown kind, missing or non-positive limits, bad IPs and CIDRs (v4 and v6), bad path, kind change', async () => {
-    const p = await makeProject(server, team.owner);
+    const p = await createProject(server, team.owner);
     const u = `/api/projects/${p.id}/route-rules`;
     const c = api(team.member);
     assertError(await c.post(u, {}), 400, 'VALIDATION_FAILED', 'kind');
@@ -98,8 +98,8 @@ describe('route rules', () => {
 
   it('authorization: 404 for another org (and for a rule of another project), 403 without the tag', async () => {
     const org = await createTeam(server);
-    const p = await makeProject(server, org.owner);
-    const q = await makeProject(server, org.owner);
+    const p = await createProject(server, org.owner);
+    const q = await createProject(server, org.owner);
     const rule = await api(org.owner).post(`/api/projects/${p.id}/route-rules`, { kind: 'rate-limit', limit: 1, windowSeconds: 1 });
     const u = `/api/projects/${p.id}/route-rules`;
     const body = { kind: 'rate-limit', limit: 1, windowSeconds: 1 };
@@ -109,7 +109,7 @@ describe('route rules', () => {
     assertError(await api(stranger).delete(`${u}/${rule.body.data.id}`), 404, 'NOT_FOUND');
     assertError(await api(org.owner).patch(`/api/projects/${q.id}/route-rules/${rule.body.data.id}`, { limit: 2 }), 404, 'NOT_FOUND');
     assertError(await api(org.restricted).get(u), 403, 'FORBIDDEN');
-    await grantTo(server, org.restricted, 'project', p.id, ['read']);
+    await createGrant(server, org.restricted, 'project', p.id, ['read']);
     assert.equal((await api(org.restricted).get(u)).status, 200);
     assertError(await api(org.restricted).post(u, body), 403, 'FORBIDDEN');
     assertError(await api(org.restricted).patch(`${u}/${rule.body.data.id}`, { limit: 2 }), 403, 'FORBIDDEN');

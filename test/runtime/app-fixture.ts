@@ -50,21 +50,6 @@ export async function httpGet(url: string, headers: Record<string, string> = {})
   return { status: res.status, text: await res.text(), headers: res.headers };
 }
 
-export async function waitFor<T>(fn: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 15000, stepMs = 50): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < end) {
-    try {
-      const v = await fn();
-      if (v) return v as T;
-    } catch (e) {
-      last = e;
-    }
-    await new Promise((r) => setTimeout(r, stepMs));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
-}
-
 /** Pids on this machine whose command line contains `marker` (the host's view, across namespaces). */
 export function processesWith(marker: string): number[] {
   const out: number[] = [];

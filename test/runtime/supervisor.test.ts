@@ -8,7 +8,8 @@ import { LogStore } from '../../src/runtime/logs.js';
 import { ProcessDriver } from '../../src/runtime/process-driver.js';
 import { Supervisor, type ReleaseSpec } from '../../src/runtime/supervisor.js';
 import { tempDir } from '../support/harness.js';
-import { httpGet, waitFor, writeTinyApp } from './app-fixture.js';
+import { httpGet, writeTinyApp } from './app-fixture.js';
+import { waitFor } from '../support/wait.js';
 
 // The supervisor's own behaviour (swap, restart, stop, wake), on the driver without isolation; the
 // sandbox driver is covered by test/runtime/sandbox.test.ts and test/security/.

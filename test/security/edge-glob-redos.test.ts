@@ -7,8 +7,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createUser } from '../support/factories.js';
-import { waitFor } from '../runtime/app-fixture.js';
-import { assertError } from '../projects/helpers.js';
+import { waitFor } from '../support/wait.js';
+import { assertError } from '../support/http.js';
 import { rawRequest, startEdgeApp, type EdgeApp } from './edge-support.js';
 
 let app: EdgeApp;

@@ -14,7 +14,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { edgeLimitsFromEnv } from '../../src/edge/limits.js';
 import { getRuntime } from '../../src/modules/deployments/runtime.js';
-import { waitFor } from '../runtime/app-fixture.js';
+import { waitFor } from '../support/wait.js';
 import { RawConnection, startEdgeApp, type EdgeApp } from './edge-support.js';
 
 let app: EdgeApp;

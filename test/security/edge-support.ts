@@ -11,7 +11,7 @@ import { startTestServer, tempDir, type TestServer } from '../support/harness.js
 import { createUser, type TestUser } from '../support/factories.js';
 import type { HttpClient } from '../support/http.js';
 import { getRuntime } from '../../src/modules/deployments/runtime.js';
-import { waitFor } from '../runtime/app-fixture.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * The app: answers every request with JSON of what it saw ({ url, xff, xri, forwarded, proto }) and

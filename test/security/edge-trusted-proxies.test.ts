@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { getRuntime } from '../../src/modules/deployments/runtime.js';
 import { clientAddress, parseTrustedProxies } from '../../src/lib/trusted-proxies.js';
-import { waitFor } from '../runtime/app-fixture.js';
+import { waitFor } from '../support/wait.js';
 import { RawConnection, rawRequest, startEdgeApp, type EdgeApp } from './edge-support.js';
 
 let plain: EdgeApp;

@@ -6,7 +6,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { waitFor } from '../runtime/app-fixture.js';
+import { waitFor } from '../support/wait.js';
 import { RawConnection, rawRequest, startEdgeApp, type EdgeApp } from './edge-support.js';
 
 let app: EdgeApp;

@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { copyTreeWithinRoots, resolvePhysical } from '../../src/lib/copy-tree.js';
 import { createUser, type TestUser } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
-import { waitFor } from '../runtime/app-fixture.js';
+import { waitFor } from '../support/wait.js';
 
 const SECRET = 'outside-the-roots-4f1c9a';
 

@@ -12,9 +12,9 @@ import { after, before, describe, it } from 'node:test';
 import { encryptSecret } from '../../src/lib/crypto.js';
 import { newId, nowIso } from '../../src/lib/ids.js';
 import { OutboundPolicy, OutboundRefusedError, blockedReason } from '../../src/lib/outbound.js';
-import { createUser, type TestUser } from '../support/factories.js';
+import { createDestination, createProjectWithVolume, createUser, type TestUser } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
-import { makeLocalDestination, makeProject, waitTerminal } from '../backups/helpers.js';
+import { waitTerminal } from '../backups/helpers.js';
 import { startS3 } from '../backups/s3.js';
 
 /** A TCP listener on 127.0.0.1 that counts connections (what a refused target must never see). */
@@ -139,7 +139,7 @@ describe('outbound SSRF: S3 endpoints and database URLs (no allow-list)', () => 
   it('a backup run and a restore re-check the endpoint at use: the run fails in Berth\'s words, nothing connects', async () => {
     const c = await server.api(owner.token).post('/api/backup-destinations', s3Body(null));
     const id = c.body.data.id as string;
-    const p = await makeProject(server, owner);
+    const p = await createProjectWithVolume(server, owner);
     const pol = (await server.api(owner.token).post(`/api/projects/${p.id}/backup-policies`, { destinationId: id })).body.data;
     await server.ctx.db.updateTable('backupDestinations').set({ endpoint: `http://2130706433:${wire.port}` }).where('id', '=', id).execute();
     const runId = (await server.api(owner.token).post(`/api/backup-policies/${pol.id}/run`)).body.data.runId;
@@ -159,7 +159,7 @@ describe('outbound SSRF: S3 endpoints and database URLs (no allow-list)', () => 
   });
 
   it('attaching a postgres service on an internal host is 400 naming connectionUrl, in every spelling', async () => {
-    const p = await makeProject(server, owner);
+    const p = await createProjectWithVolume(server, owner);
     for (const connectionUrl of badDatabaseUrls(wire.port)) {
       const res = await server.api(owner.token).post(`/api/projects/${p.id}/services`, { kind: 'postgres', name: `db-${Math.random().toString(36).slice(2, 8)}`, connectionUrl });
       assert.equal(res.status, 400, `${connectionUrl}: ${res.text}`);
@@ -171,7 +171,7 @@ describe('outbound SSRF: S3 endpoints and database URLs (no allow-list)', () => 
   });
 
   it('pg_dump is not a port scanner: a stored internal database URL fails the run before pg_dump connects', async () => {
-    const p = await makeProject(server, owner);
+    const p = await createProjectWithVolume(server, owner);
     const name = 'scan';
     const url = `postgres://u:p@2130706433:${wire.port}/db`;
     const svcId = newId('svc');
@@ -179,7 +179,7 @@ describe('outbound SSRF: S3 endpoints and database URLs (no allow-list)', () => 
       .insertInto('services')
       .values({ id: svcId, orgId: owner.orgId, projectId: p.id, kind: 'postgres', name, connectionUrl: encryptSecret(server.ctx.keyring, url, `service:${p.id}:${name}`), createdAt: nowIso() })
       .execute();
-    const dest = await makeLocalDestination(server, owner.token);
+    const dest = await createDestination(server, owner);
     const pol = (await server.api(owner.token).post(`/api/projects/${p.id}/backup-policies`, { destinationId: dest.id, serviceId: svcId })).body.data;
     const runId = (await server.api(owner.token).post(`/api/backup-policies/${pol.id}/run`)).body.data.runId;
     const run = await waitTerminal(server, owner.token, `/api/backup-runs/${runId}`, 30000);
@@ -302,7 +302,7 @@ describe('outbound SSRF: BERTH_OUTBOUND_ALLOW lets a listed host or CIDR through
   });
 
   it('a listed database host: pg_dump failures say "could not connect to the database" whether the port is closed or speaks something else', async () => {
-    const p = await makeProject(server, owner);
+    const p = await createProjectWithVolume(server, owner);
     const closed = await tripwire();
     const closedPort = closed.port;
     await closed.close();
@@ -321,7 +321,7 @@ describe('outbound SSRF: BERTH_OUTBOUND_ALLOW lets a listed host or CIDR through
       ] as const) {
         const svc = await server.api(owner.token).post(`/api/projects/${p.id}/services`, { kind: 'postgres', name, connectionUrl: `postgres://u:pw@127.0.0.1:${port}/db` });
         assert.equal(svc.status, 201, svc.text);
-        const dest = await makeLocalDestination(server, owner.token, tempDir('berth-dest-'));
+        const dest = await createDestination(server, owner);
         const pol = (await server.api(owner.token).post(`/api/projects/${p.id}/backup-policies`, { destinationId: dest.id, serviceId: svc.body.data.id })).body.data;
         const runId = (await server.api(owner.token).post(`/api/backup-policies/${pol.id}/run`)).body.data.runId;
         const run = await waitTerminal(server, owner.token, `/api/backup-runs/${runId}`, 30000);

@@ -11,7 +11,8 @@ import path from 'node:path';
 import { freshPostgresDatabase, tempDir, usingPostgres, type TestServer } from '../support/harness.js';
 import { HttpClient } from '../support/http.js';
 import { runCli, startServe, type ServeProcess } from '../support/cli.js';
-import { waitFor, writeTinyApp } from '../runtime/app-fixture.js';
+import { writeTinyApp } from '../runtime/app-fixture.js';
+import { waitFor } from '../support/wait.js';
 import { deployUpload } from './sandbox-probe.js';
 
 const ready = process.getuid?.() === 0 && spawnSync('bwrap', ['--version']).status === 0;

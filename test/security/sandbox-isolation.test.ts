@@ -12,7 +12,8 @@ import path from 'node:path';
 import { startTestServer, tempDir, usingPostgres, type TestServer } from '../support/harness.js';
 import { createUser, type TestUser } from '../support/factories.js';
 import { getRuntime } from '../../src/modules/deployments/runtime.js';
-import { processesWith, waitFor, writeTinyApp } from '../runtime/app-fixture.js';
+import { processesWith, writeTinyApp } from '../runtime/app-fixture.js';
+import { waitFor } from '../support/wait.js';
 import { deployUpload, writeProbe } from './sandbox-probe.js';
 
 const ready = getuidIsRoot() && spawnSync('bwrap', ['--version']).status === 0;

@@ -3,7 +3,7 @@ import path from 'node:path';
 import * as tar from 'tar';
 import assert from 'node:assert/strict';
 import type { TestServer } from '../support/harness.js';
-import { waitFor } from '../runtime/app-fixture.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * A hostile app and build step: each route tries one thing the outside review did and answers

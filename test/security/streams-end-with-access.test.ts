@@ -8,9 +8,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { REAUTHORIZE_EVERY_MS } from '../../src/http/stream-access.js';
-import { createTeam, grantTo, type TestOrg, type TestUser } from '../support/factories.js';
+import { createGrant, createProject, createTeam, type TestOrg, type TestUser } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
-import { makeProject } from '../permissions/helpers.js';
 
 /** A bound for waiting on something that should happen at once (no timing is asserted). */
 const SOON_MS = 20000;
@@ -90,7 +89,7 @@ describe('streams end when access ends', () => {
     // streams stay open until the test ends them.
     server = await startTestServer({ env: { BERTH_LOCAL_ROOTS: tempDir('berth-roots-') } });
     team = await createTeam(server);
-    project = await makeProject(server, team.owner);
+    project = await createProject(server, team.owner);
   });
   after(async () => {
     for (const s of open) s.close();
@@ -99,7 +98,7 @@ describe('streams end when access ends', () => {
 
   it('membership removal ends a member\'s runtime-log stream (token); the admin\'s stays open', async () => {
     const t = await createTeam(server);
-    const p = await makeProject(server, t.owner);
+    const p = await createProject(server, t.owner);
     const victim = track(await openStream(logsUrl(p.id), bearer(t.member.token)));
     const control = track(await openStream(logsUrl(p.id), bearer(t.admin.token)));
     const del = await server.api(t.owner.token).delete(`/api/permissions/members/${t.member.userId}`);
@@ -112,7 +111,7 @@ describe('streams end when access ends', () => {
 
   it('a role change ends a request-log stream opened with a stream token; the stream token opens nothing more', async () => {
     const t = await createTeam(server);
-    const p = await makeProject(server, t.owner);
+    const p = await createProject(server, t.owner);
     const slt = await streamToken(t.member.token, p.id);
     const url = `${server.url}/api/projects/${p.id}/server-logs/stream?token=${slt}`;
     const victim = track(await openStream(url, {}));
@@ -126,7 +125,7 @@ describe('streams end when access ends', () => {
 
   it('a request-log stream opened with a credential ends when the token is revoked', async () => {
     const t = await createTeam(server);
-    const p = await makeProject(server, t.owner);
+    const p = await createProject(server, t.owner);
     const second = await pat(t.member);
     const victim = track(await openStream(`${server.url}/api/projects/${p.id}/server-logs/stream`, bearer(second.token)));
     const control = track(await openStream(`${server.url}/api/projects/${p.id}/server-logs/stream`, bearer(t.member.token)));
@@ -137,7 +136,7 @@ describe('streams end when access ends', () => {
 
   it('revoking the token that minted a stream token ends its stream, and the stream token opens nothing more', async () => {
     const t = await createTeam(server);
-    const p = await makeProject(server, t.owner);
+    const p = await createProject(server, t.owner);
     const minter = await pat(t.member, 'minter');
     const slt = await streamToken(minter.token, p.id);
     const url = `${server.url}/api/projects/${p.id}/server-logs/stream?token=${slt}`;
@@ -149,7 +148,7 @@ describe('streams end when access ends', () => {
 
   it('signing out ends the session\'s stream', async () => {
     const t = await createTeam(server);
-    const p = await makeProject(server, t.owner);
+    const p = await createProject(server, t.owner);
     const login = await server.api().post('/api/auth/login', { email: t.member.email, password: t.member.password });
     assert.equal(login.status, 200);
     const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
@@ -163,12 +162,12 @@ describe('streams end when access ends', () => {
 
   it('a grant change ends a restricted member\'s build-log stream', async () => {
     const t = await createTeam(server);
-    const p = await makeProject(server, t.owner);
-    const other = await makeProject(server, t.owner);
+    const p = await createProject(server, t.owner);
+    const other = await createProject(server, t.owner);
     await server.ctx.db.updateTable('projects').set({ sourceType: 'local', localPath: tempDir('berth-src-') }).where('id', '=', p.id).execute();
     const dep = await server.api(t.owner.token).post('/api/deployments', { projectId: p.id });
     assert.equal(dep.status, 202, dep.text);
-    await grantTo(server, t.restricted, 'project', p.id, ['read']);
+    await createGrant(server, t.restricted, 'project', p.id, ['read']);
     const url = `${server.url}/api/deployments/${dep.body.data.id}/logs/stream`;
     const victim = track(await openStream(url, bearer(t.restricted.token)));
     const control = track(await openStream(url, bearer(t.member.token)));
@@ -181,11 +180,11 @@ describe('streams end when access ends', () => {
 
   it('a grant removal ends a build-log stream opened with a deployment-session token', async () => {
     const t = await createTeam(server);
-    const p = await makeProject(server, t.owner);
+    const p = await createProject(server, t.owner);
     await server.ctx.db.updateTable('projects').set({ sourceType: 'local', localPath: tempDir('berth-src-') }).where('id', '=', p.id).execute();
     const dep = await server.api(t.owner.token).post('/api/deployments', { projectId: p.id });
     assert.equal(dep.status, 202, dep.text);
-    await grantTo(server, t.restricted, 'project', p.id, ['read']);
+    await createGrant(server, t.restricted, 'project', p.id, ['read']);
     const session = await server.api(t.restricted.token).post(`/api/projects/${p.id}/deployment-session`);
     assert.equal(session.status, 200, session.text);
     const victim = track(await openStream(`${server.url}/api/deployments/${dep.body.data.id}/logs/stream?token=${session.body.data.token}`, {}));
@@ -197,7 +196,7 @@ describe('streams end when access ends', () => {
 
   it('membership removal ends a backup-run progress stream', async () => {
     const t = await createTeam(server);
-    const p = await makeProject(server, t.owner);
+    const p = await createProject(server, t.owner);
     const dest = await server.api(t.owner.token).post('/api/backup-destinations', { name: 'local', kind: 'local', path: tempDir('berth-dest-') });
     assert.equal(dest.status, 201, dest.text);
     const pol = await server.api(t.owner.token).post(`/api/projects/${p.id}/backup-policies`, { destinationId: dest.body.data.id });

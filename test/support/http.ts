@@ -1,3 +1,5 @@
+import assert from 'node:assert/strict';
+
 export interface HttpResponse<T = any> {
   status: number;
   headers: Headers;
@@ -52,4 +54,12 @@ export class HttpClient {
   delete<T = any>(url: string, body?: unknown, headers?: Record<string, string>) {
     return this.request<T>('DELETE', url, body, headers);
   }
+}
+
+/** Asserts an error answer: status, code and (when given) the named field, with its requestId. */
+export function assertError(r: HttpResponse, status: number, code: string, field?: string): void {
+  assert.equal(r.status, status, r.text);
+  assert.equal(r.body?.error?.code, code, r.text);
+  if (field !== undefined) assert.equal(r.body.error.field, field, r.text);
+  assert.ok(r.body.error.requestId, 'error carries a requestId');
 }

@@ -1,25 +1,25 @@
 import { randomString } from '../../../src/lib/ids.js';
-import * as backups from '../../../src/modules/backups/backups.service.js';
 import { findPolicy, findRun, findRestore } from '../../../src/modules/backups/backups.store.js';
-import { executeRun } from '../../../src/modules/backups/runner.js';
-import { createProject } from '../../../src/modules/projects/projects.service.js';
+import { cancelRestore, prepareRestore } from '../../../src/modules/backups/restores.service.js';
+import { executeRun } from '../../../src/modules/backups/run-executor.js';
+import { triggerRun } from '../../../src/modules/backups/runs.service.js';
+import { actorOf, createDestination, createPolicy, createProject } from '../../support/factories.js';
 import { tempDir } from '../../support/harness.js';
-import { actorOf, ownerFor } from '../fixtures.js';
+import { ownerFor } from '../fixtures.js';
 import { ADMINS, ANY_MEMBER, byGrant, PRINCIPALS, type Fixture, type FixtureInput, type MatrixRow, type PrincipalName } from '../matrix.js';
 
 /** A project of org A (or B) with a local destination; restricted principals get grants on both. */
 async function projectWithDestination({ world, which }: FixtureInput) {
   const owner = ownerFor(world, which);
-  const actor = actorOf(owner);
   const ctx = world.server.ctx;
-  const p = await createProject(ctx, actor, { name: `mx-bk-${randomString(6)}` });
-  const d = await backups.createDestination(ctx, actor, { name: `mx-${randomString(4)}`, kind: 'local', path: tempDir('berth-mx-dest-') });
-  return { owner, actor, ctx, projectId: p.id, destinationId: d.id };
+  const p = await createProject(world.server, owner, { name: `mx-bk-${randomString(6)}` });
+  const d = await createDestination(world.server, owner, { name: `mx-${randomString(4)}` });
+  return { owner, actor: actorOf(owner), world, ctx, projectId: p.id, destinationId: d.id };
 }
 
 async function policyOf(input: FixtureInput) {
   const base = await projectWithDestination(input);
-  const pol = await backups.createPolicy(base.ctx, base.actor, { id: base.projectId, orgId: base.owner.orgId }, { destinationId: base.destinationId });
+  const pol = await createPolicy(base.world.server, base.owner, { id: base.projectId }, { destinationId: base.destinationId });
   return { ...base, policyId: pol.id };
 }
 
@@ -27,7 +27,7 @@ async function policyOf(input: FixtureInput) {
 async function runOf(input: FixtureInput) {
   const base = await policyOf(input);
   const policy = (await findPolicy(base.ctx.db, base.owner.orgId, base.policyId))!;
-  const { runId } = await backups.triggerRun(base.ctx, policy, 'manual');
+  const { runId } = await triggerRun(base.ctx, policy, 'manual');
   await executeRun(base.ctx, runId, base.owner.orgId);
   const run = (await findRun(base.ctx.db, base.owner.orgId, runId))!;
   if (run.status !== 'succeeded') throw new Error(`fixture run ${run.status}: ${run.error}`);
@@ -41,7 +41,7 @@ export const fixtures: Record<string, Fixture> = {
     missingId: 'bkd_missing0000000000000',
     async make({ world, which }) {
       const owner = ownerFor(world, which);
-      const d = await backups.createDestination(world.server.ctx, actorOf(owner), { name: `mx-${randomString(4)}`, kind: 'local', path: tempDir('berth-mx-dest-') });
+      const d = await createDestination(world.server, owner, { name: `mx-${randomString(4)}` });
       return { params: { id: d.id }, grantKeys: [{ type: 'backup_destination', id: d.id }] };
     },
   },
@@ -76,7 +76,7 @@ export const fixtures: Record<string, Fixture> = {
     missingId: 'bks_missing0000000000000',
     async make(input) {
       const b = await runOf(input);
-      const prep = await backups.prepareRestore(b.ctx, b.actor, b.run);
+      const prep = await prepareRestore(b.ctx, b.actor, b.run);
       return { params: { restoreId: prep.restoreId }, grantKeys: projectKey(b.projectId), data: { confirmationToken: prep.confirmationToken } };
     },
   },
@@ -85,9 +85,9 @@ export const fixtures: Record<string, Fixture> = {
     missingId: 'bks_missing0000000000000',
     async make(input) {
       const b = await runOf(input);
-      const prep = await backups.prepareRestore(b.ctx, b.actor, b.run);
+      const prep = await prepareRestore(b.ctx, b.actor, b.run);
       const row = (await findRestore(b.ctx.db, b.owner.orgId, prep.restoreId))!;
-      await backups.cancelRestore(b.ctx, b.actor, row);
+      await cancelRestore(b.ctx, row);
       return { params: { restoreId: prep.restoreId }, grantKeys: projectKey(b.projectId) };
     },
   },
@@ -111,15 +111,15 @@ export const rows: MatrixRow[] = [
   { method: 'GET', path: '/api/projects/:projectId/backup-policies', fixture: 'project', allow: write, note: 'seed: project:write' },
   { method: 'POST', path: '/api/projects/:projectId/backup-policies', fixture: 'backupProject', body: (rec) => ({ destinationId: rec?.data?.destinationId }), allow: write },
   { method: 'PATCH', path: '/api/backup-policies/:policyId', fixture: 'backupPolicy', body: { retainCount: 3 }, allow: write },
-  { method: 'DELETE', path: '/api/backup-policies/:policyId', fixture: 'backupPolicy', fresh: true, allow: admin, note: 'in-handler: admin on the parent project' },
-  { method: 'POST', path: '/api/backup-policies/:policyId/run', fixture: 'backupPolicy', allow: write, note: 'in-handler: write on the parent project' },
+  { method: 'DELETE', path: '/api/backup-policies/:policyId', fixture: 'backupPolicy', fresh: true, allow: admin, note: 'requires admin on the parent project' },
+  { method: 'POST', path: '/api/backup-policies/:policyId/run', fixture: 'backupPolicy', allow: write, note: 'requires write on the parent project' },
 
   { method: 'GET', path: '/api/projects/:projectId/backup-runs', fixture: 'project', allow: write, note: 'seed: project:write' },
   { method: 'GET', path: '/api/backup-runs/:runId', fixture: 'backupRun', allow: read },
   { method: 'GET', path: '/api/backup-runs/:runId/stream', fixture: 'backupRun', allow: read, note: 'terminal run: snapshot + complete, then close' },
   { method: 'POST', path: '/api/backup-runs/:runId/protect', fixture: 'backupRun', body: { protected: true }, allow: write },
   { method: 'POST', path: '/api/backup-runs/:runId/cancel', fixture: 'backupRun', allow: write, note: '409 for a finished run' },
-  { method: 'POST', path: '/api/backup-runs/:runId/restore/prepare', fixture: 'backupRun', body: {}, allow: admin, note: 'in-handler: admin on the parent project' },
+  { method: 'POST', path: '/api/backup-runs/:runId/restore/prepare', fixture: 'backupRun', body: {}, allow: admin, note: 'requires admin on the parent project' },
 
   { method: 'POST', path: '/api/backup-restores/:restoreId/apply', fixture: 'backupRestore', fresh: true, body: (rec) => ({ confirmationToken: rec?.data?.confirmationToken }), allow: admin },
   { method: 'POST', path: '/api/backup-restores/:restoreId/cancel', fixture: 'backupRestore', fresh: true, allow: admin },

@@ -1,20 +1,13 @@
 import { randomString } from '../../../src/lib/ids.js';
-import { insertDeployment } from '../../../src/modules/deployments/deployments.store.js';
-import { createProject } from '../../../src/modules/projects/projects.service.js';
-import { actorOf, ownerFor } from '../fixtures.js';
+import { createDeployment, createProject } from '../../support/factories.js';
+import { ownerFor } from '../fixtures.js';
 import { byGrant, type Fixture, type FixtureInput, type MatrixRow } from '../matrix.js';
 
 /** A deployment row of a fresh project of org A (or B), in `status`. */
 async function deployment({ world, which }: FixtureInput, status: string) {
   const owner = ownerFor(world, which);
-  const p = await createProject(world.server.ctx, actorOf(owner), { name: `mx-dpl-${randomString(6)}` });
-  const id = `dpl_${randomString(20)}`;
-  const at = new Date().toISOString();
-  await insertDeployment(
-    world.server.ctx.db,
-    { id, orgId: owner.orgId, projectId: p.id, environment: 'production', status, trigger: 'api', commit: null, ref: null, createdAt: at, startedAt: null, finishedAt: status === 'queued' ? null : at, error: null, updatedAt: at },
-    { deploymentId: id, orgId: owner.orgId, projectId: p.id, sourceType: 'none', uploadDir: null, releaseDir: null, startCommand: null, createdBy: owner.userId },
-  );
+  const p = await createProject(world.server, owner, { name: `mx-dpl-${randomString(6)}` });
+  const id = await createDeployment(world.server, p, { id: `dpl_${randomString(20)}`, status, finished: status !== 'queued' });
   return { params: { id }, grantKeys: [{ type: 'project' as const, id: p.id }] };
 }
 

@@ -1,8 +1,8 @@
 import { randomString } from '../../../src/lib/ids.js';
-import { createProject } from '../../../src/modules/projects/projects.service.js';
 import { createRule } from '../../../src/modules/projects/route-rules.service.js';
 import { findProject } from '../../../src/modules/projects/projects.store.js';
-import { actorOf, ownerFor } from '../fixtures.js';
+import { actorOf, createProject } from '../../support/factories.js';
+import { ownerFor } from '../fixtures.js';
 import { ANY_MEMBER, byGrant, type Fixture, type MatrixRow, type PrincipalName } from '../matrix.js';
 
 /** Org-level project:write (create, ensure): owner, admin, member; restricted members hold no `*` grant here. */
@@ -14,10 +14,9 @@ export const fixtures: Record<string, Fixture> = {
     missingId: 'rr_missing0000000000000',
     async make({ world, which }) {
       const owner = ownerFor(world, which);
-      const actor = actorOf(owner);
-      const p = await createProject(world.server.ctx, actor, { name: `mx-rr-${randomString(6)}` });
+      const p = await createProject(world.server, owner, { name: `mx-rr-${randomString(6)}` });
       const row = (await findProject(world.server.ctx.db, owner.orgId, p.id))!;
-      const rule = await createRule(world.server.ctx, actor, row, { kind: 'rate-limit', limit: 10, windowSeconds: 60 });
+      const rule = await createRule(world.server.ctx, actorOf(owner), row, { kind: 'rate-limit', limit: 10, windowSeconds: 60 });
       return { params: { id: p.id, ruleId: rule.id }, grantKeys: [{ type: 'project', id: p.id }] };
     },
   },

@@ -1,9 +1,9 @@
 import { gzipSync } from 'node:zlib';
 import { Header } from 'tar';
 import { randomString } from '../../../src/lib/ids.js';
-import { createProject } from '../../../src/modules/projects/projects.service.js';
-import { authenticateUpload, createSession, receiveUpload } from '../../../src/modules/uploads/uploads.service.js';
-import { actorOf, ownerFor } from '../fixtures.js';
+import { authenticateUpload, createSession, receiveUpload } from '../../../src/modules/uploads/index.js';
+import { actorOf, createProject } from '../../support/factories.js';
+import { ownerFor } from '../fixtures.js';
 import { ANY_MEMBER, byGrant, PRINCIPALS, type Fixture, type MatrixRow, type PrincipalName } from '../matrix.js';
 
 /** Org-level project:write (open a session, scan or import a local folder): owner, admin, member. */
@@ -25,7 +25,7 @@ export const fixtures: Record<string, Fixture> = {
       const owner = ownerFor(world, which);
       const actor = actorOf(owner);
       const ctx = world.server.ctx;
-      const p = await createProject(ctx, actor, { name: `mx-upl-${randomString(6)}` });
+      const p = await createProject(world.server, owner, { name: `mx-upl-${randomString(6)}` });
       const s = await createSession(ctx, actor, { projectId: p.id });
       const row = await authenticateUpload(ctx, s.sessionId, s.headers['x-berth-upload-token']);
       await receiveUpload(ctx, row, [tinyTgz()]);
