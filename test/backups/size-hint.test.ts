@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { volumeSizeHint, volumeSource } from '../../src/modules/backups/engine.js';
+import { volumeSizeHint, volumeSource } from '../../src/modules/backups/volume-archive.js';
 import { putPartSize } from '../../src/modules/backups/s3-storage.js';
 import { tempDir } from '../support/harness.js';
 import { fillVolume } from './helpers.js';

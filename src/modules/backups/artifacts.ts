@@ -1,0 +1,124 @@
+import { createHash, type Hash } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { Transform, Writable, type Readable, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Storage } from './storage.js';
+import { extractInto } from './volume-archive.js';
+
+/**
+ * Artifacts in a destination, hashed on the way: writing one from a source stream, reading one back
+ * to hash it (pinned to the exact object where the storage can), downloading it to a file, and
+ * extracting a volume artifact into a folder.
+ */
+
+export type ProgressFn = (bytes: number) => void;
+
+/** Counts and hashes the bytes passing through; reports progress at most every 250 ms. */
+export class HashCounter extends Transform {
+  readonly hash: Hash = createHash('sha256');
+  bytes = 0;
+  private last = 0;
+
+  constructor(
+    private readonly onProgress?: ProgressFn,
+    private readonly hashing = true,
+  ) {
+    super({ highWaterMark: 1024 * 1024 });
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    if (this.hashing) this.hash.update(chunk);
+    this.bytes += chunk.length;
+    const now = Date.now();
+    if (this.onProgress && now - this.last >= 250) {
+      this.last = now;
+      this.onProgress(this.bytes);
+    }
+    cb(null, chunk);
+  }
+
+  override _flush(cb: TransformCallback): void {
+    this.onProgress?.(this.bytes);
+    cb();
+  }
+
+  digest(): string {
+    return this.hash.digest('hex');
+  }
+}
+
+/** Streams `source` through a hasher into `storage` at `key`; answers sha256 and size. */
+export async function writeArtifact(
+  storage: Storage,
+  key: string,
+  source: Readable,
+  onProgress?: ProgressFn,
+  signal?: AbortSignal,
+  sizeHint?: number,
+): Promise<{ sha256: string; sizeBytes: number }> {
+  const hc = new HashCounter(onProgress);
+  // The storage attaches its own handlers later (after awaits); never leave an error unheard.
+  hc.on('error', () => {});
+  source.on('error', (e) => hc.destroy(e));
+  const piped = source.pipe(hc);
+  await storage.put(key, piped, signal, sizeHint);
+  if (hc.errored) throw hc.errored;
+  return { sha256: hc.digest(), sizeBytes: hc.bytes };
+}
+
+/** Reads the object back and hashes it. */
+export async function hashObject(storage: Storage, key: string, onProgress?: ProgressFn, signal?: AbortSignal): Promise<{ sha256: string; sizeBytes: number }> {
+  return hashReadable(await storage.get(key, signal), onProgress, signal);
+}
+
+/**
+ * Hashes the object and, where the storage can name the exact object (local files), answers its
+ * identity too: read through a handle opened on that identity, and still the same afterwards.
+ * `identity` is null when the storage cannot pin objects or the object changed meanwhile.
+ */
+export async function hashPinned(storage: Storage, key: string, signal?: AbortSignal): Promise<{ sha256: string; sizeBytes: number; identity: string | null }> {
+  if (!storage.identity || !storage.getPinned) return { ...(await hashObject(storage, key, undefined, signal)), identity: null };
+  const before = await storage.identity(key);
+  const got = await hashReadable(await storage.getPinned(key, before), undefined, signal);
+  const after = await storage.identity(key);
+  return { ...got, identity: before === after ? before : null };
+}
+
+async function hashReadable(src: Readable, onProgress?: ProgressFn, signal?: AbortSignal): Promise<{ sha256: string; sizeBytes: number }> {
+  const hc = new HashCounter(onProgress);
+  await pipeline(src, hc, new Writable({ write: (_c, _e, cb) => cb() }), { signal });
+  return { sha256: hc.digest(), sizeBytes: hc.bytes };
+}
+
+/** Copies the object to a local file, hashing on the way. */
+export async function downloadTo(storage: Storage, key: string, file: string, onProgress?: ProgressFn, signal?: AbortSignal): Promise<{ sha256: string; sizeBytes: number }> {
+  await mkdir(path.dirname(file), { recursive: true });
+  const src = await storage.get(key, signal);
+  const hc = new HashCounter(onProgress);
+  await pipeline(src, hc, createWriteStream(file), { signal });
+  return { sha256: hc.digest(), sizeBytes: hc.bytes };
+}
+
+/**
+ * Extracts the artifact into `dir`, hashing the compressed bytes on the way. With `pinned` (an
+ * identity from hashPinned) it reads exactly that object and does not hash it again (`sha256` is
+ * null): prepare hashed those bytes, and gzip's own CRC-32 and length check still catch a damaged read.
+ */
+export async function extractArtifact(
+  storage: Storage,
+  key: string,
+  dir: string,
+  onProgress?: ProgressFn,
+  signal?: AbortSignal,
+  pinned?: string,
+): Promise<{ sha256: string | null; sizeBytes: number }> {
+  const pin = pinned && storage.getPinned ? pinned : null;
+  const src = pin ? await storage.getPinned!(key, pin) : await storage.get(key, signal);
+  const hc = new HashCounter(onProgress, !pin);
+  hc.on('error', () => {});
+  src.on('error', (e) => hc.destroy(e));
+  await extractInto(src.pipe(hc), dir, signal);
+  return { sha256: pin ? null : hc.digest(), sizeBytes: hc.bytes };
+}
