@@ -1,5 +1,6 @@
 import type { Selectable, Updateable } from 'kysely';
 import type { Db } from '../../db/client.js';
+import { cloudProjectIds } from './project-link.js';
 import type { BackupDestinationsTable, BackupPoliciesTable, BackupRestoresTable, BackupRunsTable } from './backups.tables.js';
 
 /** SQL of the backups area. Every query a request can reach is scoped by org. */
@@ -47,24 +48,6 @@ export async function destinationUsage(db: Db, orgId: string, id: string): Promi
   return { policies: Number(p?.n ?? 0), runs: Number(r?.n ?? 0) };
 }
 
-// ---------------------------------------------------------------- services (rows of the projects area)
-
-export function findService(db: Db, orgId: string, projectId: string, id: string) {
-  return db.selectFrom('services').selectAll().where('orgId', '=', orgId).where('projectId', '=', projectId).where('id', '=', id).executeTakeFirst();
-}
-
-export function findServiceByName(db: Db, orgId: string, projectId: string, name: string) {
-  return db.selectFrom('services').selectAll().where('orgId', '=', orgId).where('projectId', '=', projectId).where('name', '=', name).executeTakeFirst();
-}
-
-export async function insertServiceIfMissing(db: Db, row: { id: string; orgId: string; projectId: string; kind: string; name: string; createdAt: string }): Promise<void> {
-  await db
-    .insertInto('services')
-    .values({ ...row, connectionUrl: null })
-    .onConflict((oc) => oc.columns(['projectId', 'name']).doNothing())
-    .execute();
-}
-
 // ---------------------------------------------------------------- policies
 
 export function findPolicy(db: Db, orgId: string, id: string): Promise<PolicyRow | undefined> {
@@ -92,7 +75,6 @@ export async function deletePolicy(db: Db, orgId: string, id: string): Promise<v
   await db.deleteFrom('backupPolicies').where('orgId', '=', orgId).where('id', '=', id).execute();
 }
 
-/** Enabled policies with a schedule that is due (scheduler; every org). */
 /**
  * Enabled cron policies that are due, across orgs (the scheduler's query). Policies of a project that
  * moved to the cloud (`location: "cloud"`) are left out: its data lives there now, so a local schedule
@@ -103,13 +85,17 @@ export function duePolicies(db: Db, nowIso: string): Promise<PolicyRow[]> {
     .selectFrom('backupPolicies')
     .selectAll()
     .where('enabled', '=', 1)
-    .where('projectId', 'not in', db.selectFrom('projects').select('id').where('location', '=', 'cloud'))
+    .where('projectId', 'not in', cloudProjectIds(db))
     .where('cronExpression', 'is not', null)
     .where('nextRunAt', 'is not', null)
     .where('nextRunAt', '<=', nowIso)
     .orderBy('nextRunAt')
     .limit(100)
     .execute();
+}
+
+export async function setLastSuccess(db: Db, orgId: string, id: string, at: string): Promise<void> {
+  await db.updateTable('backupPolicies').set({ lastSuccessAt: at }).where('orgId', '=', orgId).where('id', '=', id).execute();
 }
 
 /** Moves a policy's next run time, only if nobody else did (several instances). */
@@ -217,6 +203,28 @@ export function applyingRestoreOfService(db: Db, orgId: string, serviceId: strin
 /** Restores left applying (crash recovery; every org). */
 export function applyingRestores(db: Db): Promise<RestoreRow[]> {
   return db.selectFrom('backupRestores').selectAll().where('status', '=', 'applying').execute();
+}
+
+// ---------------------------------------------------------------- both
+
+const TABLE = { run: 'backupRuns', restore: 'backupRestores' } as const;
+
+/**
+ * The heartbeat of a run or restore executing here (its updatedAt, so a sweep can tell a dead one
+ * from a live one); answers whether it should stop (cancel requested by any instance, or gone).
+ */
+export async function heartbeat(db: Db, kind: 'run' | 'restore', orgId: string, id: string, at: string): Promise<boolean> {
+  const table = TABLE[kind];
+  await db.updateTable(table).set({ updatedAt: at }).where('orgId', '=', orgId).where('id', '=', id).execute();
+  const row = await db.selectFrom(table).select('cancelRequested').where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+  return !row || row.cancelRequested === 1;
+}
+
+/** Every backup record of a project (the project is being deleted): restores, runs, policies. */
+export async function deleteProjectBackups(db: Db, orgId: string, projectId: string): Promise<void> {
+  await db.deleteFrom('backupRestores').where('orgId', '=', orgId).where('projectId', '=', projectId).execute();
+  await db.deleteFrom('backupRuns').where('orgId', '=', orgId).where('projectId', '=', projectId).execute();
+  await db.deleteFrom('backupPolicies').where('orgId', '=', orgId).where('projectId', '=', projectId).execute();
 }
 
 /** Size of the newest succeeded run of a policy, or null. */

@@ -1,21 +1,27 @@
 import { EventEmitter } from 'node:events';
 
 /**
- * In-process bus of run and restore events, keyed `run:<id>` / `restore:<id>`. SSE streams
+ * The server's bus of run and restore events, keyed `run:<id>` / `restore:<id>`. SSE streams
  * subscribe to it; streams also poll the row, so a run executing on another instance is followed too.
+ * One per running server (BackupsRuntime), never shared between servers of one process.
  */
 export type BackupEvent =
   | { type: 'transition'; data: { from: string; to: string; at: string } }
   | { type: 'progress'; data: { phase: string; bytes: number; totalBytes?: number } };
 
-const bus = new EventEmitter();
-bus.setMaxListeners(0);
+export class BackupEvents {
+  private readonly bus = new EventEmitter();
 
-export function publish(key: string, ev: BackupEvent): void {
-  bus.emit(key, ev);
-}
+  constructor() {
+    this.bus.setMaxListeners(0);
+  }
 
-export function subscribe(key: string, fn: (ev: BackupEvent) => void): () => void {
-  bus.on(key, fn);
-  return () => bus.off(key, fn);
+  publish(key: string, ev: BackupEvent): void {
+    this.bus.emit(key, ev);
+  }
+
+  subscribe(key: string, fn: (ev: BackupEvent) => void): () => void {
+    this.bus.on(key, fn);
+    return () => this.bus.off(key, fn);
+  }
 }

@@ -1,0 +1,26 @@
+import type { AppContext } from '../../context.js';
+import { BackupEvents } from './events.js';
+import { RateLimiter } from './rate-limiter.js';
+
+/**
+ * The backups area's state that lives as long as one running server: its event bus, the abort
+ * handles of the runs and restores executing in this process, and the webhook's rate limiter. The
+ * module makes one per server in `provides` (`ctx.ports.backups`); no other area uses it.
+ */
+export interface BackupsRuntime {
+  events: BackupEvents;
+  /** Abort handles of the runs and restores executing in this process, by record id. */
+  aborts: Map<string, AbortController>;
+  webhookLimiter: RateLimiter;
+}
+
+export function createBackupsRuntime(ctx: Pick<AppContext, 'config'>): BackupsRuntime {
+  return { events: new BackupEvents(), aborts: new Map(), webhookLimiter: new RateLimiter(ctx.config.webhookRateLimit) };
+}
+
+/** This server's backups state (the module provides it; a server without the module has none). */
+export function backupsRuntime(ctx: Pick<AppContext, 'ports'>): BackupsRuntime {
+  const rt = ctx.ports.backups;
+  if (!rt) throw new Error('the backups module is not registered on this server');
+  return rt;
+}
