@@ -2,10 +2,16 @@ import { Type } from '@sinclair/typebox';
 import { defineRoute, Answer, type ModuleDef } from '../../http/route.js';
 import { invalid } from '../../lib/errors.js';
 import { Obj, Str } from '../../http/schemas.js';
-import { setCloneTokenProvider } from '../deployments/deployments.service.js';
-import { registerCatalog } from '../permissions/catalog.js';
-import { setGitPort } from '../projects/git-port.js';
-import * as svc from './gitprovider.service.js';
+import { resolveAccount, resolveProvider, resolveRepository } from './access.js';
+import { completeRedirect } from './callback.service.js';
+import { cloneToken } from './clone-tokens.js';
+import { connect, disconnect, pollDevice } from './connect.service.js';
+import { DELIVERY_JOB, processDelivery, pruneOld, receiveDelivery } from './deliveries.service.js';
+import * as P from './gitprovider.presenters.js';
+import { gitproviderPorts } from './provided-ports.js';
+import { deleteWebhook, listWebhooks, registerWebhook } from './repo-webhooks.service.js';
+import * as repos from './repos.service.js';
+import { home, localStatus, status } from './status.service.js';
 
 /** GitHub logins: letters, digits and single hyphens, at most 39; repository names: at most 100 of [A-Za-z0-9._-]. */
 const Owner = Str({ min: 1, max: 39, pattern: '^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$' });
@@ -23,39 +29,26 @@ function optionalSource(body: unknown, fromQuery: string | undefined, allowed: s
   return v;
 }
 
-/** The gate's record: the org's git provider, narrowed to the path's owner when there is one. */
-const onOwner = { kind: 'gitprovider', param: 'owner' } as const;
-const onOrgAccount = { kind: 'gitprovider', param: 'org' } as const;
+/**
+ * The records the gate checks (access.ts). A repository is named by both path parameters; an account
+ * by `:org`. The org's provider as a whole (status, home) is named by no field: its resolver ignores
+ * the id, so the declaration reads an (unused) query field until routes can name an org-level record.
+ */
+const onRepository = { kind: 'gitprovider_repository', param: 'repo' } as const;
+const onAccount = { kind: 'gitprovider_account', param: 'org' } as const;
+const onProvider = { kind: 'gitprovider', query: 'org' } as const;
 
 export const gitproviderModule: ModuleDef = {
   name: 'gitprovider',
-  resolvers: { gitprovider: (ctx, orgId, id) => svc.resolveGitprovider(ctx, orgId, id ?? '') },
+  resolvers: {
+    gitprovider: (ctx, orgId) => resolveProvider(ctx, orgId),
+    gitprovider_account: (ctx, orgId, id) => resolveAccount(ctx, orgId, id),
+    gitprovider_repository: (ctx, orgId, id, params) => resolveRepository(ctx, orgId, id, params),
+  },
+  provides: () => gitproviderPorts(),
   init(ctx) {
-    setGitPort(svc.gitPortImpl);
-    // The grantable-resource catalog of the two git provider grant types (ids: installation id; `owner/repo` lowercase).
-    registerCatalog('gitprovider_installation', {
-      list: (c, orgId) => svc.grantableResources(c, orgId, 'gitprovider_installation'),
-      has: async (c, orgId, id) => (await svc.grantableResources(c, orgId, 'gitprovider_installation')).some((e) => e.id === id),
-    });
-    registerCatalog('gitprovider_repository', {
-      list: (c, orgId, q) => svc.grantableResources(c, orgId, 'gitprovider_repository', q.owner),
-      has: async (c, orgId, id) => {
-        const owner = id.split('/')[0];
-        if (!owner || id !== id.toLowerCase()) return false;
-        return (await svc.grantableResources(c, orgId, 'gitprovider_repository', owner)).some((e) => e.id === id);
-      },
-    });
-    // The build pipeline clones linked repositories with a fresh, repository-scoped installation token.
-    setCloneTokenProvider(async (c, orgId, owner, repo) => {
-      try {
-        const cred = await svc.cloneCredentialFor(c, orgId, owner, repo);
-        return { token: cred.token, username: cred.username };
-      } catch {
-        return null;
-      }
-    });
-    ctx.scheduler.add({ name: 'gitprovider.prune', everyMs: 6 * 3600_000, run: () => svc.pruneOld(ctx) });
-    ctx.jobs.register<{ deliveryId: string }>(svc.DELIVERY_JOB, async (p, info) => svc.processDelivery(ctx, p.deliveryId, info), { maxAttempts: 5, backoffMs: 1000 });
+    ctx.scheduler.add({ name: 'gitprovider.prune', everyMs: 6 * 3600_000, run: () => pruneOld(ctx) });
+    ctx.jobs.register<{ deliveryId: string }>(DELIVERY_JOB, async (p, info) => processDelivery(ctx, p.deliveryId, info), { maxAttempts: 5, backoffMs: 1000 });
   },
   routes: [
     defineRoute({
@@ -63,26 +56,19 @@ export const gitproviderModule: ModuleDef = {
       url: '/api/gitprovider/status',
       summary: 'Connection status of the org: state, accounts, install URL',
       tag: 'gitprovider:read',
-      // Any member reaches the handler; it authorizes gitprovider:read against the org's git grants
-      // (a restricted member with a grant on one repository or installation may call it).
-      access: 'member',
-      async handler({ actor }, ctx) {
-        await svc.authorizeProvider(ctx, actor, 'gitprovider:read');
-        return svc.status(ctx, actor);
-      },
+      // Any git grant of the org widens a restricted member here (accounts are then filtered to its grants).
+      resource: onProvider,
+      schema: { response: P.StatusSchema },
+      handler: ({ actor }, ctx) => status(ctx, actor),
     }),
     defineRoute({
       method: 'GET',
       url: '/api/gitprovider/home',
       summary: 'State, accounts and repositories in one call, filtered to what the member may see',
       tag: 'gitprovider:read',
-      // Any member reaches the handler; it authorizes gitprovider:read against the org's git grants
-      // (a restricted member with a grant on one repository or installation may call it).
-      access: 'member',
-      async handler({ actor }, ctx) {
-        await svc.authorizeProvider(ctx, actor, 'gitprovider:read');
-        return svc.home(ctx, actor);
-      },
+      resource: onProvider,
+      schema: { response: P.HomeSchema },
+      handler: ({ actor }, ctx) => home(ctx, actor),
     }),
     defineRoute({
       method: 'GET',
@@ -90,9 +76,8 @@ export const gitproviderModule: ModuleDef = {
       summary: "Whether the host's gh CLI is installed and signed in",
       tag: 'gitprovider:read',
       selfHostedOnly: true,
-      async handler(_input, ctx) {
-        return svc.localStatus(ctx);
-      },
+      schema: { response: P.LocalStatusSchema },
+      handler: (_input, ctx) => localStatus(ctx),
     }),
     defineRoute({
       method: 'GET',
@@ -100,9 +85,8 @@ export const gitproviderModule: ModuleDef = {
       summary: 'Poll the device-flow login of the caller',
       tag: 'gitprovider:read',
       selfHostedOnly: true,
-      async handler({ actor }, ctx) {
-        return svc.pollDevice(ctx, actor);
-      },
+      schema: { response: P.DevicePollSchema },
+      handler: ({ actor }, ctx) => pollDevice(ctx, actor),
     }),
     defineRoute({
       method: 'POST',
@@ -110,16 +94,16 @@ export const gitproviderModule: ModuleDef = {
       summary: 'Start or advance the connection flow (redirect, device_code or terminal)',
       tag: 'gitprovider:write',
       // The body is optional (`{}` or none), so it is read by optionalSource rather than a body schema.
-      async handler({ actor, req }, ctx) {
-        return svc.connect(ctx, actor, optionalSource(req.body, undefined, ['oauth', 'cli']) as 'oauth' | 'cli' | undefined);
-      },
+      schema: { response: P.ConnectSchema },
+      handler: ({ actor, req }, ctx) => connect(ctx, actor, optionalSource(req.body, undefined, ['oauth', 'cli']) as 'oauth' | 'cli' | undefined),
     }),
     defineRoute({
       method: 'GET',
       url: '/api/gitprovider/connect/redirect',
-      summary: 'OAuth and App-installation callback (the browser arrives without a session)',
+      summary: 'OAuth and App-installation callback (the browser arrives without a session); 302 to the dashboard',
       access: 'public',
       raw: true,
+      produces: 'text/plain',
       schema: {
         querystring: Obj({
           code: Type.Optional(Str({ max: 512 })),
@@ -129,7 +113,7 @@ export const gitproviderModule: ModuleDef = {
         }),
       },
       async handler({ query, reply }, ctx) {
-        const out = await svc.completeRedirect(ctx, query);
+        const out = await completeRedirect(ctx, query);
         const to = new URL('/', ctx.publicUrl());
         to.searchParams.set('gitprovider', 'connected');
         to.searchParams.set('source', out.source);
@@ -141,21 +125,16 @@ export const gitproviderModule: ModuleDef = {
       url: '/api/gitprovider/disconnect',
       summary: 'Drop the stored credentials of one source or all (does not uninstall the App)',
       tag: 'gitprovider:admin',
-      schema: { querystring: Obj({ source: Type.Optional(SourceQ) }) },
-      async handler({ actor, req, query }, ctx) {
-        const source = optionalSource(req.body, query.source, ['oauth', 'cli', 'all']) ?? 'all';
-        return svc.disconnect(ctx, actor, source as 'oauth' | 'cli' | 'all');
-      },
+      schema: { querystring: Obj({ source: Type.Optional(SourceQ) }), response: P.DisconnectSchema },
+      handler: ({ actor, req, query }, ctx) => disconnect(ctx, actor, (optionalSource(req.body, query.source, ['oauth', 'cli', 'all']) ?? 'all') as 'oauth' | 'cli' | 'all'),
     }),
     defineRoute({
       method: 'GET',
       url: '/api/gitprovider/repos',
       summary: "The connected accounts' repositories; optional owner",
       tag: 'gitprovider:list',
-      schema: { querystring: Obj({ owner: Type.Optional(Owner) }) },
-      async handler({ actor, query }, ctx) {
-        return svc.listRepos(ctx, actor, { owner: query.owner });
-      },
+      schema: { querystring: Obj({ owner: Type.Optional(Owner) }), response: Type.Array(P.RepoSchema) },
+      handler: ({ actor, query }, ctx) => repos.listRepos(ctx, actor, { owner: query.owner }),
     }),
     defineRoute({
       method: 'POST',
@@ -163,65 +142,62 @@ export const gitproviderModule: ModuleDef = {
       summary: 'Create a repository',
       tag: 'gitprovider:write',
       status: 201,
-      schema: { body: Obj({ name: RepoName, private: Type.Optional(Type.Boolean()), owner: Type.Optional(Owner), description: Type.Optional(Str({ max: 350 })) }) },
-      async handler({ actor, body }, ctx) {
-        return svc.createRepo(ctx, actor, body);
+      schema: {
+        body: Obj({ name: RepoName, private: Type.Optional(Type.Boolean()), owner: Type.Optional(Owner), description: Type.Optional(Str({ max: 350 })) }),
+        response: P.RepoSchema,
       },
+      handler: ({ actor, body }, ctx) => repos.createRepo(ctx, actor, body),
     }),
     defineRoute({
       method: 'GET',
       url: '/api/gitprovider/orgs/:org/repos',
       summary: 'Repositories of an org or account',
       tag: 'gitprovider:list',
-      resource: onOrgAccount,
-      schema: { params: Obj({ org: Owner }) },
-      async handler({ actor, params }, ctx) {
-        return svc.listOwnerRepos(ctx, actor, params.org);
-      },
+      resource: onAccount,
+      schema: { params: Obj({ org: Owner }), response: Type.Array(P.RepoSchema) },
+      handler: ({ actor, params }, ctx) => repos.listOwnerRepos(ctx, actor, params.org),
     }),
     defineRoute({
       method: 'GET',
       url: '/api/gitprovider/repos/:owner/:repo',
       summary: 'Repository metadata; branches=true inlines branches',
       tag: 'gitprovider:read',
-      resource: onOwner,
-      schema: { params: RepoParams, querystring: Obj({ branches: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])) }) },
-      async handler({ actor, params, query }, ctx) {
-        return svc.getRepo(ctx, actor, params.owner, params.repo, query.branches === 'true');
+      resource: onRepository,
+      schema: {
+        params: RepoParams,
+        querystring: Obj({ branches: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])) }),
+        response: P.RepoWithBranchesSchema,
       },
+      handler: ({ actor, params, query }, ctx) => repos.getRepo(ctx, actor, params.owner, params.repo, query.branches === 'true'),
     }),
     defineRoute({
       method: 'DELETE',
       url: '/api/gitprovider/repos/:owner/:repo',
       summary: 'Delete a repository',
       tag: 'gitprovider:admin',
-      resource: onOwner,
-      schema: { params: RepoParams },
-      async handler({ actor, params }, ctx) {
-        return svc.deleteRepo(ctx, actor, params.owner, params.repo);
-      },
+      resource: onRepository,
+      schema: { params: RepoParams, response: P.DeletedRepoSchema },
+      handler: ({ actor, params }, ctx) => repos.deleteRepo(ctx, actor, params.owner, params.repo),
     }),
     defineRoute({
       method: 'GET',
       url: '/api/gitprovider/repos/:owner/:repo/branches',
       summary: 'List branches',
       tag: 'gitprovider:list',
-      resource: onOwner,
-      schema: { params: RepoParams },
-      async handler({ actor, params }, ctx) {
-        return svc.listBranches(ctx, actor, params.owner, params.repo);
-      },
+      resource: onRepository,
+      schema: { params: RepoParams, response: Type.Array(P.BranchSchema) },
+      handler: ({ actor, params }, ctx) => repos.listBranches(ctx, actor, params.owner, params.repo),
     }),
     defineRoute({
       method: 'GET',
       url: '/api/gitprovider/repos/:owner/:repo/clone-token',
       summary: 'Mint a short-lived clone token (App installations only)',
       tag: 'gitprovider:read',
-      resource: onOwner,
-      schema: { params: RepoParams },
+      resource: onRepository,
+      schema: { params: RepoParams, response: P.CloneTokenSchema },
       async handler({ actor, params, reply }, ctx) {
         reply.header('cache-control', 'no-store');
-        return svc.cloneToken(ctx, actor, params.owner, params.repo);
+        return cloneToken(ctx, actor.orgId, params.owner, params.repo);
       },
     }),
     defineRoute({
@@ -229,43 +205,47 @@ export const gitproviderModule: ModuleDef = {
       url: '/api/gitprovider/repos/:owner/:repo/files',
       summary: 'List files and directories at a path',
       tag: 'gitprovider:list',
-      resource: onOwner,
-      schema: { params: RepoParams, querystring: Obj({ path: Type.Optional(Str({ max: 1024 })), branch: Type.Optional(Branch) }) },
-      async handler({ actor, params, query }, ctx) {
-        return svc.listFiles(ctx, actor, params.owner, params.repo, query);
+      resource: onRepository,
+      schema: {
+        params: RepoParams,
+        querystring: Obj({ path: Type.Optional(Str({ max: 1024 })), branch: Type.Optional(Branch) }),
+        response: Type.Array(P.FileEntrySchema),
       },
+      handler: ({ actor, params, query }, ctx) => repos.listFiles(ctx, actor, params.owner, params.repo, query),
     }),
     defineRoute({
       method: 'GET',
       url: '/api/gitprovider/repos/:owner/:repo/file',
       summary: 'Read one file (default package.json); *.json is parsed',
       tag: 'gitprovider:read',
-      resource: onOwner,
-      schema: { params: RepoParams, querystring: Obj({ file: Type.Optional(Str({ min: 1, max: 1024 })), branch: Type.Optional(Branch) }) },
-      async handler({ actor, params, query }, ctx) {
-        return svc.readFile(ctx, actor, params.owner, params.repo, query);
+      resource: onRepository,
+      schema: {
+        params: RepoParams,
+        querystring: Obj({ file: Type.Optional(Str({ min: 1, max: 1024 })), branch: Type.Optional(Branch) }),
+        response: P.FileSchema,
       },
+      handler: ({ actor, params, query }, ctx) => repos.readFile(ctx, actor, params.owner, params.repo, query),
     }),
     defineRoute({
       method: 'GET',
       url: '/api/gitprovider/repos/:owner/:repo/webhooks',
       summary: "List the repository's webhooks",
       tag: 'gitprovider:list',
-      resource: onOwner,
-      schema: { params: RepoParams },
-      async handler({ actor, params }, ctx) {
-        return svc.listWebhooks(ctx, actor, params.owner, params.repo);
-      },
+      resource: onRepository,
+      schema: { params: RepoParams, response: Type.Array(P.WebhookSchema) },
+      handler: ({ actor, params }, ctx) => listWebhooks(ctx, actor, params.owner, params.repo),
     }),
     defineRoute({
       method: 'POST',
       url: '/api/gitprovider/repos/:owner/:repo/webhooks',
-      summary: 'Register the push webhook that drives auto-deploy, or reuse an existing one',
+      summary: 'Register the push webhook that drives auto-deploy (201), or reuse an existing one (200)',
       tag: 'gitprovider:write',
-      resource: onOwner,
-      schema: { params: RepoParams },
+      resource: onRepository,
+      status: 201,
+      // The status depends on the outcome, so the handler answers an Answer (enveloped: `{ data }`).
+      schema: { params: RepoParams, response: P.RegisteredWebhookSchema },
       async handler({ actor, params }, ctx) {
-        const out = await svc.registerWebhook(ctx, actor, params.owner, params.repo);
+        const out = await registerWebhook(ctx, actor, params.owner, params.repo);
         return new Answer({ data: { ...out.hook, reused: !out.created } }, out.created ? 201 : 200);
       },
     }),
@@ -274,35 +254,37 @@ export const gitproviderModule: ModuleDef = {
       url: '/api/gitprovider/repos/:owner/:repo/webhooks',
       summary: 'Delete a webhook',
       tag: 'gitprovider:admin',
-      resource: onOwner,
-      schema: { params: RepoParams, body: Obj({ hookId: Type.Union([Type.Integer({ minimum: 1 }), Str({ min: 1, max: 20, pattern: '^[0-9]+$' })]) }) },
-      async handler({ actor, params, body }, ctx) {
-        return svc.deleteWebhook(ctx, actor, params.owner, params.repo, Number(body.hookId));
+      resource: onRepository,
+      schema: {
+        params: RepoParams,
+        body: Obj({ hookId: Type.Union([Type.Integer({ minimum: 1 }), Str({ min: 1, max: 20, pattern: '^[0-9]+$' })]) }),
+        response: P.DeletedWebhookSchema,
       },
+      handler: ({ actor, params, body }, ctx) => deleteWebhook(ctx, actor, params.owner, params.repo, Number(body.hookId)),
     }),
     defineRoute({
       method: 'POST',
       url: '/api/gitprovider/webhook',
-      summary: 'Incoming GitHub deliveries (push, installation, installation_repositories), signed with the webhook secret',
+      summary: 'Incoming GitHub deliveries (push, installation, installation_repositories), signed with the webhook secret; 202 queued, 200 ignored or duplicate',
       access: 'public',
       rawBody: true,
       bodyLimit: 25 * 1024 * 1024,
+      status: 202,
+      schema: { response: P.DeliveryAckSchema },
       async handler({ req }, ctx) {
         const h = (n: string) => {
           const v = req.headers[n];
           return typeof v === 'string' ? v : undefined;
         };
-        const out = await svc.receiveDelivery(ctx, {
+        const out = await receiveDelivery(ctx, {
           raw: req.rawBody ?? Buffer.alloc(0),
           signature: h('x-hub-signature-256'),
           event: h('x-github-event'),
           deliveryId: h('x-github-delivery'),
           hookId: h('x-github-hook-id'),
         });
-        return new Answer(out.body, out.status);
+        return new Answer({ data: out.ack }, out.status);
       },
     }),
   ],
 };
-
-export { cloneCredentialFor } from './gitprovider.service.js';

@@ -158,65 +158,10 @@ export async function gitGrantKeys(db: Db, orgId: string): Promise<{ type: strin
   return rows.map((r) => ({ type: r.resourceType, id: r.resourceId }));
 }
 
-// ---------------------------------------------------------------- projects touched by the provider
+// ---------------------------------------------------------------- notices on projects the provider paused or unlinked
 
-export type LinkedProject = {
-  id: string;
-  orgId: string;
-  gitOwner: string | null;
-  gitRepo: string | null;
-  gitBranch: string | null;
-  autoDeploy: number;
-  webhookDomain: string | null;
-  webhookId: string | null;
-};
-
-const linkedCols = ['id', 'orgId', 'gitOwner', 'gitRepo', 'gitBranch', 'autoDeploy', 'webhookDomain', 'webhookId'] as const;
-
-/** Projects of `orgId` linked to owner (and repo, when given), case-insensitively. */
-export async function projectsLinkedTo(db: Db, orgId: string, owner: string, repo?: string): Promise<LinkedProject[]> {
-  const rows = await db.selectFrom('projects').select(linkedCols).where('orgId', '=', orgId).where('gitOwner', 'is not', null).execute();
-  return rows.filter((r) => r.gitOwner!.toLowerCase() === owner.toLowerCase() && (repo === undefined || (r.gitRepo ?? '').toLowerCase() === repo.toLowerCase()));
-}
-
-/** Local, enabled projects with auto-deploy on, linked to owner/repo; in `orgId`, or (no org) registered with hook `hookId`. */
-export async function autoDeployProjects(db: Db, where: { orgId?: string; hookId?: string }, owner: string, repo: string) {
-  let q = db
-    .selectFrom('projects')
-    .select([...linkedCols, 'status', 'location'])
-    .where('autoDeploy', '=', 1)
-    .where('status', '=', 'enabled')
-    .where('location', '=', 'local');
-  if (where.orgId) q = q.where('orgId', '=', where.orgId);
-  else if (where.hookId) q = q.where('webhookId', '=', where.hookId);
-  else return [];
-  const rows = await q.execute();
-  return rows.filter((r) => (r.gitOwner ?? '').toLowerCase() === owner.toLowerCase() && (r.gitRepo ?? '').toLowerCase() === repo.toLowerCase());
-}
-
-export async function pauseAutoDeploy(db: Db, orgId: string, projectId: string, reason: string): Promise<void> {
-  const at = nowIso();
-  await db.updateTable('projects').set({ autoDeploy: 0, updatedAt: at }).where('orgId', '=', orgId).where('id', '=', projectId).execute();
-  await setNotice(db, orgId, projectId, reason);
-}
-
-export async function unlinkProject(db: Db, orgId: string, projectId: string, reason: string): Promise<void> {
-  const at = nowIso();
-  await db
-    .updateTable('projects')
-    .set({ autoDeploy: 0, sourceType: 'none', gitProvider: null, gitOwner: null, gitRepo: null, gitBranch: null, webhookId: null, updatedAt: at })
-    .where('orgId', '=', orgId)
-    .where('id', '=', projectId)
-    .execute();
-  await setNotice(db, orgId, projectId, reason);
-}
-
-export async function clearProjectWebhook(db: Db, orgId: string, projectIds: string[]): Promise<void> {
-  if (!projectIds.length) return;
-  await db.updateTable('projects').set({ webhookId: null, updatedAt: nowIso() }).where('orgId', '=', orgId).where('id', 'in', projectIds).execute();
-}
-
-async function setNotice(db: Db, orgId: string, projectId: string, reason: string): Promise<void> {
+/** Records why the provider paused or unlinked a project (shown by the project's GET git until auto-deploy is on again). */
+export async function setNotice(db: Db, orgId: string, projectId: string, reason: string): Promise<void> {
   const at = nowIso();
   await db
     .insertInto('gitproviderProjectNotices')
@@ -244,11 +189,6 @@ export async function pushDeploymentExists(db: Db, orgId: string, projectId: str
     .where('commit', '=', commit)
     .executeTakeFirst();
   return !!row;
-}
-
-export async function projectAutoDeploy(db: Db, orgId: string, projectId: string): Promise<number | undefined> {
-  const p = await db.selectFrom('projects').select('autoDeploy').where('orgId', '=', orgId).where('id', '=', projectId).executeTakeFirst();
-  return p?.autoDeploy;
 }
 
 /** Is the user still a member of the org (a redirect state outlives nothing it was bound to)? */

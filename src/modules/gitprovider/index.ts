@@ -1,3 +1,6 @@
-/** The git provider area's public surface for other areas. */
+/**
+ * The git provider area's surface: the only file other areas import. Its work for other areas
+ * (projects' git port, the build's clone tokens, the grant catalog) is offered as ports
+ * (`provides`, provided-ports.ts), not imported.
+ */
 export { gitproviderModule } from './gitprovider.routes.js';
-export { cloneCredentialFor, grantableResources, projectNotice } from './gitprovider.service.js';
