@@ -1,9 +1,15 @@
+import type { AccessChange } from '../../authz/access-events.js';
+import type { Actor } from '../../authz/actor.js';
+import type { MeView } from './auth.presenters.js';
+
 /**
- * A short-lived, process-local cache of resolved credentials and `me` answers, so that an
- * authenticated read costs no database round trip. Entries live at most TTL_MS (so another
- * instance's revocation is seen within that time) and the whole cache is dropped at once by
- * `invalidateAuthCache()`, which every write to tokens, sessions, memberships, roles, grants or users
- * calls (so on this instance a revocation is effective immediately).
+ * The auth area's short-lived caches of one running server: resolved credentials and `me` answers,
+ * so that an authenticated read costs no database round trip. The auth module makes one `AuthCaches`
+ * per server (`provides`) and subscribes it to the server's access events (`ctx.access`): every write
+ * that changes who can do what, or what `me` answers (tokens, sessions, memberships, roles, grants,
+ * users, orgs), says so there after it committed, and the entries it concerns are dropped at once.
+ * Entries also expire after TTL_MS, so a change made by another instance sharing the database is seen
+ * within that time.
  */
 const TTL_MS = 2000;
 const MAX = 10000;
@@ -31,19 +37,41 @@ export class TtlCache<T> {
     this.map.set(key, { value, at: now });
   }
 
+  /** Drops every entry whose value `stale` answers true for. */
+  dropWhere(stale: (value: T) => boolean): void {
+    for (const [k, e] of this.map) if (stale(e.value)) this.map.delete(k);
+  }
+
   clear(): void {
     this.map.clear();
   }
 }
 
-const caches: TtlCache<unknown>[] = [];
-
-export function authCache<T>(): TtlCache<T> {
-  const c = new TtlCache<T>();
-  caches.push(c as TtlCache<unknown>);
-  return c;
+/** A resolved credential (by token hash), with the credential's own expiry. */
+export interface CachedActor {
+  actor: Actor;
+  expiresAt: number;
 }
 
-export function invalidateAuthCache(): void {
-  for (const c of caches) c.clear();
+/** A `me` answer with the orgs it names (an org's rename or removal makes it stale). */
+export interface CachedMe {
+  userId: string;
+  orgIds: string[];
+  value: MeView;
+}
+
+export class AuthCaches {
+  readonly actors = new TtlCache<CachedActor>();
+  readonly me = new TtlCache<CachedMe>();
+
+  /**
+   * Drops what `change` may have made stale: the credentials of the user (in the org, when named),
+   * and the user's `me` answers in every org (their org list names every membership); an org-wide
+   * change drops every credential acting in the org and every `me` answer that names the org.
+   */
+  drop(change: AccessChange): void {
+    const { userId, orgId } = change;
+    this.actors.dropWhere(({ actor }) => (userId === undefined || actor.userId === userId) && (orgId === undefined || actor.orgId === orgId));
+    this.me.dropWhere((m) => (userId !== undefined ? m.userId === userId : orgId === undefined || m.orgIds.includes(orgId)));
+  }
 }

@@ -1,0 +1,46 @@
+import type { Actor } from '../../authz/actor.js';
+import type { Role } from '../../authz/roles.js';
+import type { AppContext } from '../../context.js';
+import { AppError } from '../../lib/errors.js';
+import { sha256Hex } from '../../lib/crypto.js';
+import { cachesOf } from './auth.credentials.js';
+import { presentMe, type MeView } from './auth.presenters.js';
+import * as store from './auth.store.js';
+
+/** `me` (the signed-in user, the active org and role, every org of the user) and switching the active org. */
+
+type Deps = Pick<AppContext, 'db' | 'ports'>;
+
+/** The `me` answer, from this server's cache when a fresh one is there. */
+export async function me(ctx: Deps, actor: Actor): Promise<MeView> {
+  const caches = cachesOf(ctx);
+  const key = `${actor.userId}:${actor.orgId}:${actor.role}`;
+  const hit = caches?.me.get(key);
+  if (hit) return hit.value;
+  const [user, orgs] = await Promise.all([store.findUserById(ctx.db, actor.userId), store.listUserOrgs(ctx.db, actor.userId)]);
+  if (!user) throw new AppError('UNAUTHENTICATED', 'account no longer exists');
+  const value = presentMe(user, actor.orgId, actor.role, orgs);
+  caches?.me.set(key, { userId: actor.userId, orgIds: orgs.map((o) => o.id), value });
+  return value;
+}
+
+/** Points a session (by its token) at another org; used right after a signup that joined invited orgs. */
+export async function switchSessionOrg({ db, access }: Pick<AppContext, 'db' | 'access'>, sessionToken: string, orgId: string): Promise<void> {
+  const s = await store.findSessionActor(db, sha256Hex(sessionToken));
+  if (!s) return;
+  await store.setSessionOrg(db, s.sessionId, orgId);
+  access.changed({ userId: s.userId });
+}
+
+/** POST switch-org: the session acts in another org of its user from now on; answers `me` there. */
+export async function switchOrg(ctx: Pick<AppContext, 'db' | 'access' | 'ports'>, actor: Actor, orgId: string): Promise<MeView> {
+  if (actor.via !== 'session' || !actor.sessionId) {
+    throw new AppError('FORBIDDEN', 'a personal access token is bound to the org it was made in; sign in with a session to switch orgs');
+  }
+  const m = await store.findMembership(ctx.db, orgId, actor.userId);
+  if (!m) throw new AppError('NOT_FOUND', 'organization not found');
+  await store.setSessionOrg(ctx.db, actor.sessionId, orgId);
+  // The session's cached credential and the streams it opened were in the org it left.
+  ctx.access.changed({ userId: actor.userId });
+  return me(ctx, { ...actor, orgId, role: m.role as Role });
+}

@@ -1,0 +1,103 @@
+import type { Actor } from '../../authz/actor.js';
+import { scopesAllow } from '../../authz/authorize.js';
+import { isTag, parseTag, tagCovers } from '../../authz/tags.js';
+import type { AppContext } from '../../context.js';
+import { transaction, type Db } from '../../db/client.js';
+import { AppError } from '../../lib/errors.js';
+import { sha256Hex } from '../../lib/crypto.js';
+import { isoPlus, newId, newSecretToken, nowIso } from '../../lib/ids.js';
+import { insertAuditEvent } from '../audit/index.js';
+import { TOKEN_PREFIX } from './auth.credentials.js';
+import { presentToken, type TokenView } from './auth.presenters.js';
+import * as store from './auth.store.js';
+
+/**
+ * Personal access tokens: bound to the user and the org they were made in, optionally narrowed by
+ * scopes (permission tags), shown once. Token management by a scoped token: listing the user's tokens
+ * needs a scope covering `token:read`, revoking another token `token:write` (`token:admin` covers
+ * both). A token may always revoke itself; sessions and unscoped tokens manage every token of their user.
+ */
+export const TOKEN_LIST_SCOPE = 'token:read';
+export const TOKEN_REVOKE_SCOPE = 'token:write';
+
+export interface CreateTokenInput {
+  name: string;
+  expiresInDays?: number;
+  scopes?: string[];
+}
+
+/** Issues a token for (userId, orgId) without an acting user: used by sign-in flows and the admin CLI. */
+export async function issueToken(db: Db, userId: string, orgId: string, input: CreateTokenInput, actorId: string | null): Promise<TokenView & { token: string }> {
+  const name = input.name.trim();
+  if (!name) throw new AppError('VALIDATION_FAILED', 'name must not be empty', { field: 'name' });
+  if (input.scopes) {
+    input.scopes.forEach((s, i) => {
+      if (!isTag(s)) throw new AppError('VALIDATION_FAILED', `scopes.${i} is not a permission tag (resource:level)`, { field: `scopes.${i}` });
+    });
+  }
+  const token = newSecretToken(TOKEN_PREFIX);
+  const at = nowIso();
+  const row = {
+    id: newId('tok'),
+    userId,
+    orgId,
+    name,
+    prefix: token.slice(0, TOKEN_PREFIX.length + 7),
+    tokenHash: sha256Hex(token),
+    scopes: input.scopes ? JSON.stringify([...new Set(input.scopes)]) : null,
+    expiresAt: input.expiresInDays ? isoPlus(input.expiresInDays * 24 * 3600 * 1000) : null,
+    lastUsedAt: null,
+    revokedAt: null,
+    createdAt: at,
+  };
+  await transaction(db, async (tx) => {
+    await store.insertToken(tx, row);
+    await insertAuditEvent(tx, { orgId, actorId, action: 'token.create', resourceType: 'token', resourceId: row.id, details: { name, scopes: input.scopes ?? null, userId } });
+  });
+  return { ...presentToken(row), token };
+}
+
+/** POST tokens: a token of the actor in its active org; a scoped token cannot mint a wider one. */
+export async function createToken({ db, access }: Pick<AppContext, 'db' | 'access'>, actor: Actor, input: CreateTokenInput): Promise<TokenView & { token: string }> {
+  let scopes = input.scopes;
+  if (actor.scopes) {
+    if (!scopes) scopes = actor.scopes;
+    scopes.forEach((s, i) => {
+      if (isTag(s) && !actor.scopes!.some((h) => isTag(h) && tagCovers(parseTag(h), parseTag(s)))) {
+        throw new AppError('FORBIDDEN', `scopes.${i} (${s}) is wider than the scopes of the token making it`);
+      }
+    });
+  }
+  const out = await issueToken(db, actor.userId, actor.orgId, { ...input, scopes }, actor.userId);
+  access.changed({ userId: actor.userId, orgId: actor.orgId });
+  return out;
+}
+
+function requireTokenScope(actor: Actor, scope: string): void {
+  if (!scopesAllow(actor, parseTag(scope))) {
+    throw new AppError('FORBIDDEN', `this token's scopes do not allow managing tokens: it needs ${scope} (or token:admin)`);
+  }
+}
+
+export async function listTokens({ db }: Pick<AppContext, 'db'>, actor: Actor): Promise<TokenView[]> {
+  requireTokenScope(actor, TOKEN_LIST_SCOPE);
+  return (await store.listUserTokens(db, actor.userId)).map(presentToken);
+}
+
+/** DELETE tokens/:id: revokes one of the actor's tokens; requests and streams made with it end at once. */
+export async function revokeToken({ db, access }: Pick<AppContext, 'db' | 'access'>, actor: Actor, id: string): Promise<TokenView> {
+  // Checked before the lookup, so a scoped token cannot tell the user's token ids from others.
+  if (id !== actor.tokenId) requireTokenScope(actor, TOKEN_REVOKE_SCOPE);
+  const t = await store.findUserToken(db, actor.userId, id);
+  if (!t) throw new AppError('NOT_FOUND', 'token not found');
+  if (!t.revokedAt) {
+    const at = nowIso();
+    await transaction(db, async (tx) => {
+      await store.revokeToken(tx, actor.userId, id, at);
+      await insertAuditEvent(tx, { orgId: t.orgId, actorId: actor.userId, action: 'token.revoke', resourceType: 'token', resourceId: id, details: { name: t.name } });
+    });
+    access.changed({ userId: actor.userId });
+    t.revokedAt = at;
+  }
+  return presentToken(t);
+}
