@@ -1,0 +1,6 @@
+/**
+ * The audit area's surface: other areas record events with `insertAuditEvent` (inside the transaction
+ * of the write they describe); the module serves `GET /api/audit`.
+ */
+export { auditModule } from './audit.routes.js';
+export { insertAuditEvent, type AuditInput } from './audit.store.js';
