@@ -27,7 +27,7 @@ export async function listCatalog(ctx: AppContext, actor: Actor, type: string, q
     throw new AppError('FORBIDDEN', 'only an owner or admin can list git provider resources');
   }
   if (WILDCARD_ONLY_TYPES.includes(type)) return [{ id: '*', label: type === 'billing' ? 'Billing (entire organization)' : 'Audit log (entire organization)' }];
-  const provider = catalogProvider(type);
+  const provider = catalogProvider(ctx, type);
   if (!provider) return [];
   let entries = (await provider.list(ctx, actor.orgId, type === 'gitprovider_repository' ? query : {})).filter((e) => e.id !== '*');
   if (type === 'gitprovider_repository' && query.owner) {

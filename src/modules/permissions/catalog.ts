@@ -1,13 +1,12 @@
 import { sql } from '../../db/kysely.js';
-import type { GrantResourceType } from '../../authz/grants.js';
 import type { AppContext } from '../../context.js';
 
 /**
- * The grantable-resource catalog, as a registry that areas fill: each area that owns a row-backed
- * grant type (projects, backup destinations, git provider installations and repositories) calls
- * `registerCatalog(type, provider)` (at import time or in its module's `init`). The permissions area
- * uses it twice: `GET /api/permissions/resources?type=` lists it, and grant writes check that a
- * non-wildcard resourceId names an entry of the active org (`RESOURCE_NOT_IN_ORG` otherwise).
+ * The grantable-resource catalog: per grant resource type, what resources of an org there are. Each
+ * area that owns a row-backed grant type (projects, backup destinations, git provider installations and
+ * repositories) provides its type's entry in `ctx.ports.catalogs` (its ModuleDef's `provides`). The
+ * permissions area reads it twice: `GET /api/permissions/resources?type=` lists it, and grant writes
+ * check that a non-wildcard resourceId names an entry of the active org (`RESOURCE_NOT_IN_ORG` otherwise).
  *
  * A type with no provider has no rows: its catalog is empty and only `*` can be granted on it.
  */
@@ -29,33 +28,26 @@ export interface CatalogProvider {
   has?(ctx: AppContext, orgId: string, id: string): Promise<boolean>;
 }
 
-export type CatalogList = CatalogProvider['list'];
-
-const providers = new Map<string, CatalogProvider>();
-/** Built-in providers, used only when the owning area registered none (areas always win). */
-const fallbacks = new Map<string, CatalogProvider>();
-
-export function registerCatalog(type: GrantResourceType, provider: CatalogProvider | CatalogList): void {
-  providers.set(type, typeof provider === 'function' ? { list: provider } : provider);
-}
-
-export function catalogProvider(type: string): CatalogProvider | undefined {
-  return providers.get(type) ?? fallbacks.get(type);
-}
-
 /** Types whose only catalog entry is the org-wide `*` (seed: billing and audit). */
 export const WILDCARD_ONLY_TYPES: readonly string[] = ['billing', 'audit'];
 
+export function catalogProvider(ctx: Pick<AppContext, 'ports'>, type: string): CatalogProvider | undefined {
+  return ctx.ports.catalogs[type];
+}
+
 export async function catalogHas(ctx: AppContext, type: string, orgId: string, id: string): Promise<boolean> {
-  const p = catalogProvider(type);
+  const p = catalogProvider(ctx, type);
   if (!p) return false;
   if (p.has) return p.has(ctx, orgId, id);
   return (await p.list(ctx, orgId, {})).some((e) => e.id === id);
 }
 
-// Projects: read through `sql` so this file does not depend on the projects area's types. The
-// projects area may register its own provider, which then replaces this one.
-fallbacks.set('project', {
+/**
+ * The project catalog until the projects area provides its own (areas listed after permissions in
+ * `src/modules/index.ts` replace this entry): read through `sql`, so this file does not depend on the
+ * projects area's types.
+ */
+export const fallbackProjectCatalog: CatalogProvider = {
   async list(ctx, orgId) {
     const r = await sql<{ id: string; name: string; slug: string | null }>`select id, name, slug from projects where org_id = ${orgId} order by name, id`.execute(ctx.db);
     return r.rows.map((p) => ({ id: p.id, label: p.name, ...(p.slug ? { meta: { slug: p.slug } } : {}) }));
@@ -64,4 +56,4 @@ fallbacks.set('project', {
     const r = await sql<{ id: string }>`select id from projects where org_id = ${orgId} and id = ${id}`.execute(ctx.db);
     return r.rows.length > 0;
   },
-});
+};

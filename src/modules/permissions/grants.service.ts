@@ -1,4 +1,3 @@
-import { accessChanged } from '../../authz/access-events.js';
 import type { Actor } from '../../authz/actor.js';
 import { can } from '../../authz/authorize.js';
 import { GRANT_PERMISSIONS, isGrantResourceType, type GrantResourceType } from '../../authz/grants.js';
@@ -8,34 +7,13 @@ import { transaction, type Db } from '../../db/client.js';
 import type { GrantsTable } from '../../db/schema.js';
 import { AppError } from '../../lib/errors.js';
 import { newId, nowIso } from '../../lib/ids.js';
-import { insertAuditEvent } from '../audit/audit.store.js';
+import { insertAuditEvent } from '../audit/index.js';
 import { catalogHas, WILDCARD_ONLY_TYPES } from './catalog.js';
 import * as store from './grants.store.js';
+import { presentGrant, type GrantView } from './permissions.presenters.js';
 import { findMember } from './members.store.js';
 
 type Deps = AppContext;
-
-export interface GrantView {
-  id: string;
-  userId: string;
-  resourceType: string;
-  resourceId: string;
-  permissions: string[];
-  createdAt: string;
-  updatedAt: string;
-}
-
-export function grantView(g: GrantsTable): GrantView {
-  return {
-    id: g.id,
-    userId: g.userId,
-    resourceType: g.resourceType,
-    resourceId: g.resourceId,
-    permissions: JSON.parse(g.permissions) as string[],
-    createdAt: g.createdAt,
-    updatedAt: g.updatedAt,
-  };
-}
 
 /** A grant as a client sends it (POST grants, the entries of PUT grants and of invite-with-grants). */
 export interface GrantInput {
@@ -119,7 +97,7 @@ async function requireMember(db: Db, orgId: string, userId: string, field = 'use
 
 export async function listGrants({ db }: Deps, actor: Actor, userId?: string): Promise<GrantView[]> {
   if (userId) await requireMember(db, actor.orgId, userId);
-  return (await store.listOrgGrants(db, actor.orgId, userId)).map(grantView);
+  return (await store.listOrgGrants(db, actor.orgId, userId)).map(presentGrant);
 }
 
 /** Writes one grant tuple (insert, replace or delete) with its audit event. Runs inside `tx`. */
@@ -158,8 +136,8 @@ export async function upsertGrant(ctx: Deps, actor: Actor, input: UpsertGrantInp
   await requireMember(ctx.db, actor.orgId, input.userId);
   await checkGrantsWritable(ctx, actor, actor.orgId, [{ g, prefix: '' }]);
   const row = await transaction(ctx.db, (tx) => writeGrant(tx, actor.orgId, actor.userId, input.userId, g));
-  accessChanged({ orgId: actor.orgId, userId: input.userId });
-  return { grant: row ? grantView(row) : null };
+  ctx.access.changed({ orgId: actor.orgId, userId: input.userId });
+  return { grant: row ? presentGrant(row) : null };
 }
 
 /**
@@ -187,18 +165,18 @@ export async function replaceGrants(ctx: Deps, actor: Actor, input: { userId: st
     }
     for (const { g } of wanted) await writeGrant(tx, actor.orgId, actor.userId, input.userId, g);
   });
-  accessChanged({ orgId: actor.orgId, userId: input.userId });
-  return (await store.listOrgGrants(ctx.db, actor.orgId, input.userId)).map(grantView);
+  ctx.access.changed({ orgId: actor.orgId, userId: input.userId });
+  return (await store.listOrgGrants(ctx.db, actor.orgId, input.userId)).map(presentGrant);
 }
 
 /** DELETE grants/:id (the route's gate already loaded the grant in the actor's org). */
-export async function revokeGrant({ db }: Deps, actor: Actor, id: string): Promise<{ id: string; revoked: true }> {
+export async function revokeGrant({ db, access }: Deps, actor: Actor, id: string): Promise<{ id: string; revoked: true }> {
   const userId = await transaction(db, async (tx) => {
     const g = await store.findGrant(tx, actor.orgId, id);
     if (!g) throw new AppError('NOT_FOUND', 'grant not found');
     await writeGrant(tx, actor.orgId, actor.userId, g.userId, { resourceType: g.resourceType as GrantResourceType, resourceId: g.resourceId, permissions: [] });
     return g.userId;
   });
-  accessChanged({ orgId: actor.orgId, userId });
+  access.changed({ orgId: actor.orgId, userId });
   return { id, revoked: true };
 }

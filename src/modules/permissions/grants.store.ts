@@ -42,3 +42,16 @@ export async function deleteUserGrants(db: Db, orgId: string, userId: string): P
   const r = await db.deleteFrom('grants').where('orgId', '=', orgId).where('userId', '=', userId).executeTakeFirst();
   return Number(r.numDeletedRows ?? 0);
 }
+
+/** Drops every grant naming one resource (the resource is being deleted); answers how many went. */
+export async function deleteResourceGrants(db: Db, orgId: string, resourceType: string, resourceId: string): Promise<number> {
+  const r = await db.deleteFrom('grants').where('orgId', '=', orgId).where('resourceType', '=', resourceType).where('resourceId', '=', resourceId).executeTakeFirst();
+  return Number(r.numDeletedRows ?? 0);
+}
+
+/** The distinct (type, id) keys of the org's grants of the given types. */
+export async function grantKeysOfTypes(db: Db, orgId: string, types: string[]): Promise<{ type: string; id: string }[]> {
+  if (!types.length) return [];
+  const rows = await db.selectFrom('grants').select(['resourceType', 'resourceId']).distinct().where('orgId', '=', orgId).where('resourceType', 'in', types).execute();
+  return rows.map((r) => ({ type: r.resourceType, id: r.resourceId }));
+}

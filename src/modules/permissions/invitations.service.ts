@@ -4,71 +4,23 @@ import type { AppContext } from '../../context.js';
 import { transaction } from '../../db/client.js';
 import { AppError } from '../../lib/errors.js';
 import { isoPlus, newId, nowIso } from '../../lib/ids.js';
-import { insertAuditEvent } from '../audit/audit.store.js';
+import { insertAuditEvent } from '../audit/index.js';
 import { catalogHas, WILDCARD_ONLY_TYPES } from './catalog.js';
 import { checkGrantShape, checkGrantsWritable, writeGrant, type CheckedGrant, type GrantInput } from './grants.service.js';
 import * as store from './invitations.store.js';
 import * as members from './members.store.js';
-import type { InvitationGrantsTable, InvitationsTable } from './permissions.tables.js';
+import { presentInvitation, statusOf, type InvitationView } from './permissions.presenters.js';
+import type { InvitationsTable } from './permissions.tables.js';
 
 /** An invitation can be accepted for 7 days after it was made or last resent. */
 export const INVITATION_TTL_MS = 7 * 24 * 3600 * 1000;
-
-export type InvitationStatus = 'pending' | 'expired' | 'accepted' | 'declined' | 'cancelled';
-export const STORED_STATUSES = ['pending', 'accepted', 'declined', 'cancelled'];
-
-export interface PendingGrantView {
-  resourceType: string;
-  resourceId: string;
-  permissions: string[];
-}
-
-export interface InvitationView {
-  id: string;
-  orgId: string;
-  email: string;
-  role: string;
-  status: InvitationStatus;
-  invitedBy: string | null;
-  acceptedBy: string | null;
-  createdAt: string;
-  expiresAt: string;
-  respondedAt: string | null;
-  materializedAt: string | null;
-  pendingGrants: PendingGrantView[];
-  pendingGrantCount: number;
-}
 
 function isExpired(inv: InvitationsTable, now = Date.now()): boolean {
   return Date.parse(inv.expiresAt) <= now;
 }
 
-export function statusOf(inv: InvitationsTable): InvitationStatus {
-  if (inv.status === 'pending' && isExpired(inv)) return 'expired';
-  return inv.status as InvitationStatus;
-}
-
-function view(inv: InvitationsTable, grants: InvitationGrantsTable[]): InvitationView {
-  const pendingGrants = grants.map((g) => ({ resourceType: g.resourceType, resourceId: g.resourceId, permissions: JSON.parse(g.permissions) as string[] }));
-  return {
-    id: inv.id,
-    orgId: inv.orgId,
-    email: inv.email,
-    role: inv.role,
-    status: statusOf(inv),
-    invitedBy: inv.invitedBy,
-    acceptedBy: inv.acceptedBy,
-    createdAt: inv.createdAt,
-    expiresAt: inv.expiresAt,
-    respondedAt: inv.respondedAt,
-    materializedAt: inv.materializedAt,
-    pendingGrants,
-    pendingGrantCount: pendingGrants.length,
-  };
-}
-
 async function viewOf(ctx: AppContext, inv: InvitationsTable): Promise<InvitationView> {
-  return view(inv, await store.listInvitationGrants(ctx.db, inv.orgId, [inv.id]));
+  return presentInvitation(inv, await store.listInvitationGrants(ctx.db, inv.orgId, [inv.id]));
 }
 
 function normaliseEmail(email: string): string {
@@ -91,7 +43,7 @@ export async function listInvitations(ctx: AppContext, actor: Actor, status?: st
     return want === 'pending' ? s === 'pending' : want === 'expired' ? s === 'expired' : true;
   });
   const grants = await store.listInvitationGrants(ctx.db, actor.orgId, rows.map((r) => r.id));
-  return rows.map((r) => view(r, grants.filter((g) => g.invitationId === r.id)));
+  return rows.map((r) => presentInvitation(r, grants.filter((g) => g.invitationId === r.id)));
 }
 
 export interface InviteInput {
@@ -247,6 +199,8 @@ export async function acceptInvitation(ctx: AppContext, actor: Actor, id: string
     }
     await insertAuditEvent(tx, { orgId: inv.orgId, actorId: actor.userId, action: 'invitation.accept', resourceType: 'invitation', resourceId: id, details: { email: inv.email, role: existing ? existing.role : inv.role } });
   });
+  // The invitee is a member of one more org (their `me`, their access there).
+  ctx.access.changed({ userId: actor.userId, orgId: inv.orgId });
   return viewOf(ctx, { ...inv, status: 'accepted', acceptedBy: actor.userId, updatedAt: at, respondedAt: at });
 }
 
@@ -292,6 +246,7 @@ export async function materializeInvitation(ctx: AppContext, actor: Actor, id: s
     await store.updateInvitation(tx, inv.orgId, inv.id, { materializedAt: at, updatedAt: at });
     await insertAuditEvent(tx, { orgId: inv.orgId, actorId: actor.userId, action: 'invitation.materialize', resourceType: 'invitation', resourceId: inv.id, details: { userId, materialized: live.length, dropped: pending.length - live.length } });
   });
+  ctx.access.changed({ userId, orgId: inv.orgId });
   return { materialized: live.length };
 }
 

@@ -1,27 +1,15 @@
-import { accessChanged } from '../../authz/access-events.js';
 import type { Actor } from '../../authz/actor.js';
 import { isRole, roleRank } from '../../authz/roles.js';
 import type { AppContext } from '../../context.js';
 import { transaction } from '../../db/client.js';
 import { AppError } from '../../lib/errors.js';
 import { newId, nowIso } from '../../lib/ids.js';
-import { insertAuditEvent } from '../audit/audit.store.js';
+import { insertAuditEvent } from '../audit/index.js';
 import { deleteUserGrants } from './grants.store.js';
 import * as store from './members.store.js';
+import { presentMember, type MemberView } from './permissions.presenters.js';
 
-type Deps = Pick<AppContext, 'db' | 'dialect'>;
-
-export interface MemberView {
-  userId: string;
-  email: string;
-  name: string;
-  role: string;
-  joinedAt: string;
-}
-
-function memberView(m: MemberView): MemberView {
-  return { userId: m.userId, email: m.email, name: m.name, role: m.role, joinedAt: m.joinedAt };
-}
+type Deps = Pick<AppContext, 'db' | 'dialect' | 'access'>;
 
 // ---------------------------------------------------------------- teams
 
@@ -32,7 +20,7 @@ export async function orgMeta({ db }: Deps, actor: Actor) {
 }
 
 /** A new team organization owned by the caller. The caller's other orgs (personal ones too) stay as they are. */
-export async function createTeamOrg({ db }: Deps, actor: Actor, input: { name: string }) {
+export async function createTeamOrg({ db, access }: Deps, actor: Actor, input: { name: string }) {
   const name = input.name.trim();
   if (!name) throw new AppError('VALIDATION_FAILED', 'name must not be empty', { field: 'name' });
   const at = nowIso();
@@ -43,37 +31,39 @@ export async function createTeamOrg({ db }: Deps, actor: Actor, input: { name: s
     await insertAuditEvent(tx, { orgId: org.id, actorId: actor.userId, action: 'org.create', resourceType: 'org', resourceId: org.id, details: { name, isTeam: true } });
     await insertAuditEvent(tx, { orgId: org.id, actorId: actor.userId, action: 'member.add', resourceType: 'membership', resourceId: actor.userId, details: { role: 'owner', via: 'create-team-org' } });
   });
+  // The caller's `me` lists the new org.
+  access.changed({ userId: actor.userId, orgId: org.id });
   return { id: org.id, name, isTeam: true as const };
 }
 
 // ---------------------------------------------------------------- members
 
 export async function listMembers({ db }: Deps, actor: Actor): Promise<MemberView[]> {
-  return (await store.listMembers(db, actor.orgId)).map(memberView);
+  return (await store.listMembers(db, actor.orgId)).map(presentMember);
 }
 
 /**
  * Changes a member's role. Nobody sets a role above their own; only an owner changes an owner;
  * the last owner cannot be demoted (409).
  */
-export async function changeRole({ db, dialect }: Deps, actor: Actor, userId: string, role: string): Promise<MemberView> {
+export async function changeRole({ db, dialect, access }: Deps, actor: Actor, userId: string, role: string): Promise<MemberView> {
   if (!isRole(role)) throw new AppError('VALIDATION_FAILED', 'role must be one of owner, admin, member, restricted', { field: 'role' });
   if (roleRank(role) > roleRank(actor.role)) throw new AppError('FORBIDDEN', `you cannot make someone ${role}: it is above your own role`, { field: 'role' });
   const out = await transaction(db, async (tx) => {
     await store.lockOrg(tx, dialect, actor.orgId);
     const m = await store.findMember(tx, actor.orgId, userId);
     if (!m) throw new AppError('NOT_FOUND', 'member not found');
-    if (m.role === role) return memberView(m);
+    if (m.role === role) return presentMember(m);
     if (m.role === 'owner' && actor.role !== 'owner') throw new AppError('FORBIDDEN', 'only an owner can change the role of an owner');
     if (m.role === 'owner' && (await store.countOwners(tx, actor.orgId)) <= 1) {
       throw new AppError('CONFLICT', 'the last owner of an organization cannot be demoted; make someone else owner first', { field: 'role' });
     }
     await store.setMemberRole(tx, actor.orgId, userId, role);
     await insertAuditEvent(tx, { orgId: actor.orgId, actorId: actor.userId, action: 'member.role_change', resourceType: 'membership', resourceId: userId, details: { from: m.role, to: role } });
-    return memberView({ ...m, role });
+    return presentMember({ ...m, role });
   });
   // The member's open streams re-check their access (a demotion ends what the new role cannot read).
-  accessChanged({ orgId: actor.orgId, userId });
+  access.changed({ orgId: actor.orgId, userId });
   return out;
 }
 
@@ -81,7 +71,7 @@ export async function changeRole({ db, dialect }: Deps, actor: Actor, userId: st
  * Removes a member: the membership and the member's grants in this org go; their sessions and tokens
  * acting in this org stop working at once. Only an owner removes an owner; the last owner stays.
  */
-export async function removeMember({ db, dialect }: Deps, actor: Actor, userId: string): Promise<{ userId: string; removed: true }> {
+export async function removeMember({ db, dialect, access }: Deps, actor: Actor, userId: string): Promise<{ userId: string; removed: true }> {
   await transaction(db, async (tx) => {
     await store.lockOrg(tx, dialect, actor.orgId);
     const m = await store.findMember(tx, actor.orgId, userId);
@@ -94,7 +84,7 @@ export async function removeMember({ db, dialect }: Deps, actor: Actor, userId: 
     const grants = await deleteUserGrants(tx, actor.orgId, userId);
     await insertAuditEvent(tx, { orgId: actor.orgId, actorId: actor.userId, action: 'member.remove', resourceType: 'membership', resourceId: userId, details: { role: m.role, email: m.email, grantsRemoved: grants } });
   });
-  accessChanged({ orgId: actor.orgId, userId });
+  access.changed({ orgId: actor.orgId, userId });
   return { userId, removed: true };
 }
 

@@ -1,6 +1,8 @@
 import { Type } from '@sinclair/typebox';
+import type { GrantsTable } from '../../db/schema.js';
 import { Answer, defineRoute, type ModuleDef, type ResourceResolver } from '../../http/route.js';
 import { Id, Obj, Str } from '../../http/schemas.js';
+import { fallbackProjectCatalog } from './catalog.js';
 import { listCatalog } from './catalog.service.js';
 import * as grants from './grants.service.js';
 import { findGrant } from './grants.store.js';
@@ -8,12 +10,34 @@ import * as invitations from './invitations.service.js';
 import { findInvitationInOrg } from './invitations.store.js';
 import * as members from './members.service.js';
 import { findMember } from './members.store.js';
+import {
+  CatalogEntryView,
+  GrantRevokedView,
+  GrantView,
+  InvitationCreatedView,
+  InvitationView,
+  MaterializedView,
+  MemberRemovedView,
+  MemberView,
+  OrgMetaView,
+  TeamOrgView,
+} from './permissions.presenters.js';
+import type { InvitationsTable } from './permissions.tables.js';
 
 /**
- * Permissions (seed "Permissions", contract sections 2 and 4). Four routes are open to any member
- * (`access: 'member'`): org-meta, resources, create-team-org and materialize, plus accept and decline,
- * which the invitation itself authorizes. Every other route is admin/owner only (`gate: 'admin'`).
+ * Permissions (seed "Permissions", contract sections 2 and 4). Six routes are open to any member
+ * (`access: 'member'`): org-meta, resources and create-team-org, and materialize, accept and decline,
+ * which the invitation itself authorizes (its email must be the caller's). Every other route is
+ * admin/owner only (`gate: 'admin'`).
  */
+
+declare module '../../http/route.js' {
+  interface ResourceKinds {
+    grant: GrantsTable;
+    invitation: InvitationsTable;
+    member: MemberView;
+  }
+}
 
 const GrantEntry = Obj({
   resourceType: Str({ min: 1, max: 64 }),
@@ -24,17 +48,17 @@ const GrantEntry = Obj({
 const InvitationParams = Obj({ id: Id });
 const MemberParams = Obj({ userId: Id });
 
-const resolveGrant: ResourceResolver = async (ctx, orgId, id) => {
+const resolveGrant: ResourceResolver<'grant'> = async (ctx, orgId, id) => {
   const g = await findGrant(ctx.db, orgId, id);
   return g ? { kind: 'grant', id: g.id, orgId: g.orgId, grantKeys: [], record: g } : null;
 };
 
-const resolveInvitation: ResourceResolver = async (ctx, orgId, id) => {
+const resolveInvitation: ResourceResolver<'invitation'> = async (ctx, orgId, id) => {
   const inv = await findInvitationInOrg(ctx.db, orgId, id);
   return inv ? { kind: 'invitation', id: inv.id, orgId: inv.orgId, grantKeys: [], record: inv } : null;
 };
 
-const resolveMember: ResourceResolver = async (ctx, orgId, userId) => {
+const resolveMember: ResourceResolver<'member'> = async (ctx, orgId, userId) => {
   const m = await findMember(ctx.db, orgId, userId);
   return m ? { kind: 'member', id: m.userId, orgId, grantKeys: [], record: m } : null;
 };
@@ -42,6 +66,8 @@ const resolveMember: ResourceResolver = async (ctx, orgId, userId) => {
 export const permissionsModule: ModuleDef = {
   name: 'permissions',
   resolvers: { grant: resolveGrant, invitation: resolveInvitation, member: resolveMember },
+  // Until the projects area provides the project catalog itself (later modules replace this entry).
+  provides: () => ({ catalogs: { project: fallbackProjectCatalog } }),
   routes: [
     // ------------------------------------------------------------ open to any member
     defineRoute({
@@ -50,6 +76,7 @@ export const permissionsModule: ModuleDef = {
       summary: 'Whether the active org is a team, and its member count',
       tag: 'permissions:read',
       access: 'member',
+      schema: { response: OrgMetaView },
       handler: ({ actor }, ctx) => members.orgMeta(ctx, actor),
     }),
     defineRoute({
@@ -58,7 +85,7 @@ export const permissionsModule: ModuleDef = {
       summary: 'Catalog of grantable resources of one type (`*` is never listed; billing and audit have only `*`)',
       tag: 'permissions:read',
       access: 'member',
-      schema: { querystring: Obj({ type: Str({ min: 1, max: 64 }), owner: Type.Optional(Str({ min: 1, max: 200 })) }) },
+      schema: { querystring: Obj({ type: Str({ min: 1, max: 64 }), owner: Type.Optional(Str({ min: 1, max: 200 })) }), response: Type.Array(CatalogEntryView) },
       handler: ({ actor, query }, ctx) => listCatalog(ctx, actor, query.type, { owner: query.owner }),
     }),
     defineRoute({
@@ -68,7 +95,7 @@ export const permissionsModule: ModuleDef = {
       tag: 'permissions:write',
       access: 'member',
       status: 201,
-      schema: { body: Obj({ name: Str({ min: 1, max: 100 }) }) },
+      schema: { body: Obj({ name: Str({ min: 1, max: 100 }) }), response: TeamOrgView },
       handler: ({ actor, body }, ctx) => members.createTeamOrg(ctx, actor, body),
     }),
     defineRoute({
@@ -77,7 +104,7 @@ export const permissionsModule: ModuleDef = {
       summary: "Turn an accepted invitation's pending grants into real grants",
       tag: 'permissions:write',
       access: 'member',
-      schema: { params: InvitationParams },
+      schema: { params: InvitationParams, response: MaterializedView },
       handler: ({ actor, params }, ctx) => invitations.materializeInvitation(ctx, actor, params.id),
     }),
     defineRoute({
@@ -86,7 +113,7 @@ export const permissionsModule: ModuleDef = {
       summary: 'Accept an invitation sent to your email: join its org with its role',
       tag: 'permissions:write',
       access: 'member',
-      schema: { params: InvitationParams },
+      schema: { params: InvitationParams, response: InvitationView },
       handler: ({ actor, params }, ctx) => invitations.acceptInvitation(ctx, actor, params.id),
     }),
     defineRoute({
@@ -95,7 +122,7 @@ export const permissionsModule: ModuleDef = {
       summary: 'Decline an invitation sent to your email',
       tag: 'permissions:write',
       access: 'member',
-      schema: { params: InvitationParams },
+      schema: { params: InvitationParams, response: InvitationView },
       handler: ({ actor, params }, ctx) => invitations.declineInvitation(ctx, actor, params.id),
     }),
 
@@ -106,7 +133,7 @@ export const permissionsModule: ModuleDef = {
       summary: "List a member's grants (every grant of the org without userId)",
       tag: 'permissions:read',
       gate: 'admin',
-      schema: { querystring: Obj({ userId: Type.Optional(Id) }) },
+      schema: { querystring: Obj({ userId: Type.Optional(Id) }), response: Type.Array(GrantView) },
       handler: ({ actor, query }, ctx) => grants.listGrants(ctx, actor, query.userId),
     }),
     defineRoute({
@@ -116,7 +143,7 @@ export const permissionsModule: ModuleDef = {
       tag: 'permissions:write',
       gate: 'admin',
       status: 201,
-      schema: { body: Obj({ userId: Id, ...GrantEntry.properties }) },
+      schema: { body: Obj({ userId: Id, ...GrantEntry.properties }), response: GrantView },
       async handler({ actor, body }, ctx) {
         const out = await grants.upsertGrant(ctx, actor, body);
         if (!out.grant) return new Answer({ data: null, revoked: true }, 200);
@@ -129,7 +156,7 @@ export const permissionsModule: ModuleDef = {
       summary: "Replace a member's whole grant set (diffed: upsert changed, delete absent, drop empty)",
       tag: 'permissions:write',
       gate: 'admin',
-      schema: { body: Obj({ userId: Id, grants: Type.Array(GrantEntry, { maxItems: 500 }) }) },
+      schema: { body: Obj({ userId: Id, grants: Type.Array(GrantEntry, { maxItems: 500 }) }), response: Type.Array(GrantView) },
       handler: ({ actor, body }, ctx) => grants.replaceGrants(ctx, actor, body),
     }),
     defineRoute({
@@ -139,7 +166,7 @@ export const permissionsModule: ModuleDef = {
       tag: 'permissions:admin',
       gate: 'admin',
       resource: { kind: 'grant', param: 'id' },
-      schema: { params: Obj({ id: Id }) },
+      schema: { params: Obj({ id: Id }), response: GrantRevokedView },
       handler: ({ actor, params }, ctx) => grants.revokeGrant(ctx, actor, params.id),
     }),
     defineRoute({
@@ -152,6 +179,7 @@ export const permissionsModule: ModuleDef = {
         querystring: Obj({
           status: Type.Optional(Type.Union(['open', 'all', 'pending', 'expired', 'accepted', 'declined', 'cancelled'].map((s) => Type.Literal(s)))),
         }),
+        response: Type.Array(InvitationView),
       },
       handler: ({ actor, query }, ctx) => invitations.listInvitations(ctx, actor, query.status),
     }),
@@ -168,6 +196,7 @@ export const permissionsModule: ModuleDef = {
           role: Type.Optional(Str({ max: 32 })),
           grants: Type.Optional(Type.Array(GrantEntry, { maxItems: 500 })),
         }),
+        response: InvitationCreatedView,
       },
       handler: ({ actor, body }, ctx) => invitations.invite(ctx, actor, body),
     }),
@@ -178,7 +207,7 @@ export const permissionsModule: ModuleDef = {
       tag: 'permissions:write',
       gate: 'admin',
       resource: { kind: 'invitation', param: 'id' },
-      schema: { params: InvitationParams },
+      schema: { params: InvitationParams, response: InvitationView },
       handler: ({ actor, params }, ctx) => invitations.cancelInvitation(ctx, actor, params.id),
     }),
     defineRoute({
@@ -188,7 +217,7 @@ export const permissionsModule: ModuleDef = {
       tag: 'permissions:write',
       gate: 'admin',
       resource: { kind: 'invitation', param: 'id' },
-      schema: { params: InvitationParams },
+      schema: { params: InvitationParams, response: InvitationView },
       handler: ({ actor, params }, ctx) => invitations.resendInvitation(ctx, actor, params.id),
     }),
     defineRoute({
@@ -197,6 +226,7 @@ export const permissionsModule: ModuleDef = {
       summary: 'List the members of the active org with their roles',
       tag: 'permissions:read',
       gate: 'admin',
+      schema: { response: Type.Array(MemberView) },
       handler: ({ actor }, ctx) => members.listMembers(ctx, actor),
     }),
     defineRoute({
@@ -206,7 +236,7 @@ export const permissionsModule: ModuleDef = {
       tag: 'permissions:admin',
       gate: 'admin',
       resource: { kind: 'member', param: 'userId' },
-      schema: { params: MemberParams, body: Obj({ role: Str({ min: 1, max: 32 }) }) },
+      schema: { params: MemberParams, body: Obj({ role: Str({ min: 1, max: 32 }) }), response: MemberView },
       handler: ({ actor, params, body }, ctx) => members.changeRole(ctx, actor, params.userId, body.role),
     }),
     defineRoute({
@@ -216,7 +246,7 @@ export const permissionsModule: ModuleDef = {
       tag: 'permissions:admin',
       gate: 'admin',
       resource: { kind: 'member', param: 'userId' },
-      schema: { params: MemberParams },
+      schema: { params: MemberParams, response: MemberRemovedView },
       handler: ({ actor, params }, ctx) => members.removeMember(ctx, actor, params.userId),
     }),
   ],
