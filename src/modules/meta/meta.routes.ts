@@ -1,7 +1,8 @@
-import { Answer, defineRoute, type ModuleDef } from '../../http/route.js';
-import { buildOpenApi, VERSION } from './openapi.js';
+import { defineRoute, type ModuleDef } from '../../http/route.js';
 import { linkStatus } from '../cloud/link.js';
-import { getRuntime } from '../deployments/runtime.js';
+import { getRuntime } from '../deployments/index.js';
+import { buildOpenApi, VERSION } from './openapi.js';
+import { HealthView, OpenApiDocument } from './meta.presenters.js';
 
 /** Health and the self-description of the API. `modules` is read when a request comes in. */
 export function metaModule(modules: () => ModuleDef[]): ModuleDef {
@@ -14,20 +15,21 @@ export function metaModule(modules: () => ModuleDef[]): ModuleDef {
         url: '/api/health',
         summary: 'Liveness and what this instance is',
         access: 'public',
+        schema: { response: HealthView },
         async handler(_input, ctx) {
-          // `cloud`: whether this instance is linked to a cloud instance and the link answers (cached 3 s).
-          // `runtime`: the driver builds and apps run with, and whether it can run them now (and why not).
-          return { status: 'ok', mode: ctx.config.mode, version: VERSION, database: ctx.dialect, runtime: getRuntime(ctx).driver.status(), cloud: await linkStatus(ctx) };
+          return { status: 'ok' as const, mode: ctx.config.mode, version: VERSION, database: ctx.dialect, runtime: getRuntime(ctx).driver.status(), cloud: await linkStatus(ctx) };
         },
       }),
       defineRoute({
         method: 'GET',
         url: '/api/openapi.json',
-        summary: 'The OpenAPI document: every route with its permission tag',
+        summary: 'The OpenAPI document: every route with what it requires',
         access: 'public',
+        envelope: false,
+        schema: { response: OpenApiDocument },
         handler(_input, ctx) {
           doc ??= buildOpenApi(modules(), ctx.config.mode);
-          return new Answer(doc);
+          return doc;
         },
       }),
     ],
