@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { sha256Hex } from '../../src/lib/crypto.js';
 import { createUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
+import { waitFor } from '../support/wait.js';
 
 describe('personal access tokens', () => {
   let server: TestServer;
@@ -71,12 +72,10 @@ describe('personal access tokens', () => {
     // A direct database write stands for another instance sharing the database: this instance's
     // credential cache is not told, so the change must be seen once the cache entry ages out.
     await server.ctx.db.deleteFrom('memberships').where('orgId', '=', owner.orgId).where('userId', '=', m.userId).execute();
-    const deadline = Date.now() + 2500;
-    let status = 200;
-    while (Date.now() < deadline && status === 200) {
-      status = (await server.api(m.token).get('/api/auth/me')).status;
-      if (status === 200) await new Promise((r) => setTimeout(r, 100));
-    }
+    const status = await waitFor(async () => {
+      const s = (await server.api(m.token).get('/api/auth/me')).status;
+      return s === 200 ? null : s;
+    }, 'the removed member\'s token to stop working', 2500, 100);
     assert.equal(status, 401);
   });
 

@@ -3,15 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { JobQueue } from '../../src/jobs/queue.js';
 import { LeaderLease, Scheduler } from '../../src/jobs/leader.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
-
-async function until(fn: () => Promise<boolean> | boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await fn()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error('condition not met in time');
-}
+import { waitFor } from '../support/wait.js';
 
 describe('jobs queue', () => {
   let server: TestServer;
@@ -47,7 +39,7 @@ describe('jobs queue', () => {
     );
     const id = await q.enqueue('test.flaky', {});
     q.start();
-    await until(async () => (await q.get(id))!.status === 'failed');
+    await waitFor(async () => (await q.get(id))!.status === 'failed', 'the job to be marked failed', 5000, 20);
     await q.stop();
     const job = (await q.get(id))!;
     assert.equal(attempts, 3);
@@ -68,7 +60,7 @@ describe('jobs queue', () => {
     );
     const id = await q.enqueue('test.second', {});
     q.start();
-    await until(async () => (await q.get(id))!.status === 'succeeded');
+    await waitFor(async () => (await q.get(id))!.status === 'succeeded', 'the job to be marked succeeded', 5000, 20);
     await q.stop();
   });
 
@@ -86,7 +78,7 @@ describe('jobs queue', () => {
     for (let i = 0; i < 40; i++) await a.enqueue('test.many', { i });
     a.start();
     b.start();
-    await until(() => runs.size === 40, 10000);
+    await waitFor(() => runs.size === 40, 'all 40 jobs to run', 10000, 20);
     await Promise.all([a.stop(), b.stop()]);
     assert.ok([...runs.values()].every((v) => v === 1));
   });

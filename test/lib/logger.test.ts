@@ -2,11 +2,8 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { createLogger, redactUrl } from '../../src/lib/logger.js';
-import { buildApp } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
-import { randomBytes } from 'node:crypto';
-import { adminCreateUser } from '../../src/modules/auth/auth.service.js';
-import { tempDir, usingPostgres, freshPostgresDatabase } from '../support/harness.js';
+import { createUser } from '../support/factories.js';
+import { startTestServer } from '../support/harness.js';
 
 function capture() {
   const lines: string[] = [];
@@ -38,24 +35,17 @@ describe('log redaction', () => {
 
   it('a debug-level server log of authenticated requests never contains the bearer token or the password', async () => {
     const out = capture();
-    const dir = tempDir();
-    const pg = usingPostgres() ? await freshPostgresDatabase() : undefined;
-    const config = loadConfig({ host: '127.0.0.1', port: 0 }, { BERTH_DATA_DIR: dir, BERTH_SECRET_KEY: randomBytes(32).toString('base64'), ...(pg ? { DATABASE_URL: pg.url } : {}) } as NodeJS.ProcessEnv);
-    config.logLevel = 'trace';
-    const app = await buildApp(config, { logger: createLogger('trace', out.stream) });
+    const server = await startTestServer({ logLevel: 'trace', build: { logger: createLogger('trace', out.stream) } });
+    const u = await createUser(server);
     try {
-      await app.listen({ host: '127.0.0.1', port: 0 });
-      const port = (app.server.address() as { port: number }).port;
-      const u = await adminCreateUser(app.berth.ctx, { email: 'log@example.test', password: 'pw-SECRET-pw' });
-      await fetch(`http://127.0.0.1:${port}/api/auth/me?token=QUERYSECRET`, { headers: { authorization: `Bearer ${u.token}` } });
-      await fetch(`http://127.0.0.1:${port}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'log@example.test', password: 'pw-SECRET-pw' }) });
-      await fetch(`http://127.0.0.1:${port}/api/auth/me`, { headers: { authorization: 'Bearer berth_pat_BADTOKEN' } });
+      await fetch(`${server.url}/api/auth/me?token=QUERYSECRET`, { headers: { authorization: `Bearer ${u.token}` } });
+      await fetch(`${server.url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: u.email, password: u.password }) });
+      await fetch(`${server.url}/api/auth/me`, { headers: { authorization: 'Bearer berth_pat_BADTOKEN' } });
     } finally {
-      await app.close();
-      await pg?.drop();
+      await server.close();
     }
     const text = out.text();
     assert.ok(text.length > 0);
-    for (const s of ['berth_pat_', 'pw-SECRET-pw', 'QUERYSECRET', 'berth_ses_']) assert.ok(!text.includes(s), `${s} appeared in the log`);
+    for (const s of ['berth_pat_', u.password, 'QUERYSECRET', 'berth_ses_']) assert.ok(!text.includes(s), `${s} appeared in the log`);
   });
 });

@@ -10,10 +10,13 @@ export interface RunResult {
   stderr: string;
 }
 
-/** Runs `berth <args>` (through tsx) to completion, with a bounded time. */
-export function runCli(args: string[], opts: { env?: Record<string, string>; input?: string; timeoutMs?: number } = {}): Promise<RunResult> {
+/**
+ * Runs `berth <args>` (through tsx) to completion, with a bounded time: in `cwd` (default the repo),
+ * with `baseEnv` (default this process's environment) plus `env`.
+ */
+export function runCli(args: string[], opts: { env?: Record<string, string>; baseEnv?: NodeJS.ProcessEnv; cwd?: string; input?: string; timeoutMs?: number } = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: ROOT, env: { ...process.env, ...opts.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), CLI, ...args], { cwd: opts.cwd ?? ROOT, env: { ...(opts.baseEnv ?? process.env), ...opts.env }, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

@@ -27,6 +27,8 @@ export interface TestServerOptions {
   /** Start the jobs worker, the scheduler and module background work (default false). */
   background?: boolean;
   build?: BuildOptions;
+  /** The server's log level (default BERTH_TEST_LOG, else silent); pair with `build.logger` to capture it. */
+  logLevel?: string;
   /** Fakes replacing ports the modules provide (src/ports.ts), e.g. `{ git: fakeGit }`. */
   ports?: BuildOptions['ports'];
   /** Reuse an existing data dir (and database) instead of making fresh ones. */
@@ -90,7 +92,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   };
   if (databaseUrl) env.DATABASE_URL = databaseUrl;
   const config = loadConfig({ host: '127.0.0.1', port: 0, ...opts.flags }, env as NodeJS.ProcessEnv);
-  config.logLevel = process.env.BERTH_TEST_LOG ?? 'silent';
+  config.logLevel = opts.logLevel ?? process.env.BERTH_TEST_LOG ?? 'silent';
   const app = await buildApp(config, { logger: createLogger(config.logLevel), ...opts.build, ...(opts.ports ? { ports: { ...opts.build?.ports, ...opts.ports } } : {}) });
   await app.listen({ host: '127.0.0.1', port: 0 });
   if (opts.background) await app.berth.startBackground();

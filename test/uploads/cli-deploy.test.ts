@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { compileIgnoreLine, isIgnored } from '../../src/cli/deploy.js';
+import { runCli } from '../support/cli.js';
 import { createUser, type TestUser } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const FIX = path.resolve(import.meta.dirname, '../fixtures/detect');
 
 let server: TestServer;
@@ -22,25 +21,8 @@ function cliEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), path.join(ROOT, 'src/cli/index.ts'), ...args], {
-      cwd: work,
-      env: cliEnv(),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => (stdout += c));
-    child.stderr.on('data', (c) => (stderr += c));
-    const t = setTimeout(() => child.kill('SIGKILL'), 60000);
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      clearTimeout(t);
-      resolve({ code: code ?? -1, stdout, stderr });
-    });
-  });
-}
+/** `berth <args>` run from the work folder with a fresh CLI config and no server or token from the environment. */
+const cli = (args: string[]) => runCli(args, { cwd: work, baseEnv: cliEnv() });
 
 function tree(dir: string, rel = ''): string[] {
   const out: string[] = [];
@@ -91,7 +73,7 @@ describe('berth deploy [DIR]', () => {
     symlinkSync(outsideFile, path.join(app, 'leak.txt'));
     symlinkSync('src/main.jsx', path.join(app, 'main-link.jsx'));
 
-    const res = await runCli(['deploy', 'my-site', '--json']);
+    const res = await cli(['deploy', 'my-site', '--json']);
     assert.equal(res.code, 0, res.stderr);
     assert.match(res.stderr, /uploading \[#+\] 100%/);
     assert.match(res.stderr, /skipped leak\.txt: symlink leading outside the folder/);
@@ -118,20 +100,20 @@ describe('berth deploy [DIR]', () => {
 
     // Deploying again with --project updates the same project in place.
     writeFileSync(path.join(app, 'src/extra.jsx'), 'export {}\n');
-    const again = await runCli(['deploy', app, '--project', p.id]);
+    const again = await cli(['deploy', app, '--project', p.id]);
     assert.equal(again.code, 0, again.stderr);
     assert.match(again.stdout, new RegExp(`project my-site \\(${p.id}\\)`));
     assert.ok(existsSync(path.join(current, 'src/extra.jsx')));
   });
 
   it('fails clearly when not logged in or the folder is missing', async () => {
-    const missing = await runCli(['deploy', path.join(work, 'nope')]);
+    const missing = await cli(['deploy', path.join(work, 'nope')]);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /error:/);
     const saved = configHome;
     configHome = path.join(work, 'empty-config');
     try {
-      const res = await runCli(['deploy', '.']);
+      const res = await cli(['deploy', '.']);
       assert.equal(res.code, 1);
       assert.match(res.stderr, /not logged in/);
     } finally {
