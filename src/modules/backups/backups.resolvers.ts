@@ -19,13 +19,13 @@ declare module '../../http/route.js' {
   }
 }
 
-export type BackupRecordKind = 'backup_policy' | 'backup_run' | 'backup_restore';
+type UnderProject = 'backup_policy' | 'backup_run' | 'backup_restore';
 
 export function destinationRef(row: DestinationRow): ResolvedResource<'backup_destination'> {
   return { kind: 'backup_destination', id: row.id, orgId: row.orgId, grantKeys: [{ type: 'backup_destination', id: row.id }], record: row };
 }
 
-function underProject<K extends BackupRecordKind>(kind: K, row: { id: string; orgId: string; projectId: string }, record: ResolvedResource<K>['record']): ResolvedResource<K> {
+function underProject<K extends UnderProject>(kind: K, row: { id: string; orgId: string; projectId: string }, record: ResolvedResource<K>['record']): ResolvedResource<K> {
   const project = parentProjectRef(row.orgId, row.projectId);
   return { kind, id: row.id, orgId: row.orgId, grantKeys: project.grantKeys, record, parents: { project } };
 }
@@ -33,12 +33,6 @@ function underProject<K extends BackupRecordKind>(kind: K, row: { id: string; or
 export const policyRef = (row: PolicyRow) => underProject('backup_policy', row, row);
 export const runRef = (row: RunRow) => underProject('backup_run', row, row);
 export const restoreRef = (row: RestoreRow) => underProject('backup_restore', row, row);
-
-/** A policy, run or restore of `orgId` as the routes' resolvers find it, or null (the cloud area's record lookups). */
-export async function findBackupRecord(ctx: Pick<AppContext, 'db'>, orgId: string, kind: BackupRecordKind, id: string): Promise<ResolvedResource<BackupRecordKind> | null> {
-  const r = resolvers[kind];
-  return r(ctx, orgId, id);
-}
 
 export const resolvers = {
   async backup_destination(ctx: Pick<AppContext, 'db'>, orgId: string, id: string) {
