@@ -4,7 +4,7 @@ import { ConfigError, loadConfig } from '../config.js';
 import { migrateToLatest, openDatabase } from '../db/client.js';
 import { AppError } from '../lib/errors.js';
 import { LockHeldError } from '../lib/lockfile.js';
-import { adminCreateUser } from '../modules/auth/auth.service.js';
+import { adminCreateUser } from '../modules/auth/index.js';
 import { serveForever } from '../server.js';
 import { ApiError, apiClient, readClientConfig, savedClient, writeClientConfig } from './client.js';
 import { promptHidden, readStdin } from './prompt.js';

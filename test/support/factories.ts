@@ -9,7 +9,7 @@ import type { GrantResourceType } from '../../src/authz/grants.js';
 import type { Role } from '../../src/authz/roles.js';
 import { transaction } from '../../src/db/client.js';
 import { randomString } from '../../src/lib/ids.js';
-import { adminCreateUser, issueToken } from '../../src/modules/auth/auth.service.js';
+import { adminCreateUser, issueToken } from '../../src/modules/auth/index.js';
 import { insertDeployment } from '../../src/modules/deployments/deployments.store.js';
 import { createDestination as createDestinationRow, createPolicy as createPolicyRow } from '../../src/modules/backups/index.js';
 import { checkGrantShape, writeGrant } from '../../src/modules/permissions/grants.service.js';
