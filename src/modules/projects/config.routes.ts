@@ -1,8 +1,18 @@
+import { Type } from '@sinclair/typebox';
 import { Answer, defineRoute } from '../../http/route.js';
+import {
+  AutoDeploySchema,
+  CloneTokenSchema,
+  CommitStatusSchema,
+  EnvVarSchema,
+  GitBranchSchema,
+  GitInfoSchema,
+  ResourcesSchema,
+  WebhookDomainSchema,
+} from './config.presenters.js';
 import { connectDomain } from './domains.service.js';
 import * as env from './env.service.js';
 import * as git from './git.service.js';
-import { resolvedProject } from './projects.service.js';
 import {
   AutoDeployBody,
   BranchBody,
@@ -16,6 +26,7 @@ import {
   SleepModeBody,
   WebhookDomainBody,
 } from './projects.schemas.js';
+import { ProjectSchema } from './projects.presenters.js';
 import * as resources from './resources.service.js';
 
 const P = { kind: 'project', param: 'id' } as const;
@@ -30,9 +41,9 @@ const resourcesPatch = (method: 'PATCH' | 'POST') =>
     summary: method === 'PATCH' ? 'Update CPU/RAM/disk, sleep mode, port' : 'Alias of PATCH /api/projects/:id/resources',
     tag: 'project:write',
     resource: P,
-    schema: { params: ProjectParams, body: ResourcesBody },
+    schema: { params: ProjectParams, body: ResourcesBody, response: ResourcesSchema },
     async handler({ actor, body, resource }, ctx) {
-      return resources.updateResources(ctx, actor, resolvedProject(resource), body);
+      return resources.updateResources(ctx, actor, resource.record, body);
     },
   });
 
@@ -43,9 +54,9 @@ export const configRoutes = [
     summary: 'List env vars of one environment (secret values masked); sends an ETag',
     tag: 'project:read',
     resource: P,
-    schema: { params: ProjectParams, querystring: EnvQuery },
+    schema: { params: ProjectParams, querystring: EnvQuery, response: Type.Array(EnvVarSchema) },
     async handler({ query, resource }, ctx) {
-      const out = await env.getEnv(ctx, resolvedProject(resource), query.environment);
+      const out = await env.getEnv(ctx, resource.record, query.environment);
       return new Answer({ data: out.vars }, 200, { etag: out.etag });
     },
   }),
@@ -56,10 +67,10 @@ export const configRoutes = [
     tag: 'project:write',
     resource: P,
     bodyLimit: ENV_BODY_LIMIT,
-    schema: { params: ProjectParams, body: EnvPatchBody },
+    schema: { params: ProjectParams, body: EnvPatchBody, response: Type.Array(EnvVarSchema) },
     async handler({ actor, body, resource, req }, ctx) {
       const ifMatch = req.headers['if-match'];
-      const out = await env.patchEnv(ctx, actor, resolvedProject(resource), body, Array.isArray(ifMatch) ? ifMatch.join(',') : ifMatch);
+      const out = await env.patchEnv(ctx, actor, resource.record, body, Array.isArray(ifMatch) ? ifMatch.join(',') : ifMatch);
       return new Answer({ data: out.vars }, 200, { etag: out.etag });
     },
   }),
@@ -69,9 +80,9 @@ export const configRoutes = [
     summary: 'Get the per-project git clone credential (token masked)',
     tag: 'project:read',
     resource: P,
-    schema: { params: ProjectParams },
+    schema: { params: ProjectParams, response: CloneTokenSchema },
     async handler({ resource }, ctx) {
-      return git.getCloneToken(ctx, resolvedProject(resource));
+      return git.getCloneToken(ctx, resource.record);
     },
   }),
   defineRoute({
@@ -80,9 +91,9 @@ export const configRoutes = [
     summary: 'Set or replace the clone credential (stored encrypted)',
     tag: 'project:admin',
     resource: P,
-    schema: { params: ProjectParams, body: CloneTokenBody },
+    schema: { params: ProjectParams, body: CloneTokenBody, response: CloneTokenSchema },
     async handler({ actor, body, resource }, ctx) {
-      return git.setCloneToken(ctx, actor, resolvedProject(resource), body);
+      return git.setCloneToken(ctx, actor, resource.record, body);
     },
   }),
   defineRoute({
@@ -91,9 +102,9 @@ export const configRoutes = [
     summary: 'Linked repository info',
     tag: 'project:read',
     resource: P,
-    schema: { params: ProjectParams },
+    schema: { params: ProjectParams, response: GitInfoSchema },
     async handler({ resource }, ctx) {
-      return git.gitInfo(ctx, resolvedProject(resource));
+      return git.gitInfo(ctx, resource.record);
     },
   }),
   defineRoute({
@@ -102,9 +113,9 @@ export const configRoutes = [
     summary: "Link a repository (the default branch when branch is omitted)",
     tag: 'project:write',
     resource: P,
-    schema: { params: ProjectParams, body: LinkBody },
+    schema: { params: ProjectParams, body: LinkBody, response: ProjectSchema },
     async handler({ actor, body, resource }, ctx) {
-      return git.linkRepository(ctx, actor, resolvedProject(resource), body);
+      return git.linkRepository(ctx, actor, resource.record, body);
     },
   }),
   defineRoute({
@@ -113,9 +124,9 @@ export const configRoutes = [
     summary: 'List branches of the linked repository',
     tag: 'project:read',
     resource: P,
-    schema: { params: ProjectParams },
+    schema: { params: ProjectParams, response: Type.Array(GitBranchSchema) },
     async handler({ resource }, ctx) {
-      return git.listBranches(ctx, resolvedProject(resource));
+      return git.listBranches(ctx, resource.record);
     },
   }),
   defineRoute({
@@ -124,9 +135,9 @@ export const configRoutes = [
     summary: 'Compare the deployed commit against the remote head',
     tag: 'project:read',
     resource: P,
-    schema: { params: ProjectParams },
+    schema: { params: ProjectParams, response: CommitStatusSchema },
     async handler({ resource }, ctx) {
-      return git.commitStatus(ctx, resolvedProject(resource));
+      return git.commitStatus(ctx, resource.record);
     },
   }),
   defineRoute({
@@ -135,9 +146,9 @@ export const configRoutes = [
     summary: 'Enable or disable deploy on push',
     tag: 'project:write',
     resource: P,
-    schema: { params: ProjectParams, body: AutoDeployBody },
+    schema: { params: ProjectParams, body: AutoDeployBody, response: AutoDeploySchema },
     async handler({ actor, body, resource }, ctx) {
-      return git.setAutoDeploy(ctx, actor, resolvedProject(resource), body.enabled);
+      return git.setAutoDeploy(ctx, actor, resource.record, body.enabled);
     },
   }),
   defineRoute({
@@ -146,9 +157,9 @@ export const configRoutes = [
     summary: 'Set the domain used for git webhook delivery',
     tag: 'project:write',
     resource: P,
-    schema: { params: ProjectParams, body: WebhookDomainBody },
+    schema: { params: ProjectParams, body: WebhookDomainBody, response: WebhookDomainSchema },
     async handler({ actor, body, resource }, ctx) {
-      return git.setWebhookDomain(ctx, actor, resolvedProject(resource), body.domain);
+      return git.setWebhookDomain(ctx, actor, resource.record, body.domain);
     },
   }),
   defineRoute({
@@ -157,9 +168,9 @@ export const configRoutes = [
     summary: 'Set the deploy branch',
     tag: 'project:write',
     resource: P,
-    schema: { params: ProjectParams, body: BranchBody },
+    schema: { params: ProjectParams, body: BranchBody, response: ProjectSchema },
     async handler({ actor, body, resource }, ctx) {
-      return git.setBranch(ctx, actor, resolvedProject(resource), body.branch);
+      return git.setBranch(ctx, actor, resource.record, body.branch);
     },
   }),
   defineRoute({
@@ -168,9 +179,9 @@ export const configRoutes = [
     summary: 'Get CPU/RAM/disk config, sleep mode and port',
     tag: 'project:read',
     resource: P,
-    schema: { params: ProjectParams },
+    schema: { params: ProjectParams, response: ResourcesSchema },
     async handler({ resource }) {
-      return resources.resourcesOf(resolvedProject(resource));
+      return resources.resourcesOf(resource.record);
     },
   }),
   resourcesPatch('PATCH'),
@@ -181,9 +192,9 @@ export const configRoutes = [
     summary: 'Set sleep mode',
     tag: 'project:write',
     resource: P,
-    schema: { params: ProjectParams, body: SleepModeBody },
+    schema: { params: ProjectParams, body: SleepModeBody, response: ResourcesSchema },
     async handler({ actor, body, resource }, ctx) {
-      return resources.setSleepMode(ctx, actor, resolvedProject(resource), body.sleepMode);
+      return resources.setSleepMode(ctx, actor, resource.record, body.sleepMode);
     },
   }),
   defineRoute({
@@ -192,9 +203,9 @@ export const configRoutes = [
     summary: 'Connect a custom domain and make it primary',
     tag: 'project:write',
     resource: P,
-    schema: { params: ProjectParams, body: DomainBody },
+    schema: { params: ProjectParams, body: DomainBody, response: ProjectSchema },
     async handler({ actor, body, resource }, ctx) {
-      return connectDomain(ctx, actor, resolvedProject(resource), body.domain);
+      return connectDomain(ctx, actor, resource.record, body.domain);
     },
   }),
 ];

@@ -4,7 +4,8 @@ import type { Db } from '../../db/client.js';
 /**
  * Records other areas keep under a project (backup policies and runs, upload sessions, ...). The
  * deletion preview counts and names them, and DELETE removes them in the same transaction as the
- * project, then removes their files. An area registers its dependent in its module's `init`.
+ * project, then removes their files. An area declares its dependents in its module's `provides`
+ * (`projectDependents: [...]`); the projects area reads them as `ctx.ports.projectDependents`.
  */
 export interface ProjectDependent {
   /** Key in the deletion preview (`backupPolicies`, `backupRuns`, or a new one). */
@@ -15,14 +16,4 @@ export interface ProjectDependent {
   remove(tx: Db, orgId: string, projectId: string): Promise<void>;
   /** Folders/files to remove after the transaction committed (absolute paths). */
   paths?(ctx: AppContext, orgId: string, projectId: string): string[];
-}
-
-const dependents = new Map<string, ProjectDependent>();
-
-export function registerProjectDependent(d: ProjectDependent): void {
-  dependents.set(d.name, d);
-}
-
-export function projectDependents(): ProjectDependent[] {
-  return [...dependents.values()];
 }

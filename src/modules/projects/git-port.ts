@@ -2,9 +2,9 @@ import type { AppContext } from '../../context.js';
 import { AppError } from '../../lib/errors.js';
 
 /**
- * What the projects area needs from the git provider. The git-provider area implements it and calls
- * `setGitPort()` in its module's `init`. While no port is set, the routes that need the provider
- * answer 400 GIT_PROVIDER_NOT_CONNECTED. Implementations throw AppError themselves:
+ * What the projects area needs from the git provider. The git-provider area provides it as
+ * `ctx.ports.git`. While there is none, the routes that need the provider answer 400
+ * GIT_PROVIDER_NOT_CONNECTED (`requireGit`). Implementations throw AppError themselves:
  * GIT_PROVIDER_NOT_CONNECTED when the org has no usable connection, NOT_FOUND when owner/repo is not
  * visible to it.
  */
@@ -42,20 +42,11 @@ export interface GitPort {
   projectNotice?(ctx: AppContext, orgId: string, projectId: string): Promise<{ reason: string; at: string } | null>;
 }
 
-let gitPort: GitPort | null = null;
-
-export function setGitPort(p: GitPort | null): void {
-  gitPort = p;
-}
-
-export function getGitPort(): GitPort | null {
-  return gitPort;
-}
-
 /** The port, or 400 GIT_PROVIDER_NOT_CONNECTED. */
-export function requireGitPort(): GitPort {
-  if (!gitPort) {
+export function requireGit(ctx: AppContext): GitPort {
+  const port = ctx.ports.git;
+  if (!port) {
     throw new AppError('GIT_PROVIDER_NOT_CONNECTED', 'no git provider is connected to this instance: connect one with POST /api/gitprovider/connect');
   }
-  return gitPort;
+  return port;
 }

@@ -4,9 +4,10 @@ import { transaction } from '../../db/client.js';
 import { AppError } from '../../lib/errors.js';
 import { decryptSecret, encryptSecret } from '../../lib/crypto.js';
 import { nowIso } from '../../lib/ids.js';
-import { insertAuditEvent } from '../audit/audit.store.js';
-import { getGitPort, requireGitPort, type GitBranch, type GitRepository } from './git-port.js';
-import { loadRecord, type ProjectRecord } from './projects.service.js';
+import { insertAuditEvent } from '../audit/index.js';
+import { requireGit, type GitBranch, type GitRepository } from './git-port.js';
+import type { ProjectRecord } from './projects.presenters.js';
+import { loadRecord } from './projects.service.js';
 import * as store from './projects.store.js';
 import type { ProjectRow } from './projects.store.js';
 import { checkBranch, checkGitOwner, checkGitRepo, normalizeHostname } from './validate.js';
@@ -44,12 +45,12 @@ export async function gitInfo(ctx: AppContext, row: ProjectRow): Promise<GitInfo
     autoDeploy: row.autoDeploy === 1,
     webhookDomain: row.webhookDomain,
     webhookUrl: webhookUrlOf(ctx, row),
-    notice: (await getGitPort()?.projectNotice?.(ctx, row.orgId, row.id)) ?? null,
+    notice: (await ctx.ports.git?.projectNotice?.(ctx, row.orgId, row.id)) ?? null,
   };
   if (!linked(row)) return { linked: false, provider: null, owner: null, repo: null, branch: null, ...base, repository: null };
   let repository: GitRepository | null;
   try {
-    repository = await requireGitPort().repository(ctx, row.orgId, row.gitOwner, row.gitRepo);
+    repository = await requireGit(ctx).repository(ctx, row.orgId, row.gitOwner, row.gitRepo);
   } catch (e) {
     // While the provider has paused the project (e.g. the App was uninstalled), the link and the reason still show.
     if (!base.notice) throw e;
@@ -69,7 +70,7 @@ export async function linkRepository(ctx: AppContext, actor: Actor, row: Project
   const branch =
     input.branch !== undefined && input.branch.trim() !== ''
       ? checkBranch(input.branch, 'branch')
-      : await requireGitPort().defaultBranch(ctx, row.orgId, owner, repo);
+      : await requireGit(ctx).defaultBranch(ctx, row.orgId, owner, repo);
   await transaction(ctx.db, async (tx) => {
     await store.updateProject(tx, row.orgId, row.id, {
       sourceType: 'git',
@@ -83,7 +84,7 @@ export async function linkRepository(ctx: AppContext, actor: Actor, row: Project
     await store.setProductionBranch(tx, row.orgId, row.id, branch);
     await insertAuditEvent(tx, { orgId: row.orgId, actorId: actor.userId, action: 'project.git.link', resourceType: 'project', resourceId: row.id, details: { owner, repo, branch } });
   });
-  const port = getGitPort();
+  const port = ctx.ports.git;
   if (row.autoDeploy === 1 && port) {
     try {
       const hook = await port.ensureWebhook(ctx, row.orgId, owner, repo, webhookUrlOf(ctx, row));
@@ -96,7 +97,7 @@ export async function linkRepository(ctx: AppContext, actor: Actor, row: Project
 }
 
 export async function listBranches(ctx: AppContext, row: ProjectRow): Promise<GitBranch[]> {
-  const port = requireGitPort();
+  const port = requireGit(ctx);
   requireLinked(row);
   return port.branches(ctx, row.orgId, row.gitOwner, row.gitRepo);
 }
@@ -110,7 +111,7 @@ export interface CommitStatus {
 
 /** Compares the commit of the last ready production deployment with the remote head of the deploy branch. */
 export async function commitStatus(ctx: AppContext, row: ProjectRow): Promise<CommitStatus> {
-  const port = requireGitPort();
+  const port = requireGit(ctx);
   requireLinked(row);
   const branch = row.gitBranch ?? (await port.defaultBranch(ctx, row.orgId, row.gitOwner, row.gitRepo));
   const deployed = await store.latestDeployment(ctx.db, row.orgId, row.id, { environment: 'production', status: 'ready' });
@@ -130,7 +131,7 @@ export async function setAutoDeploy(ctx: AppContext, actor: Actor, row: ProjectR
   const url = webhookUrlOf(ctx, row);
   let webhookId = row.webhookId;
   if (enabled) {
-    const port = requireGitPort();
+    const port = requireGit(ctx);
     requireLinked(row);
     webhookId = (await port.ensureWebhook(ctx, row.orgId, row.gitOwner, row.gitRepo, url)).id;
   }
@@ -149,7 +150,7 @@ export async function setWebhookDomain(ctx: AppContext, actor: Actor, row: Proje
     await insertAuditEvent(tx, { orgId: row.orgId, actorId: actor.userId, action: 'project.webhook_domain', resourceType: 'project', resourceId: row.id, details: { domain: webhookDomain } });
   });
   const next = { ...row, webhookDomain };
-  const port = getGitPort();
+  const port = ctx.ports.git;
   if (row.autoDeploy === 1 && port && linked(next)) {
     try {
       const hook = await port.ensureWebhook(ctx, row.orgId, next.gitOwner, next.gitRepo, webhookUrlOf(ctx, next));

@@ -1,29 +1,38 @@
+import { Type } from '@sinclair/typebox';
 import { Answer, defineRoute, type ModuleDef } from '../../http/route.js';
 import { configRoutes } from './config.routes.js';
-import * as projects from './projects.service.js';
-import { resolvedProject } from './projects.service.js';
+import { ServiceSchema } from './config.presenters.js';
+import * as deletion from './deletion.service.js';
+import * as environments from './environments.service.js';
+import * as info from './info.service.js';
+import * as lifecycle from './lifecycle.service.js';
 import {
-  CreateBody,
-  DeploymentsQuery,
-  EnsureBody,
-  EnvironmentBody,
-  OptionsBody,
-  ProjectParams,
-  ServiceBody,
-  UpdateBody,
-} from './projects.schemas.js';
+  DeletedProjectSchema,
+  DeletionPreviewSchema,
+  DeploymentSchema,
+  EnvironmentSchema,
+  HomeSchema,
+  InfoSchema,
+  OptionsSchema,
+  ProjectSchema,
+  RoutingAttemptSchema,
+} from './projects.presenters.js';
+import { CreateBody, DeploymentsQuery, EnsureBody, EnvironmentBody, OptionsBody, ProjectParams, ServiceBody, UpdateBody } from './projects.schemas.js';
+import * as projects from './projects.service.js';
 import { resolveProject } from './projects.store.js';
 import { routeRuleRoutes } from './route-rules.routes.js';
 import * as services from './services.service.js';
 
 const P = { kind: 'project', param: 'id' } as const;
 
+/** Projects: CRUD, ensure, lifecycle, deletion, environments, deployments, services (config.routes.ts: the rest). */
 const coreRoutes = [
   defineRoute({
     method: 'GET',
     url: '/api/projects',
     summary: 'List the projects of the org the caller can read',
     tag: 'project:list',
+    schema: { response: Type.Array(ProjectSchema) },
     async handler({ actor }, ctx) {
       return projects.listProjects(ctx, actor);
     },
@@ -34,7 +43,7 @@ const coreRoutes = [
     summary: 'Create a project (records its config only; no build starts)',
     tag: 'project:write',
     status: 201,
-    schema: { body: CreateBody },
+    schema: { body: CreateBody, response: ProjectSchema },
     async handler({ actor, body }, ctx) {
       return projects.createProject(ctx, actor, body);
     },
@@ -44,6 +53,7 @@ const coreRoutes = [
     url: '/api/projects/home',
     summary: 'Home feed: local (and, when linked, cloud) projects',
     tag: 'project:list',
+    schema: { response: HomeSchema },
     async handler({ actor }, ctx) {
       return projects.home(ctx, actor);
     },
@@ -52,13 +62,15 @@ const coreRoutes = [
     method: 'POST',
     url: '/api/projects/ensure',
     summary: 'Create a project, or update `projectId` in place (folder-upload step 3)',
+    // project:write on the body's `projectId` (404 another org's or missing, 403 not allowed), or on
+    // the org when it names none (a new project).
     tag: 'project:write',
-    // The project is named in the body: the service authorizes on it (404 other org, 403 no write).
-    access: 'member',
-    schema: { body: EnsureBody },
-    async handler({ actor, body }, ctx) {
-      const out = await projects.ensureProject(ctx, actor, body);
-      return new Answer({ data: out.project }, out.created ? 201 : 200);
+    resource: { kind: 'project', body: 'projectId', optional: true },
+    schema: { body: EnsureBody, response: ProjectSchema },
+    async handler({ actor, body, resource }, ctx) {
+      const out = await projects.ensureProject(ctx, actor, resource?.record, body);
+      // 201 when it created the project, 200 when it updated one (same body, `{ data: project }`).
+      return out.created ? new Answer({ data: out.project }, 201) : out.project;
     },
   }),
   defineRoute({
@@ -67,9 +79,9 @@ const coreRoutes = [
     summary: 'Get a project: config, source, routes, status',
     tag: 'project:read',
     resource: P,
-    schema: { params: ProjectParams },
+    schema: { params: ProjectParams, response: ProjectSchema },
     async handler({ resource }, ctx) {
-      return projects.getProject(ctx, resolvedProject(resource));
+      return projects.getProject(ctx, resource.record);
     },
   }),
   defineRoute({
@@ -78,9 +90,9 @@ const coreRoutes = [
     summary: 'Update configuration (partial: send only the fields to change)',
     tag: 'project:write',
     resource: P,
-    schema: { params: ProjectParams, body: UpdateBody },
+    schema: { params: ProjectParams, body: UpdateBody, response: ProjectSchema },
     async handler({ actor, body, resource }, ctx) {
-      return projects.updateProjectConfig(ctx, actor, resolvedProject(resource), body);
+      return projects.updateProjectConfig(ctx, actor, resource.record, body);
     },
   }),
   defineRoute({
@@ -89,9 +101,9 @@ const coreRoutes = [
     summary: 'Delete a project and everything the deletion preview lists',
     tag: 'project:admin',
     resource: P,
-    schema: { params: ProjectParams },
+    schema: { params: ProjectParams, response: DeletedProjectSchema },
     async handler({ actor, resource }, ctx) {
-      return projects.deleteProject(ctx, actor, resolvedProject(resource));
+      return deletion.deleteProject(ctx, actor, resource.record);
     },
   }),
   defineRoute({
@@ -100,9 +112,9 @@ const coreRoutes = [
     summary: 'Detailed info: runtime, build, source',
     tag: 'project:read',
     resource: P,
-    schema: { params: ProjectParams },
+    schema: { params: ProjectParams, response: InfoSchema },
     async handler({ resource }, ctx) {
-      return projects.info(ctx, resolvedProject(resource));
+      return info.info(ctx, resource.record);
     },
   }),
   defineRoute({
@@ -111,9 +123,9 @@ const coreRoutes = [
     summary: 'What deleting the project would remove (counts and names)',
     tag: 'project:read',
     resource: P,
-    schema: { params: ProjectParams },
+    schema: { params: ProjectParams, response: DeletionPreviewSchema },
     async handler({ resource }, ctx) {
-      return projects.deletionPreview(ctx, resolvedProject(resource));
+      return deletion.deletionPreview(ctx, resource.record);
     },
   }),
   defineRoute({
@@ -122,9 +134,9 @@ const coreRoutes = [
     summary: 'List environments (production and previews)',
     tag: 'project:read',
     resource: P,
-    schema: { params: ProjectParams },
+    schema: { params: ProjectParams, response: Type.Array(EnvironmentSchema) },
     async handler({ resource }, ctx) {
-      return projects.listEnvironments(ctx, resolvedProject(resource));
+      return environments.listEnvironments(ctx, resource.record);
     },
   }),
   defineRoute({
@@ -134,9 +146,9 @@ const coreRoutes = [
     tag: 'project:write',
     resource: P,
     status: 201,
-    schema: { params: ProjectParams, body: EnvironmentBody },
+    schema: { params: ProjectParams, body: EnvironmentBody, response: EnvironmentSchema },
     async handler({ actor, body, resource }, ctx) {
-      return projects.createEnvironment(ctx, actor, resolvedProject(resource), body);
+      return environments.createEnvironment(ctx, actor, resource.record, body);
     },
   }),
   defineRoute({
@@ -145,9 +157,9 @@ const coreRoutes = [
     summary: 'Set build/deploy options',
     tag: 'project:write',
     resource: P,
-    schema: { params: ProjectParams, body: OptionsBody },
+    schema: { params: ProjectParams, body: OptionsBody, response: OptionsSchema },
     async handler({ actor, body, resource }, ctx) {
-      return projects.setOptions(ctx, actor, resolvedProject(resource), body);
+      return lifecycle.setOptions(ctx, actor, resource.record, body);
     },
   }),
   defineRoute({
@@ -156,9 +168,9 @@ const coreRoutes = [
     summary: 'Enable the project (deploys allowed, brought online)',
     tag: 'project:write',
     resource: P,
-    schema: { params: ProjectParams },
+    schema: { params: ProjectParams, response: ProjectSchema },
     async handler({ actor, resource }, ctx) {
-      return projects.setStatus(ctx, actor, resolvedProject(resource), 'enabled');
+      return lifecycle.setStatus(ctx, actor, resource.record, 'enabled');
     },
   }),
   defineRoute({
@@ -167,9 +179,9 @@ const coreRoutes = [
     summary: 'Disable the project (deploys paused, taken offline)',
     tag: 'project:write',
     resource: P,
-    schema: { params: ProjectParams },
+    schema: { params: ProjectParams, response: ProjectSchema },
     async handler({ actor, resource }, ctx) {
-      return projects.setStatus(ctx, actor, resolvedProject(resource), 'disabled');
+      return lifecycle.setStatus(ctx, actor, resource.record, 'disabled');
     },
   }),
   defineRoute({
@@ -178,9 +190,9 @@ const coreRoutes = [
     summary: 'Retry syncing the free edge-route domain, without a rebuild',
     tag: 'project:write',
     resource: P,
-    schema: { params: ProjectParams },
+    schema: { params: ProjectParams, response: RoutingAttemptSchema },
     async handler({ actor, resource }, ctx) {
-      return projects.retryRouting(ctx, actor, resolvedProject(resource));
+      return lifecycle.retryRouting(ctx, actor, resource.record);
     },
   }),
   defineRoute({
@@ -189,9 +201,9 @@ const coreRoutes = [
     summary: "List the project's deployments, newest first",
     tag: 'project:deployment:list',
     resource: P,
-    schema: { params: ProjectParams, querystring: DeploymentsQuery },
+    schema: { params: ProjectParams, querystring: DeploymentsQuery, response: Type.Array(DeploymentSchema) },
     async handler({ query, resource }, ctx) {
-      return projects.listDeployments(ctx, resolvedProject(resource), query);
+      return info.listDeployments(ctx, resource.record, query);
     },
   }),
   defineRoute({
@@ -200,9 +212,9 @@ const coreRoutes = [
     summary: "List the project's services (the data volume, attached databases)",
     tag: 'project:read',
     resource: P,
-    schema: { params: ProjectParams },
+    schema: { params: ProjectParams, response: Type.Array(ServiceSchema) },
     async handler({ resource }, ctx) {
-      return services.listServices(ctx, resolvedProject(resource));
+      return services.listServices(ctx, resource.record);
     },
   }),
   defineRoute({
@@ -212,9 +224,9 @@ const coreRoutes = [
     tag: 'project:write',
     resource: P,
     status: 201,
-    schema: { params: ProjectParams, body: ServiceBody },
+    schema: { params: ProjectParams, body: ServiceBody, response: ServiceSchema },
     async handler({ actor, body, resource }, ctx) {
-      return services.createService(ctx, actor, resolvedProject(resource), body);
+      return services.createService(ctx, actor, resource.record, body);
     },
   }),
 ];

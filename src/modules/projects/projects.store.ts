@@ -34,10 +34,16 @@ export function projectRef(row: { id: string; orgId: string }): ResolvedResource
   return { kind: 'project', id: row.id, orgId: row.orgId, grantKeys: projectGrantKeys(row.id), record: row };
 }
 
-/** Resolver of kind `project` (routes with `resource: { kind: 'project', param: 'id' }`). */
-export async function resolveProject(ctx: AppContext, orgId: string, id: string): Promise<ResolvedResource | null> {
+declare module '../../http/route.js' {
+  interface ResourceKinds {
+    project: ProjectRow;
+  }
+}
+
+/** Resolver of kind `project` (routes with `resource: { kind: 'project', param: 'id' }` or a body `projectId`). */
+export async function resolveProject(ctx: AppContext, orgId: string, id: string): Promise<ResolvedResource<'project'> | null> {
   const row = await findProject(ctx.db, orgId, id);
-  return row ? projectRef(row) : null;
+  return row ? { kind: 'project', id: row.id, orgId: row.orgId, grantKeys: projectGrantKeys(row.id), record: row } : null;
 }
 
 // ---------------------------------------------------------------- projects
@@ -52,6 +58,11 @@ export type CloneCredentialRow = Selectable<CloneCredentialsTable>;
 
 export async function listProjects(db: Db, orgId: string): Promise<ProjectRow[]> {
   return db.selectFrom('projects').selectAll().where('orgId', '=', orgId).orderBy('createdAt', 'desc').orderBy('id', 'desc').execute();
+}
+
+/** The org's project whose source is the local folder `localPath`. */
+export async function findProjectByLocalPath(db: Db, orgId: string, localPath: string): Promise<Pick<ProjectRow, 'id'> | undefined> {
+  return db.selectFrom('projects').select('id').where('orgId', '=', orgId).where('localPath', '=', localPath).executeTakeFirst();
 }
 
 export async function slugTaken(db: Db, slug: string): Promise<boolean> {
@@ -77,8 +88,6 @@ export async function deleteProjectRows(db: Db, orgId: string, id: string): Prom
   for (const t of ['envVars', 'domains', 'routeRules', 'services', 'deployments', 'cloneCredentials', 'routingAttempts', 'environments'] as const) {
     await db.deleteFrom(t).where('orgId', '=', orgId).where('projectId', '=', id).execute();
   }
-  // Grants naming the project would dangle (and would cover a reused id): they go with it.
-  await db.deleteFrom('grants').where('orgId', '=', orgId).where('resourceType', '=', 'project').where('resourceId', '=', id).execute();
   await db.deleteFrom('projects').where('orgId', '=', orgId).where('id', '=', id).execute();
 }
 
@@ -130,6 +139,11 @@ export async function listDomains(db: Db, orgId: string, projectId: string): Pro
     .orderBy('createdAt', 'asc')
     .orderBy('domain', 'asc')
     .execute();
+}
+
+/** Every domain of the org's projects, oldest first (the project list joins them in memory). */
+export async function listOrgDomains(db: Db, orgId: string): Promise<DomainRow[]> {
+  return db.selectFrom('domains').selectAll().where('orgId', '=', orgId).orderBy('createdAt', 'asc').orderBy('domain', 'asc').execute();
 }
 
 /** Instance-wide lookup (domains are unique across every org). */

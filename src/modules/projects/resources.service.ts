@@ -3,8 +3,8 @@ import type { AppContext } from '../../context.js';
 import { transaction } from '../../db/client.js';
 import { invalid } from '../../lib/errors.js';
 import { nowIso } from '../../lib/ids.js';
-import { insertAuditEvent } from '../audit/audit.store.js';
-import { DEFAULT_RESOURCES } from './projects.service.js';
+import { insertAuditEvent } from '../audit/index.js';
+import { DEFAULT_RESOURCES } from './project-input.js';
 import * as store from './projects.store.js';
 import type { ProjectRow } from './projects.store.js';
 

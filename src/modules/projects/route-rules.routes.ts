@@ -1,5 +1,6 @@
+import { Type } from '@sinclair/typebox';
 import { defineRoute } from '../../http/route.js';
-import { resolvedProject } from './projects.service.js';
+import { DeletedSchema, RouteRuleSchema } from './config.presenters.js';
 import { ProjectParams, RuleCreateBody, RuleParams, RulePatchBody } from './projects.schemas.js';
 import * as rules from './route-rules.service.js';
 
@@ -14,9 +15,9 @@ export const routeRuleRoutes = [
     tag: 'project:read',
     resource: P,
     selfHostedOnly: true,
-    schema: { params: ProjectParams },
+    schema: { params: ProjectParams, response: Type.Array(RouteRuleSchema) },
     async handler({ resource }, ctx) {
-      return rules.listRules(ctx, resolvedProject(resource));
+      return rules.listRules(ctx, resource.record);
     },
   }),
   defineRoute({
@@ -27,9 +28,9 @@ export const routeRuleRoutes = [
     resource: P,
     selfHostedOnly: true,
     status: 201,
-    schema: { params: ProjectParams, body: RuleCreateBody },
+    schema: { params: ProjectParams, body: RuleCreateBody, response: RouteRuleSchema },
     async handler({ actor, body, resource }, ctx) {
-      return rules.createRule(ctx, actor, resolvedProject(resource), body);
+      return rules.createRule(ctx, actor, resource.record, body);
     },
   }),
   defineRoute({
@@ -39,9 +40,9 @@ export const routeRuleRoutes = [
     tag: 'project:write',
     resource: P,
     selfHostedOnly: true,
-    schema: { params: RuleParams, body: RulePatchBody },
+    schema: { params: RuleParams, body: RulePatchBody, response: RouteRuleSchema },
     async handler({ actor, body, params, resource }, ctx) {
-      return rules.updateRule(ctx, actor, resolvedProject(resource), params.ruleId, body);
+      return rules.updateRule(ctx, actor, resource.record, params.ruleId, body);
     },
   }),
   defineRoute({
@@ -51,9 +52,9 @@ export const routeRuleRoutes = [
     tag: 'project:write',
     resource: P,
     selfHostedOnly: true,
-    schema: { params: RuleParams },
+    schema: { params: RuleParams, response: DeletedSchema },
     async handler({ actor, params, resource }, ctx) {
-      return rules.deleteRule(ctx, actor, resolvedProject(resource), params.ruleId);
+      return rules.deleteRule(ctx, actor, resource.record, params.ruleId);
     },
   }),
 ];

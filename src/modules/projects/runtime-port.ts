@@ -1,8 +1,8 @@
 import type { AppContext } from '../../context.js';
 
 /**
- * What the projects area needs from build-and-run. The build-and-run area implements it and calls
- * `setRuntimePort()` in its module's `init`. While none is set, nothing runs: info answers state
+ * What the projects area needs from build-and-run. The build-and-run (deployments) area provides it
+ * as `ctx.ports.runtime`. While there is none, nothing runs: info answers state
  * `not_deployed`/`stopped`, and enable/disable/routing/delete only record.
  *
  * Hooks are called after the projects transaction committed; a failing hook is logged, never undoes
@@ -34,12 +34,11 @@ export interface RuntimePort {
   removeProject(ctx: AppContext, orgId: string, projectId: string): Promise<void>;
 }
 
-let runtimePort: RuntimePort | null = null;
-
-export function setRuntimePort(p: RuntimePort | null): void {
-  runtimePort = p;
-}
-
-export function getRuntimePort(): RuntimePort | null {
-  return runtimePort;
+/** Runs a runtime hook after commit; a failure is logged and does not undo the recorded change. */
+export async function afterCommit(ctx: AppContext, what: string, fn: () => Promise<unknown>): Promise<void> {
+  try {
+    await fn();
+  } catch (e) {
+    ctx.log.warn({ err: e, what }, 'runtime hook failed');
+  }
 }

@@ -1,0 +1,34 @@
+/**
+ * The projects area's surface: the only file other areas import. Project rows and records, the
+ * functions other areas use to read or change projects, and the ports the area defines (implemented
+ * by other areas through their module's `provides`).
+ */
+export { projectsModule } from './projects.routes.js';
+
+// Records and presenters.
+export type { ProjectRow, EnvironmentRow, DomainRow, RouteRuleRow, DeploymentRow } from './projects.store.js';
+export { deploymentRecord, DeploymentSchema, ProjectSchema, type DeploymentRecord, type ProjectRecord } from './projects.presenters.js';
+
+// Reading projects (every lookup scoped by org) and authorizing on them.
+export { findProject, listDomains, listRouteRules, findEnvironment, findCloneCredential, findService, projectRef, projectGrantKeys } from './projects.store.js';
+export { slugify } from './validate.js';
+
+// Changing projects.
+export { createProject, listProjects, loadRecord, resolvedProject, useUploadAsSource, projectImporting, type DetectedConfig } from './projects.service.js';
+export { deleteProject } from './deletion.service.js';
+
+// Env vars and services for build-and-run, backups and transfers.
+export { envAad, ENV_KEY_RE, resolveEnvForRuntime } from './env.service.js';
+
+// The git provider's reads and changes of linked projects (push, uninstall, repository removed, webhook deleted).
+export { projectsLinkedTo, autoDeployProjects, pauseAutoDeploy, unlinkGitSource, clearProjectWebhooks, type LinkedProject } from './git-links.js';
+
+// Ports this area defines.
+export type { GitPort, GitRepository, GitBranch, GitWebhook } from './git-port.js';
+export { afterCommit, type RuntimePort, type RuntimeState, type RoutingResult } from './runtime-port.js';
+export type { ProjectDependent } from './dependents.js';
+export type { UploadSourcePort } from './upload-port.js';
+
+// A project with every row under it, read and written whole (the cloud area's transfers).
+export * as wholeProject from './whole-project.store.js';
+export type { ProjectRows, NewProjectRows } from './whole-project.store.js';

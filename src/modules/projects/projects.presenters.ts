@@ -1,0 +1,220 @@
+/**
+ * Projects area presenters: project, environment and deployment rows to their API shapes, and the
+ * TypeBox schemas of the core project routes' success payloads (the `data` of `{ data }`). The
+ * server serialises each answer by its schema: a field not listed here is not sent.
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import type { AppContext } from '../../context.js';
+import type { DeploymentRow, DomainRow, EnvironmentRow, ProjectRow } from './projects.store.js';
+
+// ---------------------------------------------------------------- schema helpers (this area's presenters)
+
+/** string | null, as one JSON type list (fast to serialise, valid OpenAPI 3.1). */
+export const NullableStr = () => Type.Unsafe<string | null>({ type: ['string', 'null'] });
+export const NullableInt = () => Type.Unsafe<number | null>({ type: ['integer', 'null'] });
+export const OneOf = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 'string', enum: [...values] });
+
+// ---------------------------------------------------------------- project (contract section 5)
+
+export const ProjectConfigSchema = Type.Object({
+  framework: NullableStr(),
+  installCommand: NullableStr(),
+  buildCommand: NullableStr(),
+  startCommand: NullableStr(),
+  outputDirectory: NullableStr(),
+  rootDirectory: NullableStr(),
+  port: Type.Integer(),
+  packageManager: NullableStr(),
+  runtime: NullableStr(),
+});
+
+export const ProjectSourceSchema = Type.Object({
+  type: OneOf(['git', 'local', 'upload', 'none'] as const),
+  gitProvider: NullableStr(),
+  gitOwner: NullableStr(),
+  gitRepo: NullableStr(),
+  gitBranch: NullableStr(),
+  localPath: NullableStr(),
+});
+
+const projectFields = {
+  id: Type.String(),
+  orgId: Type.String(),
+  name: Type.String(),
+  slug: Type.String(),
+  status: OneOf(['enabled', 'disabled'] as const),
+  location: OneOf(['local', 'cloud'] as const),
+  config: ProjectConfigSchema,
+  source: ProjectSourceSchema,
+  routes: Type.Object({
+    freeDomain: Type.String(),
+    primaryDomain: Type.String(),
+    domains: Type.Array(Type.Object({ domain: Type.String(), primary: Type.Boolean(), createdAt: Type.String() })),
+  }),
+  sleepMode: OneOf(['auto_sleep', 'always_on'] as const),
+  autoDeploy: Type.Boolean(),
+  createdAt: Type.String(),
+  updatedAt: Type.String(),
+};
+
+/** GET /api/projects/:id and every route that answers the project. */
+export const ProjectSchema = Type.Object(projectFields);
+export type ProjectRecord = Static<typeof ProjectSchema>;
+
+/** The home feed: a cloud project's live record also names its id on the cloud. */
+export const HomeSchema = Type.Object({
+  projects: Type.Array(Type.Object({ ...projectFields, cloudId: Type.Optional(Type.String()) })),
+  cloudUnreachable: Type.Boolean(),
+});
+
+export function freeDomainOf(ctx: AppContext, slug: string): string {
+  return `${slug}.${ctx.config.appsDomain}`;
+}
+
+export function projectRecord(ctx: AppContext, p: ProjectRow, domains: DomainRow[]): ProjectRecord {
+  const freeDomain = freeDomainOf(ctx, p.slug);
+  const primary = domains.find((d) => d.isPrimary === 1);
+  return {
+    id: p.id,
+    orgId: p.orgId,
+    name: p.name,
+    slug: p.slug,
+    status: p.status as ProjectRecord['status'],
+    location: p.location as ProjectRecord['location'],
+    config: {
+      framework: p.framework,
+      installCommand: p.installCommand,
+      buildCommand: p.buildCommand,
+      startCommand: p.startCommand,
+      outputDirectory: p.outputDirectory,
+      rootDirectory: p.rootDirectory,
+      port: p.port,
+      packageManager: p.packageManager,
+      runtime: p.runtime,
+    },
+    source: {
+      type: p.sourceType as ProjectRecord['source']['type'],
+      gitProvider: p.gitProvider,
+      gitOwner: p.gitOwner,
+      gitRepo: p.gitRepo,
+      gitBranch: p.gitBranch,
+      localPath: p.localPath,
+    },
+    routes: {
+      freeDomain,
+      primaryDomain: primary ? primary.domain : freeDomain,
+      domains: domains.map((d) => ({ domain: d.domain, primary: d.isPrimary === 1, createdAt: d.createdAt })),
+    },
+    sleepMode: p.sleepMode as ProjectRecord['sleepMode'],
+    autoDeploy: p.autoDeploy === 1,
+    createdAt: p.createdAt,
+    updatedAt: p.updatedAt,
+  };
+}
+
+// ---------------------------------------------------------------- environments
+
+export const EnvironmentSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  type: OneOf(['production', 'preview'] as const),
+  branch: NullableStr(),
+  createdAt: Type.String(),
+});
+export type EnvironmentRecord = Static<typeof EnvironmentSchema>;
+
+export function environmentRecord(e: EnvironmentRow): EnvironmentRecord {
+  return { id: e.id, name: e.name, type: e.type as EnvironmentRecord['type'], branch: e.branch, createdAt: e.createdAt };
+}
+
+// ---------------------------------------------------------------- deployments (the list under a project)
+
+export const DeploymentSchema = Type.Object({
+  id: Type.String(),
+  projectId: Type.String(),
+  environment: Type.String(),
+  status: Type.String(),
+  trigger: Type.String(),
+  commit: NullableStr(),
+  ref: NullableStr(),
+  createdAt: Type.String(),
+  startedAt: NullableStr(),
+  finishedAt: NullableStr(),
+  error: NullableStr(),
+});
+export type DeploymentRecord = Static<typeof DeploymentSchema>;
+
+export function deploymentRecord(d: DeploymentRow): DeploymentRecord {
+  return {
+    id: d.id,
+    projectId: d.projectId,
+    environment: d.environment,
+    status: d.status,
+    trigger: d.trigger,
+    commit: d.commit,
+    ref: d.ref,
+    createdAt: d.createdAt,
+    startedAt: d.startedAt,
+    finishedAt: d.finishedAt,
+    error: d.error,
+  };
+}
+
+// ---------------------------------------------------------------- lifecycle answers
+
+export const OptionsSchema = Type.Object({
+  installCommand: NullableStr(),
+  buildCommand: NullableStr(),
+  startCommand: NullableStr(),
+  outputDirectory: NullableStr(),
+  rootDirectory: NullableStr(),
+  nodeVersion: NullableStr(),
+});
+export type OptionsRecord = Static<typeof OptionsSchema>;
+
+export const RoutingAttemptSchema = Type.Object({
+  attemptId: Type.String(),
+  domain: Type.String(),
+  status: OneOf(['recorded', 'synced', 'failed'] as const),
+  error: NullableStr(),
+  attemptedAt: Type.String(),
+});
+export type RoutingAttemptRecord = Static<typeof RoutingAttemptSchema>;
+
+export const InfoSchema = Type.Object({
+  runtime: Type.Object({
+    state: Type.String(),
+    url: Type.String(),
+    port: Type.Integer(),
+    pid: Type.Optional(Type.Integer()),
+    startedAt: Type.Optional(Type.String()),
+  }),
+  build: Type.Object({ lastDeploymentId: NullableStr(), status: NullableStr(), commit: NullableStr() }),
+  source: ProjectSourceSchema,
+  /** Whether this instance is linked to a cloud instance and the link answers. */
+  cloud: Type.Object({ linked: Type.Boolean(), reachable: Type.Boolean() }),
+});
+export type InfoRecord = Static<typeof InfoSchema>;
+
+// ---------------------------------------------------------------- deletion
+
+export const CountNamesSchema = Type.Object({ count: Type.Integer(), names: Type.Array(Type.String()) });
+export type CountNames = Static<typeof CountNamesSchema>;
+
+/** The preview's groups; other areas' dependents (upload sessions, ...) add keys of the same shape. */
+export const DeletionPreviewSchema = Type.Object(
+  {
+    deployments: CountNamesSchema,
+    envVars: CountNamesSchema,
+    domains: CountNamesSchema,
+    environments: CountNamesSchema,
+    backupPolicies: CountNamesSchema,
+    backupRuns: CountNamesSchema,
+    services: CountNamesSchema,
+    routeRules: CountNamesSchema,
+  },
+  { additionalProperties: CountNamesSchema },
+);
+export type DeletionPreview = Static<typeof DeletionPreviewSchema> & { [other: string]: CountNames };
+
+export const DeletedProjectSchema = Type.Object({ id: Type.String(), deleted: Type.Literal(true), removed: DeletionPreviewSchema });
