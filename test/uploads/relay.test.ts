@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { sweepUploads } from '../../src/modules/uploads/uploads.service.js';
+import { sweepUploads } from '../../src/modules/uploads/index.js';
 import { createTeam, createUser, type TestOrg, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 import { tgz } from './targen.js';

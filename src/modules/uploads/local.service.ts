@@ -7,8 +7,8 @@ import path from 'node:path';
 import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
 import { conflict, invalid } from '../../lib/errors.js';
-import { scanProject, type ScanResult } from '../detect/detect.js';
-import { createProject, listProjects, loadRecord, type ProjectRecord } from '../projects/projects.service.js';
+import { scanProject, type ScanResult } from '../detect/index.js';
+import { createProject, listProjects, loadRecord, projectImporting, type ProjectRecord } from '../projects/index.js';
 
 type ScanAnswer = ScanResult;
 
@@ -56,8 +56,8 @@ export function scanLocal(ctx: Pick<AppContext, 'config'>, input: { path: string
 
 export async function importLocal(ctx: AppContext, actor: Actor, input: { path: string; name?: string }): Promise<ProjectRecord> {
   const real = resolveLocalPath(ctx, input.path);
-  const dupe = await ctx.db.selectFrom('projects').select('id').where('orgId', '=', actor.orgId).where('localPath', '=', real).executeTakeFirst();
-  if (dupe) throw conflict(`a project of this organization already imports ${real} (${dupe.id})`, 'path');
+  const dupe = await projectImporting(ctx, actor.orgId, real);
+  if (dupe) throw conflict(`a project of this organization already imports ${real} (${dupe})`, 'path');
   const scan = scanProject(real);
   const name = input.name?.trim() || path.basename(real) || 'project';
   const project = await createProject(ctx, actor, {

@@ -95,6 +95,11 @@ export async function deleteForProject(db: Db, orgId: string, projectId: string)
 // ---------------------------------------------------------------- quotas (issue 15: upload disk exhaustion)
 
 /** A user's open sessions (not consumed, not expired), in any org: count and the soonest expiry. */
+/** PostgreSQL: locks the user's row, so that one user's concurrent session opens are counted one after another. */
+export async function lockUser(db: Db, userId: string): Promise<void> {
+  await db.selectFrom('users').select('id').where('id', '=', userId).forUpdate().execute();
+}
+
 export async function openSessionsOfUser(db: Db, userId: string, now: string): Promise<{ n: number; soonest: string | null }> {
   const r = await db
     .selectFrom('uploadSessions')
@@ -160,8 +165,4 @@ export async function knownSessionIds(db: Db, ids: string[]): Promise<Set<string
   if (!ids.length) return new Set();
   const rows = await db.selectFrom('uploadSessions').select('id').where('id', 'in', ids).execute();
   return new Set(rows.map((r) => r.id));
-}
-
-export async function listLocalProjects(db: Db, orgId: string) {
-  return db.selectFrom('projects').selectAll().where('orgId', '=', orgId).where('sourceType', '=', 'local').orderBy('createdAt', 'asc').orderBy('id', 'asc').execute();
 }

@@ -1,0 +1,103 @@
+/**
+ * An upload as a project's source: scanning it, checking and attaching it to a project (the session
+ * is consumed), moving it into `<projectId>/current`, and handing that folder to the build.
+ */
+import { existsSync, promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { transaction, type Db } from '../../db/client.js';
+import { AppError, conflict } from '../../lib/errors.js';
+import { nowIso, randomString } from '../../lib/ids.js';
+import { scanProject, type ScanResult } from '../detect/index.js';
+import { insertAuditEvent } from '../audit/index.js';
+import { findProject, useUploadAsSource } from '../projects/index.js';
+import { projectDir, stagedDir, type Deps } from './upload-layout.js';
+import * as store from './uploads.store.js';
+import type { UploadSessionRow } from './uploads.store.js';
+
+export type ScanAnswer = ScanResult;
+
+/** The folder a session's upload lives in (staged, or the project's current source once consumed). */
+function sessionSourceDir(ctx: Deps, row: UploadSessionRow): string {
+  if (row.status === 'uploaded') return path.join(stagedDir(ctx, row.id), 'src');
+  if (row.status === 'consumed' && row.projectId) return path.join(projectDir(ctx, row.projectId), 'current');
+  throw conflict(row.status === 'uploading' ? 'the upload is still in progress' : 'nothing was uploaded to this session yet');
+}
+
+export async function scanSession(ctx: Deps, row: UploadSessionRow): Promise<ScanAnswer> {
+  if (row.status === 'uploaded' && row.expiresAt <= nowIso()) throw conflict('this upload session has expired: upload again');
+  if (row.status === 'consumed' && row.projectId) await materialize(ctx, row.orgId, row.projectId);
+  const dir = sessionSourceDir(ctx, row);
+  if (!existsSync(dir)) throw conflict('the uploaded files are gone (the session was swept): upload again');
+  const result = scanProject(dir);
+  await store.saveScan(ctx.db, row.orgId, row.id, JSON.stringify(result));
+  return result;
+}
+
+/**
+ * Checks, before a project is created or changed, that `sessionId` names an upload of the org that
+ * is ready to become a project's source (so a bad id leaves nothing half-made).
+ */
+export async function checkUploadSession(db: Db, orgId: string, sessionId: string): Promise<void> {
+  const row = await store.findSession(db, orgId, sessionId);
+  if (!row) throw new AppError('NOT_FOUND', 'upload session not found', { field: 'sessionId' });
+  if (row.status === 'consumed') throw conflict('this upload is already the source of a project: open a new session', 'sessionId');
+  if (row.status !== 'uploaded') throw conflict('nothing was uploaded to this session yet', 'sessionId');
+  if (row.expiresAt <= nowIso()) throw conflict('this upload session has expired: upload again', 'sessionId');
+}
+
+/**
+ * Makes the upload of `sessionId` the source of `projectId` (the next deployment builds it, and every
+ * later one until another upload replaces it) and consumes the session. Config fields the project
+ * leaves empty are filled from the scan of the upload (the projects area's `useUploadAsSource`).
+ * Then the files are moved to `<dataDir>/uploads/<projectId>/current`.
+ */
+export async function attachUploadToProject(ctx: Deps, actorId: string | null, orgId: string, projectId: string, sessionId: string): Promise<void> {
+  await transaction(ctx.db, async (tx) => {
+    const row = await store.findSession(tx, orgId, sessionId);
+    const project = await findProject(tx, orgId, projectId);
+    if (!row || !project) throw new AppError('NOT_FOUND', 'upload session not found', { field: 'sessionId' });
+    if (!(await store.consume(tx, orgId, sessionId, projectId, nowIso()))) throw conflict('this upload is no longer available (consumed or expired): upload again', 'sessionId');
+    let scan: ScanResult | null = null;
+    try {
+      scan = row.scan ? (JSON.parse(row.scan) as ScanResult) : scanProject(path.join(stagedDir(ctx, sessionId), 'src'));
+    } catch {
+      scan = null;
+    }
+    await useUploadAsSource(tx, orgId, projectId, scan);
+    await insertAuditEvent(tx, { orgId, actorId, action: 'upload.attach', resourceType: 'project', resourceId: projectId, details: { sessionId, sha256: row.sha256, sizeBytes: row.sizeBytes } });
+  });
+  await materialize(ctx, orgId, projectId);
+}
+
+/**
+ * Moves the project's latest consumed upload into `<projectId>/current` if it is not there yet
+ * (idempotent: attach calls it after its commit; scans and the sweep repair an interrupted move).
+ */
+async function materialize(ctx: Deps, orgId: string, projectId: string): Promise<void> {
+  const row = await store.currentForProject(ctx.db, orgId, projectId);
+  if (!row) return;
+  const staged = stagedDir(ctx, row.id);
+  if (!existsSync(path.join(staged, 'src'))) return;
+  const dir = projectDir(ctx, projectId);
+  await fsp.mkdir(dir, { recursive: true });
+  const old = path.join(dir, `.old-${randomString(8)}`);
+  const current = path.join(dir, 'current');
+  if (existsSync(current)) await fsp.rename(current, old);
+  await fsp.rename(path.join(staged, 'src'), current);
+  await fsp.rm(path.join(dir, 'source.tar.gz'), { force: true });
+  await fsp.rename(path.join(staged, 'source.tar.gz'), path.join(dir, 'source.tar.gz')).catch(() => {});
+  const meta = { sessionId: row.id, sha256: row.sha256, sizeBytes: row.sizeBytes, files: row.files, attachedAt: row.consumedAt };
+  await fsp.writeFile(path.join(dir, 'source.json'), JSON.stringify(meta, null, 2) + '\n');
+  await fsp.rm(staged, { recursive: true, force: true });
+  await fsp.rm(old, { recursive: true, force: true });
+}
+
+/**
+ * For the build pipeline: the folder holding the project's current uploaded source
+ * (`<dataDir>/uploads/<projectId>/current`), or null when the project has none. Copy it; never build in it.
+ */
+export async function uploadSourceDir(ctx: Deps, orgId: string, projectId: string): Promise<string | null> {
+  await materialize(ctx, orgId, projectId);
+  const current = path.join(projectDir(ctx, projectId), 'current');
+  return (await store.currentForProject(ctx.db, orgId, projectId)) && existsSync(current) ? current : null;
+}
