@@ -33,7 +33,7 @@ describe('personal access tokens', () => {
     assert.equal(me.body.data.user.id, u.userId);
   });
 
-  it('records the last-used time', async () => {
+  it('a request with a token records the token\'s last-used time', async () => {
     const u = await createUser(server);
     const t = (await server.api(u.token).post('/api/auth/tokens', { name: 'used' })).body.data;
     await server.api(t.token).get('/api/auth/me');

@@ -64,7 +64,7 @@ function pick(actual: any, expected: any): any {
 
 describe('build detection', () => {
   for (const [dir, expected] of Object.entries(CASES)) {
-    it(`detects the ${dir} fixture`, () => {
+    it(`scanning the ${dir} fixture detects what its table entry expects (framework, commands, apps)`, () => {
       const got = scanProject(path.join(FIX, dir));
       assert.deepEqual(pick(got, expected), expected);
       if (expected.apps) assert.equal(got.apps.length, expected.apps.length, 'libraries are not apps');
