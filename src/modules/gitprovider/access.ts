@@ -4,6 +4,7 @@ import type { GrantKey } from '../../authz/grants.js';
 import type { AppContext } from '../../context.js';
 import type { ResolvedResource } from '../../http/route.js';
 import * as gh from './github.js';
+import { grantKeysOfTypes } from '../permissions/index.js';
 import * as store from './gitprovider.store.js';
 import type { Account } from './gitprovider.presenters.js';
 import { installationFor, type OrgSources } from './sources.js';
@@ -32,6 +33,11 @@ export function canSeeAccount(actor: Actor, a: Account): boolean {
   // An account is visible when a repository grant of the actor sits under it.
   const prefix = `${a.login.toLowerCase()}/`;
   return actor.grants.some((g) => g.resourceType === 'gitprovider_repository' && g.permissions.length > 0 && (g.resourceId === '*' || g.resourceId.toLowerCase().startsWith(prefix)));
+}
+
+/** Every git-provider grant key the org has given (any member's). */
+function gitGrantKeys(ctx: AppContext, orgId: string) {
+  return grantKeysOfTypes(ctx.db, orgId, ['gitprovider_installation', 'gitprovider_repository']);
 }
 
 async function installations(ctx: AppContext, orgId: string): Promise<store.InstallationRow[]> {
@@ -63,7 +69,7 @@ declare module '../../http/route.js' {
 
 /** Resolver `gitprovider`: the org's git provider as a whole (status, home), covered by every git grant the org has given. */
 export async function resolveProvider(ctx: AppContext, orgId: string): Promise<ResolvedResource<'gitprovider'>> {
-  const grantKeys = (await store.gitGrantKeys(ctx.db, orgId)) as GrantKey[];
+  const grantKeys = (await gitGrantKeys(ctx, orgId)) as GrantKey[];
   return { kind: 'gitprovider', id: orgId, orgId, grantKeys, record: { orgId } };
 }
 
@@ -72,7 +78,7 @@ export async function resolveAccount(ctx: AppContext, orgId: string, owner: stri
   const inst = installationFor({ installations: await installations(ctx, orgId) }, owner);
   const prefix = `${owner.toLowerCase()}/`;
   // A `*` key stays: the org's `*` grant of that type covers this account's repositories too.
-  const grantKeys = (await store.gitGrantKeys(ctx.db, orgId)).filter(
+  const grantKeys = (await gitGrantKeys(ctx, orgId)).filter(
     (k) =>
       (k.type === 'gitprovider_repository' && (k.id === '*' || k.id.toLowerCase().startsWith(prefix))) ||
       (k.type === 'gitprovider_installation' && inst && (k.id === '*' || k.id === inst.installationId)),

@@ -5,7 +5,7 @@ import { AppError, invalid } from '../../lib/errors.js';
 import { decryptSecret, encryptSecret } from '../../lib/crypto.js';
 import { newId, nowIso } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/index.js';
-import { cloudGithubUnreachable } from '../cloud/link.js';
+import { cloudGithubUnreachable } from '../cloud/index.js';
 import * as gh from './github.js';
 import * as store from './gitprovider.store.js';
 import type { ConnectAnswer, DevicePollAnswer } from './gitprovider.presenters.js';

@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.js';
 import { transaction } from '../../db/client.js';
 import { AppError } from '../../lib/errors.js';
 import { insertAuditEvent } from '../audit/index.js';
-import { createDeployment } from '../deployments/deployments.service.js';
+import { createDeployment, pushDeploymentExists } from '../deployments/index.js';
 import { autoDeployProjects, findProject, pauseAutoDeploy, projectsLinkedTo, unlinkGitSource } from '../projects/index.js';
 import * as gh from './github.js';
 import * as store from './gitprovider.store.js';
@@ -36,7 +36,7 @@ export async function onPush(ctx: AppContext, p: any, hookId: string | null) {
   const created: string[] = [];
   for (const pr of projects) {
     if ((pr.gitBranch || defaultBranch) !== branch) continue;
-    if (await store.pushDeploymentExists(ctx.db, pr.orgId, pr.id, commit)) continue;
+    if (await pushDeploymentExists(ctx.db, pr.orgId, pr.id, commit)) continue;
     const id = await createPushDeployment(ctx, { orgId: pr.orgId, projectId: pr.id, commit, branch });
     if (id) created.push(id);
   }

@@ -144,20 +144,6 @@ export async function finishDelivery(db: Db, deliveryId: string, status: string,
   await db.updateTable('gitproviderDeliveries').set({ status, result: JSON.stringify(result) }).where('deliveryId', '=', deliveryId).execute();
 }
 
-// ---------------------------------------------------------------- grants (for the gate and list filters)
-
-/** Every git-provider grant key of the org (the resolver uses them for the coarse gate). */
-export async function gitGrantKeys(db: Db, orgId: string): Promise<{ type: string; id: string }[]> {
-  const rows = await db
-    .selectFrom('grants')
-    .select(['resourceType', 'resourceId'])
-    .distinct()
-    .where('orgId', '=', orgId)
-    .where('resourceType', 'in', ['gitprovider_installation', 'gitprovider_repository'])
-    .execute();
-  return rows.map((r) => ({ type: r.resourceType, id: r.resourceId }));
-}
-
 // ---------------------------------------------------------------- notices on projects the provider paused or unlinked
 
 /** Records why the provider paused or unlinked a project (shown by the project's GET git until auto-deploy is on again). */
@@ -176,25 +162,6 @@ export async function clearNotice(db: Db, orgId: string, projectId: string): Pro
 
 export function findNotice(db: Db, orgId: string, projectId: string) {
   return db.selectFrom('gitproviderProjectNotices').select(['reason', 'at']).where('orgId', '=', orgId).where('projectId', '=', projectId).executeTakeFirst();
-}
-
-/** A push deployment of this project and commit already exists (the App hook and a repo hook both deliver a push). */
-export async function pushDeploymentExists(db: Db, orgId: string, projectId: string, commit: string): Promise<boolean> {
-  const row = await db
-    .selectFrom('deployments')
-    .select('id')
-    .where('orgId', '=', orgId)
-    .where('projectId', '=', projectId)
-    .where('trigger', '=', 'push')
-    .where('commit', '=', commit)
-    .executeTakeFirst();
-  return !!row;
-}
-
-/** Is the user still a member of the org (a redirect state outlives nothing it was bound to)? */
-export async function isMember(db: Db, orgId: string, userId: string): Promise<boolean> {
-  const m = await db.selectFrom('memberships').select('role').where('orgId', '=', orgId).where('userId', '=', userId).executeTakeFirst();
-  return !!m;
 }
 
 /** Forgets handled deliveries older than `before` (their ids only matter while GitHub may redeliver), and old device flows. */

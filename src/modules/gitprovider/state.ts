@@ -47,7 +47,7 @@ export async function consumeState(ctx: AppContext, state: string | undefined, p
     throw bad();
   }
   if (p.p !== purpose || typeof p.e !== 'number' || p.e < Date.now() || typeof p.n !== 'string' || typeof p.o !== 'string') throw bad();
-  if (!(await store.isMember(ctx.db, p.o, p.u))) throw bad();
+  if (!(await ctx.ports.auth.memberActor(ctx, p.o, p.u))) throw bad();
   if (!(await store.useStateNonce(ctx.db, p.n, p.o, new Date(p.e).toISOString()))) throw bad();
   return p;
 }

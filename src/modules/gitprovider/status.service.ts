@@ -1,7 +1,7 @@
 import type { Actor } from '../../authz/actor.js';
 import { can } from '../../authz/authorize.js';
 import type { AppContext } from '../../context.js';
-import { cloudGithubUnreachable } from '../cloud/link.js';
+import { cloudGithubUnreachable } from '../cloud/index.js';
 import { canSeeAccount } from './access.js';
 import * as gh from './github.js';
 import type { Account, Repo, Status } from './gitprovider.presenters.js';
