@@ -1,3 +1,8 @@
+// One file on purpose (about 345 lines): the writer (BlockGzip) and the reader (BlockGunzip) are the
+// two halves of one on-disk format. The member header is written in BlockGzip.submit and read in
+// memberLength a few screens below; both share the private zlib Slot, the header constants and the
+// size limits. Kept together, a change to the format is made and checked in one place; split, the two
+// halves could drift apart without a compile error.
 import { availableParallelism } from 'node:os';
 import { Transform, type TransformCallback } from 'node:stream';
 import { constants, createGunzip, createGzip, type Gunzip, type Gzip } from 'node:zlib';

@@ -1,3 +1,8 @@
+// One file on purpose (about 300 lines): it is the single answer to "may Berth connect to this
+// user-supplied address?" — the address classes refused, the BERTH_OUTBOUND_ALLOW list, the refusal
+// error, and the policy that resolves, checks and hands sockets only checked addresses (lookup and
+// agents). Its importers (backups, services, config) use these together, and the policy's guarantee
+// (no rebinding between check and connect) is easiest to review when the check it relies on is beside it.
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
