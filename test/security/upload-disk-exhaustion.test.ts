@@ -11,7 +11,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
-import { SWEEP_EVERY_MS, sweepUploads } from '../../src/modules/uploads/uploads.service.js';
+import { SWEEP_EVERY_MS, sweepUploads } from '../../src/modules/uploads/index.js';
 import { createTeam, createUser, type TestOrg } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 import { tgz } from '../uploads/targen.js';
