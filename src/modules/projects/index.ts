@@ -19,6 +19,8 @@ export { deleteProject } from './deletion.service.js';
 
 // Env vars and services for build-and-run, backups and transfers.
 export { envAad, ENV_KEY_RE, resolveEnvForRuntime } from './env.service.js';
+export { dataVolume, resolveService, type ServiceRecord } from './services.service.js';
+export { cloudProjectIds } from './projects.store.js';
 
 // The git provider's reads and changes of linked projects (push, uninstall, repository removed, webhook deleted).
 export { projectsLinkedTo, autoDeployProjects, pauseAutoDeploy, unlinkGitSource, clearProjectWebhooks, type LinkedProject } from './git-links.js';

@@ -1,4 +1,4 @@
-import type { Insertable, Selectable, Updateable } from 'kysely';
+import type { Compilable, CompiledQuery, Insertable, Selectable, Updateable } from 'kysely';
 import type { GrantKey } from '../../authz/grants.js';
 import type { AppContext } from '../../context.js';
 import type { Db } from '../../db/client.js';
@@ -15,9 +15,37 @@ import type {
 
 export type ProjectRow = Selectable<ProjectsTable>;
 
+/**
+ * A query built and compiled once per database handle, then run with new values: Kysely otherwise
+ * rebuilds, transforms and compiles the query's tree on every call, which costs several times what
+ * SQLite takes to answer a lookup by key. For the reads every request to a project makes (the
+ * resolver's, the record's). `build` gets a placeholder for each value and must use each once, as a
+ * value; the compiled parameters are matched back to the placeholders, so their order in the SQL
+ * does not matter.
+ */
+function precompiled<R>(arity: number, build: (db: Db, values: string[]) => Compilable<R>) {
+  const marks = Array.from({ length: arity }, (_, i) => `\u0000precompiled-${i}\u0000`);
+  const byDb = new WeakMap<Db, { query: CompiledQuery<R>; slots: number[] }>();
+  return async (db: Db, ...values: string[]): Promise<R[]> => {
+    let c = byDb.get(db);
+    if (!c) {
+      const query = build(db, marks).compile();
+      const slots = query.parameters.map((p) => marks.indexOf(p as string));
+      if (slots.length !== arity || slots.some((i) => i < 0) || new Set(slots).size !== arity) throw new Error(`a precompiled query must use each of its ${arity} values once: ${query.sql}`);
+      c = { query, slots };
+      // A transaction's handle lives for one transaction: compiled for it, not remembered.
+      if (!db.isTransaction) byDb.set(db, c);
+    }
+    const parameters = c.slots.map((i) => values[i]);
+    return (await db.executeQuery<R>({ ...c.query, parameters })).rows;
+  };
+}
+
+const findProjectQuery = precompiled<ProjectRow>(2, (db, [orgId, id]) => db.selectFrom('projects').selectAll().where('orgId', '=', orgId!).where('id', '=', id!));
+
 /** One project of `orgId`, or undefined (missing or another org's). */
 export async function findProject(db: Db, orgId: string, id: string): Promise<ProjectRow | undefined> {
-  return db.selectFrom('projects').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+  return (await findProjectQuery(db, orgId, id))[0];
 }
 
 /** The grant keys that cover a project and everything under it (env, domains, policies, runs, ...). */
@@ -130,15 +158,12 @@ export async function setProductionBranch(db: Db, orgId: string, projectId: stri
 
 // ---------------------------------------------------------------- domains
 
+const listDomainsQuery = precompiled<DomainRow>(2, (db, [orgId, projectId]) =>
+  db.selectFrom('domains').selectAll().where('orgId', '=', orgId!).where('projectId', '=', projectId!).orderBy('createdAt', 'asc').orderBy('domain', 'asc'),
+);
+
 export async function listDomains(db: Db, orgId: string, projectId: string): Promise<DomainRow[]> {
-  return db
-    .selectFrom('domains')
-    .selectAll()
-    .where('orgId', '=', orgId)
-    .where('projectId', '=', projectId)
-    .orderBy('createdAt', 'asc')
-    .orderBy('domain', 'asc')
-    .execute();
+  return listDomainsQuery(db, orgId, projectId);
 }
 
 /** Every domain of the org's projects, oldest first (the project list joins them in memory). */
@@ -226,6 +251,24 @@ export async function findService(db: Db, orgId: string, projectId: string, id: 
 
 export async function insertService(db: Db, row: Insertable<ServicesTable>): Promise<void> {
   await db.insertInto('services').values(row).execute();
+}
+
+export async function findServiceByName(db: Db, orgId: string, projectId: string, name: string): Promise<ServiceRow | undefined> {
+  return db.selectFrom('services').selectAll().where('orgId', '=', orgId).where('projectId', '=', projectId).where('name', '=', name).executeTakeFirst();
+}
+
+/** Inserts the service unless the project already has one of that name. */
+export async function insertServiceIfMissing(db: Db, row: Insertable<ServicesTable>): Promise<void> {
+  await db
+    .insertInto('services')
+    .values(row)
+    .onConflict((oc) => oc.columns(['projectId', 'name']).doNothing())
+    .execute();
+}
+
+/** The ids of projects that moved to the cloud, as a subquery (background work of other areas leaves them out). */
+export function cloudProjectIds(db: Db) {
+  return db.selectFrom('projects').select('id').where('location', '=', 'cloud');
 }
 
 // ---------------------------------------------------------------- deployments

@@ -75,3 +75,14 @@ export async function resolveService(ctx: AppContext, orgId: string, projectId: 
   if (!s) throw notFound('service');
   return { ...serviceRecord(s), connectionUrl: s.connectionUrl ? decryptSecret(ctx.keyring, s.connectionUrl, serviceAad(s.projectId, s.name)) : null };
 }
+
+/**
+ * For backups only: the project's `data` volume service. Every project has it (contract section 8);
+ * rows made before it existed get it now.
+ */
+export async function dataVolume(ctx: Pick<AppContext, 'db'>, orgId: string, projectId: string): Promise<ServiceRecord> {
+  const found = await store.findServiceByName(ctx.db, orgId, projectId, 'data');
+  if (found) return serviceRecord(found);
+  await store.insertServiceIfMissing(ctx.db, { id: newId('svc'), orgId, projectId, kind: 'volume', name: 'data', createdAt: nowIso(), connectionUrl: null });
+  return serviceRecord((await store.findServiceByName(ctx.db, orgId, projectId, 'data'))!);
+}
