@@ -1,10 +1,10 @@
 import path from 'node:path';
 import type { AppContext } from '../../context.js';
-import { decryptSecret } from '../../lib/crypto.js';
 import { nowIso } from '../../lib/ids.js';
 import { outboundPolicy, postgresUrlHost } from '../../lib/outbound.js';
 import * as store from './backups.store.js';
 import { describeFailure } from './failures.js';
+import { serviceConnectionUrl } from './project-link.js';
 import { CANCEL } from './runs.service.js';
 
 /**
@@ -35,9 +35,9 @@ export function volumeDir(ctx: Pick<AppContext, 'config'>, projectId: string, na
  * BERTH_OUTBOUND_ALLOW lists it) and pinned: pg_dump/pg_restore connect to `hostaddr`, the address
  * that passed the check.
  */
-export async function serviceTarget(ctx: Ctx, svc: { projectId: string; name: string; connectionUrl: string | null }): Promise<{ url: string; hostaddr: string }> {
-  if (!svc.connectionUrl) throw new Error('the database service has no connection URL');
-  const url = decryptSecret(ctx.keyring, svc.connectionUrl, `service:${svc.projectId}:${svc.name}`);
+export async function serviceTarget(ctx: Ctx, svc: { orgId: string; projectId: string; id: string }): Promise<{ url: string; hostaddr: string }> {
+  const url = await serviceConnectionUrl(ctx, svc.orgId, svc.projectId, svc.id);
+  if (!url) throw new Error('the database service has no connection URL');
   const checked = await outboundPolicy(ctx.config.hardening.outboundAllow).resolve(postgresUrlHost(url));
   return { url, hostaddr: checked.addresses[0]!.address };
 }

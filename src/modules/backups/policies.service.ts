@@ -78,7 +78,7 @@ export async function createPolicy(ctx: Ctx, actor: Actor, project: { id: string
     if (!svc) throw new AppError('NOT_FOUND', 'service not found in this project', { field: 'serviceId' });
     serviceId = svc.id;
   } else {
-    serviceId = (await dataVolume(ctx.db, project.orgId, project.id, () => newId('svc'))).id;
+    serviceId = (await dataVolume(ctx, project.orgId, project.id)).id;
   }
   const hook = body.enableWebhook ? newWebhookToken() : null;
   const now = nowIso();
