@@ -14,7 +14,7 @@ export { findProject, listDomains, listRouteRules, findEnvironment, findCloneCre
 export { slugify } from './validate.js';
 
 // Changing projects.
-export { createProject, listProjects, loadRecord, resolvedProject, useUploadAsSource, projectImporting, type DetectedConfig } from './projects.service.js';
+export { createProject, listProjects, loadRecord, useUploadAsSource, projectImporting, type DetectedConfig } from './projects.service.js';
 export { deleteProject } from './deletion.service.js';
 
 // Env vars and services for build-and-run, backups and transfers.

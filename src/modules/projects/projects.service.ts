@@ -27,16 +27,6 @@ export async function getProject(ctx: AppContext, row: ProjectRow): Promise<Proj
   return projectRecord(ctx, row, await store.listDomains(ctx.db, row.orgId, row.id));
 }
 
-/**
- * The project row of a route's resolved resource (for routes not yet typed by resource kind; a route
- * declaring `resource: { kind: 'project', ... }` reads `resource.record` directly).
- */
-export function resolvedProject(resource: { record?: unknown } | undefined): ProjectRow {
-  const row = resource?.record as ProjectRow | undefined;
-  if (!row) throw notFound('project');
-  return row;
-}
-
 // ---------------------------------------------------------------- create / update
 
 async function pickSlug(db: Db, name: string): Promise<string> {
