@@ -188,6 +188,10 @@ export const InfoSchema = Type.Object({
     port: Type.Integer(),
     pid: Type.Optional(Type.Integer()),
     startedAt: Type.Optional(Type.String()),
+    /** How the app is isolated (the runtime driver: `sandbox`, `process`), and whether its limits are enforced. */
+    isolation: Type.Optional(Type.String()),
+    limitsEnforced: Type.Optional(Type.Boolean()),
+    limitsNote: Type.Optional(Type.String()),
   }),
   build: Type.Object({ lastDeploymentId: NullableStr(), status: NullableStr(), commit: NullableStr() }),
   source: ProjectSourceSchema,

@@ -14,6 +14,10 @@ export interface RuntimeState {
   port: number;
   pid?: number;
   startedAt?: string;
+  /** The runtime driver's isolation (`sandbox`, `process`), and whether resource limits are enforced (with why not). */
+  isolation?: string;
+  limitsEnforced?: boolean;
+  limitsNote?: string;
 }
 
 export interface RoutingResult {
