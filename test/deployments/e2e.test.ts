@@ -17,7 +17,7 @@ import path from 'node:path';
 import { freshPostgresDatabase, startTestServer, tempDir, usingPostgres, type TestServer } from '../support/harness.js';
 import { createUser, type TestUser } from '../support/factories.js';
 import type { HttpClient } from '../support/http.js';
-import { getRuntime } from '../../src/modules/deployments/runtime.js';
+import { getRuntime } from '../../src/modules/deployments/index.js';
 import { processesWith, writeTinyApp } from '../runtime/app-fixture.js';
 import { waitFor } from '../support/wait.js';
 

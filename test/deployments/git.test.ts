@@ -6,7 +6,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { createUser, type TestUser } from '../support/factories.js';
-import { getRuntime } from '../../src/modules/deployments/runtime.js';
+import { getRuntime } from '../../src/modules/deployments/index.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';
 import { waitFor } from '../support/wait.js';
 

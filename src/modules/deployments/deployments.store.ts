@@ -1,7 +1,11 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import type { Db } from '../../db/client.js';
-import type { DeploymentsTable, ProjectsTable } from '../projects/projects.tables.js';
+import type { DB } from '../../db/schema.js';
 import type { DeploymentBuildsTable, DeploymentTokensTable, RuntimeStatesTable } from './deployments.tables.js';
+
+/** The `deployments` table is created by the projects migration (003); this area writes it. */
+type DeploymentsTable = DB['deployments'];
+type ProjectsTable = DB['projects'];
 
 export type DeploymentRow = Selectable<DeploymentsTable>;
 export type DeploymentBuildRow = Selectable<DeploymentBuildsTable>;
@@ -49,6 +53,33 @@ export async function transition(
   return Number(res.numUpdatedRows) > 0;
 }
 
+/** The project's newest deployment, any environment and status (deployment-session). */
+export async function latestDeployment(db: Db, orgId: string, projectId: string): Promise<DeploymentRow | undefined> {
+  return db
+    .selectFrom('deployments')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .where('projectId', '=', projectId)
+    .orderBy('createdAt', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/** Whether a push of `commit` already made a deployment of the project. */
+export async function pushDeploymentExists(db: Db, orgId: string, projectId: string, commit: string): Promise<boolean> {
+  const row = await db.selectFrom('deployments').select('id').where('orgId', '=', orgId).where('projectId', '=', projectId).where('trigger', '=', 'push').where('commit', '=', commit).executeTakeFirst();
+  return !!row;
+}
+
+/**
+ * Whether any org of this instance holds a deployment of this id (the cloud area leaves a deployment
+ * of this instance to its own routes). By id alone by design.
+ */
+export async function deploymentExistsAnyOrg(db: Db, id: string): Promise<boolean> {
+  return !!(await db.selectFrom('deployments').select('id').where('id', '=', id).executeTakeFirst());
+}
+
 /** Older in-flight deployments of the same project environment (to be superseded by a newer one). */
 export async function inFlightDeployments(db: Db, orgId: string, projectId: string, environment: string): Promise<DeploymentRow[]> {
   return db
@@ -59,6 +90,12 @@ export async function inFlightDeployments(db: Db, orgId: string, projectId: stri
     .where('environment', '=', environment)
     .where('status', 'in', [...IN_FLIGHT])
     .execute();
+}
+
+/** Ids of a project's in-flight deployments (their builds are stopped when the project goes). */
+export async function inFlightIdsOfProject(db: Db, projectId: string): Promise<string[]> {
+  const rows = await db.selectFrom('deployments').select('id').where('projectId', '=', projectId).where('status', 'in', [...IN_FLIGHT]).execute();
+  return rows.map((r) => r.id);
 }
 
 /** The release that serves a project environment: its newest ready deployment. */

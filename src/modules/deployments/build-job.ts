@@ -1,0 +1,153 @@
+import path from 'node:path';
+import type { AppContext } from '../../context.js';
+import { decryptSecret } from '../../lib/crypto.js';
+import { nowIso } from '../../lib/ids.js';
+import { BuildError, runBuild, type BuildSource } from '../../runtime/build.js';
+import { redactText } from '../../runtime/redact.js';
+import { findCloneCredential, findProject, resolveEnvForRuntime, type ProjectRow } from '../projects/index.js';
+import { uploadSourceDir } from '../uploads/index.js';
+import * as store from './deployments.store.js';
+import { runtimeOf } from './runtime.js';
+
+/**
+ * The build job: one queued deployment built and released (queued -> building -> deploying ->
+ * ready, or failed / cancelled / superseded). A failed build or a release that fails its health
+ * check leaves the previous release serving.
+ */
+
+export const BUILD_JOB = 'deployment.build';
+
+export function buildDir(ctx: AppContext, projectId: string, deploymentId: string): string {
+  return path.join(ctx.config.dataDir, 'builds', path.basename(projectId), path.basename(deploymentId));
+}
+
+function gitUrl(ctx: AppContext, p: ProjectRow): string {
+  // BERTH_GITHUB_WEB_URL names the git host (GitHub, GitHub Enterprise Server, or a mirror).
+  const web = ctx.config.github.webUrl;
+  return `${web}/${encodeURIComponent(p.gitOwner ?? '')}/${encodeURIComponent(p.gitRepo ?? '')}.git`;
+}
+
+/** Where the build's source comes from; the clone token, when one is used, joins the secrets redacted from logs. */
+async function buildSource(ctx: AppContext, orgId: string, project: ProjectRow, build: store.DeploymentBuildRow | undefined, secrets: string[], ref: string | null): Promise<BuildSource> {
+  const sourceType = build?.sourceType ?? project.sourceType;
+  if (sourceType === 'local') return { type: 'local', path: project.localPath ?? '', roots: ctx.config.localRoots };
+  if (sourceType === 'upload') {
+    const dir = build?.uploadDir ?? (await uploadSourceDir(ctx, orgId, project.id));
+    if (!dir) throw new BuildError('the project has no uploaded source: upload the folder again');
+    return { type: 'upload', dir };
+  }
+  if (sourceType === 'git') {
+    let token: string | null = null;
+    let username: string | null = null;
+    const cred = await findCloneCredential(ctx.db, orgId, project.id);
+    if (cred) {
+      token = decryptSecret(ctx.keyring, cred.token, `clone-token:${project.id}`);
+      username = cred.username;
+    } else if (ctx.ports.cloneTokens && project.gitOwner && project.gitRepo) {
+      // The git provider's short-lived installation token, when it has one for the repository.
+      const t = await ctx.ports.cloneTokens(ctx, orgId, project.gitOwner, project.gitRepo).catch(() => null);
+      if (t) {
+        token = t.token;
+        username = t.username ?? 'x-access-token';
+      }
+    }
+    if (token) secrets.push(token);
+    return { type: 'git', url: gitUrl(ctx, project), ref, token, username };
+  }
+  throw new BuildError('the project has no source');
+}
+
+/** Builds and deploys one deployment (the job of kind BUILD_JOB). */
+export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId: string; orgId: string }, jobSignal: AbortSignal): Promise<void> {
+  const { deploymentId: id, orgId } = payload;
+  const rt = runtimeOf(ctx);
+  const d = await store.findDeployment(ctx.db, orgId, id);
+  if (!d || d.status !== 'queued') return;
+  const project = await findProject(ctx.db, orgId, d.projectId);
+  if (!project) return;
+  const build = await store.findBuild(ctx.db, orgId, id);
+  if (!(await store.transition(ctx.db, orgId, id, ['queued'], { status: 'building', startedAt: nowIso() }))) return;
+
+  const abort = new AbortController();
+  rt.building.set(id, abort);
+  const onJobAbort = () => abort.abort();
+  jobSignal.addEventListener('abort', onJobAbort, { once: true });
+  // A cancel or a newer deployment recorded by another instance sharing the database also stops the build.
+  const watch = setInterval(() => {
+    void store
+      .findDeployment(ctx.db, orgId, id)
+      .then((now) => {
+        if (now && !(store.IN_FLIGHT as readonly string[]).includes(now.status)) abort.abort();
+      })
+      .catch(() => {});
+  }, 1000);
+  watch.unref();
+  const logFile = rt.logs.build(project.id, id);
+  const log = (stream: 'stdout' | 'stderr', line: string) => logFile.append({ ts: nowIso(), stream, line });
+  let secrets: string[] = [];
+  try {
+    // A runtime that cannot run anything (bubblewrap missing, Docker unreachable) fails the deployment at once, naming the fix.
+    const driver = rt.driver.status();
+    if (!driver.ready) throw new BuildError(`the ${driver.driver} runtime cannot run builds: ${driver.reason}`);
+    const resolved = await resolveEnvForRuntime(ctx, project.id, d.environment);
+    secrets = [...resolved.secrets];
+    const source = await buildSource(ctx, orgId, project, build, secrets, d.ref);
+    log('stdout', `[berth] building ${id} of ${project.slug} (${d.environment})`);
+    const timeoutSeconds = Number(process.env.BERTH_BUILD_TIMEOUT_SECONDS ?? 900);
+    const result = await runBuild({
+      deploymentId: id,
+      projectId: project.id,
+      workDir: buildDir(ctx, project.id, id),
+      source,
+      commands: { installCommand: project.installCommand, buildCommand: project.buildCommand, startCommand: project.startCommand, rootDirectory: project.rootDirectory },
+      env: resolved.env,
+      secrets,
+      baseEnv: rt.baseEnv(),
+      timeoutMs: (Number.isFinite(timeoutSeconds) && timeoutSeconds > 0 ? timeoutSeconds : 900) * 1000,
+      limits: rt.releases.limitsOf(project.resources, 'build'),
+      driver: rt.driver,
+      identity: await rt.releases.identityOf(orgId, project.id),
+      signal: abort.signal,
+      log,
+    });
+    await store.updateBuild(ctx.db, orgId, id, { releaseDir: result.appDir, startCommand: result.startCommand });
+    if (!(await store.transition(ctx.db, orgId, id, ['building'], { status: 'deploying', commit: result.commit }))) return;
+
+    const current = await findProject(ctx.db, orgId, project.id);
+    if (d.environment === 'production' && current && current.status === 'enabled') {
+      log('stdout', '[berth] starting the new release and waiting for its health check');
+      const fresh = await resolveEnvForRuntime(ctx, project.id, 'production');
+      const releaseSpec = await rt.releases.releaseSpec(orgId, project.id, id, result.appDir, result.startCommand, current, fresh.env, fresh.secrets);
+      try {
+        await rt.supervisor.deploy(releaseSpec);
+      } catch (e) {
+        throw new BuildError(`the new release did not start: ${(e as Error).message}; the previous release keeps serving`);
+      }
+      const ok = await store.transition(ctx.db, orgId, id, ['deploying'], { status: 'ready', finishedAt: nowIso() });
+      if (!ok) {
+        // Cancelled or superseded while it started: put the release that should serve back.
+        const back = await rt.releases.specFor(orgId, project.id);
+        if (back) await rt.supervisor.deploy(back).catch(() => {});
+        else await rt.supervisor.stop(project.id);
+        return;
+      }
+      rt.invalidate(project.id);
+      log('stdout', '[berth] ready: the new release is serving');
+    } else {
+      await store.transition(ctx.db, orgId, id, ['deploying'], { status: 'ready', finishedAt: nowIso() });
+      rt.invalidate(project.id);
+      log('stdout', current?.status === 'enabled' ? `[berth] ready (${d.environment} is not served by the edge)` : '[berth] ready; the project is disabled, so the release starts when it is enabled');
+    }
+    await rt.releases.pruneReleases(orgId, project.id).catch(() => {});
+  } catch (e) {
+    const raw = e instanceof BuildError ? e.message : `internal error: ${(e as Error).message}`;
+    const message = redactText(jobSignal.aborted || rt.isShuttingDown ? 'interrupted: the server stopped during the build' : raw, secrets).slice(0, 2000);
+    const failed = await store.transition(ctx.db, orgId, id, ['building', 'deploying'], { status: 'failed', finishedAt: nowIso(), error: message });
+    if (failed) log('stderr', `[berth] failed: ${message}`);
+    if (!(e instanceof BuildError)) ctx.log.warn({ deploymentId: id, err: message }, 'deployment failed');
+  } finally {
+    clearInterval(watch);
+    jobSignal.removeEventListener('abort', onJobAbort);
+    rt.building.delete(id);
+  }
+}

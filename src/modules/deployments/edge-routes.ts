@@ -1,0 +1,114 @@
+import type { AppContext } from '../../context.js';
+import type { EdgeTarget } from '../../edge/proxy.js';
+import { compileRules, type CompiledRule } from '../../edge/rules.js';
+import type { Supervisor } from '../../runtime/supervisor.js';
+import { listRouteRules } from '../projects/index.js';
+import * as store from './deployments.store.js';
+
+/** After this, a host's cached project, release and route rules are refreshed in the background. */
+const ROUTE_TTL_MS = 400;
+/** Older than this, a cached answer is not served while it is refreshed (rule changes: within 1 s). */
+const ROUTE_STALE_MS = 800;
+
+type RouteValue = { project: store.EdgeProject; hasRelease: boolean; rules: CompiledRule[] };
+
+interface RouteEntry {
+  at: number;
+  value: Promise<RouteValue | null>;
+  /** Set once loaded (null: no project at this host). */
+  resolved?: RouteValue | null;
+  refreshing: boolean;
+  /** The target answered while the project can serve (reused, no allocation per request). */
+  ok?: EdgeTarget;
+}
+
+/**
+ * The edge proxy's view of hosts: which project a host names, whether it can serve, and its route
+ * rules, cached briefly per host.
+ */
+export class EdgeRoutes {
+  private readonly routes = new Map<string, RouteEntry>();
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly supervisor: Supervisor,
+  ) {}
+
+  /**
+   * Drops the edge's cached routes (enable, disable, deploy, delete, routing retry). The cache is small
+   * and short-lived, so everything goes: the next request of any host reloads.
+   */
+  invalidate(_projectId?: string): void {
+    this.routes.clear();
+  }
+
+  private async load(host: string): Promise<RouteValue | null> {
+    let project = await store.projectByDomain(this.ctx.db, host);
+    const suffix = '.' + this.ctx.config.appsDomain.toLowerCase();
+    if (!project && host.endsWith(suffix)) {
+      const slug = host.slice(0, -suffix.length);
+      if (slug && !slug.includes('.')) project = await store.projectBySlug(this.ctx.db, slug);
+    }
+    if (!project || project.location !== 'local') return null;
+    const rel = await store.currentRelease(this.ctx.db, project.orgId, project.id, 'production');
+    const rules = compileRules(await listRouteRules(this.ctx.db, project.orgId, project.id));
+    return { project, hasRelease: !!rel, rules };
+  }
+
+  /**
+   * The edge's view of a host. Fresh cache hits answer synchronously; an entry older than the TTL is
+   * refreshed in the background while the previous answer is still served (so a change is seen within
+   * the TTL plus one query), and a host not cached yet waits for its first load.
+   */
+  lookup(host: string): EdgeTarget | null | Promise<EdgeTarget | null> {
+    const now = Date.now();
+    let e = this.routes.get(host);
+    if (!e) {
+      const entry: RouteEntry = { at: now, value: this.load(host), refreshing: false };
+      this.routes.set(host, entry);
+      if (this.routes.size > 10000) this.routes.clear();
+      entry.value.then(
+        (v) => {
+          entry.resolved = v;
+        },
+        () => this.routes.delete(host),
+      );
+      e = entry;
+    } else if (now - e.at > ROUTE_TTL_MS && e.resolved !== undefined) {
+      const entry = e;
+      if (!entry.refreshing) {
+        entry.refreshing = true;
+        entry.value = this.load(host);
+        entry.value.then(
+          (v) => {
+            entry.resolved = v;
+            entry.ok = undefined;
+            entry.at = Date.now();
+            entry.refreshing = false;
+          },
+          () => {
+            entry.refreshing = false;
+            this.routes.delete(host);
+          },
+        );
+      }
+      // Within the bound a change must be enforced in, the previous answer is still good enough;
+      // an older one waits for the fresh load.
+      if (now - entry.at > ROUTE_STALE_MS) return entry.value.then((v) => this.targetOf(entry, v ?? null));
+    }
+    const entry = e;
+    if (entry.resolved === undefined) return entry.value.then((v) => this.targetOf(entry, v ?? null));
+    return this.targetOf(entry, entry.resolved);
+  }
+
+  private targetOf(entry: RouteEntry, v: RouteValue | null): EdgeTarget | null {
+    if (!v) return null;
+    let unavailable: string | null = null;
+    if (v.project.status !== 'enabled') unavailable = 'This project is disabled.';
+    else if (!v.hasRelease) unavailable = 'This project has not been deployed yet.';
+    else if (this.supervisor.stateOf(v.project.id) === 'failed') unavailable = 'The app failed to start; check its logs.';
+    if (unavailable) return { projectId: v.project.id, unavailable, rules: v.rules };
+    if (!entry.ok || entry.ok.rules !== v.rules) entry.ok = { projectId: v.project.id, unavailable: null, rules: v.rules };
+    return entry.ok;
+  }
+}

@@ -1,0 +1,138 @@
+import { Type } from '@sinclair/typebox';
+import { defineRoute } from '../../http/route.js';
+import { IdParams, Obj, Str } from '../../http/schemas.js';
+import { gateAccess } from '../../http/stream-access.js';
+import { AppError } from '../../lib/errors.js';
+import { EVENT_STREAM, IssuedTokenSchema, LogLineSchema, RequestEntrySchema } from './deployments.presenters.js';
+import { isTerminal, readBuildLogs } from './deployments.service.js';
+import * as store from './deployments.store.js';
+import { checkSince, streamLogs } from './log-stream.js';
+import { runtimeOf } from './runtime.js';
+import { serverLogStreamToken } from './stream-tokens.service.js';
+
+/**
+ * Logs: a deployment's build log and a project's runtime log (read, or streamed as SSE), and the
+ * edge's request log of a project. The build-log and request-log streams also take a short-lived
+ * stream token (`?token=` or `Bearer berth_dpl_…`/`berth_slt_…`, access `stream-token`): a browser
+ * EventSource cannot send a credential.
+ */
+
+const Limit = (maximum: number) => Type.Optional(Type.Integer({ minimum: 1, maximum }));
+const Since = Type.Optional(Str({ max: 64 }));
+const Token = Type.Optional(Str({ max: 200 }));
+/** `false`: send what is there and close (no live tail). */
+const Follow = Type.Optional(Type.Boolean());
+
+export const logRoutes = [
+  defineRoute({
+    method: 'GET',
+    url: '/api/deployments/:id/logs',
+    summary: 'Build logs of a deployment (credential, or a build-access / deployment-session token)',
+    tag: 'project:deployment:read',
+    access: 'stream-token',
+    streamToken: 'build',
+    resource: { kind: 'deployment', param: 'id' },
+    schema: { params: IdParams, querystring: Obj({ limit: Limit(10000), since: Since, token: Token }), response: Type.Array(LogLineSchema) },
+    handler: ({ query, resource }, ctx) => {
+      if (!resource) throw new AppError('NOT_FOUND', 'deployment not found');
+      return readBuildLogs(ctx, resource.record, { limit: query.limit, since: checkSince(query.since) });
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    url: '/api/deployments/:id/logs/stream',
+    summary: 'Stream the build logs of a deployment (SSE `log` events; closes when the deployment is done)',
+    tag: 'project:deployment:read',
+    access: 'stream-token',
+    streamToken: 'build',
+    resource: { kind: 'deployment', param: 'id' },
+    raw: true,
+    produces: EVENT_STREAM,
+    schema: { params: IdParams, querystring: Obj({ token: Token, follow: Follow }) },
+    handler: ({ query, resource, req, reply }, ctx) => {
+      if (!resource) throw new AppError('NOT_FOUND', 'deployment not found');
+      const d = resource.record;
+      const file = runtimeOf(ctx).logs.build(d.projectId, d.id);
+      streamLogs(reply, req.id, {
+        event: 'log',
+        backlog: file.read({ limit: 10000 }),
+        subscribe: (fn) => file.subscribe(fn),
+        until: async () => {
+          const now = await store.findDeployment(ctx.db, d.orgId, d.id);
+          return !now || isTerminal(now.status);
+        },
+        follow: query.follow ?? !isTerminal(d.status),
+        access: gateAccess(req),
+      });
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    url: '/api/projects/:id/logs',
+    summary: 'Runtime logs of the project\'s app (stdout and stderr)',
+    tag: 'project:read',
+    resource: { kind: 'project', param: 'id' },
+    schema: { params: IdParams, querystring: Obj({ limit: Limit(10000), since: Since }), response: Type.Array(LogLineSchema) },
+    handler: ({ params, query }, ctx) => runtimeOf(ctx).logs.runtime(params.id).read({ limit: query.limit ?? 200, since: checkSince(query.since) }),
+  }),
+  defineRoute({
+    method: 'GET',
+    url: '/api/projects/:id/logs/stream',
+    summary: 'Stream the runtime logs of the project\'s app (SSE `log` events)',
+    tag: 'project:read',
+    resource: { kind: 'project', param: 'id' },
+    raw: true,
+    produces: EVENT_STREAM,
+    schema: { params: IdParams, querystring: Obj({ limit: Limit(10000), since: Since, follow: Follow }) },
+    handler: ({ params, query, req, reply }, ctx) => {
+      const file = runtimeOf(ctx).logs.runtime(params.id);
+      streamLogs(reply, req.id, {
+        event: 'log',
+        backlog: file.read({ limit: query.limit ?? 100, since: checkSince(query.since) }),
+        subscribe: (fn) => file.subscribe(fn),
+        follow: query.follow ?? true,
+        access: gateAccess(req),
+      });
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    url: '/api/projects/:id/server-logs/recent',
+    summary: 'Recent HTTP requests the edge served for the project',
+    tag: 'project:read',
+    resource: { kind: 'project', param: 'id' },
+    schema: { params: IdParams, querystring: Obj({ limit: Limit(1000) }), response: Type.Array(RequestEntrySchema) },
+    handler: ({ params, query }, ctx) => runtimeOf(ctx).requests.recent(params.id, query.limit ?? 100),
+  }),
+  defineRoute({
+    method: 'GET',
+    url: '/api/projects/:id/server-logs/stream-token',
+    summary: 'Mint a 60-second read-only token for the request-log stream of this project',
+    tag: 'project:read',
+    resource: { kind: 'project', param: 'id' },
+    schema: { params: IdParams, response: IssuedTokenSchema },
+    handler: ({ resource, actor }, ctx) => serverLogStreamToken(ctx, actor, resource.record),
+  }),
+  defineRoute({
+    method: 'GET',
+    url: '/api/projects/:id/server-logs/stream',
+    summary: 'Stream the HTTP requests of the project (SSE `request` events); `?token=` from stream-token',
+    tag: 'project:read',
+    access: 'stream-token',
+    streamToken: 'server_logs',
+    resource: { kind: 'project', param: 'id' },
+    raw: true,
+    produces: EVENT_STREAM,
+    schema: { params: IdParams, querystring: Obj({ token: Token, follow: Follow }) },
+    handler: ({ params, query, req, reply }, ctx) => {
+      const rt = runtimeOf(ctx);
+      streamLogs(reply, req.id, {
+        event: 'request',
+        backlog: [],
+        subscribe: (fn) => rt.requests.subscribe(params.id, fn),
+        follow: query.follow ?? true,
+        access: gateAccess(req),
+      });
+    },
+  }),
+];

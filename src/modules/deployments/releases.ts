@@ -1,0 +1,131 @@
+import { rmSync } from 'node:fs';
+import path from 'node:path';
+import type { AppContext } from '../../context.js';
+import { nowIso } from '../../lib/ids.js';
+import { pathWithBin, startSteps } from '../../runtime/build.js';
+import { DEFAULT_PIDS_MAX, type Limits } from '../../runtime/cgroups.js';
+import type { Identity, RuntimeDriver } from '../../runtime/driver.js';
+import { uidBase } from '../../runtime/identity.js';
+import type { ReleaseSpec, Supervisor } from '../../runtime/supervisor.js';
+import { resolveEnvForRuntime } from '../projects/index.js';
+import * as store from './deployments.store.js';
+
+export function envNumber(name: string, fallback: number): number {
+  const n = Number(process.env[name]);
+  return Number.isFinite(n) && n > 0 ? n : fallback;
+}
+
+/** What every app and build starts from: never the server's own environment (it holds its secrets). */
+export function baseEnv(): Record<string, string> {
+  const e: Record<string, string> = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', LANG: process.env.LANG ?? 'C.UTF-8' };
+  if (process.env.TZ) e.TZ = process.env.TZ;
+  return e;
+}
+
+/**
+ * Releases on disk and what they run with: the spec a release starts from (its folder, start command,
+ * the project's env, limits, uid and volume), and pruning of old release folders.
+ */
+export class Releases {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly driver: RuntimeDriver,
+    private readonly supervisor: Supervisor,
+  ) {}
+
+  /** The spec of the project's current production release, or null when it has none. */
+  async specFor(orgId: string, projectId: string): Promise<ReleaseSpec | null> {
+    const rel = await store.currentRelease(this.ctx.db, orgId, projectId, 'production');
+    if (!rel || !rel.releaseDir || !rel.startCommand) return null;
+    const project = await this.ctx.db.selectFrom('projects').select(['resources', 'port']).where('orgId', '=', orgId).where('id', '=', projectId).executeTakeFirst();
+    if (!project) return null;
+    const { env, secrets } = await resolveEnvForRuntime(this.ctx, projectId, 'production');
+    return this.releaseSpec(orgId, projectId, rel.id, rel.releaseDir, rel.startCommand, project, env, secrets);
+  }
+
+  /** The spec of one release (its folder and start command) with the project's env and limits. */
+  async releaseSpec(
+    orgId: string,
+    projectId: string,
+    deploymentId: string,
+    appDir: string,
+    command: string,
+    project: { resources: string; port: number },
+    env: Record<string, string>,
+    secrets: string[],
+  ): Promise<ReleaseSpec> {
+    const base = baseEnv();
+    return {
+      projectId,
+      orgId,
+      deploymentId,
+      appRoot: this.releaseRootOf(appDir),
+      cwd: appDir,
+      steps: (finalEnv) => startSteps(appDir, command, finalEnv),
+      env,
+      secrets,
+      dataDir: this.volumeDir(projectId),
+      limits: this.limitsOf(project.resources, 'production'),
+      identity: await this.identityOf(orgId, projectId),
+      port: Number(project.port) > 0 ? Number(project.port) : 3000,
+      path: (cwdInside) => env.PATH ?? pathWithBin(cwdInside, base.PATH),
+    };
+  }
+
+  /**
+   * The folder a release is shown at `/app` from: `<builds>/<projectId>/<deploymentId>/src`, whatever
+   * root directory below it the app runs in.
+   */
+  releaseRootOf(releaseDir: string): string {
+    const base = path.join(this.ctx.config.dataDir, 'builds');
+    const rel = path.relative(base, path.resolve(releaseDir)).split(path.sep);
+    if (rel.length >= 3 && rel[0] !== '..' && rel[2] === 'src') return path.join(base, rel[0]!, rel[1]!, 'src');
+    return releaseDir;
+  }
+
+  /**
+   * The project's own uid/gid when the driver switches users (sandbox as root), allocated on first
+   * use (the supervisor hands the volume to it, the build the source).
+   */
+  async identityOf(orgId: string, projectId: string): Promise<Identity | null> {
+    if (this.driver.isolation !== 'sandbox' || process.getuid?.() !== 0) return null;
+    const uid = await store.sandboxUid(this.ctx.db, orgId, projectId, uidBase(), nowIso());
+    return { uid, gid: uid };
+  }
+
+  volumeDir(projectId: string): string {
+    return path.join(this.ctx.config.dataDir, 'volumes', path.basename(projectId), 'data');
+  }
+
+  limitsOf(resources: string, which: 'production' | 'build'): Limits {
+    const pidsMax = envNumber('BERTH_PIDS_MAX', DEFAULT_PIDS_MAX);
+    const def = which === 'production' ? { cpuCores: 1, memoryMb: 512, pidsMax } : { cpuCores: 2, memoryMb: 2048, pidsMax };
+    try {
+      const r = JSON.parse(resources)?.[which] ?? {};
+      return {
+        cpuCores: Number(r.cpuCores) > 0 ? Number(r.cpuCores) : def.cpuCores,
+        memoryMb: Number(r.memoryMb) > 0 ? Number(r.memoryMb) : def.memoryMb,
+        pidsMax: Number(r.pidsMax) > 0 ? Number(r.pidsMax) : def.pidsMax,
+      };
+    } catch {
+      return def;
+    }
+  }
+
+  /** Drops release folders of a project but the newest `keep` ready ones. */
+  async pruneReleases(orgId: string, projectId: string, keep = 3): Promise<void> {
+    const keepIds = await store.readyDeploymentIds(this.ctx.db, orgId, projectId, keep);
+    const running = this.supervisor.snapshot(projectId)?.deploymentId;
+    if (running) keepIds.push(running);
+    for (const r of await store.oldReleaseDirs(this.ctx.db, orgId, projectId, keepIds)) {
+      const base = path.join(this.ctx.config.dataDir, 'builds');
+      const dir = path.resolve(r.releaseDir);
+      if (!dir.startsWith(base + path.sep)) continue;
+      // releaseDir is <builds>/<projectId>/<deploymentId>/src[/root]: remove the deployment's folder.
+      const rel = path.relative(base, dir).split(path.sep);
+      if (rel.length < 2) continue;
+      rmSync(path.join(base, rel[0]!, rel[1]!), { recursive: true, force: true });
+      await store.updateBuild(this.ctx.db, orgId, r.deploymentId, { releaseDir: null });
+    }
+  }
+}

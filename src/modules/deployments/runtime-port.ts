@@ -1,0 +1,65 @@
+import { listDomains, type RuntimePort, type RuntimeState } from '../projects/index.js';
+import * as store from './deployments.store.js';
+import type { BerthRuntime } from './runtime.js';
+
+/**
+ * What the projects area asks of build-and-run (its RuntimePort), answered by one server's runtime:
+ * the app's state and URL, enable / disable, routing re-sync, and removal of a deleted project.
+ */
+export function projectsRuntimePort(rt: BerthRuntime): RuntimePort {
+  const { ctx, supervisor } = rt;
+  return {
+    state: async (_ctx, orgId, projectId) => runtimeState(rt, orgId, projectId),
+    bringOnline: async (_ctx, orgId, projectId) => {
+      rt.invalidate(projectId);
+      const p = await store.projectById(ctx.db, orgId, projectId);
+      if (!p) return;
+      const spec = await rt.releases.specFor(orgId, projectId);
+      if (!spec) return;
+      // always_on apps start now; auto_sleep apps start on their next request.
+      if (p.sleepMode === 'always_on' || supervisor.snapshot(projectId)?.state === 'failed') {
+        await supervisor.deploy(spec).catch((err) => ctx.log.warn({ projectId, err: (err as Error).message }, 'app did not start on enable'));
+      }
+    },
+    takeOffline: async (_ctx, _orgId, projectId) => {
+      rt.invalidate(projectId);
+      await supervisor.stop(projectId, 'stopped');
+    },
+    syncRouting: async () => {
+      rt.invalidate();
+      return { status: 'synced' };
+    },
+    removeProject: async (_ctx, _orgId, projectId) => {
+      rt.invalidate(projectId);
+      for (const id of await store.inFlightIdsOfProject(ctx.db, projectId)) rt.building.get(id)?.abort();
+      await supervisor.stop(projectId, 'stopped');
+      supervisor.forget(projectId);
+      rt.logs.removeProject(projectId);
+      rt.requests.forget(projectId);
+    },
+  };
+}
+
+/** The project's app as the project info shows it: state, URL on the edge, port, isolation. */
+export async function runtimeState(rt: BerthRuntime, orgId: string, projectId: string): Promise<RuntimeState | null> {
+  const { ctx, supervisor, driver } = rt;
+  const p = await ctx.db.selectFrom('projects').select(['id', 'slug', 'port', 'status', 'sleepMode']).where('orgId', '=', orgId).where('id', '=', projectId).executeTakeFirst();
+  if (!p) return null;
+  const domains = await listDomains(ctx.db, orgId, projectId);
+  const host = domains.find((d) => d.isPrimary === 1)?.domain ?? `${p.slug}.${ctx.config.appsDomain}`;
+  const edgePort = rt.edgePort();
+  const url = `http://${host}${edgePort && edgePort !== 80 ? `:${edgePort}` : ''}`;
+  const snap = supervisor.snapshot(projectId);
+  const limits = {
+    isolation: driver.isolation,
+    ...(driver.limits.enforced ? {} : { limitsEnforced: false }),
+    ...(driver.limits.note ? { limitsNote: driver.limits.note } : {}),
+  };
+  if (snap && snap.state !== 'stopped') {
+    return { state: snap.state, url, port: snap.port ?? p.port, ...(snap.pid ? { pid: snap.pid } : {}), ...(snap.startedAt ? { startedAt: snap.startedAt } : {}), ...limits };
+  }
+  const rel = await store.currentRelease(ctx.db, orgId, projectId, 'production');
+  let state = 'not_deployed';
+  if (rel) state = p.status !== 'enabled' ? 'stopped' : p.sleepMode === 'auto_sleep' ? 'sleeping' : 'stopped';
+  return { state, url, port: p.port, ...limits };
+}
