@@ -4,8 +4,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import type { ModuleDef } from '../../src/http/route.js';
-import { CLOUD_BACKUP_PROJECT_TAGS, forwardsCloudRecords } from '../../src/modules/cloud/record-refs.js';
+import { resourceInfo, type AnyRoute, type ModuleDef } from '../../src/http/route.js';
+import { cloudRecordRoutes } from '../../src/modules/cloud/cloud-records.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { insertDestination } from '../../src/modules/backups/backups.store.js';
 import { readSse, waitTerminal } from '../backups/helpers.js';
@@ -88,14 +88,18 @@ describe('backup routes named by a cloud record\'s id, through a linked self-hos
     await cloud?.close().catch(() => {});
   });
 
-  it('every backup route named by a policy, run or restore id is in the forwarding table, and only those', () => {
-    const defs = self.app.berth.modules.flatMap((m) => m.routes);
-    const byId = defs.filter((d) => d.resource && ['backup_policy', 'backup_run', 'backup_restore'].includes(d.resource.kind));
+  it('every backup route named by a policy, run or restore id is forwarded for a cloud record, and no other backup route', () => {
+    const defs: AnyRoute[] = self.app.berth.modules.flatMap((m) => m.routes);
+    const key = (d: AnyRoute) => `${d.method} ${d.url}`;
+    const byId = defs.filter((d) => ['backup_policy', 'backup_run', 'backup_restore'].includes(resourceInfo(d.resource)?.kind ?? ''));
     assert.ok(byId.length >= 12);
-    for (const d of byId) assert.ok(forwardsCloudRecords(d), `${d.method} ${d.url} is forwarded for cloud records`);
-    const registered = new Set(defs.map((d) => `${d.method} ${d.url}`));
-    for (const k of Object.keys(CLOUD_BACKUP_PROJECT_TAGS)) assert.ok(registered.has(k), `${k} is a registered route`);
-    assert.equal(Object.keys(CLOUD_BACKUP_PROJECT_TAGS).length, byId.length);
+    const forwarded = cloudRecordRoutes(defs);
+    for (const d of byId) assert.ok(forwarded.includes(d), `${key(d)} is forwarded for cloud records`);
+    // Of the backup routes, only those (the destinations are the org's, not a project's).
+    const backupRoutes = forwarded.filter((d) => d.url.includes('/backup'));
+    assert.deepEqual(backupRoutes.map(key).sort(), byId.map(key).sort());
+    // Each checks something of the record's project, which is what is checked locally before forwarding.
+    for (const d of byId) assert.ok((d.requires ?? []).some((r: { tag: string }) => r.tag.startsWith('project:')), key(d));
   });
 
   it('creates a policy (project-scoped, forwarded) and updates it by its id through the link', async () => {

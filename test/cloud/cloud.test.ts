@@ -3,8 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { bundleDigest, bundleFromRows } from '../../src/modules/cloud/bundle.js';
-import { readProjectRows } from '../../src/modules/cloud/cloud.store.js';
+import { bundleDigest, bundleFromRows, readBundleRows } from '../../src/modules/cloud/bundle.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { createTeam, createUser, type TestOrg, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
@@ -13,7 +12,7 @@ import { probeModule, probeState, resetFirstChunk, type ProbeState } from './pro
 
 /** The digest of a project's full copy (config, env with secret values, domains, rules, ...) on a server. */
 async function digestOn(server: TestServer, orgId: string, projectId: string): Promise<string | undefined> {
-  const rows = await readProjectRows(server.ctx.db, orgId, projectId);
+  const rows = await readBundleRows(server.ctx.db, orgId, projectId);
   return rows ? bundleDigest(bundleFromRows(server.ctx.keyring, rows)) : undefined;
 }
 
@@ -417,7 +416,7 @@ describe('hosted cloud mode, a linked self-hosted instance, and project transfer
     assert.equal(res.body.data.cloudCopyDeleted, true);
     assert.ok(!res.text.includes(SECRET));
     assert.equal(await digestOn(self, team.orgId, projectId), cloudDigest, 'the local copy equals the cloud copy, secret values included');
-    const rows = await readProjectRows(self.ctx.db, team.orgId, projectId);
+    const rows = await readBundleRows(self.ctx.db, team.orgId, projectId);
     const secret = bundleFromRows(self.ctx.keyring, rows!).env.find((e) => e.key === 'API_SECRET')!;
     assert.equal(secret.value, SECRET);
     assert.equal(secret.isSecret, true);
@@ -435,7 +434,7 @@ describe('hosted cloud mode, a linked self-hosted instance, and project transfer
   it('the export a transfer reads is sealed: the cloud never answers a secret in clear, and it does not exist on a self-hosted instance', async () => {
     const p = (await cloud.api(cloudOwner.token).post('/api/projects', { name: 'sealed' })).body.data;
     await cloud.api(cloudOwner.token).patch(`/api/projects/${p.id}/env`, { environment: 'production', upserts: [{ key: 'K', value: SECRET, isSecret: true }], deletes: [] });
-    const { newRecipientKey } = await import('../../src/modules/cloud/bundle.js');
+    const { newRecipientKey } = await import('../../src/modules/cloud/seal.js');
     const key = newRecipientKey();
     const res = await cloud.api(cloudOwner.token).post(`/api/projects/${p.id}/export`, { recipientKey: key.publicKey });
     assert.equal(res.status, 200, res.text);

@@ -3,10 +3,10 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import type { ModuleDef, RouteDef } from '../../src/http/route.js';
+import { resourceInfo, type AnyRoute, type ModuleDef } from '../../src/http/route.js';
 import { createLogger } from '../../src/lib/logger.js';
-import { CLOUD_DEPLOYMENT_PROJECT_TAGS, forwardsCloudRecords } from '../../src/modules/cloud/record-refs.js';
-import { getRuntime } from '../../src/modules/deployments/runtime.js';
+import { cloudRecordRoutes } from '../../src/modules/cloud/cloud-records.js';
+import { getRuntime } from '../../src/modules/deployments/index.js';
 import { readSse } from '../backups/helpers.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';
 import { waitFor } from '../support/wait.js';
@@ -100,21 +100,24 @@ describe('routes named by a cloud deployment\'s id, through a linked self-hosted
     await cloud?.close().catch(() => {});
   });
 
-  it('every registered route that names a deployment is in the forwarding table with the tag the deployments area checks, and only those', () => {
-    const defs: RouteDef<any>[] = self.app.berth.modules.flatMap((m) => m.routes);
-    const bodyNames = (d: RouteDef<any>) => !!(d.schema?.body as { properties?: Record<string, unknown> } | undefined)?.properties?.deploymentId;
-    const naming = defs.filter((d) => d.resource?.kind === 'deployment' || d.url.startsWith('/api/deployments/:id') || bodyNames(d));
-    assert.ok(naming.length >= 5);
-    assert.deepEqual(naming.map((d) => `${d.method} ${d.url}`).sort(), Object.keys(CLOUD_DEPLOYMENT_PROJECT_TAGS).sort());
-    for (const d of naming) {
-      const key = `${d.method} ${d.url}`;
-      // The deployments area checks the route's own tag on the deployment's project.
-      assert.equal(CLOUD_DEPLOYMENT_PROJECT_TAGS[key], d.tag, key);
-      // Reached by the forwardUnresolved hook (a deployment resource), the forward hook (public build
-      // logs) or the service's hook (the id in the body).
-      if (d.resource) assert.ok(forwardsCloudRecords(d), `${key} is forwarded for cloud deployments`);
-      else assert.ok(d.access === 'public' ? d.url.startsWith('/api/deployments/:id/') : bodyNames(d), key);
-    }
+  it('every registered route that names a deployment (in its path or its body) is forwarded for a cloud deployment, and checks a project tag', () => {
+    const defs: AnyRoute[] = self.app.berth.modules.flatMap((m) => m.routes);
+    const key = (d: AnyRoute) => `${d.method} ${d.url}`;
+    const bodyNames = (d: AnyRoute) => !!(d.schema?.body as { properties?: Record<string, unknown> } | undefined)?.properties?.deploymentId;
+    // A route that takes a deployment id declares it as its resource, so the gate (and the cloud) can read it.
+    for (const d of defs) if (d.url.startsWith('/api/deployments/:id') || bodyNames(d)) assert.equal(resourceInfo(d.resource)?.kind, 'deployment', key(d));
+    const naming = defs.filter((d) => resourceInfo(d.resource)?.kind === 'deployment');
+    assert.deepEqual(naming.map(key).sort(), [
+      'GET /api/deployments/:id',
+      'GET /api/deployments/:id/logs',
+      'GET /api/deployments/:id/logs/stream',
+      'POST /api/deployments/:id/cancel',
+      'POST /api/deployments/build/access',
+    ]);
+    const forwarded = cloudRecordRoutes(defs);
+    assert.deepEqual(forwarded.filter((d) => resourceInfo(d.resource)?.kind === 'deployment').map(key).sort(), naming.map(key).sort());
+    // The deployments area's check is the route's own tag, on the deployment's project.
+    for (const d of naming) assert.ok(d.tag?.startsWith('project:deployment:'), key(d));
   });
 
   it('the cloud makes the deployment (the self-hosted instance refuses to); the forwarded list shows it', async () => {

@@ -1,90 +1,35 @@
-import { createCipheriv, createDecipheriv, createHash, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
-import { Type, type Static } from '@sinclair/typebox';
+import { createHash } from 'node:crypto';
 import type { Db } from '../../db/client.js';
 import { invalid } from '../../lib/errors.js';
-import { Obj, Str } from '../../http/schemas.js';
 import { decryptSecret, encryptSecret, type Keyring } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
-import { envAad, ENV_KEY_RE } from '../projects/env.service.js';
-import { clearBundleRows, insertBundleRows, insertProjectRow, updateProjectRow, type ProjectRows } from './cloud.store.js';
+import { envAad, wholeProject, type ProjectRows } from '../projects/index.js';
+import { currentForProject } from '../uploads/index.js';
+import type { Bundle } from './bundle.schema.js';
 
 /**
- * A project bundle: everything a transfer moves (config, source, env with secret values, domains,
- * route rules, resources, services, clone credential). In clear it only ever lives in memory; on
- * the wire to the cloud it rides in the body of `POST /api/projects/import-bundle` (like an env
- * PATCH, over the link's TLS); from the cloud every secret value is sealed to a one-time key of the
- * requesting instance (see sealBundle).
+ * A project's rows as a bundle and back: built from the rows (secrets decrypted in memory), its
+ * digest (what a transfer verifies), its summary (names only), its checks beyond the schema, and
+ * written back as rows (secrets encrypted under this instance's key). The schema is
+ * bundle.schema.ts; sealing secret values for the wire, seal.ts.
  */
-const NStr = (max = 1024) => Type.Union([Str({ max }), Type.Null()]);
+export { BundleSchema, type Bundle } from './bundle.schema.js';
 
-export const BundleSchema = Obj({
-  version: Type.Literal(1),
-  project: Obj({
-    id: Str({ max: 64 }),
-    name: Str({ min: 1, max: 200 }),
-    slug: Str({ min: 1, max: 63, pattern: '^[a-z0-9][a-z0-9-]*$' }),
-    status: Type.Union([Type.Literal('enabled'), Type.Literal('disabled')]),
-    config: Obj({
-      framework: NStr(64),
-      installCommand: NStr(4096),
-      buildCommand: NStr(4096),
-      startCommand: NStr(4096),
-      outputDirectory: NStr(1024),
-      rootDirectory: NStr(1024),
-      port: Type.Integer({ minimum: 1, maximum: 65535 }),
-      packageManager: NStr(64),
-      runtime: NStr(64),
-      nodeVersion: NStr(64),
-    }),
-    source: Obj({
-      type: Type.Union([Type.Literal('git'), Type.Literal('upload'), Type.Literal('none')]),
-      gitProvider: NStr(64),
-      gitOwner: NStr(100),
-      gitRepo: NStr(200),
-      gitBranch: NStr(255),
-    }),
-    sleepMode: Type.Union([Type.Literal('auto_sleep'), Type.Literal('always_on')]),
-    autoDeploy: Type.Boolean(),
-    webhookDomain: NStr(253),
-    resources: Type.Record(Type.String({ maxLength: 64 }), Type.Unknown(), { maxProperties: 16 }),
-  }),
-  environments: Type.Array(Obj({ name: Str({ min: 1, max: 64 }), type: Type.Union([Type.Literal('production'), Type.Literal('preview')]), branch: NStr(255) }), {
-    maxItems: 100,
-  }),
-  env: Type.Array(
-    Obj({
-      environment: Str({ min: 1, max: 64 }),
-      key: Str({ min: 1, max: 256, pattern: ENV_KEY_RE.source }),
-      value: Str({ max: 128 * 1024 }),
-      isSecret: Type.Boolean(),
-    }),
-    { maxItems: 20_000 },
-  ),
-  domains: Type.Array(Obj({ domain: Str({ min: 1, max: 253 }), primary: Type.Boolean() }), { maxItems: 500 }),
-  routeRules: Type.Array(
-    Obj({
-      kind: Type.Union([Type.Literal('rate-limit'), Type.Literal('ban'), Type.Literal('allow-deny')]),
-      enabled: Type.Boolean(),
-      path: NStr(1024),
-      config: Type.Record(Type.String({ maxLength: 64 }), Type.Unknown(), { maxProperties: 16 }),
-      createdAt: Str({ max: 40 }),
-    }),
-    { maxItems: 1000 },
-  ),
-  services: Type.Array(
-    Obj({ kind: Type.Union([Type.Literal('volume'), Type.Literal('postgres')]), name: Str({ min: 1, max: 64 }), connectionUrl: NStr(4096) }),
-    { maxItems: 100 },
-  ),
-  cloneCredential: Type.Union([Obj({ username: NStr(255), token: Str({ min: 1, max: 4096 }) }), Type.Null()]),
-  /** The uploaded source archive's hash and size; the archive itself moves separately (source-archive routes). */
-  sourceArchive: Type.Optional(Type.Union([Obj({ sha256: Str({ min: 64, max: 64, pattern: '^[0-9a-f]{64}$' }), sizeBytes: Type.Integer({ minimum: 0 }) }), Type.Null()])),
-});
-export type Bundle = Static<typeof BundleSchema>;
+/** A project's rows and its current uploaded source archive (folder-upload projects). */
+export interface BundleRows extends ProjectRows {
+  sourceArchive: { sha256: string; sizeBytes: number } | null;
+}
 
-// ---------------------------------------------------------------- rows <-> bundle
+/** Reads what a bundle is made of: the project's rows (projects area) and its source archive's hash (uploads area). */
+export async function readBundleRows(db: Db, orgId: string, projectId: string): Promise<BundleRows | undefined> {
+  const rows = await wholeProject.readProjectRows(db, orgId, projectId);
+  if (!rows) return undefined;
+  const upload = await currentForProject(db, orgId, projectId);
+  return { ...rows, sourceArchive: upload?.sha256 && upload.sizeBytes != null ? { sha256: upload.sha256, sizeBytes: upload.sizeBytes } : null };
+}
 
 /** Builds the bundle of a project from its rows, decrypting secrets in memory. */
-export function bundleFromRows(keyring: Keyring, rows: ProjectRows): Bundle {
+export function bundleFromRows(keyring: Keyring, rows: BundleRows): Bundle {
   const p = rows.project;
   let resources: Record<string, unknown> = {};
   try {
@@ -257,13 +202,13 @@ export async function writeBundle(tx: Db, keyring: Keyring, b: Bundle, o: WriteB
     updatedAt: o.now,
   };
   if (o.replace) {
-    await updateProjectRow(tx, o.orgId, o.projectId, columns);
-    await clearBundleRows(tx, o.orgId, o.projectId);
+    await wholeProject.updateProjectRow(tx, o.orgId, o.projectId, columns);
+    await wholeProject.clearProjectRows(tx, o.orgId, o.projectId);
   } else {
-    await insertProjectRow(tx, { id: o.projectId, orgId: o.orgId, slug: o.slug, webhookId: null, createdAt: o.now, ...columns });
+    await wholeProject.insertProjectRow(tx, { id: o.projectId, orgId: o.orgId, slug: o.slug, webhookId: null, createdAt: o.now, ...columns });
   }
   const id = o.projectId;
-  await insertBundleRows(tx, {
+  await wholeProject.insertProjectRows(tx, {
     environments: b.environments.map((e) => ({ id: newId('env'), orgId: o.orgId, projectId: id, name: e.name, type: e.type, branch: e.branch, envRevision: 0, createdAt: o.now })),
     envVars: b.env.map((v) => ({
       id: newId('evr'),
@@ -303,89 +248,3 @@ export async function writeBundle(tx: Db, keyring: Keyring, b: Bundle, o: WriteB
   });
 }
 
-// ---------------------------------------------------------------- sealing (export answers)
-
-/**
- * Secret values leave the cloud only sealed to a one-time X25519 key of the instance that asked:
- * ECDH with a one-time key of the cloud, HKDF-SHA256 (salt: both public keys), AES-256-GCM per
- * value with the value's place as AAD. A log line, proxy or cache that sees the export answer sees
- * no secret; only the process holding the private key (in memory, for one transfer) can open them.
- */
-const SEAL_INFO = Buffer.from('berth-export-v1');
-
-export interface RecipientKey {
-  /** base64url raw X25519 public key, sent with the export request. */
-  publicKey: string;
-  privateKey: KeyObject;
-}
-
-export function newRecipientKey(): RecipientKey {
-  const { publicKey, privateKey } = generateKeyPairSync('x25519');
-  return { publicKey: publicKey.export({ format: 'jwk' }).x!, privateKey };
-}
-
-function publicKeyFromRaw(x: string): KeyObject {
-  if (!/^[A-Za-z0-9_-]{43}$/.test(x)) throw invalid('recipientKey', 'recipientKey must be a base64url X25519 public key (43 characters)');
-  try {
-    return createPublicKey({ key: { kty: 'OKP', crv: 'X25519', x }, format: 'jwk' });
-  } catch {
-    throw invalid('recipientKey', 'recipientKey is not a valid X25519 public key');
-  }
-}
-
-function sealKey(shared: Buffer, senderPub: string, recipientPub: string): Buffer {
-  return Buffer.from(hkdfSync('sha256', shared, Buffer.from(`${senderPub}.${recipientPub}`), SEAL_INFO, 32));
-}
-
-export interface SealedBundle {
-  bundle: Bundle;
-  sealing: { alg: 'X25519-HKDF-SHA256-A256GCM'; senderKey: string; recipientKey: string };
-}
-
-const ENV_PLACE = (e: { environment: string; key: string }) => `env:${e.environment}:${e.key}`;
-
-/** Returns a copy of `b` whose env values, service URLs and clone token are sealed to `recipientKey`. */
-export function sealBundle(b: Bundle, recipientKey: string): SealedBundle {
-  const recipient = publicKeyFromRaw(recipientKey);
-  const sender = generateKeyPairSync('x25519');
-  const senderPub = sender.publicKey.export({ format: 'jwk' }).x!;
-  const key = sealKey(diffieHellman({ privateKey: sender.privateKey, publicKey: recipient }), senderPub, recipientKey);
-  const seal = (value: string, place: string) => {
-    const iv = randomBytes(12);
-    const c = createCipheriv('aes-256-gcm', key, iv);
-    c.setAAD(Buffer.from(place));
-    const ct = Buffer.concat([c.update(value, 'utf8'), c.final()]);
-    return `s1.${iv.toString('base64url')}.${c.getAuthTag().toString('base64url')}.${ct.toString('base64url')}`;
-  };
-  return {
-    bundle: {
-      ...b,
-      env: b.env.map((e) => ({ ...e, value: seal(e.value, ENV_PLACE(e)) })),
-      services: b.services.map((s) => ({ ...s, connectionUrl: s.connectionUrl === null ? null : seal(s.connectionUrl, `service:${s.name}`) })),
-      cloneCredential: b.cloneCredential ? { ...b.cloneCredential, token: seal(b.cloneCredential.token, 'clone-token') } : null,
-    },
-    sealing: { alg: 'X25519-HKDF-SHA256-A256GCM', senderKey: senderPub, recipientKey },
-  };
-}
-
-/** Opens a sealed bundle with the private half of the one-time key. Throws on any tampering. */
-export function openBundle(s: SealedBundle, recipient: RecipientKey): Bundle {
-  if (s.sealing?.recipientKey !== recipient.publicKey) throw new Error('the export was sealed to another key');
-  const sender = publicKeyFromRaw(s.sealing.senderKey);
-  const key = sealKey(diffieHellman({ privateKey: recipient.privateKey, publicKey: sender }), s.sealing.senderKey, recipient.publicKey);
-  const open = (sealed: string, place: string) => {
-    const parts = sealed.split('.');
-    if (parts.length !== 4 || parts[0] !== 's1') throw new Error('unrecognised sealed value');
-    const d = createDecipheriv('aes-256-gcm', key, Buffer.from(parts[1]!, 'base64url'));
-    d.setAAD(Buffer.from(place));
-    d.setAuthTag(Buffer.from(parts[2]!, 'base64url'));
-    return Buffer.concat([d.update(Buffer.from(parts[3]!, 'base64url')), d.final()]).toString('utf8');
-  };
-  const b = s.bundle;
-  return {
-    ...b,
-    env: b.env.map((e) => ({ ...e, value: open(e.value, ENV_PLACE(e)) })),
-    services: b.services.map((x) => ({ ...x, connectionUrl: x.connectionUrl === null ? null : open(x.connectionUrl, `service:${x.name}`) })),
-    cloneCredential: b.cloneCredential ? { ...b.cloneCredential, token: open(b.cloneCredential.token, 'clone-token') } : null,
-  };
-}

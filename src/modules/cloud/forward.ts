@@ -2,21 +2,10 @@ import { pipeline } from 'node:stream/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Dispatcher } from 'undici';
 import type { AppContext } from '../../context.js';
-import type { RouteDef } from '../../http/route.js';
+import { resourceInfo, type AnyRoute, type ResolvedResource } from '../../http/route.js';
+import { deleteProject, wholeProject } from '../projects/index.js';
+import { findCloudLink } from './cloud.store.js';
 import { cloudLink, describeNetworkError, linkRequest, noteLinkStatus, unreachable } from './link.js';
-import { findCloudLink, findProjectAnyOrg } from './cloud.store.js';
-import { deleteProject } from '../projects/projects.service.js';
-import type { ProjectRow } from '../projects/projects.store.js';
-
-/** Routes of the cloud area that act on the local record itself and are never forwarded. */
-const LOCAL_ROUTES = new Set([
-  'POST /api/projects/:id/transfer/to-cloud',
-  'POST /api/projects/:id/transfer/to-self-hosted',
-  // cloud only: a self-hosted instance answers 404 and never relays an export.
-  'POST /api/projects/:id/export',
-  'POST /api/projects/:id/source-archive',
-  'GET /api/projects/:id/source-archive',
-]);
 
 /** Request headers that are not passed on: hop-by-hop, the caller's credentials, and ours. */
 const DROP_REQUEST = new Set([
@@ -42,13 +31,8 @@ const DROP_REQUEST = new Set([
 /** Response headers that are not passed back: hop-by-hop, and cookies of the cloud. */
 const DROP_RESPONSE = new Set(['connection', 'keep-alive', 'transfer-encoding', 'trailer', 'upgrade', 'proxy-authenticate', 'set-cookie', 'x-request-id']);
 
-export interface CloudProjectRecord {
-  id: string;
-  location?: string;
-}
-
 /** The path of the same route on the cloud: the project parameter replaced by the cloud project id. */
-export function cloudPath(def: RouteDef<any>, rawUrl: string, param: string, cloudId: string): string {
+export function cloudPath(def: AnyRoute, rawUrl: string, param: string, cloudId: string): string {
   const q = rawUrl.indexOf('?');
   const pathPart = q < 0 ? rawUrl : rawUrl.slice(0, q);
   const query = q < 0 ? '' : rawUrl.slice(q);
@@ -60,44 +44,45 @@ export function cloudPath(def: RouteDef<any>, rawUrl: string, param: string, clo
 }
 
 /**
- * The forwarding hook (ModuleDef.forward): for a project whose `location` is `cloud`, the request,
- * already authorized locally, is sent to the cloud with the link's credential and the answer is
- * streamed back unchanged (relayToCloud).
+ * The forwarding hook (ModuleDef.forward) for routes named by a project (a `project` resource in the
+ * path): for a project whose `location` is `cloud`, the request, already authorized locally, is sent
+ * to the cloud with the link's credential and the answer is streamed back unchanged (relayToCloud).
+ * Stream-token routes meet this hook before authentication: their stream token (or the caller's
+ * credential) goes along as it came, to be checked by the cloud, which minted the token.
  */
-export async function forwardToCloud(def: RouteDef<any>, req: FastifyRequest, reply: FastifyReply, ctx: AppContext): Promise<boolean> {
+export async function forwardToCloud(def: AnyRoute, req: FastifyRequest, reply: FastifyReply, ctx: AppContext): Promise<boolean> {
   if (ctx.config.mode !== 'self-hosted') return false;
-  const isPublic = def.access === 'public';
-  let target: { orgId: string; id: string; param: string };
-  if (isPublic) {
-    // A public per-project route (a stream that takes a token in its query): the token is the
-    // credential, minted by whichever instance holds the project. No link credential is added.
-    if (!def.url.startsWith('/api/projects/:id/')) return false;
-    const id = (req.params as Record<string, string> | undefined)?.id;
+  const source = resourceInfo(def.resource);
+  if (!source || source.kind !== 'project' || source.from !== 'param') return false;
+  const beforeAuth = def.access === 'stream-token' || def.access === 'public';
+  let target: { orgId: string; id: string };
+  if (beforeAuth) {
+    const id = (req.params as Record<string, string> | undefined)?.[source.field];
     if (!id) return false;
-    const row = await findProjectAnyOrg(ctx.db, id);
+    const row = await wholeProject.findProjectAnyOrg(ctx.db, id);
     if (!row || row.location !== 'cloud') return false;
-    target = { orgId: row.orgId, id: row.id, param: 'id' };
+    target = { orgId: row.orgId, id: row.id };
   } else {
-    const resource = req.resource;
-    if (!resource || resource.kind !== 'project' || !def.resource) return false;
-    if ((resource.record as { location?: string } | undefined)?.location !== 'cloud') return false;
-    target = { orgId: resource.orgId, id: resource.id, param: def.resource.param };
+    const resource = req.resource as ResolvedResource<'project'> | undefined;
+    if (!resource || resource.kind !== 'project' || resource.record.location !== 'cloud') return false;
+    target = { orgId: resource.orgId, id: resource.id };
   }
-  if (LOCAL_ROUTES.has(`${def.method} ${def.url}`)) return false;
 
   if (!cloudLink(ctx)) throw unreachable('this project lives on the cloud, but this instance has no cloud link (BERTH_CLOUD_URL, BERTH_CLOUD_TOKEN)');
   const mapping = await findCloudLink(ctx.db, target.orgId, target.id);
   const cloudId = mapping?.cloudProjectId ?? target.id;
   const status = await relayToCloud(ctx, req, reply, {
     method: def.method,
-    path: cloudPath(def, req.raw.url ?? req.url, target.param, cloudId),
-    credential: !isPublic,
+    path: cloudPath(def, req.raw.url ?? req.url, source.field, cloudId),
+    credential: !beforeAuth,
     projectId: target.id,
   });
 
-  if (def.method === 'DELETE' && def.url === '/api/projects/:id' && status !== null && status >= 200 && status < 300 && req.resource) {
-    // The cloud copy is gone: the local record that stood for it goes too.
-    await deleteProject(ctx, req.actor!, req.resource.record as ProjectRow).catch((e) =>
+  // A route that deletes the project itself (DELETE on the project's own path): the cloud copy is
+  // gone, so the local record that stood for it goes too.
+  const deletesProject = def.method === 'DELETE' && def.url.endsWith(`/:${source.field}`);
+  if (deletesProject && status !== null && status >= 200 && status < 300 && req.resource && req.actor) {
+    await deleteProject(ctx, req.actor, (req.resource as ResolvedResource<'project'>).record).catch((e: unknown) =>
       req.log.error({ err: e, projectId: target.id }, 'could not remove the local record of a deleted cloud project'),
     );
   }
@@ -105,7 +90,7 @@ export async function forwardToCloud(def: RouteDef<any>, req: FastifyRequest, re
 }
 
 export interface RelayOptions {
-  method: RouteDef['method'];
+  method: AnyRoute['method'];
   /** Path and query on the cloud (the same route there). */
   path: string;
   /** Send the link's bearer (every route but the public token-in-query streams). */

@@ -6,7 +6,7 @@ import { cloudLink, linkJson, noteLinkStatus } from './link.js';
 /** How long the home feed waits for the cloud before it answers with local projects alone. */
 export const HOME_CLOUD_TIMEOUT_MS = 2000;
 
-interface HomeEntry {
+export interface HomeEntry {
   id: string;
   orgId?: string;
   location: string;

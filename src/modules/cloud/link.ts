@@ -15,28 +15,13 @@ export interface CloudLink {
   agent: Agent | null;
 }
 
-const links = new WeakMap<AppContext, CloudLink>();
-
-/** The instance's link, or null when this is a cloud instance or no link is configured. */
-export function cloudLink(ctx: AppContext): CloudLink | null {
-  if (ctx.config.mode !== 'self-hosted' || !ctx.config.cloudUrl || !ctx.config.cloudToken) return null;
-  let link = links.get(ctx);
-  if (!link) {
-    link = {
-      url: ctx.config.cloudUrl,
-      token: ctx.config.cloudToken,
-      agent: null,
-    };
-    links.set(ctx, link);
-  }
-  return link;
+/** The instance's link, or null when this is a cloud instance, no link is configured or no cloud module runs. */
+export function cloudLink(ctx: Pick<AppContext, 'ports'>): CloudLink | null {
+  return ctx.ports.cloud?.link() ?? null;
 }
 
-export async function closeCloudLink(ctx: AppContext): Promise<void> {
-  const link = links.get(ctx);
-  links.delete(ctx);
-  statusCache.delete(ctx);
-  if (link?.agent) await link.agent.close().catch(() => {});
+export async function closeCloudLink(ctx: Pick<AppContext, 'ports'>): Promise<void> {
+  await ctx.ports.cloud?.close();
 }
 
 /** One request over the link's connection pool (the caller sets the headers, the token included). */
@@ -119,8 +104,6 @@ export interface LinkStatus {
   reachable: boolean;
 }
 
-const statusCache = new WeakMap<AppContext, { at: number; status: Promise<LinkStatus> }>();
-
 /**
  * Whether the link answers: `GET /api/auth/me` on the cloud with the link token, within
  * `timeoutMs` (2 s). Answers are cached for `maxAgeMs` (3 s) so that health checks and home feeds
@@ -128,9 +111,9 @@ const statusCache = new WeakMap<AppContext, { at: number; status: Promise<LinkSt
  */
 export async function linkStatus(ctx: AppContext, opts: { timeoutMs?: number; maxAgeMs?: number } = {}): Promise<LinkStatus> {
   if (!cloudLink(ctx)) return { linked: false, reachable: false };
-  const maxAge = opts.maxAgeMs ?? 3000;
-  const cached = statusCache.get(ctx);
-  if (cached && Date.now() - cached.at < maxAge) return cached.status;
+  const host = ctx.ports.cloud!;
+  const cached = host.cachedStatus(opts.maxAgeMs ?? 3000);
+  if (cached) return cached;
   const status = (async (): Promise<LinkStatus> => {
     try {
       const res = await linkJson(ctx, 'GET', '/api/auth/me', undefined, { timeoutMs: opts.timeoutMs ?? 2000 });
@@ -139,14 +122,14 @@ export async function linkStatus(ctx: AppContext, opts: { timeoutMs?: number; ma
       return { linked: true, reachable: false };
     }
   })();
-  statusCache.set(ctx, { at: Date.now(), status });
+  host.noteStatus(status);
   return status;
 }
 
 /** Forget the cached status (after a call over the link failed or succeeded in a way that tells). */
 export function noteLinkStatus(ctx: AppContext, reachable: boolean): void {
   if (!cloudLink(ctx)) return;
-  statusCache.set(ctx, { at: Date.now(), status: Promise.resolve({ linked: true, reachable }) });
+  ctx.ports.cloud!.noteStatus(Promise.resolve({ linked: true, reachable }));
 }
 
 /**

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
 import { AppError } from '../../lib/errors.js';
-import { findProject } from '../projects/projects.store.js';
+import { findProject } from '../projects/index.js';
 import {
   attachUploadToProject,
   authenticateUpload,
@@ -12,8 +12,8 @@ import {
   UPLOAD_TOKEN_HEADER,
   uploadSourceDir,
   uploadsRoot,
-} from '../uploads/uploads.service.js';
-import { updateProjectRow } from './cloud.store.js';
+} from '../uploads/index.js';
+import { wholeProject } from '../projects/index.js';
 
 /**
  * The uploaded source of a project (folder-upload projects): its gzipped tarball as received, kept by
@@ -58,6 +58,6 @@ export async function receiveSourceArchive(
   await attachUploadToProject(ctx, actor.userId, orgId, projectId, session.sessionId);
   const keep: Record<string, unknown> = {};
   for (const k of CONFIG_COLUMNS) keep[k] = before[k];
-  await updateProjectRow(ctx.db, orgId, projectId, keep);
+  await wholeProject.updateProjectRow(ctx.db, orgId, projectId, keep);
   return { sha256: got.sha256, sizeBytes: got.sizeBytes };
 }

@@ -1,142 +1,20 @@
 import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
 import { isUniqueViolation, transaction } from '../../db/client.js';
-import { AppError, conflict, ERROR_STATUS, notFound, type ErrorCode } from '../../lib/errors.js';
-import { newId, nowIso, randomString } from '../../lib/ids.js';
-import { insertAuditEvent } from '../audit/audit.store.js';
-import type { ProjectRow } from '../projects/projects.store.js';
-import { getRuntimePort } from '../projects/runtime-port.js';
-import { slugify } from '../projects/validate.js';
-import {
-  bundleDigest,
-  bundleFromRows,
-  bundleSummary,
-  checkBundle,
-  newRecipientKey,
-  openBundle,
-  sealBundle,
-  writeBundle,
-  type Bundle,
-  type SealedBundle,
-} from './bundle.js';
-import {
-  deleteCloudLink,
-  domainsHeldElsewhere,
-  findCloudLink,
-  insertCloudLink,
-  projectIdTaken,
-  readProjectRows,
-  slugTaken,
-} from './cloud.store.js';
-import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
-import type { Dispatcher } from 'undici';
-import { cloudLink, describeNetworkError, linkJson, linkRequest, unreachable, type LinkResponse } from './link.js';
-import { receiveSourceArchive, sourceArchivePath } from './source.js';
+import { AppError, conflict, notFound } from '../../lib/errors.js';
+import { nowIso } from '../../lib/ids.js';
+import { insertAuditEvent } from '../audit/index.js';
+import { findProject, wholeProject, type ProjectRow } from '../projects/index.js';
+import { bundleDigest, bundleFromRows, bundleSummary, checkBundle, readBundleRows, writeBundle } from './bundle.js';
+import { deleteCloudCopy, fromCloud, pullSourceArchive, pushSourceArchive, readCloudCopy, requireLink } from './cloud-copy.js';
+import { deleteCloudLink, findCloudLink, insertCloudLink } from './cloud.store.js';
+import { linkJson, unreachable } from './link.js';
+import { sourceArchivePath } from './source.js';
 
-/** An error answer of the cloud, turned into one of ours: its code when we have it, else 503. */
-function fromCloud(res: LinkResponse, doing: string): AppError {
-  const code = res.body?.error?.code as string | undefined;
-  const message = typeof res.body?.error?.message === 'string' ? res.body.error.message : `status ${res.status}`;
-  if (code && code in ERROR_STATUS && code !== 'INTERNAL' && code !== 'UNAUTHENTICATED' && res.status < 500) {
-    return new AppError(code as ErrorCode, `the cloud refused to ${doing}: ${message}`);
-  }
-  return unreachable(`it failed to ${doing} (${message})`);
-}
-
-function requireLink(ctx: AppContext): void {
-  if (!cloudLink(ctx)) throw unreachable('this instance has no cloud link (set BERTH_CLOUD_URL and BERTH_CLOUD_TOKEN)');
-}
-
-/** Reads a project's copy on the cloud back, sealed to a one-time key, and opens it in memory. */
-async function readCloudCopy(ctx: AppContext, cloudId: string, requestId?: string): Promise<Bundle> {
-  const key = newRecipientKey();
-  const res = await linkJson<{ data: SealedBundle }>(ctx, 'POST', `/api/projects/${encodeURIComponent(cloudId)}/export`, { recipientKey: key.publicKey }, {
-    timeoutMs: 120_000,
-    requestId,
-  });
-  if (res.status === 404) throw conflict('the cloud has no copy of this project (was it deleted there?)');
-  if (res.status !== 200 || !res.body?.data?.bundle) throw fromCloud(res, 'read the project back');
-  try {
-    return openBundle(res.body.data, key);
-  } catch {
-    throw unreachable('its copy of the project could not be opened (sealed to another key or altered on the way)');
-  }
-}
-
-/** Streams the local source archive to the cloud copy (which keeps its config as it is). */
-async function pushSourceArchive(ctx: AppContext, cloudId: string, file: string, sha256: string, requestId?: string): Promise<void> {
-  const link = cloudLink(ctx)!;
-  const size = (await stat(file)).size;
-  let res: Dispatcher.ResponseData;
-  try {
-    res = await linkRequest(link, `${link.url}/api/projects/${encodeURIComponent(cloudId)}/source-archive?sha256=${sha256}`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${link.token}`,
-        'content-type': 'application/gzip',
-        'content-length': String(size),
-        ...(requestId ? { 'x-request-id': requestId } : {}),
-      },
-      body: createReadStream(file),
-      signal: AbortSignal.timeout(30 * 60_000),
-    });
-  } catch (e) {
-    throw unreachable(describeNetworkError(e));
-  }
-  const text = await res.body.text().catch(() => '');
-  if (res.statusCode !== 200) {
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      body = undefined;
-    }
-    throw fromCloud({ status: res.statusCode, body }, 'take the project\'s source archive');
-  }
-}
-
-/** Streams the cloud copy's source archive into this instance as the project's uploaded source. */
-async function pullSourceArchive(ctx: AppContext, actor: Actor, row: ProjectRow, cloudId: string, sha256: string, requestId?: string): Promise<void> {
-  const link = cloudLink(ctx)!;
-  let res: Dispatcher.ResponseData;
-  try {
-    res = await linkRequest(link, `${link.url}/api/projects/${encodeURIComponent(cloudId)}/source-archive`, {
-      method: 'GET',
-      headers: { authorization: `Bearer ${link.token}`, ...(requestId ? { 'x-request-id': requestId } : {}) },
-      signal: AbortSignal.timeout(30 * 60_000),
-    });
-  } catch (e) {
-    throw unreachable(describeNetworkError(e));
-  }
-  if (res.statusCode !== 200) {
-    const text = await res.body.text().catch(() => '');
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      body = undefined;
-    }
-    throw fromCloud({ status: res.statusCode, body }, 'send the project\'s source archive');
-  }
-  try {
-    await receiveSourceArchive(ctx, actor, row.orgId, row.id, res.body, sha256);
-  } catch (e) {
-    res.body.destroy();
-    if (e instanceof AppError) throw e;
-    throw unreachable(`the source archive did not arrive whole (${describeNetworkError(e)})`);
-  }
-}
-
-/** Deletes a project on the cloud; true when it is gone (or was never there). */
-async function deleteCloudCopy(ctx: AppContext, cloudId: string, requestId?: string): Promise<boolean> {
-  try {
-    const res = await linkJson(ctx, 'DELETE', `/api/projects/${encodeURIComponent(cloudId)}`, undefined, { timeoutMs: 30_000, requestId });
-    return (res.status >= 200 && res.status < 300) || res.status === 404;
-  } catch {
-    return false;
-  }
-}
+/**
+ * Transfers of a self-hosted instance's project: to the cloud and back, each one copy, verify by
+ * digest, flip (docs/cloud.md). The cloud's side of them is bundle-exchange.service.ts.
+ */
 
 export interface TransferResult {
   id: string;
@@ -161,7 +39,7 @@ export async function transferToCloud(ctx: AppContext, actor: Actor, row: Projec
   if (row.sourceType === 'local') {
     throw conflict('a project whose source is a folder on this host cannot move to the cloud: deploy it by folder upload first', 'source');
   }
-  const rows = await readProjectRows(ctx.db, row.orgId, row.id);
+  const rows = await readBundleRows(ctx.db, row.orgId, row.id);
   if (!rows) throw notFound('project');
   const bundle = bundleFromRows(ctx.keyring, rows);
   const digest = bundleDigest(bundle);
@@ -191,11 +69,11 @@ export async function transferToCloud(ctx: AppContext, actor: Actor, row: Projec
     const copy = await readCloudCopy(ctx, cloudId, requestId);
     if (bundleDigest(copy) !== digest) throw unreachable('its copy of the project does not match this one (digest mismatch); nothing was changed here');
     await transaction(ctx.db, async (tx) => {
-      const now = await readProjectRows(tx, row.orgId, row.id);
+      const now = await readBundleRows(tx, row.orgId, row.id);
       if (!now) throw notFound('project');
       if (now.project.location !== 'local') throw conflict('the project already lives on the cloud');
       if (bundleDigest(bundleFromRows(ctx.keyring, now)) !== digest) throw conflict('the project changed while it was being transferred; try again');
-      await tx.updateTable('projects').set({ location: 'cloud', updatedAt: nowIso() }).where('orgId', '=', row.orgId).where('id', '=', row.id).execute();
+      await wholeProject.updateProjectRow(tx, row.orgId, row.id, { location: 'cloud', updatedAt: nowIso() });
       await insertCloudLink(tx, { projectId: row.id, orgId: row.orgId, cloudProjectId: cloudId, createdAt: nowIso() });
       await insertAuditEvent(tx, {
         orgId: row.orgId,
@@ -210,7 +88,7 @@ export async function transferToCloud(ctx: AppContext, actor: Actor, row: Projec
     return undo(e);
   }
   // The app this instance ran for the project stops: the cloud serves it now.
-  const rt = getRuntimePort();
+  const rt = ctx.ports.runtime;
   if (rt) await rt.takeOffline(ctx, row.orgId, row.id).catch((e) => ctx.log.warn({ err: e, projectId: row.id }, 'could not stop the local app of a project moved to the cloud'));
   return { id: row.id, location: 'cloud', cloudProjectId: cloudId, transferred: bundleSummary(bundle), verified: true };
 }
@@ -229,18 +107,18 @@ export async function transferToSelfHosted(ctx: AppContext, actor: Actor, row: P
   const bundle = await readCloudCopy(ctx, cloudId, requestId);
   checkBundle(bundle);
   const digest = bundleDigest(bundle);
-  const held = await domainsHeldElsewhere(ctx.db, bundle.domains.map((d) => d.domain), row.id);
+  const held = await wholeProject.domainsHeldElsewhere(ctx.db, bundle.domains.map((d) => d.domain), row.id);
   if (held.length) throw conflict(`another project on this instance holds the domain ${held[0]}`, 'domains');
   // The source archive first: it is staged and attached to the local record (not served while the
   // record is `cloud`), and the digest below covers its hash.
   if (bundle.sourceArchive) await pullSourceArchive(ctx, actor, row, cloudId, bundle.sourceArchive.sha256, requestId);
 
   await transaction(ctx.db, async (tx) => {
-    const current = await tx.selectFrom('projects').select(['location']).where('orgId', '=', row.orgId).where('id', '=', row.id).executeTakeFirst();
+    const current = await findProject(tx, row.orgId, row.id);
     if (!current) throw notFound('project');
     if (current.location !== 'cloud') throw conflict('the project already lives on this instance');
     await writeBundle(tx, ctx.keyring, bundle, { orgId: row.orgId, projectId: row.id, slug: row.slug, location: 'local', now: nowIso(), replace: true });
-    const back = await readProjectRows(tx, row.orgId, row.id);
+    const back = await readBundleRows(tx, row.orgId, row.id);
     if (!back || bundleDigest(bundleFromRows(ctx.keyring, back)) !== digest) {
       throw new AppError('INTERNAL', 'the local copy does not match the cloud copy; nothing was changed');
     }
@@ -273,68 +151,3 @@ export async function transferToSelfHosted(ctx: AppContext, actor: Actor, row: P
   return { id: row.id, location: 'local', cloudProjectId: cloudId, transferred: bundleSummary(bundle), verified: true, cloudCopyDeleted: deleted };
 }
 
-// ---------------------------------------------------------------- the cloud side
-
-export function cloudOnly(ctx: AppContext): void {
-  if (ctx.config.mode !== 'cloud') throw new AppError('NOT_FOUND', 'route not found');
-}
-
-const ID_RE = /^prj_[a-z0-9]{20}$/;
-
-/**
- * POST /api/projects/import-bundle (cloud only): creates a project from a bundle in one transaction.
- * Keeps the bundle's project id when it is well-formed and free on this instance (so that ids
- * stay the same on both sides), and its slug when free. A domain held by another project is 409.
- */
-export async function importBundle(ctx: AppContext, actor: Actor, bundle: Bundle): Promise<{ id: string; slug: string }> {
-  cloudOnly(ctx);
-  checkBundle(bundle);
-  const held = await domainsHeldElsewhere(ctx.db, bundle.domains.map((d) => d.domain), null);
-  if (held.length) throw conflict(`another project holds the domain ${held[0]}`, 'domains');
-  for (let attempt = 0; ; attempt++) {
-    const id = attempt === 0 && ID_RE.test(bundle.project.id) && !(await projectIdTaken(ctx.db, bundle.project.id)) ? bundle.project.id : newId('prj');
-    const base = slugify(bundle.project.slug);
-    const slug = attempt === 0 && !(await slugTaken(ctx.db, base)) ? base : `${base.slice(0, 33)}-${randomString(6)}`;
-    try {
-      await transaction(ctx.db, async (tx) => {
-        await writeBundle(tx, ctx.keyring, bundle, { orgId: actor.orgId, projectId: id, slug, location: 'local', now: nowIso(), replace: false });
-        await insertAuditEvent(tx, {
-          orgId: actor.orgId,
-          actorId: actor.userId,
-          action: 'project.import',
-          resourceType: 'project',
-          resourceId: id,
-          details: { name: bundle.project.name, slug, ...bundleSummary(bundle) },
-        });
-      });
-      return { id, slug };
-    } catch (e) {
-      if (isUniqueViolation(e) && attempt < 3) {
-        const again = await domainsHeldElsewhere(ctx.db, bundle.domains.map((d) => d.domain), null);
-        if (again.length) throw conflict(`another project holds the domain ${again[0]}`, 'domains');
-        continue;
-      }
-      throw e;
-    }
-  }
-}
-
-/**
- * POST /api/projects/:id/export (cloud only, project:admin): the project's bundle with every secret
- * value sealed to the caller's one-time X25519 key. Never answers a secret in clear.
- */
-export async function exportBundle(ctx: AppContext, actor: Actor, row: ProjectRow, recipientKey: string): Promise<SealedBundle> {
-  cloudOnly(ctx);
-  const rows = await readProjectRows(ctx.db, row.orgId, row.id);
-  if (!rows) throw notFound('project');
-  const sealed = sealBundle(bundleFromRows(ctx.keyring, rows), recipientKey);
-  await insertAuditEvent(ctx.db, {
-    orgId: row.orgId,
-    actorId: actor.userId,
-    action: 'project.export',
-    resourceType: 'project',
-    resourceId: row.id,
-    details: bundleSummary(sealed.bundle),
-  });
-  return sealed;
-}

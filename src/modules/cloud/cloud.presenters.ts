@@ -1,0 +1,43 @@
+import { Type } from '@sinclair/typebox';
+import { BundleSchema } from './bundle.schema.js';
+
+/** The cloud area's answers as TypeBox schemas (the server serialises each route's `data` by them). */
+
+/** Names and counts of what a transfer moved (never values). */
+export const BundleSummarySchema = Type.Object({
+  envVars: Type.Integer(),
+  secrets: Type.Integer(),
+  domains: Type.Array(Type.String()),
+  routeRules: Type.Integer(),
+  services: Type.Array(Type.String()),
+  environments: Type.Array(Type.String()),
+});
+
+export const TransferResultSchema = Type.Object({
+  id: Type.String(),
+  location: Type.Union([Type.Literal('local'), Type.Literal('cloud')]),
+  cloudProjectId: Type.String(),
+  transferred: BundleSummarySchema,
+  verified: Type.Literal(true),
+  /** to-self-hosted: whether the cloud copy was deleted after the local one was verified. */
+  cloudCopyDeleted: Type.Optional(Type.Boolean()),
+});
+
+export const ImportedProjectSchema = Type.Object({ id: Type.String(), slug: Type.String() });
+
+/** A bundle whose secret values are sealed to the caller's one-time X25519 key (seal.ts). */
+export const SealedBundleSchema = Type.Object({
+  bundle: BundleSchema,
+  sealing: Type.Object({
+    alg: Type.Literal('X25519-HKDF-SHA256-A256GCM'),
+    senderKey: Type.String(),
+    recipientKey: Type.String(),
+  }),
+});
+
+export const SourceArchiveSchema = Type.Object({ sha256: Type.String(), sizeBytes: Type.Integer() });
+
+export const RecordProjectSchema = Type.Object({ projectId: Type.String() });
+
+/** What `GET /api/projects/:id/source-archive` sends. */
+export const GZIP = 'application/gzip';
