@@ -88,7 +88,7 @@ export class RouteGate {
     if (access === 'authenticated') return undefined;
     this.checkRoleAndScopes(actor);
     if (access === 'member' || this.checksBody) return undefined;
-    if (this.source && this.source.from === 'param') {
+    if (this.source && (this.source.from === 'param' || this.source.from === 'org')) {
       const resolved = await this.resolve(actor.orgId, req);
       if (!resolved) {
         // Not a record of this instance: it may be one of its cloud's (the hook authorizes).
@@ -105,10 +105,21 @@ export class RouteGate {
   }
 
   /** preHandler (body-named records only): step 6 once the body is validated. */
-  async preHandler(req: FastifyRequest): Promise<void> {
+  async preHandler(req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const actor = req.actor;
-    if (!actor) return;
+    if (!actor) return undefined;
+    if (this.source && !(this.source.optional && this.idOf(req) === undefined)) {
+      const resolved = await this.resolve(actor.orgId, req);
+      if (!resolved) {
+        // As for a path parameter: not a record of this instance, it may be one of its cloud's (the hook authorizes).
+        for (const forward of this.unresolvedForwarders) if (await forward(this.def, req, reply, this.ctx)) return reply;
+      }
+      this.authorizeOn(actor, resolved);
+      req.resource = resolved!;
+      return undefined;
+    }
     req.resource = (await this.authorizeFor(actor, req)) ?? undefined;
+    return undefined;
   }
 
   private streamTokenOf(req: FastifyRequest): string | undefined {
@@ -171,6 +182,7 @@ export class RouteGate {
   private idOf(req: FastifyRequest): string | undefined {
     const src = this.source;
     if (!src) return undefined;
+    if (src.from === 'org') return '';
     const from = this.fieldsOf(req);
     const v = from[src.field];
     return v === undefined || v === null || v === '' ? undefined : String(v);
@@ -178,7 +190,7 @@ export class RouteGate {
 
   private fieldsOf(req: FastifyRequest): Record<string, unknown> {
     const src = this.source!;
-    const obj = src.from === 'param' ? req.params : src.from === 'query' ? req.query : req.body;
+    const obj = src.from === 'param' || src.from === 'org' ? req.params : src.from === 'query' ? req.query : req.body;
     return obj && typeof obj === 'object' ? (obj as Record<string, unknown>) : {};
   }
 

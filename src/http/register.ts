@@ -43,7 +43,10 @@ export function registerModules(app: FastifyInstance, ctx: AppContext, modules: 
       if (def.schema?.params) schema.params = def.schema.params;
       if (def.schema?.querystring) schema.querystring = def.schema.querystring;
       if (def.schema?.body) schema.body = def.schema.body;
-      if (def.schema?.response) schema.response = { [status]: def.envelope === false ? def.schema.response : Type.Object({ data: def.schema.response }) };
+      if (def.schema?.response) {
+        const body = def.envelope === false ? def.schema.response : Type.Object({ data: def.schema.response });
+        schema.response = Object.fromEntries([status, ...(def.statuses ?? [])].map((s) => [s, body]));
+      }
       const source = resourceInfo(def.resource);
       const gate = new RouteGate(ctx, def, source ? resolvers.get(source.kind) : undefined, forwarders, unresolvedForwarders);
 
@@ -55,7 +58,7 @@ export function registerModules(app: FastifyInstance, ctx: AppContext, modules: 
         config: { berth: def },
         ...(def.rawBody ? { preParsing: rawBodyHook(def.bodyLimit ?? 1024 * 1024) } : {}),
         onRequest: (req, reply) => gate.onRequest(req, reply),
-        ...(gate.checksBody ? { preHandler: (req: Parameters<RouteGate['preHandler']>[0]) => gate.preHandler(req) } : {}),
+        ...(gate.checksBody ? { preHandler: (req: Parameters<RouteGate['preHandler']>[0], reply: Parameters<RouteGate['preHandler']>[1]) => gate.preHandler(req, reply) } : {}),
         handler: async (req, reply) => {
           const out = await def.handler(
             {

@@ -35,11 +35,14 @@ export type RecordOf<K extends string> = K extends keyof ResourceKinds ? Resourc
 
 /**
  * The record a route acts on, and where its id comes from: a path parameter (resolved before the
- * body is read), a query parameter, or a body field (resolved after validation, before the handler).
+ * body is read), a query parameter, a body field (resolved after validation, before the handler), or
+ * none (`org: true`: the kind's one record of the actor's org).
  * `optional`: an absent query or body field means "no record": the tag is then checked org-wide.
  */
 export type RouteResource<K extends string = string, O extends boolean = boolean> =
   | { kind: K; param: string }
+  /** The org-level record of the kind (one per org, no id: e.g. the org's git provider connection). */
+  | { kind: K; org: true }
   | { kind: K; query: string; optional?: O }
   | { kind: K; body: string; optional?: O };
 
@@ -104,6 +107,8 @@ export interface RouteDef<Sc extends RouteSchemas = RouteSchemas, K extends stri
   cloudOnly?: boolean;
   /** Success status (default 200). */
   status?: number;
+  /** Other success statuses the handler answers with (through an `Answer`), with the same response schema. */
+  statuses?: number[];
   /** The handler writes the reply itself (SSE, streams, redirects); `produces` says what it sends. */
   raw?: boolean;
   produces?: string;
@@ -189,7 +194,7 @@ declare module 'fastify' {
 /** Where a route's record id comes from, as data. */
 export interface ResourceInfo {
   kind: string;
-  from: 'param' | 'query' | 'body';
+  from: 'param' | 'query' | 'body' | 'org';
   field: string;
   optional: boolean;
 }
@@ -207,11 +212,14 @@ export interface RouteInfo {
   streamToken: StreamTokenKind | null;
   selfHostedOnly: boolean;
   cloudOnly: boolean;
+  /** Success statuses: the declared one first. */
+  statuses: number[];
 }
 
 export function resourceInfo(r: RouteResource | undefined): ResourceInfo | null {
   if (!r) return null;
   if ('param' in r) return { kind: r.kind, from: 'param', field: r.param, optional: false };
+  if ('org' in r) return { kind: r.kind, from: 'org', field: '', optional: false };
   if ('query' in r) return { kind: r.kind, from: 'query', field: r.query, optional: !!r.optional };
   return { kind: r.kind, from: 'body', field: r.body, optional: !!r.optional };
 }
@@ -229,5 +237,6 @@ export function routeInfo(def: AnyRoute): RouteInfo {
     streamToken: def.streamToken ?? null,
     selfHostedOnly: !!def.selfHostedOnly,
     cloudOnly: !!def.cloudOnly,
+    statuses: [def.status ?? 200, ...(def.statuses ?? [])],
   };
 }
