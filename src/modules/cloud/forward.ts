@@ -106,7 +106,7 @@ export interface RelayOptions {
 
 /**
  * Sends the incoming request, already authorized locally, to the cloud and streams the answer back
- * unchanged; the one way every forwarded request goes (forwardToCloud, and record-refs.ts for the
+ * unchanged; the one way every forwarded request goes (forwardToCloud, and forward-records.ts for the
  * routes named by a cloud record's id). Nothing is buffered: the request body is the raw incoming
  * stream (this runs in the onRequest gate, before Fastify reads it) and the answer is piped through.
  * Takes the reply over; answers the cloud's status, or null when the answer was cut mid-way. Before
