@@ -10,19 +10,27 @@
  * (no grant), restrictedRead / restrictedWrite / restrictedAdmin (a read / write / admin grant on
  * the row's own record: the fixture's `grantKeys`; no `*` grants), otherOwner (owner of org B).
  *
+ * What a route requires is read from its declaration (`routeInfo`), not restated here: its access,
+ * role gate, tag and `requires` give who of org A may call it on org A's record (`declaredAllow` in
+ * matrix.ts, checked against the fixture's grant keys), and its resource says where the record's id
+ * goes (path, query or body field). A row states only what the declaration cannot: the request's
+ * other parameters and, with a `note`, a handler's domain rule that narrows who may (`allow`).
+ *
  * How to add your module's routes:
  *   1. Create `test/authz/rows/<module>.ts` exporting `rows: MatrixRow[]`, one row per route:
- *        { method: 'GET', path: '/api/projects/:id', fixture: 'project', allow: byGrant('read') }
- *      `path` is the route exactly as registered. `allow` lists who may do it on org A's record
- *      (presets: ANY_MEMBER, ADMINS, byGrant(level, { member })); they must get a status that is not
- *      401/403/404 (a 400/409 from a dummy body is fine), everyone else gets exactly 401 (no or bad
- *      credential), 403 (same org, not allowed) or 404 (otherOwner on org A's record). Give exact
- *      statuses with `expect: { member: 201 }`, `otherOrg` / `missing` when they are not 404,
- *      `body` / `query` (values or functions of the record), `fresh: true` when the route uses up its
- *      record (delete, cancel), and `params` for path parameters that are not records.
+ *        { method: 'GET', path: '/api/projects/:id', fixture: 'project' }
+ *      `path` is the route exactly as registered. Who may do it on org A's record comes from the
+ *      route; they must get a status that is not 401/403/404 (a 400/409 from a dummy body is fine),
+ *      everyone else gets exactly 401 (no or bad credential), 403 (same org, not allowed) or 404
+ *      (otherOwner on org A's record). Give exact statuses with `expect: { member: 201 }`, `otherOrg` /
+ *      `missing` when they are not 404, `body` / `query` (values or functions of the record), `fresh:
+ *      true` when the route uses up its record (delete, cancel), `params` for path parameters that are
+ *      not records, and `allow` (presets: ANY_MEMBER, ADMINS, byGrant(level, { member })) only when
+ *      the handler narrows what the route declares.
  *   2. If your routes act on a new kind of record, add a fixture (fixtures.ts, or export `fixtures`
  *      from your rows file): `make({ world, which, caller })` writes a real record in org A
- *      (`which: 'own'`) or org B (`'other'`) and returns `{ params, grantKeys }`.
+ *      (`which: 'own'`) or org B (`'other'`) and returns `{ params, grantKeys }` (params named as the
+ *      route's path parameter or resource field).
  *   3. Remove your module from PENDING_MODULES.
  * Keep it fast: one server and one set of principals for the whole file, requests run 6 at a time.
  */
@@ -37,7 +45,7 @@ import { randomString } from '../../src/lib/ids.js';
 import { createGrant, createTeam, createUser, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 import { coreFixtures } from './fixtures.js';
-import { expectedOwn, meets, ORG_A_MEMBERS, PRINCIPALS, type Expect, type Fixture, type MatrixRow, type PrincipalName, type RecordRef, type World } from './matrix.js';
+import { declaredAllow, expectedOwn, meets, ORG_A_MEMBERS, PRINCIPALS, type Expect, type Fixture, type MatrixRow, type PrincipalName, type RecordRef, type World } from './matrix.js';
 
 /**
  * Modules whose routes may still lack rows while their areas are being built. The lead empties
@@ -117,17 +125,36 @@ describe('authorization matrix: every route x every principal x own / other org 
     return sharedOther.get(row.fixture!)!;
   }
 
+  const infoOf = (row: MatrixRow) => registered.get(keyOf(row.method, row.path))?.info;
+
   function idParamOf(row: MatrixRow): string | undefined {
-    return row.idParam ?? registered.get(keyOf(row.method, row.path))?.info.resource?.param ?? pathParams(row.path).at(-1);
+    return row.idParam ?? infoOf(row)?.resource?.field ?? pathParams(row.path).at(-1);
   }
 
+  /**
+   * The request of a row: path parameters from `params`, the row's query and body, and, for a route
+   * whose resource is named in the body or the query, the record's id there (from `params`).
+   */
   async function send(row: MatrixRow, p: PrincipalName, rec: RecordRef | undefined, params: Record<string, string>) {
     const caller = world.users[p];
+    const resource = row.fixture ? infoOf(row)?.resource : undefined;
     let url = row.path.replace(/:([A-Za-z0-9_]+)/g, (_m, name: string) => encodeURIComponent(params[name] ?? `missing-param-${name}`));
-    const q = typeof row.query === 'function' ? row.query(rec, world, caller) : row.query;
+    let q = typeof row.query === 'function' ? row.query(rec, world, caller) : row.query;
+    let body = typeof row.body === 'function' ? row.body(rec, world, caller) : row.body;
+    const id = resource ? params[resource.field] : undefined;
+    if (resource?.from === 'query' && id !== undefined && !new URLSearchParams(q ?? '').has(resource.field)) q = `${q ? `${q}&` : ''}${resource.field}=${encodeURIComponent(id)}`;
+    if (resource?.from === 'body' && id !== undefined && (body === undefined || (typeof body === 'object' && !Array.isArray(body)))) body = { ...(body as object | undefined), [resource.field]: id };
     if (q) url += `?${q}`;
-    const body = typeof row.body === 'function' ? row.body(rec, world, caller) : row.body;
     return server.api(world.tokens[p]).request(row.method, url, body);
+  }
+
+  /** Who may call the row's route on org A's record: the row's `allow`, else what the route declares. */
+  async function allowOf(row: MatrixRow): Promise<PrincipalName[] | 'public'> {
+    if (row.allow) return row.allow;
+    const fx = row.fixture ? fixtures[row.fixture] : undefined;
+    // The restricted principals hold grants on the keys of the record (per-caller records have none).
+    const keys = fx && !fx.perCaller ? (await ownRecord({ ...row, fresh: false }, null))?.grantKeys : undefined;
+    return declaredAllow(infoOf(row)!, keys, !!fx);
   }
 
   function check(failures: string[], row: MatrixRow, p: PrincipalName, target: string, want: Expect, res: { status: number; text: string; body: any }): void {
@@ -142,15 +169,16 @@ describe('authorization matrix: every route x every principal x own / other org 
   async function runRow(row: LoadedRow, failures: string[]): Promise<(() => Promise<void>)[]> {
     const jobs: (() => Promise<void>)[] = [];
     const fx = row.fixture ? fixtures[row.fixture] : undefined;
+    const allow = await allowOf(row);
     for (const p of PRINCIPALS) {
       jobs.push(async () => {
         const rec = await ownRecord(row, world.users[p]);
         const res = await send(row, p, rec, { ...row.params, ...rec?.params });
-        check(failures, row, p, 'own record', expectedOwn(row, p, fx), res);
+        check(failures, row, p, 'own record', expectedOwn(row, allow, p, fx), res);
       });
     }
     if (!fx) return jobs;
-    const allowed = row.allow === 'public' ? (['anonymous'] as PrincipalName[]) : ORG_A_MEMBERS.filter((p) => (row.allow as PrincipalName[]).includes(p));
+    const allowed = allow === 'public' ? (['anonymous'] as PrincipalName[]) : ORG_A_MEMBERS.filter((p) => allow.includes(p));
     const probe = [...new Set([allowed[0], allowed.at(-1), allowed.includes('member') ? 'member' : undefined].filter(Boolean) as PrincipalName[])];
     const idParam = idParamOf(row)!;
     for (const p of probe) {
@@ -239,6 +267,17 @@ describe('authorization matrix: every route x every principal x own / other org 
       }
     }
     assert.deepEqual(problems, []);
+  });
+
+  it("a row's `allow` differs from what its route declares, and says why (`note`): rows do not restate routes", async () => {
+    const problems: string[] = [];
+    for (const r of allRows.filter((r) => r.allow && registered.has(keyOf(r.method, r.path)))) {
+      const declared = await allowOf({ ...r, allow: undefined });
+      const same = JSON.stringify(r.allow === 'public' ? r.allow : [...r.allow!].sort()) === JSON.stringify(declared === 'public' ? declared : [...declared].sort());
+      if (same) problems.push(`rows/${r.file}: ${r.method} ${r.path} restates what the route declares (drop \`allow\`)`);
+      else if (!r.note) problems.push(`rows/${r.file}: ${r.method} ${r.path} allows ${JSON.stringify(r.allow)} where the route declares ${JSON.stringify(declared)}: say why in \`note\``);
+    }
+    assert.deepEqual(problems, [], problems.join('\n'));
   });
 
   for (const file of rowFiles) {

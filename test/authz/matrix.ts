@@ -2,7 +2,11 @@
  * The authorization matrix as data: types, principals and expectation defaults. See the README
  * comment at the top of `matrix.test.ts` for how to add rows and fixtures.
  */
+import type { Actor } from '../../src/authz/actor.js';
+import { can } from '../../src/authz/authorize.js';
 import type { GrantKey } from '../../src/authz/grants.js';
+import type { Role } from '../../src/authz/roles.js';
+import type { RouteInfo } from '../../src/http/route.js';
 import type { TestUser } from '../support/factories.js';
 import type { TestServer } from '../support/harness.js';
 
@@ -41,6 +45,47 @@ export function byGrant(level: 'read' | 'write' | 'admin', opts: { member?: bool
   if (level === 'write') out.push('restrictedWrite', 'restrictedAdmin');
   if (level === 'admin') out.push('restrictedAdmin');
   return out;
+}
+
+// ---------------------------------------------------------------- who may, from the route's declaration
+
+const ROLE_OF: Partial<Record<PrincipalName, Role>> = {
+  owner: 'owner',
+  admin: 'admin',
+  member: 'member',
+  restricted: 'restricted',
+  restrictedRead: 'restricted',
+  restrictedWrite: 'restricted',
+  restrictedAdmin: 'restricted',
+};
+const GRANT_LEVEL_OF: Partial<Record<PrincipalName, string>> = { restrictedRead: 'read', restrictedWrite: 'write', restrictedAdmin: 'admin' };
+
+/**
+ * Who of org A may call a route on org A's record, read from the route's declaration (`routeInfo`):
+ * its access, role gate, tag and every one of its `requires`, checked on the record as the fixture
+ * made it (`grantKeys`: the restricted principals hold a read / write / admin grant on each; a
+ * requirement on the parent project is checked on the same keys, which name the project). A route
+ * without a resource, or a row without a fixture, is checked org-wide. Rows give `allow` only where
+ * the handler adds a domain rule the declaration cannot show.
+ */
+export function declaredAllow(info: RouteInfo, grantKeys: GrantKey[] | undefined, withRecord: boolean): PrincipalName[] | 'public' {
+  if (info.access === 'public') return 'public';
+  if (info.access === 'member' || info.access === 'authenticated') return [...ANY_MEMBER];
+  const ref = info.resource && withRecord ? { orgId: 'org_matrix', grantKeys: grantKeys ?? [] } : undefined;
+  return ORG_A_MEMBERS.filter((p) => {
+    const level = GRANT_LEVEL_OF[p];
+    const actor: Actor = {
+      userId: `usr_${p}`,
+      email: `${p}@example.test`,
+      orgId: 'org_matrix',
+      role: ROLE_OF[p]!,
+      scopes: null,
+      via: 'token',
+      grants: level ? (grantKeys ?? []).map((k, i) => ({ id: `grt_${i}`, resourceType: k.type, resourceId: k.id, permissions: [level] })) : [],
+    };
+    if (info.gate === 'admin' && actor.role !== 'owner' && actor.role !== 'admin') return false;
+    return !!info.tag && can(actor, info.tag, ref) && info.requires.every((r) => can(actor, r.tag, ref));
+  });
 }
 
 // ---------------------------------------------------------------- the world every row runs in
@@ -102,16 +147,23 @@ export interface MatrixRow {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** The route exactly as registered (`/api/projects/:id`). */
   path: string;
-  /** Fixture kind naming the record in the path (see fixtures.ts); required when the path has parameters, unless `params` is given. */
+  /**
+   * Fixture kind naming the record (see fixtures.ts); required when the path has parameters, unless
+   * `params` is given. A route whose resource comes from the body or the query gets the record's id
+   * there (the fixture's param of the same name) without the row saying so.
+   */
   fixture?: string;
-  /** The path parameter that is the record id (default: the route's `resource.param`, else the last parameter). */
+  /** The parameter that is the record id (default: the route's resource field, else the last path parameter). */
   idParam?: string;
   /** Static path parameters (merged under the fixture's). */
   params?: Record<string, string>;
   query?: string | ((rec: RecordRef | undefined, w: World, caller: TestUser | null) => string);
   body?: ((rec: RecordRef | undefined, w: World, caller: TestUser | null) => unknown) | Record<string, unknown> | unknown[] | string;
-  /** Who may do it on org A's own record: they must not get 401/403/404 (nor 5xx). `'public'`: everyone. */
-  allow: PrincipalName[] | 'public';
+  /**
+   * Who may do it on org A's own record: they must not get 401/403/404 (nor 5xx). `'public'`: everyone.
+   * Default: what the route declares (`declaredAllow`); give it only for a handler's domain rule.
+   */
+  allow?: PrincipalName[] | 'public';
   /** Exact statuses per principal, overriding the defaults. */
   expect?: Partial<Record<PrincipalName, number>>;
   /** Status for another org's record (default 404, same body as a missing id); null skips the target. */
@@ -124,15 +176,15 @@ export interface MatrixRow {
 }
 
 /** What a principal should get on the own record, from the row and its defaults. */
-export function expectedOwn(row: MatrixRow, p: PrincipalName, fixture: Fixture | undefined): Expect {
+export function expectedOwn(row: MatrixRow, allow: PrincipalName[] | 'public', p: PrincipalName, fixture: Fixture | undefined): Expect {
   if (row.expect && row.expect[p] !== undefined) return row.expect[p]!;
-  if (row.allow === 'public') return 'ok';
+  if (allow === 'public') return 'ok';
   if (p === 'anonymous' || p === 'badToken' || p === 'revokedToken') return 401;
   if (p === 'otherOwner') {
     if (fixture && !fixture.perCaller) return 404;
-    return row.allow.includes('otherOwner') || row.allow.includes('owner') ? 'ok' : 403;
+    return allow.includes('otherOwner') || allow.includes('owner') ? 'ok' : 403;
   }
-  return row.allow.includes(p) ? 'ok' : 403;
+  return allow.includes(p) ? 'ok' : 403;
 }
 
 export function meets(status: number, want: Expect): boolean {

@@ -6,7 +6,7 @@ import { triggerRun } from '../../../src/modules/backups/runs.service.js';
 import { actorOf, createDestination, createPolicy, createProject } from '../../support/factories.js';
 import { tempDir } from '../../support/harness.js';
 import { ownerFor } from '../fixtures.js';
-import { ADMINS, ANY_MEMBER, byGrant, PRINCIPALS, type Fixture, type FixtureInput, type MatrixRow, type PrincipalName } from '../matrix.js';
+import { PRINCIPALS, type Fixture, type FixtureInput, type MatrixRow, type PrincipalName } from '../matrix.js';
 
 /** A project of org A (or B) with a local destination; restricted principals get grants on both. */
 async function projectWithDestination({ world, which }: FixtureInput) {
@@ -93,38 +93,33 @@ export const fixtures: Record<string, Fixture> = {
   },
 };
 
-const read = byGrant('read');
-const write = byGrant('write');
-const admin = byGrant('admin');
-/** Destinations themselves: a member reads them but does not write them (contract section 4). */
-const destWrite = byGrant('write', { member: false });
 const everyone404 = Object.fromEntries(PRINCIPALS.map((p) => [p, 404])) as Record<PrincipalName, number>;
 
 export const rows: MatrixRow[] = [
-  { method: 'GET', path: '/api/backup-destinations', allow: ANY_MEMBER, note: 'restricted members get only the destinations they can read' },
-  { method: 'POST', path: '/api/backup-destinations', body: () => ({ name: `mx-${randomString(4)}`, kind: 'local', path: tempDir('berth-mx-dest-') }), allow: ADMINS, note: 'backup_destination:write without a record: no `*` grant here' },
-  { method: 'GET', path: '/api/backup-destinations/:id', fixture: 'backupDestination', allow: read },
-  { method: 'PATCH', path: '/api/backup-destinations/:id', fixture: 'backupDestination', body: { name: 'mx-renamed' }, allow: destWrite },
-  { method: 'DELETE', path: '/api/backup-destinations/:id', fixture: 'backupDestination', fresh: true, allow: admin },
-  { method: 'POST', path: '/api/backup-destinations/:id/test', fixture: 'backupDestination', allow: destWrite },
+  { method: 'GET', path: '/api/backup-destinations', note: 'restricted members get only the destinations they can read' },
+  { method: 'POST', path: '/api/backup-destinations', body: () => ({ name: `mx-${randomString(4)}`, kind: 'local', path: tempDir('berth-mx-dest-') }), note: 'backup_destination:write without a record: no `*` grant here' },
+  { method: 'GET', path: '/api/backup-destinations/:id', fixture: 'backupDestination' },
+  { method: 'PATCH', path: '/api/backup-destinations/:id', fixture: 'backupDestination', body: { name: 'mx-renamed' } },
+  { method: 'DELETE', path: '/api/backup-destinations/:id', fixture: 'backupDestination', fresh: true },
+  { method: 'POST', path: '/api/backup-destinations/:id/test', fixture: 'backupDestination' },
 
-  { method: 'GET', path: '/api/projects/:projectId/backup-policies', fixture: 'project', allow: write, note: 'seed: project:write' },
-  { method: 'POST', path: '/api/projects/:projectId/backup-policies', fixture: 'backupProject', body: (rec) => ({ destinationId: rec?.data?.destinationId }), allow: write },
-  { method: 'PATCH', path: '/api/backup-policies/:policyId', fixture: 'backupPolicy', body: { retainCount: 3 }, allow: write },
-  { method: 'DELETE', path: '/api/backup-policies/:policyId', fixture: 'backupPolicy', fresh: true, allow: admin, note: 'requires admin on the parent project' },
-  { method: 'POST', path: '/api/backup-policies/:policyId/run', fixture: 'backupPolicy', allow: write, note: 'requires write on the parent project' },
+  { method: 'GET', path: '/api/projects/:projectId/backup-policies', fixture: 'project', note: 'seed: project:write' },
+  { method: 'POST', path: '/api/projects/:projectId/backup-policies', fixture: 'backupProject', body: (rec) => ({ destinationId: rec?.data?.destinationId }) },
+  { method: 'PATCH', path: '/api/backup-policies/:policyId', fixture: 'backupPolicy', body: { retainCount: 3 } },
+  { method: 'DELETE', path: '/api/backup-policies/:policyId', fixture: 'backupPolicy', fresh: true, note: 'requires admin on the parent project' },
+  { method: 'POST', path: '/api/backup-policies/:policyId/run', fixture: 'backupPolicy', note: 'requires write on the parent project' },
 
-  { method: 'GET', path: '/api/projects/:projectId/backup-runs', fixture: 'project', allow: write, note: 'seed: project:write' },
-  { method: 'GET', path: '/api/backup-runs/:runId', fixture: 'backupRun', allow: read },
-  { method: 'GET', path: '/api/backup-runs/:runId/stream', fixture: 'backupRun', allow: read, note: 'terminal run: snapshot + complete, then close' },
-  { method: 'POST', path: '/api/backup-runs/:runId/protect', fixture: 'backupRun', body: { protected: true }, allow: write },
-  { method: 'POST', path: '/api/backup-runs/:runId/cancel', fixture: 'backupRun', allow: write, note: '409 for a finished run' },
-  { method: 'POST', path: '/api/backup-runs/:runId/restore/prepare', fixture: 'backupRun', body: {}, allow: admin, note: 'requires admin on the parent project' },
+  { method: 'GET', path: '/api/projects/:projectId/backup-runs', fixture: 'project', note: 'seed: project:write' },
+  { method: 'GET', path: '/api/backup-runs/:runId', fixture: 'backupRun' },
+  { method: 'GET', path: '/api/backup-runs/:runId/stream', fixture: 'backupRun', note: 'terminal run: snapshot + complete, then close' },
+  { method: 'POST', path: '/api/backup-runs/:runId/protect', fixture: 'backupRun', body: { protected: true } },
+  { method: 'POST', path: '/api/backup-runs/:runId/cancel', fixture: 'backupRun', note: '409 for a finished run' },
+  { method: 'POST', path: '/api/backup-runs/:runId/restore/prepare', fixture: 'backupRun', body: {}, note: 'requires admin on the parent project' },
 
-  { method: 'POST', path: '/api/backup-restores/:restoreId/apply', fixture: 'backupRestore', fresh: true, body: (rec) => ({ confirmationToken: rec?.data?.confirmationToken }), allow: admin },
-  { method: 'POST', path: '/api/backup-restores/:restoreId/cancel', fixture: 'backupRestore', fresh: true, allow: admin },
-  { method: 'GET', path: '/api/backup-restores/:restoreId', fixture: 'backupRestoreDone', allow: read },
-  { method: 'GET', path: '/api/backup-restores/:restoreId/stream', fixture: 'backupRestoreDone', allow: read },
+  { method: 'POST', path: '/api/backup-restores/:restoreId/apply', fixture: 'backupRestore', fresh: true, body: (rec) => ({ confirmationToken: rec?.data?.confirmationToken }) },
+  { method: 'POST', path: '/api/backup-restores/:restoreId/cancel', fixture: 'backupRestore', fresh: true },
+  { method: 'GET', path: '/api/backup-restores/:restoreId', fixture: 'backupRestoreDone' },
+  { method: 'GET', path: '/api/backup-restores/:restoreId/stream', fixture: 'backupRestoreDone' },
 
-  { method: 'POST', path: '/api/webhooks/backup', allow: 'public', expect: everyone404, note: 'public; a non-webhook credential is the same opaque 404 as every failure' },
+  { method: 'POST', path: '/api/webhooks/backup', expect: everyone404, note: 'public; a non-webhook credential is the same opaque 404 as every failure' },
 ];

@@ -13,8 +13,8 @@ const admins = byGrant('admin');
 const noLink = Object.fromEntries(admins.map((p) => [p, 503])) as Partial<Record<PrincipalName, number>>;
 
 export const rows: MatrixRow[] = [
-  { method: 'POST', path: '/api/projects/:id/transfer/to-cloud', fixture: 'project', allow: admins, expect: noLink },
-  { method: 'POST', path: '/api/projects/:id/transfer/to-self-hosted', fixture: 'project', allow: admins, note: '409 for a local project' },
+  { method: 'POST', path: '/api/projects/:id/transfer/to-cloud', fixture: 'project', expect: noLink },
+  { method: 'POST', path: '/api/projects/:id/transfer/to-self-hosted', fixture: 'project', note: '409 for a local project' },
   { method: 'POST', path: '/api/projects/import-bundle', body: { bundle: {} }, allow: [], expect: everyone404, note: 'cloud only' },
   { method: 'POST', path: '/api/projects/:id/export', fixture: 'project', body: {}, allow: [], expect: everyone404, otherOrg: 404, note: 'cloud only' },
   { method: 'POST', path: '/api/projects/:id/source-archive', fixture: 'project', body: {}, allow: [], expect: everyone404, note: 'cloud only' },

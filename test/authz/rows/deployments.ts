@@ -1,7 +1,7 @@
 import { randomString } from '../../../src/lib/ids.js';
 import { createDeployment, createProject } from '../../support/factories.js';
 import { ownerFor } from '../fixtures.js';
-import { byGrant, type Fixture, type FixtureInput, type MatrixRow } from '../matrix.js';
+import type { Fixture, FixtureInput, MatrixRow } from '../matrix.js';
 
 /** A deployment row of a fresh project of org A (or B), in `status`. */
 async function deployment({ world, which }: FixtureInput, status: string) {
@@ -18,9 +18,6 @@ export const fixtures: Record<string, Fixture> = {
   queuedDeployment: { missingId: 'dpl_missing0000000000000', make: (i) => deployment(i, 'queued') },
 };
 
-const read = byGrant('read');
-const write = byGrant('write');
-
 export const rows: MatrixRow[] = [
   {
     method: 'POST',
@@ -28,24 +25,22 @@ export const rows: MatrixRow[] = [
     fixture: 'project',
     idParam: 'projectId',
     body: (rec) => ({ projectId: rec?.params.id ?? 'prj_missing0000000000000' }),
-    allow: write,
-    note: 'the project is named in the body: 400 (no source) for those allowed; the gate admits members, the service authorizes',
+    note: 'the project is named in the body (resource body projectId): 400 (no source) for those allowed',
   },
   {
     method: 'POST',
     path: '/api/deployments/build/access',
     fixture: 'deployment',
     body: (rec) => ({ deploymentId: rec?.params.id ?? 'dpl_missing0000000000000' }),
-    allow: read,
   },
-  { method: 'GET', path: '/api/deployments/:id', fixture: 'deployment', allow: read },
-  { method: 'POST', path: '/api/deployments/:id/cancel', fixture: 'queuedDeployment', fresh: true, allow: write },
-  { method: 'GET', path: '/api/deployments/:id/logs', fixture: 'deployment', allow: read, note: 'public at the gate: a credential or a build token is checked in the handler' },
-  { method: 'GET', path: '/api/deployments/:id/logs/stream', fixture: 'deployment', allow: read },
-  { method: 'POST', path: '/api/projects/:id/deployment-session', fixture: 'project', allow: read, note: '409 while the project has no deployment' },
-  { method: 'GET', path: '/api/projects/:id/logs', fixture: 'project', allow: read },
-  { method: 'GET', path: '/api/projects/:id/logs/stream', fixture: 'project', query: 'follow=false', allow: read },
-  { method: 'GET', path: '/api/projects/:id/server-logs/recent', fixture: 'project', allow: read },
-  { method: 'GET', path: '/api/projects/:id/server-logs/stream-token', fixture: 'project', allow: read },
-  { method: 'GET', path: '/api/projects/:id/server-logs/stream', fixture: 'project', query: 'follow=false', allow: read, note: 'also takes ?token= from stream-token' },
+  { method: 'GET', path: '/api/deployments/:id', fixture: 'deployment' },
+  { method: 'POST', path: '/api/deployments/:id/cancel', fixture: 'queuedDeployment', fresh: true },
+  { method: 'GET', path: '/api/deployments/:id/logs', fixture: 'deployment', note: "access 'stream-token': a credential or a build token, checked by the gate" },
+  { method: 'GET', path: '/api/deployments/:id/logs/stream', fixture: 'deployment' },
+  { method: 'POST', path: '/api/projects/:id/deployment-session', fixture: 'project', note: '409 while the project has no deployment' },
+  { method: 'GET', path: '/api/projects/:id/logs', fixture: 'project' },
+  { method: 'GET', path: '/api/projects/:id/logs/stream', fixture: 'project', query: 'follow=false' },
+  { method: 'GET', path: '/api/projects/:id/server-logs/recent', fixture: 'project' },
+  { method: 'GET', path: '/api/projects/:id/server-logs/stream-token', fixture: 'project' },
+  { method: 'GET', path: '/api/projects/:id/server-logs/stream', fixture: 'project', query: 'follow=false', note: 'also takes ?token= from stream-token' },
 ];

@@ -1,4 +1,4 @@
-import { ADMINS, PRINCIPALS, byGrant, type Fixture, type MatrixRow, type PrincipalName } from '../matrix.js';
+import { PRINCIPALS, type Fixture, type MatrixRow, type PrincipalName } from '../matrix.js';
 
 /**
  * Git provider (seed "Git provider"). The matrix server has no GitHub configured, so allowed callers
@@ -16,29 +16,28 @@ export const fixtures: Record<string, Fixture> = {
   },
 };
 
-const MEMBERS: PrincipalName[] = ['owner', 'admin', 'member'];
 const repo = { fixture: 'gitRepo', otherOrg: null, missing: null } as const;
 const all401 = Object.fromEntries(PRINCIPALS.map((p) => [p, 401])) as Partial<Record<PrincipalName, number>>;
 
 export const rows: MatrixRow[] = [
-  { method: 'GET', path: '/api/gitprovider/status', ...repo, allow: byGrant('read'), expect: { otherOwner: 200 } },
-  { method: 'GET', path: '/api/gitprovider/home', ...repo, allow: byGrant('read'), expect: { otherOwner: 200 } },
-  { method: 'GET', path: '/api/gitprovider/local-status', ...repo, allow: MEMBERS, expect: { otherOwner: 200 } },
-  { method: 'GET', path: '/api/gitprovider/connect/poll', ...repo, allow: MEMBERS, expect: { owner: 404, admin: 404, member: 404, otherOwner: 404 }, note: 'no device login in progress' },
-  { method: 'POST', path: '/api/gitprovider/connect', ...repo, allow: MEMBERS, body: {}, expect: { otherOwner: 200 } },
-  { method: 'GET', path: '/api/gitprovider/connect/redirect', ...repo, allow: 'public', note: '400: no state' },
-  { method: 'POST', path: '/api/gitprovider/disconnect', ...repo, allow: ADMINS, body: { source: 'oauth' }, expect: { otherOwner: 200 } },
-  { method: 'GET', path: '/api/gitprovider/repos', ...repo, allow: [...MEMBERS, 'restricted', 'restrictedRead', 'restrictedWrite', 'restrictedAdmin'], expect: { otherOwner: 400 } },
-  { method: 'POST', path: '/api/gitprovider/repos', ...repo, allow: MEMBERS, body: { name: 'matrix', private: true }, expect: { otherOwner: 400 } },
-  { method: 'GET', path: '/api/gitprovider/orgs/:org/repos', ...repo, allow: byGrant('read'), expect: { otherOwner: 400 } },
-  { method: 'GET', path: '/api/gitprovider/repos/:owner/:repo', ...repo, allow: byGrant('read'), expect: { otherOwner: 400 } },
-  { method: 'DELETE', path: '/api/gitprovider/repos/:owner/:repo', ...repo, allow: byGrant('admin'), expect: { otherOwner: 400 } },
-  { method: 'GET', path: '/api/gitprovider/repos/:owner/:repo/branches', ...repo, allow: byGrant('read'), expect: { otherOwner: 400 } },
-  { method: 'GET', path: '/api/gitprovider/repos/:owner/:repo/clone-token', ...repo, allow: byGrant('read'), expect: { otherOwner: 400 } },
-  { method: 'GET', path: '/api/gitprovider/repos/:owner/:repo/files', ...repo, allow: byGrant('read'), expect: { otherOwner: 400 } },
-  { method: 'GET', path: '/api/gitprovider/repos/:owner/:repo/file', ...repo, allow: byGrant('read'), expect: { otherOwner: 400 } },
-  { method: 'GET', path: '/api/gitprovider/repos/:owner/:repo/webhooks', ...repo, allow: byGrant('read'), expect: { otherOwner: 400 } },
-  { method: 'POST', path: '/api/gitprovider/repos/:owner/:repo/webhooks', ...repo, allow: byGrant('write'), expect: { otherOwner: 400 } },
-  { method: 'DELETE', path: '/api/gitprovider/repos/:owner/:repo/webhooks', ...repo, allow: byGrant('admin'), body: { hookId: 1 }, expect: { otherOwner: 400 } },
-  { method: 'POST', path: '/api/gitprovider/webhook', ...repo, allow: 'public', body: { zen: 'x' }, expect: all401, note: 'unsigned delivery: 401 for everyone' },
+  { method: 'GET', path: '/api/gitprovider/status', ...repo, expect: { otherOwner: 200 } },
+  { method: 'GET', path: '/api/gitprovider/home', ...repo, expect: { otherOwner: 200 } },
+  { method: 'GET', path: '/api/gitprovider/local-status', ...repo, expect: { otherOwner: 200 } },
+  { method: 'GET', path: '/api/gitprovider/connect/poll', ...repo, expect: { owner: 404, admin: 404, member: 404, otherOwner: 404 }, note: 'no device login in progress' },
+  { method: 'POST', path: '/api/gitprovider/connect', ...repo, body: {}, expect: { otherOwner: 200 } },
+  { method: 'GET', path: '/api/gitprovider/connect/redirect', ...repo, note: '400: no state' },
+  { method: 'POST', path: '/api/gitprovider/disconnect', ...repo, body: { source: 'oauth' }, expect: { otherOwner: 200 } },
+  { method: 'GET', path: '/api/gitprovider/repos', ...repo, expect: { otherOwner: 400 } },
+  { method: 'POST', path: '/api/gitprovider/repos', ...repo, body: { name: 'matrix', private: true }, expect: { otherOwner: 400 } },
+  { method: 'GET', path: '/api/gitprovider/orgs/:org/repos', ...repo, expect: { otherOwner: 400 } },
+  { method: 'GET', path: '/api/gitprovider/repos/:owner/:repo', ...repo, expect: { otherOwner: 400 } },
+  { method: 'DELETE', path: '/api/gitprovider/repos/:owner/:repo', ...repo, expect: { otherOwner: 400 } },
+  { method: 'GET', path: '/api/gitprovider/repos/:owner/:repo/branches', ...repo, expect: { otherOwner: 400 } },
+  { method: 'GET', path: '/api/gitprovider/repos/:owner/:repo/clone-token', ...repo, expect: { otherOwner: 400 } },
+  { method: 'GET', path: '/api/gitprovider/repos/:owner/:repo/files', ...repo, expect: { otherOwner: 400 } },
+  { method: 'GET', path: '/api/gitprovider/repos/:owner/:repo/file', ...repo, expect: { otherOwner: 400 } },
+  { method: 'GET', path: '/api/gitprovider/repos/:owner/:repo/webhooks', ...repo, expect: { otherOwner: 400 } },
+  { method: 'POST', path: '/api/gitprovider/repos/:owner/:repo/webhooks', ...repo, expect: { otherOwner: 400 } },
+  { method: 'DELETE', path: '/api/gitprovider/repos/:owner/:repo/webhooks', ...repo, body: { hookId: 1 }, expect: { otherOwner: 400 } },
+  { method: 'POST', path: '/api/gitprovider/webhook', ...repo, body: { zen: 'x' }, expect: all401, note: 'unsigned delivery: 401 for everyone' },
 ];

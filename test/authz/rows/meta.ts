@@ -1,6 +1,6 @@
 import type { MatrixRow } from '../matrix.js';
 
 export const rows: MatrixRow[] = [
-  { method: 'GET', path: '/api/health', allow: 'public' },
-  { method: 'GET', path: '/api/openapi.json', allow: 'public' },
+  { method: 'GET', path: '/api/health' },
+  { method: 'GET', path: '/api/openapi.json' },
 ];

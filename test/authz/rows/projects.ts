@@ -3,10 +3,7 @@ import { createRule } from '../../../src/modules/projects/route-rules.service.js
 import { findProject } from '../../../src/modules/projects/projects.store.js';
 import { actorOf, createProject } from '../../support/factories.js';
 import { ownerFor } from '../fixtures.js';
-import { ANY_MEMBER, byGrant, type Fixture, type MatrixRow, type PrincipalName } from '../matrix.js';
-
-/** Org-level project:write (create, ensure): owner, admin, member; restricted members hold no `*` grant here. */
-const WRITERS: PrincipalName[] = ['owner', 'admin', 'member'];
+import type { Fixture, MatrixRow } from '../matrix.js';
 
 export const fixtures: Record<string, Fixture> = {
   /** A rate-limit route rule of a project of org A (or B). */
@@ -23,52 +20,49 @@ export const fixtures: Record<string, Fixture> = {
 };
 
 const P = 'project';
-const read = byGrant('read');
-const write = byGrant('write');
 
 export const rows: MatrixRow[] = [
-  { method: 'GET', path: '/api/projects', allow: ANY_MEMBER, note: 'restricted members get only what they can read' },
-  { method: 'POST', path: '/api/projects', body: () => ({ name: `mx-${randomString(6)}` }), allow: WRITERS },
-  { method: 'GET', path: '/api/projects/home', allow: ANY_MEMBER },
-  { method: 'POST', path: '/api/projects/ensure', body: () => ({ name: `mx-${randomString(6)}` }), allow: WRITERS },
-  { method: 'GET', path: '/api/projects/:id', fixture: P, allow: read },
-  { method: 'PATCH', path: '/api/projects/:id', fixture: P, body: { framework: 'vite' }, allow: write },
-  { method: 'DELETE', path: '/api/projects/:id', fixture: P, fresh: true, allow: byGrant('admin') },
-  { method: 'GET', path: '/api/projects/:id/info', fixture: P, allow: read },
-  { method: 'GET', path: '/api/projects/:id/deletion-preview', fixture: P, allow: read },
-  { method: 'GET', path: '/api/projects/:id/environments', fixture: P, allow: read },
-  { method: 'POST', path: '/api/projects/:id/environments', fixture: P, body: () => ({ name: `mx-${randomString(6)}` }), allow: write },
-  { method: 'POST', path: '/api/projects/:id/options', fixture: P, body: { buildCommand: 'npm run build' }, allow: write },
-  { method: 'POST', path: '/api/projects/:id/enable', fixture: P, allow: write },
-  { method: 'POST', path: '/api/projects/:id/disable', fixture: P, allow: write },
-  { method: 'POST', path: '/api/projects/:id/routing/retry', fixture: P, allow: write },
-  { method: 'GET', path: '/api/projects/:id/env', fixture: P, allow: read },
-  { method: 'PATCH', path: '/api/projects/:id/env', fixture: P, body: { upserts: [{ key: 'MX', value: '1', isSecret: false }] }, allow: write },
-  { method: 'GET', path: '/api/projects/:id/clone-token', fixture: P, allow: read },
-  { method: 'PATCH', path: '/api/projects/:id/clone-token', fixture: P, body: { token: 'mx-token' }, allow: byGrant('admin') },
-  { method: 'GET', path: '/api/projects/:id/git', fixture: P, allow: read },
-  { method: 'POST', path: '/api/projects/:id/git/link', fixture: P, body: { owner: 'acme', repo: 'web', branch: 'main' }, allow: write },
-  { method: 'GET', path: '/api/projects/:id/branches', fixture: P, allow: read, note: '400 without a provider or a linked repository' },
-  { method: 'GET', path: '/api/projects/:id/commit-status', fixture: P, allow: read },
-  { method: 'POST', path: '/api/projects/:id/auto-deploy', fixture: P, body: { enabled: false }, allow: write },
-  { method: 'POST', path: '/api/projects/:id/webhook-domain', fixture: P, body: { domain: 'hooks.example.com' }, allow: write },
-  { method: 'POST', path: '/api/projects/:id/branch', fixture: P, body: { branch: 'main' }, allow: write },
-  { method: 'GET', path: '/api/projects/:id/resources', fixture: P, allow: read },
-  { method: 'PATCH', path: '/api/projects/:id/resources', fixture: P, body: { port: 3001 }, allow: write },
-  { method: 'POST', path: '/api/projects/:id/resources', fixture: P, body: { port: 3002 }, allow: write },
-  { method: 'POST', path: '/api/projects/:id/sleep-mode', fixture: P, body: { sleepMode: 'auto_sleep' }, allow: write },
-  { method: 'GET', path: '/api/projects/:id/deployments', fixture: P, allow: read, note: 'project:deployment:list' },
-  { method: 'GET', path: '/api/projects/:id/services', fixture: P, allow: read },
+  { method: 'GET', path: '/api/projects', note: 'restricted members get only what they can read' },
+  { method: 'POST', path: '/api/projects', body: () => ({ name: `mx-${randomString(6)}` }) },
+  { method: 'GET', path: '/api/projects/home' },
+  { method: 'POST', path: '/api/projects/ensure', body: () => ({ name: `mx-${randomString(6)}` }) },
+  { method: 'GET', path: '/api/projects/:id', fixture: P },
+  { method: 'PATCH', path: '/api/projects/:id', fixture: P, body: { framework: 'vite' } },
+  { method: 'DELETE', path: '/api/projects/:id', fixture: P, fresh: true },
+  { method: 'GET', path: '/api/projects/:id/info', fixture: P },
+  { method: 'GET', path: '/api/projects/:id/deletion-preview', fixture: P },
+  { method: 'GET', path: '/api/projects/:id/environments', fixture: P },
+  { method: 'POST', path: '/api/projects/:id/environments', fixture: P, body: () => ({ name: `mx-${randomString(6)}` }) },
+  { method: 'POST', path: '/api/projects/:id/options', fixture: P, body: { buildCommand: 'npm run build' } },
+  { method: 'POST', path: '/api/projects/:id/enable', fixture: P },
+  { method: 'POST', path: '/api/projects/:id/disable', fixture: P },
+  { method: 'POST', path: '/api/projects/:id/routing/retry', fixture: P },
+  { method: 'GET', path: '/api/projects/:id/env', fixture: P },
+  { method: 'PATCH', path: '/api/projects/:id/env', fixture: P, body: { upserts: [{ key: 'MX', value: '1', isSecret: false }] } },
+  { method: 'GET', path: '/api/projects/:id/clone-token', fixture: P },
+  { method: 'PATCH', path: '/api/projects/:id/clone-token', fixture: P, body: { token: 'mx-token' } },
+  { method: 'GET', path: '/api/projects/:id/git', fixture: P },
+  { method: 'POST', path: '/api/projects/:id/git/link', fixture: P, body: { owner: 'acme', repo: 'web', branch: 'main' } },
+  { method: 'GET', path: '/api/projects/:id/branches', fixture: P, note: '400 without a provider or a linked repository' },
+  { method: 'GET', path: '/api/projects/:id/commit-status', fixture: P },
+  { method: 'POST', path: '/api/projects/:id/auto-deploy', fixture: P, body: { enabled: false } },
+  { method: 'POST', path: '/api/projects/:id/webhook-domain', fixture: P, body: { domain: 'hooks.example.com' } },
+  { method: 'POST', path: '/api/projects/:id/branch', fixture: P, body: { branch: 'main' } },
+  { method: 'GET', path: '/api/projects/:id/resources', fixture: P },
+  { method: 'PATCH', path: '/api/projects/:id/resources', fixture: P, body: { port: 3001 } },
+  { method: 'POST', path: '/api/projects/:id/resources', fixture: P, body: { port: 3002 } },
+  { method: 'POST', path: '/api/projects/:id/sleep-mode', fixture: P, body: { sleepMode: 'auto_sleep' } },
+  { method: 'GET', path: '/api/projects/:id/deployments', fixture: P, note: 'project:deployment:list' },
+  { method: 'GET', path: '/api/projects/:id/services', fixture: P },
   {
     method: 'POST',
     path: '/api/projects/:id/services',
     fixture: P,
     body: () => ({ kind: 'postgres', name: `mx-${randomString(6)}`, connectionUrl: 'postgres://u:p@127.0.0.1:5432/db' }),
-    allow: write,
   },
-  { method: 'POST', path: '/api/projects/:id/connect', fixture: P, body: { domain: 'mx-connect.example.com' }, allow: write },
-  { method: 'GET', path: '/api/projects/:id/route-rules', fixture: P, allow: read },
-  { method: 'POST', path: '/api/projects/:id/route-rules', fixture: P, body: { kind: 'rate-limit', limit: 5, windowSeconds: 60 }, allow: write },
-  { method: 'PATCH', path: '/api/projects/:id/route-rules/:ruleId', fixture: 'routeRule', idParam: 'id', body: { limit: 7 }, allow: write },
-  { method: 'DELETE', path: '/api/projects/:id/route-rules/:ruleId', fixture: 'routeRule', idParam: 'id', fresh: true, allow: write },
+  { method: 'POST', path: '/api/projects/:id/connect', fixture: P, body: { domain: 'mx-connect.example.com' } },
+  { method: 'GET', path: '/api/projects/:id/route-rules', fixture: P },
+  { method: 'POST', path: '/api/projects/:id/route-rules', fixture: P, body: { kind: 'rate-limit', limit: 5, windowSeconds: 60 } },
+  { method: 'PATCH', path: '/api/projects/:id/route-rules/:ruleId', fixture: 'routeRule', idParam: 'id', body: { limit: 7 } },
+  { method: 'DELETE', path: '/api/projects/:id/route-rules/:ruleId', fixture: 'routeRule', idParam: 'id', fresh: true },
 ];

@@ -4,10 +4,7 @@ import { randomString } from '../../../src/lib/ids.js';
 import { authenticateUpload, createSession, receiveUpload } from '../../../src/modules/uploads/index.js';
 import { actorOf, createProject } from '../../support/factories.js';
 import { ownerFor } from '../fixtures.js';
-import { ANY_MEMBER, byGrant, PRINCIPALS, type Fixture, type MatrixRow, type PrincipalName } from '../matrix.js';
-
-/** Org-level project:write (open a session, scan or import a local folder): owner, admin, member. */
-const WRITERS: PrincipalName[] = ['owner', 'admin', 'member'];
+import { PRINCIPALS, type Fixture, type MatrixRow, type PrincipalName } from '../matrix.js';
 
 /** A one-file gzipped tarball. */
 function tinyTgz(): Buffer {
@@ -38,7 +35,7 @@ export const fixtures: Record<string, Fixture> = {
 const ALL_401 = Object.fromEntries(PRINCIPALS.map((p) => [p, 401])) as Record<PrincipalName, number>;
 
 export const rows: MatrixRow[] = [
-  { method: 'POST', path: '/api/projects/folder/session', body: {}, allow: WRITERS, expect: { owner: 201, admin: 201, member: 201 }, note: 'naming projectId needs project:write on it (service check)' },
+  { method: 'POST', path: '/api/projects/folder/session', body: {}, expect: { owner: 201, admin: 201, member: 201 }, note: 'naming projectId needs project:write on it (service check)' },
   {
     method: 'POST',
     path: '/api/projects/folder/upload/:sessionId',
@@ -49,8 +46,8 @@ export const rows: MatrixRow[] = [
     missing: 401,
     note: 'access public + upload token (x-berth-upload-token, constant-time): no bearer of any principal opens the relay; the relay tests cover the token',
   },
-  { method: 'POST', path: '/api/projects/folder/scan/:sessionId', fixture: 'uploadSession', allow: byGrant('write') },
-  { method: 'GET', path: '/api/projects/local', allow: ANY_MEMBER, note: 'restricted members get only what they can read' },
-  { method: 'POST', path: '/api/projects/scan', body: { path: '/' }, allow: WRITERS, note: '400: outside BERTH_LOCAL_ROOTS' },
-  { method: 'POST', path: '/api/projects/import', body: { path: '/' }, allow: WRITERS, note: '400: outside BERTH_LOCAL_ROOTS' },
+  { method: 'POST', path: '/api/projects/folder/scan/:sessionId', fixture: 'uploadSession' },
+  { method: 'GET', path: '/api/projects/local', note: 'restricted members get only what they can read' },
+  { method: 'POST', path: '/api/projects/scan', body: { path: '/' }, note: '400: outside BERTH_LOCAL_ROOTS' },
+  { method: 'POST', path: '/api/projects/import', body: { path: '/' }, note: '400: outside BERTH_LOCAL_ROOTS' },
 ];
