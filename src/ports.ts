@@ -1,11 +1,8 @@
 import type { Actor } from './authz/actor.js';
 import type { AppContext } from './context.js';
-import type { GitPort } from './modules/projects/git-port.js';
-import type { RuntimePort } from './modules/projects/runtime-port.js';
-import type { ProjectDependent } from './modules/projects/dependents.js';
-import type { UploadSourcePort } from './modules/projects/upload-port.js';
+import type { GitPort, ProjectDependent, RuntimePort, UploadSourcePort } from './modules/projects/index.js';
 import type { CatalogProvider } from './modules/permissions/catalog.js';
-import type { BackupsRuntime } from './modules/backups/backups.runtime.js';
+import type { BackupsRuntime } from './modules/backups/index.js';
 import type { BerthRuntime } from './modules/deployments/index.js';
 import type { CloudHost } from './modules/cloud/index.js';
 
