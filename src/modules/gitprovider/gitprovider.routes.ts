@@ -242,6 +242,7 @@ export const gitproviderModule: ModuleDef = {
       tag: 'gitprovider:write',
       resource: onRepository,
       status: 201,
+      statuses: [200],
       // The status depends on the outcome, so the handler answers an Answer (enveloped: `{ data }`).
       schema: { params: RepoParams, response: P.RegisteredWebhookSchema },
       async handler({ actor, params }, ctx) {
@@ -270,6 +271,7 @@ export const gitproviderModule: ModuleDef = {
       rawBody: true,
       bodyLimit: 25 * 1024 * 1024,
       status: 202,
+      statuses: [200],
       schema: { response: P.DeliveryAckSchema },
       async handler({ req }, ctx) {
         const h = (n: string) => {

@@ -66,6 +66,7 @@ const coreRoutes = [
     // the org when it names none (a new project).
     tag: 'project:write',
     resource: { kind: 'project', body: 'projectId', optional: true },
+    statuses: [201],
     schema: { body: EnsureBody, response: ProjectSchema },
     async handler({ actor, body, resource }, ctx) {
       const out = await projects.ensureProject(ctx, actor, resource?.record, body);
