@@ -16,7 +16,7 @@ import { describeAjvError, installValidators } from './http/validation.js';
 import { JobQueue } from './jobs/queue.js';
 import { LeaderLease, Scheduler } from './jobs/leader.js';
 import { areaModules } from './modules/index.js';
-import { metaModule } from './modules/meta/meta.routes.js';
+import { metaModule } from './modules/meta/index.js';
 import type { Logger } from 'pino';
 
 declare module 'fastify' {

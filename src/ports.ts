@@ -1,7 +1,7 @@
 import type { Actor } from './authz/actor.js';
 import type { AppContext } from './context.js';
 import type { GitPort, ProjectDependent, RuntimePort, UploadSourcePort } from './modules/projects/index.js';
-import type { CatalogProvider } from './modules/permissions/catalog.js';
+import type { CatalogProvider } from './modules/permissions/index.js';
 import type { BackupsRuntime } from './modules/backups/index.js';
 import type { BerthRuntime } from './modules/deployments/index.js';
 import type { CloudHost } from './modules/cloud/index.js';
