@@ -11,7 +11,7 @@ import * as store from './backups.store.js';
 import type { RestoreRow, RunRow } from './backups.store.js';
 import { storageOf } from './destination-storage.js';
 import { describeStorageError, refusedField } from './failures.js';
-import { TERMINAL } from './retention.js';
+import { isTerminal } from './retention.js';
 import { CANCEL } from './runs.service.js';
 
 /**
@@ -24,7 +24,6 @@ type Ctx = BackupsCtx;
 
 export const RESTORE_JOB = 'backups.restore';
 export const RESTORE_TOKEN_TTL_MS = 15 * 60 * 1000;
-const RUN_TERMINAL: readonly string[] = TERMINAL;
 
 export async function prepareRestore(ctx: Ctx, actor: Actor, run: RunRow) {
   if (run.status !== 'succeeded' || !run.artifactKey || !run.sha256) throw conflict(`only a succeeded run can be restored (this one is ${run.status})`);
@@ -68,7 +67,7 @@ export async function prepareRestore(ctx: Ctx, actor: Actor, run: RunRow) {
 }
 
 export async function applyRestore(ctx: Ctx, actor: Actor, row: RestoreRow, confirmationToken: string | undefined) {
-  if (row.status === 'cancelled' || RUN_TERMINAL.includes(row.status)) throw conflict(`the restore is ${row.status}; prepare a new one`);
+  if (row.status === 'cancelled' || isTerminal(row.status)) throw conflict(`the restore is ${row.status}; prepare a new one`);
   const bad = (msg: string) => new AppError('INVALID_CONFIRMATION_TOKEN', msg, { field: 'confirmationToken' });
   if (row.status === 'applying') throw bad('this confirmation token was already used; prepare again for a fresh token');
   if (!confirmationToken) throw bad('confirmationToken is required: send the token prepare returned');
@@ -95,7 +94,7 @@ export async function applyRestore(ctx: Ctx, actor: Actor, row: RestoreRow, conf
 }
 
 export async function cancelRestore(ctx: Ctx, row: RestoreRow) {
-  if (row.status === 'cancelled' || RUN_TERMINAL.includes(row.status)) throw conflict(`the restore is already ${row.status}`);
+  if (row.status === 'cancelled' || isTerminal(row.status)) throw conflict(`the restore is already ${row.status}`);
   const at = nowIso();
   if (row.status === 'staged') {
     const moved = await store.moveRestore(ctx.db, row.orgId, row.id, ['staged'], { status: 'cancelled', finishedAt: at, updatedAt: at });

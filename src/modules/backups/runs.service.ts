@@ -6,7 +6,7 @@ import { runView } from './backups.presenters.js';
 import { backupsRuntime } from './backups.runtime.js';
 import * as store from './backups.store.js';
 import type { PolicyRow, RunRow } from './backups.store.js';
-import { TERMINAL } from './retention.js';
+import { isTerminal } from './retention.js';
 
 /**
  * Backup runs from the API's side: starting one (one in flight per policy), listing, protecting a
@@ -18,7 +18,6 @@ type Ctx = BackupsCtx;
 export const RUN_JOB = 'backups.run';
 /** The abort reason of a user's cancel (the other is the server stopping: execution.ts). */
 export const CANCEL = 'cancel';
-const RUN_TERMINAL: readonly string[] = TERMINAL;
 
 /**
  * Starts a run of the policy, or answers the run already in flight (one at a time per policy).
@@ -102,7 +101,7 @@ export async function requestRunCancel(ctx: Ctx, row: RunRow): Promise<void> {
 }
 
 export async function cancelRun(ctx: Ctx, row: RunRow) {
-  if (RUN_TERMINAL.includes(row.status)) throw conflict(`the run already finished (${row.status})`);
+  if (isTerminal(row.status)) throw conflict(`the run already finished (${row.status})`);
   await requestRunCancel(ctx, row);
   const fresh = await store.findRun(ctx.db, row.orgId, row.id);
   return runView(fresh ?? row);
