@@ -1,6 +1,7 @@
 import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
-import type { AnyRoute, ModuleDef } from '../../http/route.js';
+import type { ModuleDef } from '../../http/route.js';
+import { cloudRecordKinds, routeTable, type RouteTable } from './cloud-records.js';
 import { mergeCloudHome, type HomeEntry } from './home.js';
 import { cloudGithubUnreachable, linkStatus, type CloudLink, type LinkStatus } from './link.js';
 
@@ -12,7 +13,7 @@ export class CloudHost {
   private current: CloudLink | null = null;
   private statusCache: { at: number; status: Promise<LinkStatus> } | null = null;
 
-  private routes: { modules: readonly ModuleDef[]; routes: AnyRoute[] } | null = null;
+  private table: { modules: readonly ModuleDef[]; table: RouteTable; recordKinds: Set<string> } | null = null;
 
   constructor(private readonly ctx: AppContext) {}
 
@@ -34,10 +35,13 @@ export class CloudHost {
     this.statusCache = { at: Date.now(), status };
   }
 
-  /** Every route of the running server (its modules), walked once: cloud-records.ts derives from it. */
-  routesOf(modules: readonly ModuleDef[]): AnyRoute[] {
-    if (this.routes?.modules !== modules) this.routes = { modules, routes: modules.flatMap((m) => m.routes) };
-    return this.routes.routes;
+  /** Every route and resolver of the running server (its modules), walked once: cloud-records.ts derives from it. */
+  tableOf(modules: readonly ModuleDef[]): { table: RouteTable; recordKinds: Set<string> } {
+    if (this.table?.modules !== modules) {
+      const table = routeTable(modules);
+      this.table = { modules, table, recordKinds: cloudRecordKinds(table.routes) };
+    }
+    return this.table;
   }
 
   // ---------------------------------------------------------------- for other areas

@@ -71,10 +71,10 @@ export function routeTable(modules: readonly ModuleDef[]): RouteTable {
  * found by the kind's own resolver. Missing, another org's or not under a project: 404; same org
  * without read on the record (its project's grant keys): 403. An unknown kind: 400.
  */
-export async function recordRefProject(ctx: AppContext, table: RouteTable, actor: Actor, name: string, id: string): Promise<{ projectId: string }> {
-  const kind = [...cloudRecordKinds(table.routes)].find((k) => lookupName(k) === name);
-  const resolver = kind ? table.resolvers.get(kind) : undefined;
-  if (!kind || !resolver) throw new AppError('VALIDATION_FAILED', `kind must be one of ${[...cloudRecordKinds(table.routes)].map(lookupName).join(', ')}`, { field: 'params.kind' });
+export async function recordRefProject(ctx: AppContext, known: { table: RouteTable; recordKinds: Set<string> }, actor: Actor, name: string, id: string): Promise<{ projectId: string }> {
+  const kind = [...known.recordKinds].find((k) => lookupName(k) === name);
+  const resolver = kind ? known.table.resolvers.get(kind) : undefined;
+  if (!kind || !resolver) throw new AppError('VALIDATION_FAILED', `kind must be one of ${[...known.recordKinds].map(lookupName).join(', ')}`, { field: 'params.kind' });
   const found = await resolver(ctx, actor.orgId, id, { id });
   // Records under a project carry its id (every such table has a project_id column).
   const record = found?.record as { projectId?: unknown } | undefined;

@@ -8,7 +8,7 @@ import { authenticateUpload, checkDeclaredLength, closeAfterAnswer, currentForPr
 import { BundleSchema, type Bundle } from './bundle.js';
 import { cloudOnly, exportBundle, importBundle } from './bundle-exchange.service.js';
 import { CloudHost } from './cloud-host.js';
-import { recordRefProject, routeTable } from './cloud-records.js';
+import { recordRefProject } from './cloud-records.js';
 import { GZIP, ImportedProjectSchema, RecordProjectSchema, SealedBundleSchema, SourceArchiveSchema, TransferResultSchema } from './cloud.presenters.js';
 import { forwardToCloud } from './forward.js';
 import { forwardCloudRecord, forwardCloudStream } from './forward-records.js';
@@ -111,7 +111,7 @@ const cloudRoutes = [
     // again on the record itself (404 missing or another org's, 403 same org).
     tag: 'project:read',
     schema: { params: Obj({ kind: Str({ min: 1, max: 64, pattern: '^[a-z]+$' }), id: Id }), response: RecordProjectSchema },
-    handler: ({ actor, params, req }, ctx) => recordRefProject(ctx, routeTable(req.server.berth.modules), actor, params.kind, params.id),
+    handler: ({ actor, params, req }, ctx) => recordRefProject(ctx, ctx.ports.cloud!.tableOf(req.server.berth.modules), actor, params.kind, params.id),
   }),
   defineRoute({
     method: 'POST',

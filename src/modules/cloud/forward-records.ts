@@ -4,7 +4,7 @@ import { authenticateRequest, checkCsrf } from '../../http/auth.js';
 import { resourceInfo, type AnyRoute, type ResourceInfo } from '../../http/route.js';
 import { wholeProject } from '../projects/index.js';
 import { anyCloudLinks, findCloudLinkByCloudIdAnyOrg } from './cloud.store.js';
-import { cloudProjectOf, cloudRecordKinds, cloudRecordTarget, LOOKUP_TIMEOUT_MS, MAX_ID_LENGTH } from './cloud-records.js';
+import { cloudProjectOf, cloudRecordTarget, LOOKUP_TIMEOUT_MS, MAX_ID_LENGTH } from './cloud-records.js';
 import { relayToCloud } from './forward.js';
 import { cloudLink, linkJson, unreachable } from './link.js';
 
@@ -21,7 +21,7 @@ function cloudRecordSource(ctx: AppContext, def: AnyRoute, req: FastifyRequest):
   if (ctx.config.mode !== 'self-hosted' || !cloudLink(ctx)) return null;
   const source = resourceInfo(def.resource);
   if (!source || source.from === 'query') return null;
-  return cloudRecordKinds(ctx.ports.cloud!.routesOf(req.server.berth.modules)).has(source.kind) ? source : null;
+  return ctx.ports.cloud!.tableOf(req.server.berth.modules).recordKinds.has(source.kind) ? source : null;
 }
 
 function idIn(req: FastifyRequest, source: ResourceInfo): string {
@@ -110,7 +110,8 @@ export async function forwardCloudStream(def: AnyRoute, req: FastifyRequest, rep
   const actor = await authenticateRequest(ctx, req);
   if (!actor) return false; // the gate's 401
   // A record of the actor's org on this instance: the gate's.
-  if (await req.server.berth.modules.find((m) => m.resolvers?.[source.kind])?.resolvers?.[source.kind]?.(ctx, actor.orgId, id, req.params as Record<string, unknown>)) return false;
+  const resolver = ctx.ports.cloud!.tableOf(req.server.berth.modules).table.resolvers.get(source.kind);
+  if (resolver && (await resolver(ctx, actor.orgId, id, req.params as Record<string, unknown>))) return false;
   checkCsrf(ctx, req, actor);
   req.actor = actor;
   const target = await cloudRecordTarget(ctx, actor, def, source, id, req.id);
