@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { acquireDirLock } from './lib/lockfile.js';
-import { edgeUrlOf } from './modules/deployments/runtime.js';
+import { edgeUrlOf } from './modules/deployments/index.js';
 
 export interface RunningServer {
   app: FastifyInstance;
