@@ -212,6 +212,10 @@ export class RouteGate {
 
   /** `resolved`: undefined when the route names no record (org-wide), null when it was not found. */
   private authorizeOn(actor: Actor, resolved: ResolvedResource | null | undefined): void {
+    // A record named by a body or query field that is not there (or another org's): the 404 names the field.
+    if (resolved === null && this.source && (this.source.from === 'body' || this.source.from === 'query')) {
+      throw new AppError('NOT_FOUND', `${this.what} not found`, { field: this.source.field });
+    }
     if (this.tag) authorize(actor, this.tag, resolved, this.what);
     for (const r of this.requires) {
       if (r.on === 'project') {

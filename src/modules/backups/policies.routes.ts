@@ -89,8 +89,8 @@ export const policyRoutes = [
     tag: 'backup_destination:backup_policy:write',
     requires: [{ tag: 'project:write', on: 'project' }],
     resource: policy,
-    envelope: false,
-    schema: { params: PolicyParams, response: Type.Object({ data: RunStarted }) },
+    statuses: [201],
+    schema: { params: PolicyParams, response: RunStarted },
     async handler({ resource }, ctx) {
       const out = await manualRun(ctx, resource.record);
       return new Answer({ data: { runId: out.runId } }, out.created ? 201 : 200);

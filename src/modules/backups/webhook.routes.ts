@@ -1,4 +1,3 @@
-import { Type } from '@sinclair/typebox';
 import { AppError } from '../../lib/errors.js';
 import { Answer, defineRoute } from '../../http/route.js';
 import { RunStarted } from './backups.presenters.js';
@@ -15,9 +14,9 @@ export const webhookRoutes = [
     summary: 'Trigger a backup with the per-policy webhook token (Authorization: Bearer <token>)',
     access: 'public',
     bodyLimit: 64 * 1024,
-    envelope: false,
+    statuses: [201],
     // 201 with the new run, 200 with the run already in flight; every failure is the same opaque 404.
-    schema: { response: Type.Object({ data: RunStarted }) },
+    schema: { response: RunStarted },
     async handler({ req }, ctx) {
       const wait = backupsRuntime(ctx).webhookLimiter.hit(req.ip);
       if (wait > 0) throw new AppError('RATE_LIMITED', 'too many webhook requests from this address', { retryAfterSeconds: wait });
