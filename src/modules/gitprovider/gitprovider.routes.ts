@@ -31,12 +31,12 @@ function optionalSource(body: unknown, fromQuery: string | undefined, allowed: s
 
 /**
  * The records the gate checks (access.ts). A repository is named by both path parameters; an account
- * by `:org`. The org's provider as a whole (status, home) is named by no field: its resolver ignores
- * the id, so the declaration reads an (unused) query field until routes can name an org-level record.
+ * by `:org`. The org's provider as a whole (status, home) is the org-level record of its kind
+ * (`org: true`): named by no field.
  */
 const onRepository = { kind: 'gitprovider_repository', param: 'repo' } as const;
 const onAccount = { kind: 'gitprovider_account', param: 'org' } as const;
-const onProvider = { kind: 'gitprovider', query: 'org' } as const;
+const onProvider = { kind: 'gitprovider', org: true } as const;
 
 export const gitproviderModule: ModuleDef = {
   name: 'gitprovider',
