@@ -8,7 +8,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../../dist/config.js';
 import { startServer } from '../../dist/server.js';
-import { adminCreateUser } from '../../dist/modules/auth/auth.service.js';
+import { adminCreateUser } from '../../dist/modules/auth/index.js';
 
 const dataDir = process.env.BENCH_DATA_DIR ?? mkdtempSync(path.join(os.tmpdir(), 'berth-bench-'));
 const config = loadConfig(
