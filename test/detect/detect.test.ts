@@ -3,7 +3,8 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { scanProject, type DetectedApp } from '../../src/modules/detect/detect.js';
+import type { DetectedApp } from '../../src/modules/detect/detect.js';
+import { scanProject } from '../../src/modules/detect/scan.js';
 import { FRAMEWORK_RULES } from '../../src/modules/detect/detect.rules.js';
 
 const FIX = path.resolve(import.meta.dirname, '../fixtures/detect');

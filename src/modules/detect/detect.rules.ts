@@ -11,7 +11,7 @@
  * `kind: 'static'` rows produce files only (served from `output`, no start command, no port);
  * `'server'` rows are started with `start` and listen on `port` (the app should honour $PORT).
  */
-import type { Facts } from './detect.js';
+import type { Facts } from './facts.js';
 
 export type Runtime = 'node' | 'bun' | 'deno' | 'python' | 'go' | 'ruby' | 'php' | 'static' | 'docker' | 'unknown';
 

@@ -1,0 +1,199 @@
+/**
+ * Reading a source tree safely, for detection: targeted reads (the listing of a folder, package
+ * manifests, lockfiles, a few entry files), never a walk of node_modules or .git, and every read stays
+ * inside the scanned root (symlinks are not followed out). `Facts` is what the rules of
+ * detect.rules.ts look at for one app folder.
+ */
+import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { detectPackageManager } from './detect.js';
+
+const MAX_READ = 1024 * 1024;
+
+/** Reads a small text file inside `root`; null when missing, too big, not a file, or a link out. */
+function readInside(root: string, rel: string): string | null {
+  const abs = path.join(root, rel);
+  try {
+    const st = lstatSync(abs);
+    if (st.isSymbolicLink()) {
+      const real = realpathSync(abs);
+      const realRoot = realpathSync(root);
+      if (real !== realRoot && !real.startsWith(realRoot + path.sep)) return null;
+      if (!statSync(real).isFile()) return null;
+    } else if (!st.isFile()) return null;
+    if (st.size > MAX_READ) return null;
+    return readFileSync(abs, 'utf8');
+  } catch {
+    return null;
+  }
+}
+
+export function listDir(abs: string): { files: Set<string>; dirs: string[] } {
+  const files = new Set<string>();
+  const dirs: string[] = [];
+  try {
+    for (const d of readdirSync(abs, { withFileTypes: true })) {
+      if (d.isDirectory()) dirs.push(d.name);
+      else files.add(d.name);
+    }
+  } catch {
+    /* unreadable: nothing */
+  }
+  return { files, dirs };
+}
+
+export function parseJson(text: string | null): any {
+  if (!text) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+/** Python requirement names (lowercase, normalised `_` → `-`) from requirements.txt, pyproject.toml and Pipfile. */
+function pythonDeps(read: (rel: string) => string | null): Set<string> {
+  const out = new Set<string>();
+  const add = (name: string) => out.add(name.toLowerCase().replace(/_/g, '-').replace(/\[.*$/, ''));
+  for (const line of (read('requirements.txt') ?? '').split('\n')) {
+    const m = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(line);
+    if (m && !line.trim().startsWith('-')) add(m[1]!);
+  }
+  const py = read('pyproject.toml') ?? '';
+  // PEP 621 `dependencies = [ "fastapi>=0.1", ... ]` and Poetry `[tool.poetry.dependencies]` tables.
+  for (const m of py.matchAll(/^\s*"([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*[<>=!~;" ]/gm)) add(m[1]!);
+  const poetry = /\[tool\.poetry(?:\.group\.\w+)?\.dependencies\]([\s\S]*?)(?=\n\[|$)/g;
+  for (const block of py.matchAll(poetry)) for (const m of block[1]!.matchAll(/^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*=/gm)) add(m[1]!);
+  const pipfile = read('Pipfile') ?? '';
+  const pf = /\[(?:dev-)?packages\]([\s\S]*?)(?=\n\[|$)/g;
+  for (const block of pipfile.matchAll(pf)) for (const m of block[1]!.matchAll(/^\s*"?([A-Za-z0-9][A-Za-z0-9._-]*)"?\s*=/gm)) add(m[1]!);
+  out.delete('python');
+  return out;
+}
+
+/** What the rules look at, for one app folder (`dir`) inside the scanned root (`root`). */
+export class Facts {
+  readonly files: Set<string>;
+  readonly dirs: string[];
+  readonly pkg: any;
+  readonly deps: Set<string>;
+  readonly isPython: boolean;
+  private readonly cache = new Map<string, string | null>();
+
+  constructor(
+    readonly root: string,
+    /** App folder relative to root ('' for the root). */
+    readonly rel: string,
+    /** Facts of the workspace root, for lockfiles and the packageManager field (self for the root). */
+    readonly workspaceRoot: Facts | null,
+  ) {
+    const l = listDir(path.join(root, rel));
+    this.files = l.files;
+    this.dirs = l.dirs;
+    this.pkg = this.hasFile('package.json') ? parseJson(this.read('package.json')) : null;
+    this.deps = new Set<string>();
+    if (this.pkg) {
+      for (const k of ['dependencies', 'devDependencies', 'peerDependencies', 'optionalDependencies']) {
+        const d = this.pkg[k];
+        if (d && typeof d === 'object') for (const name of Object.keys(d)) this.deps.add(name);
+      }
+    }
+    this.isPython = ['requirements.txt', 'pyproject.toml', 'Pipfile', 'manage.py', 'uv.lock', 'poetry.lock'].some((f) => this.hasFile(f));
+    if (this.isPython && !this.pkg) for (const d of pythonDeps((r) => this.read(r))) this.deps.add(d);
+  }
+
+  get top(): Facts {
+    return this.workspaceRoot ?? this;
+  }
+
+  hasFile(name: string): boolean {
+    return this.files.has(name);
+  }
+
+  hasRootFile(name: string): boolean {
+    return this.top.hasFile(name) || this.hasFile(name);
+  }
+
+  read(name: string): string | null {
+    if (!this.cache.has(name)) this.cache.set(name, readInside(this.root, path.join(this.rel, name)));
+    return this.cache.get(name)!;
+  }
+
+  script(name: string): string | null {
+    const s = this.pkg?.scripts?.[name];
+    return typeof s === 'string' && s.trim() ? s : null;
+  }
+
+  /** The `packageManager` field (`pnpm@9.1.0`), of the app or of the workspace root. */
+  packageManagerField(): { name: string; major: number } | null {
+    const v = this.pkg?.packageManager ?? this.top.pkg?.packageManager;
+    const m = typeof v === 'string' ? /^(npm|pnpm|yarn|bun)@(\d+)/.exec(v) : null;
+    return m ? { name: m[1]!, major: Number(m[2]) } : null;
+  }
+
+  yarnBerry(): boolean {
+    const f = this.packageManagerField();
+    if (f?.name === 'yarn') return f.major >= 2;
+    return this.hasRootFile('.yarnrc.yml');
+  }
+
+  /** `node <entry>` for a plain Node server without a start script. */
+  nodeEntryStart(): string | null {
+    const main = typeof this.pkg?.main === 'string' ? this.pkg.main : null;
+    for (const c of [main, 'server.js', 'index.js', 'app.js', 'main.js', 'server.mjs', 'index.mjs', 'src/index.js', 'src/server.js']) {
+      if (!c) continue;
+      if (this.read(c) !== null) return `node ${c.replace(/^\.\//, '')}`;
+    }
+    return main ? `node ${main}` : null;
+  }
+
+  /** Angular's output folder from angular.json (the application builder adds `/browser`). */
+  angularOutput(): string | null {
+    const a = parseJson(this.read('angular.json'));
+    const projects = a?.projects && typeof a.projects === 'object' ? a.projects : {};
+    const name = (typeof a?.defaultProject === 'string' && projects[a.defaultProject] ? a.defaultProject : Object.keys(projects)[0]) as string | undefined;
+    const build = name ? projects[name]?.architect?.build : undefined;
+    const out = build?.options?.outputPath;
+    const modern = typeof build?.builder === 'string' && /:application$/.test(build.builder);
+    if (typeof out === 'string') return modern ? `${out.replace(/\/$/, '')}/browser` : out;
+    if (out && typeof out === 'object' && typeof out.base === 'string') return `${out.base}/${out.browser ?? 'browser'}`.replace(/\/$/, '');
+    return name ? `dist/${name}${modern ? '/browser' : ''}` : 'dist';
+  }
+
+  private pyPrefix(): string {
+    const pm = detectPackageManager(this);
+    const exec = pm?.exec;
+    return exec ? `${exec} ` : '';
+  }
+
+  /** A module:variable for the first candidate file that constructs `cls(` (FastAPI/Flask). */
+  private findApp(cls: string): string | null {
+    for (const c of ['main.py', 'app.py', 'server.py', 'api.py', 'wsgi.py', 'asgi.py', 'app/main.py', 'src/main.py', 'app/__init__.py', 'src/app.py']) {
+      const text = this.read(c);
+      if (!text) continue;
+      const m = new RegExp(`^(\\w+)\\s*(?::[^=]*)?=\\s*${cls}\\(`, 'm').exec(text);
+      if (m) return `${c.replace(/\.py$/, '').replace(/\/__init__$/, '').replace(/\//g, '.')}:${m[1]}`;
+    }
+    return null;
+  }
+
+  asgiStart(cls: string): string {
+    const app = this.findApp(cls) ?? 'main:app';
+    return `${this.pyPrefix()}uvicorn ${app} --host 0.0.0.0 --port \${PORT:-8000}`;
+  }
+
+  wsgiStart(cls: string): string {
+    const app = this.findApp(cls) ?? 'app:app';
+    if (this.deps.has('gunicorn')) return `${this.pyPrefix()}gunicorn ${app} --bind 0.0.0.0:\${PORT:-5000}`;
+    const [mod] = app.split(':');
+    return `${this.pyPrefix()}flask --app ${mod} run --host 0.0.0.0 --port \${PORT:-5000}`;
+  }
+
+  djangoStart(): string {
+    const manage = this.read('manage.py') ?? '';
+    const m = /DJANGO_SETTINGS_MODULE['"]\s*,\s*['"]([\w.]+)\.settings/.exec(manage);
+    const project = m?.[1];
+    if (project && this.deps.has('gunicorn')) return `${this.pyPrefix()}gunicorn ${project}.wsgi --bind 0.0.0.0:\${PORT:-8000}`;
+    return `${this.pyPrefix()}python manage.py runserver 0.0.0.0:\${PORT:-8000}`;
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * Scanning a project folder: the app at its root, or each app of a monorepo workspace (npm, pnpm,
+ * yarn, bun workspaces, + turbo), found by expanding the workspace globs its manifests name.
+ * A scan of a large tree costs a few dozen file reads.
+ */
+import path from 'node:path';
+import { detectApp, detectPackageManager, type DetectedApp } from './detect.js';
+import { IGNORED_DIRS } from './detect.rules.js';
+import { Facts, listDir } from './facts.js';
+
+export interface ScanResult extends DetectedApp {
+  /** `npm`, `pnpm`, `yarn`, `bun` (+ `turbo`) workspaces, or null for a single app. */
+  monorepo: string | null;
+  /** The deployable apps of a workspace (the top-level fields describe the first one). */
+  apps: DetectedApp[];
+}
+
+/** Expands workspace globs (`apps/*`, `packages/**`, `services/api`) into folders holding a package.json. */
+function expandWorkspaces(root: string, patterns: string[]): string[] {
+  const out = new Set<string>();
+  const neg = patterns.filter((p) => p.startsWith('!')).map((p) => p.slice(1).replace(/\/+$/, ''));
+  const walk = (rel: string, segs: string[], depth: number) => {
+    if (depth > 6 || out.size > 500) return;
+    if (!segs.length) {
+      if (listDir(path.join(root, rel)).files.has('package.json')) out.add(rel);
+      return;
+    }
+    const [seg, ...rest] = segs as [string, ...string[]];
+    if (seg === '**') {
+      walk(rel, rest, depth);
+      for (const d of listDir(path.join(root, rel)).dirs) if (!IGNORED_DIRS.has(d) && !d.startsWith('.')) walk(rel ? `${rel}/${d}` : d, segs, depth + 1);
+      return;
+    }
+    if (seg.includes('*')) {
+      const re = new RegExp('^' + seg.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*') + '$');
+      for (const d of listDir(path.join(root, rel)).dirs) if (re.test(d) && !IGNORED_DIRS.has(d) && !d.startsWith('.')) walk(rel ? `${rel}/${d}` : d, rest, depth + 1);
+      return;
+    }
+    if (seg === '.' || seg === '') return walk(rel, rest, depth);
+    if (seg === '..' || IGNORED_DIRS.has(seg)) return;
+    walk(rel ? `${rel}/${seg}` : seg, rest, depth + 1);
+  };
+  for (const p of patterns) {
+    if (p.startsWith('!') || p.includes('..') || path.isAbsolute(p)) continue;
+    walk('', p.replace(/\/+$/, '').split('/'), 0);
+  }
+  return [...out].filter((d) => d && !neg.some((n) => n === d || (n.includes('*') && new RegExp('^' + n.replace(/\*\*/g, '.+').replace(/\*/g, '[^/]+') + '$').test(d)))).sort();
+}
+
+/** Workspace patterns from package.json `workspaces` or pnpm-workspace.yaml. */
+function workspacePatterns(f: Facts): string[] {
+  const ws = f.pkg?.workspaces;
+  const fromPkg = Array.isArray(ws) ? ws : Array.isArray(ws?.packages) ? ws.packages : [];
+  const yaml = f.read('pnpm-workspace.yaml') ?? '';
+  const fromPnpm: string[] = [];
+  const block = /^packages:\s*\n((?:\s+-.*\n?|\s*#.*\n?|\s*\n)*)/m.exec(yaml);
+  if (block) for (const m of block[1]!.matchAll(/^\s+-\s*['"]?([^'"#\n]+?)['"]?\s*$/gm)) fromPnpm.push(m[1]!);
+  return [...fromPkg, ...fromPnpm].filter((p): p is string => typeof p === 'string' && p.length < 200).slice(0, 100);
+}
+
+/** Scans a project folder: the app at its root, or the apps of its workspace. */
+export function scanProject(root: string): ScanResult {
+  const top = new Facts(root, '', null);
+  const patterns = top.pkg ? workspacePatterns(top) : [];
+  if (patterns.length && !top.hasFile('Dockerfile')) {
+    const apps: DetectedApp[] = [];
+    for (const rel of expandWorkspaces(root, patterns)) {
+      const app = detectApp(new Facts(root, rel, top));
+      // A workspace package is an app when it is something to run or serve, not a library.
+      if (app.framework || app.startCommand || app.runtime === 'docker') apps.push(app);
+    }
+    const pm = detectPackageManager(top)?.id ?? 'npm';
+    const monorepo = top.hasFile('turbo.json') || top.deps.has('turbo') ? 'turbo' : pm;
+    if (apps.length) {
+      apps.sort((a, b) => rank(a) - rank(b) || a.rootDirectory.localeCompare(b.rootDirectory));
+      return { ...apps[0]!, monorepo, apps };
+    }
+    return { ...detectApp(top), monorepo, apps: [] };
+  }
+  const app = detectApp(top);
+  return { ...app, monorepo: null, apps: [app] };
+}
+
+/** Which workspace app is the main one: web front-ends in apps/ first. */
+function rank(a: DetectedApp): number {
+  let r = 10;
+  if (a.rootDirectory.startsWith('apps/')) r -= 4;
+  if (/(^|\/)(web|www|site|frontend|app)$/.test(a.rootDirectory)) r -= 3;
+  if (a.framework) r -= 1;
+  return r;
+}
