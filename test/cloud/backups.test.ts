@@ -9,7 +9,7 @@ import { cloudRecordRoutes } from '../../src/modules/cloud/cloud-records.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { insertDestination } from '../../src/modules/backups/backups.store.js';
 import { readSse, waitTerminal } from '../backups/helpers.js';
-import { createTeam, createUser, createGrant, type TestOrg, type TestUser } from '../support/factories.js';
+import { createTeam, createUser, createGrant, createPolicy, type TestOrg, type TestUser } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 
 /**
@@ -54,13 +54,9 @@ describe('backup routes named by a cloud record\'s id, through a linked self-hos
   let cloudDest: { id: string; dir: string };
   let team: TestOrg;
   let otherOrg: TestUser;
-  let projectId: string;
-  let cloudId: string;
-  let policyId: string;
-  let runId: string;
-  let restoreId: string;
   const seen: Array<{ method: string; url: string; requestId: string }> = [];
-  const volume = () => path.join(cloud.dataDir, 'volumes', cloudId, 'data');
+  /** The `data` volume of a project on the cloud. */
+  const volumeOf = (cloudId: string) => path.join(cloud.dataDir, 'volumes', cloudId, 'data');
   /** Everything both servers log, at every level. */
   const logged: string[] = [];
   const sink = () => createLogger('trace', new Writable({ write: (chunk, _enc, cb) => (logged.push(String(chunk)), cb()) }));
@@ -72,6 +68,31 @@ describe('backup routes named by a cloud record\'s id, through a linked self-hos
     return { id: p.id, cloudId: t.body.data.cloudProjectId };
   }
 
+  /** A fresh project of the team, moved to the cloud: its local id and the cloud's. */
+  const cloudProject = () => toCloud(team.owner, `Vault-${randomBytes(3).toString('hex')}`);
+
+  /** A fresh cloud project of the team with a policy to the cloud org's folder (written on the cloud, by its backups service). */
+  async function cloudPolicy(body: Record<string, unknown> = {}): Promise<{ projectId: string; cloudId: string; policyId: string }> {
+    const { id: projectId, cloudId } = await cloudProject();
+    const policy = await createPolicy(cloud, cloudOwner, { id: cloudId }, { destinationId: cloudDest.id, ...body });
+    return { projectId, cloudId, policyId: policy.id };
+  }
+
+  /**
+   * A cloud policy (as `cloudPolicy`) run once to success on the cloud, while its project's volume held
+   * `state.txt` = "version 1".
+   */
+  async function finishedRun(body: Record<string, unknown> = {}): Promise<{ projectId: string; cloudId: string; policyId: string; runId: string }> {
+    const p = await cloudPolicy(body);
+    mkdirSync(volumeOf(p.cloudId), { recursive: true });
+    writeFileSync(path.join(volumeOf(p.cloudId), 'state.txt'), 'version 1\n');
+    const started = await cloud.api(cloudOwner.token).post(`/api/backup-policies/${p.policyId}/run`);
+    assert.equal(started.status, 201, started.text);
+    const run = await waitTerminal(cloud, cloudOwner.token, `/api/backup-runs/${started.body.data.runId}`, 20_000);
+    assert.equal(run.status, 'succeeded', JSON.stringify(run));
+    return { ...p, runId: run.id };
+  }
+
   before(async () => {
     cloud = await startTestServer({ flags: { mode: 'cloud' }, background: true, build: { modules: [recorderModule(seen)], logger: sink() } });
     cloudOwner = await createUser(cloud);
@@ -79,7 +100,6 @@ describe('backup routes named by a cloud record\'s id, through a linked self-hos
     self = await startTestServer({ env: { BERTH_CLOUD_URL: cloud.url, BERTH_CLOUD_TOKEN: cloudOwner.token }, build: { logger: sink() } });
     team = await createTeam(self);
     otherOrg = await createUser(self);
-    ({ id: projectId, cloudId } = await toCloud(team.owner, 'Vault'));
     // The other local org has a cloud project of its own (in the same cloud org, through the same link).
     await toCloud(otherOrg, 'Theirs');
   });
@@ -103,9 +123,10 @@ describe('backup routes named by a cloud record\'s id, through a linked self-hos
   });
 
   it('creates a policy (project-scoped, forwarded) and updates it by its id through the link', async () => {
+    const { id: projectId, cloudId } = await cloudProject();
     const created = await self.api(team.member.token).post(`/api/projects/${projectId}/backup-policies`, { destinationId: cloudDest.id });
     assert.equal(created.status, 201, created.text);
-    policyId = created.body.data.id;
+    const policyId = created.body.data.id;
     assert.equal(created.body.data.projectId, cloudId, 'the cloud made it, under its own project id');
     assert.equal(await self.ctx.db.selectFrom('backupPolicies').select('id').where('id', '=', policyId).executeTakeFirst(), undefined);
 
@@ -127,6 +148,7 @@ describe('backup routes named by a cloud record\'s id, through a linked self-hos
   });
 
   it('the lookup route exists on the cloud only and answers the project of a record of the caller\'s org', async () => {
+    const { cloudId, policyId } = await cloudPolicy();
     const ok = await cloud.api(cloudOwner.token).get(`/api/cloud/refs/policy/${policyId}`);
     assert.equal(ok.status, 200, ok.text);
     assert.deepEqual(ok.body.data, { projectId: cloudId });
@@ -144,11 +166,12 @@ describe('backup routes named by a cloud record\'s id, through a linked self-hos
   });
 
   it('runs the policy, follows the run by its id until it succeeds, and reads its SSE stream to complete', async () => {
-    mkdirSync(volume(), { recursive: true });
-    writeFileSync(path.join(volume(), 'state.txt'), 'version 1\n');
+    const { cloudId, policyId } = await cloudPolicy();
+    mkdirSync(volumeOf(cloudId), { recursive: true });
+    writeFileSync(path.join(volumeOf(cloudId), 'state.txt'), 'version 1\n');
     const started = await self.api(team.member.token).post(`/api/backup-policies/${policyId}/run`);
     assert.equal(started.status, 201, started.text);
-    runId = started.body.data.runId;
+    const runId = started.body.data.runId;
     const run = await waitTerminal(self, team.member.token, `/api/backup-runs/${runId}`, 20_000);
     assert.equal(run.status, 'succeeded', JSON.stringify(run));
     assert.equal(run.projectId, cloudId);
@@ -165,6 +188,7 @@ describe('backup routes named by a cloud record\'s id, through a linked self-hos
   });
 
   it('protects the run; cancelling a finished run is the cloud\'s own 409', async () => {
+    const { runId } = await finishedRun();
     const p = await self.api(team.member.token).post(`/api/backup-runs/${runId}/protect`, { protected: true });
     assert.equal(p.status, 200, p.text);
     assert.equal(p.body.data.protected, true);
@@ -176,6 +200,9 @@ describe('backup routes named by a cloud record\'s id, through a linked self-hos
   });
 
   it('checks local rights before anything is sent: the route\'s tag and the service\'s check on the project', async () => {
+    const { projectId, policyId, runId } = await finishedRun({ retainCount: 3 });
+    // The run is protected (on the cloud itself): the restricted member's unprotect below must not reach it.
+    assert.equal((await cloud.api(cloudOwner.token).post(`/api/backup-runs/${runId}/protect`, { protected: true })).status, 200);
     const n = seen.length;
     const runsBefore = (await cloud.ctx.db.selectFrom('backupRuns').select('id').where('policyId', '=', policyId).execute()).length;
     // A member writes projects but does not administer them: prepare and delete need project:admin.
@@ -212,6 +239,7 @@ describe('backup routes named by a cloud record\'s id, through a linked self-hos
   });
 
   it('another local org gets 404, the same answer as an unknown id, and nothing is forwarded', async () => {
+    const { policyId, runId } = await finishedRun();
     const n = seen.length;
     const o = self.api(otherOrg.token);
     const targets: Array<[string, string, unknown?]> = [
@@ -240,9 +268,10 @@ describe('backup routes named by a cloud record\'s id, through a linked self-hos
   });
 
   it('prepares a restore, reads it by its id, applies it and follows its stream to complete', async () => {
+    const { cloudId, runId } = await finishedRun();
     const prep = await self.api(team.admin.token).post(`/api/backup-runs/${runId}/restore/prepare`, {});
     assert.equal(prep.status, 201, prep.text);
-    restoreId = prep.body.data.restoreId;
+    const restoreId = prep.body.data.restoreId;
     assert.ok(prep.body.data.confirmationToken);
     const got = await self.api(team.member.token).get(`/api/backup-restores/${restoreId}`);
     assert.equal(got.status, 200, got.text);
@@ -255,7 +284,7 @@ describe('backup routes named by a cloud record\'s id, through a linked self-hos
     assert.equal(wrong.status, 400);
     assert.equal(wrong.body.error.code, 'INVALID_CONFIRMATION_TOKEN');
 
-    writeFileSync(path.join(volume(), 'state.txt'), 'version 2\n');
+    writeFileSync(path.join(volumeOf(cloudId), 'state.txt'), 'version 2\n');
     const applied = await self.api(team.admin.token).post(`/api/backup-restores/${restoreId}/apply`, { confirmationToken: prep.body.data.confirmationToken });
     assert.equal(applied.status, 200, applied.text);
     const sse = await readSse(`${self.url}/api/backup-restores/${restoreId}/stream`, team.member.token, 15_000);
@@ -264,12 +293,13 @@ describe('backup routes named by a cloud record\'s id, through a linked self-hos
     assert.equal(sse.events.at(-1)?.event, 'complete');
     const done = await waitTerminal(self, team.member.token, `/api/backup-restores/${restoreId}`, 15_000);
     assert.equal(done.status, 'succeeded', JSON.stringify(done));
-    assert.equal(readFileSync(path.join(volume(), 'state.txt'), 'utf8'), 'version 1\n', 'the cloud project\'s volume is back as it was backed up');
+    assert.equal(readFileSync(path.join(volumeOf(cloudId), 'state.txt'), 'utf8'), 'version 1\n', 'the cloud project\'s volume is back as it was backed up');
     const cancel = await self.api(team.admin.token).post(`/api/backup-restores/${restoreId}/cancel`);
     assert.equal(cancel.status, 409, cancel.text);
   });
 
   it('deletes the policy by its id; afterwards the id is 404', async () => {
+    const { policyId } = await cloudPolicy();
     const del = await self.api(team.admin.token).delete(`/api/backup-policies/${policyId}`);
     assert.equal(del.status, 200, del.text);
     assert.deepEqual(del.body.data, { id: policyId, deleted: true });
@@ -278,7 +308,12 @@ describe('backup routes named by a cloud record\'s id, through a linked self-hos
     assert.equal(again.status, 404, again.text);
   });
 
+  // Closes the shared cloud: the last test that needs it.
   it('when the cloud does not answer: 503 cloud_unreachable; an org without cloud projects still gets its 404', async () => {
+    const { runId } = await finishedRun();
+    const staged = await cloud.api(cloudOwner.token).post(`/api/backup-runs/${runId}/restore/prepare`, {});
+    assert.equal(staged.status, 201, staged.text);
+    const restoreId = staged.body.data.restoreId;
     const loner = await createUser(self);
     cloud.app.server.closeAllConnections();
     await cloud.close();
