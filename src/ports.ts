@@ -38,6 +38,15 @@ export interface Ports {
   catalogs: Partial<Record<string, CatalogProvider>>;
   /** The backups area's per-server state (event bus, local abort handles, webhook rate limit); its own use only. */
   backups: BackupsRuntime | null;
+  /** This server's GitHub App installation tokens (gitprovider area), cached and counted; its own use only. */
+  githubTokens: InstallationTokenCache | null;
+}
+
+/** Installation tokens by `${apiUrl}|${installationId}`, kept until shortly before they expire, and how many were minted. */
+export interface InstallationTokenCache {
+  tokens: Map<string, { token: string; expiresAt: string }>;
+  /** Tokens minted by this server (tests read it to check the cache). */
+  minted: number;
 }
 
 export interface AuthPort {
@@ -91,6 +100,7 @@ export function emptyPorts(): Ports {
     uploadSource: null,
     catalogs: {},
     backups: null,
+    githubTokens: null,
   };
 }
 

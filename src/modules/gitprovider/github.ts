@@ -3,6 +3,7 @@ import { createHmac, createSign } from 'node:crypto';
 import type { Octokit } from '@octokit/core';
 import type { RequestError } from '@octokit/request-error';
 import type { AppContext } from '../../context.js';
+import type { InstallationTokenCache } from '../../ports.js';
 import { AppError } from '../../lib/errors.js';
 
 /**
@@ -64,24 +65,31 @@ export interface InstallationToken {
   expiresAt: string;
 }
 
-// Installation tokens, per API base and installation, until 5 minutes before they expire.
-const tokenCache = new Map<string, InstallationToken>();
 const REFRESH_MARGIN_MS = 5 * 60 * 1000;
 
-/** Counts token mints (tests read it to check the cache). */
-export const tokenStats = { minted: 0 };
-
-export function forgetInstallationToken(ctx: AppContext, installationId: string): void {
-  tokenCache.delete(`${ctx.config.github.apiUrl}|${installationId}`);
+/** A server's empty installation token cache (the gitprovider area provides one per server as `ctx.ports.githubTokens`). */
+export function createInstallationTokens(): InstallationTokenCache {
+  return { tokens: new Map(), minted: 0 };
 }
 
-/** A cached installation token for API calls, refreshed shortly before it expires. */
+/** This server's installation token cache. */
+function tokenCache(ctx: AppContext): InstallationTokenCache {
+  const c = ctx.ports.githubTokens;
+  if (!c) throw new Error('no installation token cache: the gitprovider area provides ctx.ports.githubTokens');
+  return c;
+}
+
+export function forgetInstallationToken(ctx: AppContext, installationId: string): void {
+  tokenCache(ctx).tokens.delete(`${ctx.config.github.apiUrl}|${installationId}`);
+}
+
+/** A cached installation token for API calls, refreshed shortly before it expires (5 minutes). */
 export async function installationToken(ctx: AppContext, installationId: string): Promise<InstallationToken> {
   const key = `${ctx.config.github.apiUrl}|${installationId}`;
-  const hit = tokenCache.get(key);
+  const hit = tokenCache(ctx).tokens.get(key);
   if (hit && Date.parse(hit.expiresAt) - Date.now() > REFRESH_MARGIN_MS) return hit;
   const fresh = await mintInstallationToken(ctx, installationId);
-  tokenCache.set(key, fresh);
+  tokenCache(ctx).tokens.set(key, fresh);
   return fresh;
 }
 
@@ -95,7 +103,7 @@ export async function mintInstallationToken(ctx: AppContext, installationId: str
   const res = await call(async () =>
     (await appOctokit(ctx)).request('POST /app/installations/{installation_id}/access_tokens', { installation_id: Number(installationId), ...body }),
   );
-  tokenStats.minted++;
+  tokenCache(ctx).minted++;
   return { token: res.data.token, expiresAt: res.data.expires_at };
 }
 

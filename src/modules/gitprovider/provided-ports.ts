@@ -9,8 +9,9 @@ import { clientFor, installationCred, orgSources, userCreds, type Cred } from '.
 
 /**
  * What the git provider offers other areas (`ctx.ports`): the projects area's git port (repository,
- * branches, head commit, push webhook, notices), the build pipeline's clone tokens, and the
- * permissions catalog of the two git grant types.
+ * branches, head commit, push webhook, notices), the build pipeline's clone tokens, the
+ * permissions catalog of the two git grant types, and this server's GitHub installation token cache
+ * (`githubTokens`, the area's own use).
  */
 
 const git: NonNullable<Ports['git']> = {
@@ -83,7 +84,7 @@ const catalogs: Record<'gitprovider_installation' | 'gitprovider_repository', Ca
   },
 };
 
-/** The module's `provides`. */
+/** The module's `provides` (called once per server: the installation token cache is this server's). */
 export function gitproviderPorts(): Partial<Ports> {
-  return { git, cloneTokens: buildCloneToken, catalogs };
+  return { git, cloneTokens: buildCloneToken, catalogs, githubTokens: gh.createInstallationTokens() };
 }
