@@ -2,15 +2,16 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, type TestContext } from 'node:test';
 import { resourceInfo, type AnyRoute, type ModuleDef } from '../../src/http/route.js';
+import { newId } from '../../src/lib/ids.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { cloudRecordRoutes } from '../../src/modules/cloud/cloud-records.js';
 import { getRuntime } from '../../src/modules/deployments/index.js';
 import { readSse } from '../backups/helpers.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';
 import { waitFor } from '../support/wait.js';
-import { createTeam, createUser, createGrant, type TestOrg, type TestUser } from '../support/factories.js';
+import { createDeployment, createTeam, createUser, createGrant, type TestOrg, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 
 /**
@@ -48,9 +49,6 @@ describe('routes named by a cloud deployment\'s id, through a linked self-hosted
   let cloudOwner: TestUser;
   let team: TestOrg;
   let otherOrg: TestUser;
-  let projectId: string;
-  let cloudId: string;
-  let deploymentId: string;
   /** Requests that passed the cloud's gate on a record, or reached a public route there. */
   const seen: Seen[] = [];
   /** Every request that reached the cloud at all (lookups included), as `METHOD /path`. */
@@ -69,10 +67,50 @@ describe('routes named by a cloud deployment\'s id, through a linked self-hosted
     return { id: created.body.data.id, cloudId: t.body.data.cloudProjectId };
   }
 
-  /** The build-log lines of the deployment, read on the cloud itself. */
-  async function cloudLogLines(): Promise<string[]> {
+  /** The build-log lines of a deployment, read on the cloud itself. */
+  async function cloudLogLines(deploymentId: string): Promise<string[]> {
     const res = await cloud.api(cloudOwner.token).get(`/api/deployments/${deploymentId}/logs`);
     return res.status === 200 ? (res.body.data as Array<{ line: string }>).map((l) => l.line) : [];
+  }
+
+  /**
+   * A fresh project of the team moved to the cloud, with a build that prints a line and then runs until
+   * it is cancelled. Its cloud copy's source is a folder on the cloud host (a source type that cannot be
+   * transferred, so this writes it there directly; the build runs it as any local folder).
+   */
+  async function cloudProject(): Promise<{ projectId: string; cloudId: string }> {
+    const { id: projectId, cloudId } = await toCloud(team.owner, `Shipyard-${randomBytes(3).toString('hex')}`, {
+      buildCommand: 'node -e "console.log(\'building slowly\'); setTimeout(() => {}, 60000)"',
+      startCommand: 'npm start',
+    });
+    const appDir = writeTinyApp(path.join(cloud.dataDir, 'local', `shipyard-${cloudId}`));
+    await cloud.ctx.db.updateTable('projects').set({ sourceType: 'local', localPath: appDir }).where('id', '=', cloudId).execute();
+    return { projectId, cloudId };
+  }
+
+  /** Cancels a deployment on the cloud itself when test `t` ends (its build would otherwise run on for a minute). */
+  function cancelAtEnd(t: TestContext, deploymentId: string): void {
+    t.after(async () => {
+      await cloud.api(cloudOwner.token).post(`/api/deployments/${deploymentId}/cancel`).catch(() => {});
+    });
+  }
+
+  /** A deployment of a fresh cloud project (`cloudProject`), made on the cloud, whose build has printed its line and runs on until the test ends. */
+  async function buildingDeployment(t: TestContext): Promise<{ projectId: string; cloudId: string; deploymentId: string }> {
+    const p = await cloudProject();
+    const created = await cloud.api(cloudOwner.token).post('/api/deployments', { projectId: p.cloudId });
+    assert.equal(created.status, 202, created.text);
+    const deploymentId: string = created.body.data.id;
+    cancelAtEnd(t, deploymentId);
+    await waitFor(async () => (await cloudLogLines(deploymentId)).includes('building slowly'), 'the cloud build to start', 20_000, 100);
+    return { ...p, deploymentId };
+  }
+
+  /** A deployment of a fresh cloud project that has already ended (cancelled), written on the cloud; no build runs. */
+  async function endedDeployment(): Promise<{ projectId: string; cloudId: string; deploymentId: string }> {
+    const { id: projectId, cloudId } = await toCloud(team.owner, `Moored-${randomBytes(3).toString('hex')}`);
+    const deploymentId = await createDeployment(cloud, { id: cloudId, orgId: cloudOwner.orgId }, { id: newId('dpl'), status: 'cancelled' });
+    return { projectId, cloudId, deploymentId };
   }
 
   before(async () => {
@@ -83,17 +121,8 @@ describe('routes named by a cloud deployment\'s id, through a linked self-hosted
     self = await startTestServer({ env: { BERTH_CLOUD_URL: cloud.url, BERTH_CLOUD_TOKEN: cloudOwner.token }, build: { logger: sink() } });
     team = await createTeam(self);
     otherOrg = await createUser(self);
-    // A build that prints a line and then runs until it is cancelled.
-    ({ id: projectId, cloudId } = await toCloud(team.owner, 'Shipyard', {
-      buildCommand: 'node -e "console.log(\'building slowly\'); setTimeout(() => {}, 60000)"',
-      startCommand: 'npm start',
-    }));
     // The other local org has a cloud project of its own (in the same cloud org, through the same link).
     await toCloud(otherOrg, 'Theirs');
-    // The cloud copy's source: a folder on the cloud host (a source type that cannot be transferred,
-    // so the test writes it there directly; the build runs it as any local folder).
-    const appDir = writeTinyApp(path.join(cloud.dataDir, 'local', 'shipyard'));
-    await cloud.ctx.db.updateTable('projects').set({ sourceType: 'local', localPath: appDir }).where('id', '=', cloudId).execute();
   });
   after(async () => {
     await self?.close();
@@ -120,14 +149,16 @@ describe('routes named by a cloud deployment\'s id, through a linked self-hosted
     for (const d of naming) assert.ok(d.tag?.startsWith('project:deployment:'), key(d));
   });
 
-  it('the cloud makes the deployment (the self-hosted instance refuses to); the forwarded list shows it', async () => {
+  it('the cloud makes the deployment (the self-hosted instance refuses to); the forwarded list shows it', async (t) => {
+    const { projectId, cloudId } = await cloudProject();
     const refused = await self.api(team.member.token).post('/api/deployments', { projectId });
     assert.equal(refused.status, 409, refused.text);
     assert.equal(refused.body.error.field, 'projectId');
 
     const created = await cloud.api(cloudOwner.token).post('/api/deployments', { projectId: cloudId });
     assert.equal(created.status, 202, created.text);
-    deploymentId = created.body.data.id;
+    const deploymentId = created.body.data.id;
+    cancelAtEnd(t, deploymentId);
     assert.equal(await self.ctx.db.selectFrom('deployments').select('id').where('id', '=', deploymentId).executeTakeFirst(), undefined);
 
     const list = await self.api(team.member.token).get(`/api/projects/${projectId}/deployments`);
@@ -136,10 +167,11 @@ describe('routes named by a cloud deployment\'s id, through a linked self-hosted
     assert.ok(listed, 'the cloud deployment is listed');
     assert.equal(listed.projectId, cloudId);
     // The build runs on the cloud and prints its first line.
-    await waitFor(async () => (await cloudLogLines()).includes('building slowly'), 'the cloud build to start', 20_000, 100);
+    await waitFor(async () => (await cloudLogLines(deploymentId)).includes('building slowly'), 'the cloud build to start', 20_000, 100);
   });
 
-  it('gets the deployment by its id through the link, under the caller\'s request id', async () => {
+  it('gets the deployment by its id through the link, under the caller\'s request id', async (t) => {
+    const { cloudId, deploymentId } = await buildingDeployment(t);
     const n = seen.length;
     const got = await self.api(team.member.token).get(`/api/deployments/${deploymentId}`);
     assert.equal(got.status, 200, got.text);
@@ -152,6 +184,7 @@ describe('routes named by a cloud deployment\'s id, through a linked self-hosted
   });
 
   it('the lookup route answers a deployment\'s project on the cloud only, for the caller\'s org', async () => {
+    const { cloudId, deploymentId } = await endedDeployment();
     const ok = await cloud.api(cloudOwner.token).get(`/api/cloud/refs/deployment/${deploymentId}`);
     assert.equal(ok.status, 200, ok.text);
     assert.deepEqual(ok.body.data, { projectId: cloudId });
@@ -166,7 +199,8 @@ describe('routes named by a cloud deployment\'s id, through a linked self-hosted
     assert.equal((await self.api(team.owner.token).get(`/api/cloud/refs/deployment/${deploymentId}`)).status, 404, 'cloud only');
   });
 
-  it('reads its build logs through the link with a credential, as JSON and as an SSE stream', async () => {
+  it('reads its build logs through the link with a credential, as JSON and as an SSE stream', async (t) => {
+    const { deploymentId } = await buildingDeployment(t);
     const n = seen.length;
     const logs = await self.api(team.member.token).get(`/api/deployments/${deploymentId}/logs`);
     assert.equal(logs.status, 200, logs.text);
@@ -186,7 +220,8 @@ describe('routes named by a cloud deployment\'s id, through a linked self-hosted
     );
   });
 
-  it('build tokens: build/access and deployment-session mint the cloud\'s tokens, which read the logs through the link without a credential', async () => {
+  it('build tokens: build/access and deployment-session mint the cloud\'s tokens, which read the logs through the link without a credential', async (t) => {
+    const { projectId, deploymentId } = await buildingDeployment(t);
     const access = await self.api(team.member.token).post('/api/deployments/build/access', { deploymentId });
     assert.equal(access.status, 200, access.text);
     assert.match(access.body.data.token, /^berth_dpl_/);
@@ -223,7 +258,8 @@ describe('routes named by a cloud deployment\'s id, through a linked self-hosted
     assert.deepEqual(reached.slice(before), []);
   });
 
-  it('checks local rights before anything but the lookup is sent: a restricted member without a grant gets 403', async () => {
+  it('checks local rights before anything but the lookup is sent: a restricted member without a grant gets 403', async (t) => {
+    const { projectId, deploymentId } = await buildingDeployment(t);
     const n = seen.length;
     const r0 = reached.length;
     const r = self.api(team.restricted.token);
@@ -253,6 +289,7 @@ describe('routes named by a cloud deployment\'s id, through a linked self-hosted
   });
 
   it('another local org gets 404, the same answer as an unknown id, and nothing is forwarded', async () => {
+    const { deploymentId } = await endedDeployment();
     const n = seen.length;
     const o = self.api(otherOrg.token);
     const targets: Array<[string, (id: string) => string, ((id: string) => unknown)?]> = [
@@ -275,7 +312,8 @@ describe('routes named by a cloud deployment\'s id, through a linked self-hosted
     assert.deepEqual(seen.slice(n), []);
   });
 
-  it('cancels the running deployment through the link: its live log stream closes; cancelling again is the cloud\'s 409', async () => {
+  it('cancels the running deployment through the link: its live log stream closes; cancelling again is the cloud\'s 409', async (t) => {
+    const { deploymentId } = await buildingDeployment(t);
     const n = seen.length;
     const stream = readSse(`${self.url}/api/deployments/${deploymentId}/logs/stream`, team.member.token, 15_000);
     // The cloud holds the live stream open before the cancel.
@@ -302,7 +340,9 @@ describe('routes named by a cloud deployment\'s id, through a linked self-hosted
     assert.equal(got.body.data.status, 'cancelled');
   });
 
+  // Closes the shared cloud: the last test that needs it.
   it('when the cloud does not answer: 503 cloud_unreachable; an org without cloud projects still gets its 404', async () => {
+    const { deploymentId } = await endedDeployment();
     const loner = await createUser(self);
     const token = (await self.api(team.member.token).post('/api/deployments/build/access', { deploymentId })).body.data.token as string;
     cloud.app.server.closeAllConnections();
