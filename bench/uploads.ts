@@ -7,7 +7,7 @@ import path from 'node:path';
 import { once } from 'node:events';
 import { createGzip } from 'node:zlib';
 import { Header } from 'tar';
-import { scanProject } from '../src/modules/detect/detect.js';
+import { scanProject } from '../src/modules/detect/index.js';
 import { rssMb, sampleRss, startChild, type Row } from './lib.js';
 
 /**

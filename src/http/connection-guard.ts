@@ -125,7 +125,8 @@ export class ConnectionGuard {
   }
 
   private track(req: IncomingMessage): void {
-    if (req.complete) return;
+    // No Content-Length and no Transfer-Encoding: no body (RFC 9112 6.3), nothing that can dribble.
+    if (req.complete || (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined)) return;
     const now = Date.now();
     const entry: InFlight = { req, start: now, lastBytes: req.socket?.bytesRead ?? 0, lastAt: now };
     this.inFlight.add(entry);

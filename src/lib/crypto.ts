@@ -1,10 +1,14 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, scrypt as scryptCb, timingSafeEqual } from 'node:crypto';
+import * as crypto from 'node:crypto';
 import { promisify } from 'node:util';
 
 const scrypt = promisify(scryptCb) as (pw: string | Buffer, salt: Buffer, keylen: number, opts: object) => Promise<Buffer>;
 
+/** One-shot `crypto.hash` (Node >= 20.12) is several times cheaper than a Hash object for short inputs. */
+const oneShot = (crypto as { hash?: (algorithm: string, data: string | Buffer, encoding: 'hex') => string }).hash;
+
 export function sha256Hex(input: string | Buffer): string {
-  return createHash('sha256').update(input).digest('hex');
+  return oneShot ? oneShot('sha256', input, 'hex') : createHash('sha256').update(input).digest('hex');
 }
 
 export function hmacSha256Hex(key: string | Buffer, input: string | Buffer): string {
