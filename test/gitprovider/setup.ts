@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { FakeGithub, appKeyPair, makeFakeGh } from '../support/fake-github.js';
 import { startTestServer, type TestServer, type TestServerOptions } from '../support/harness.js';
 import type { HttpClient } from '../support/http.js';
+import { createUser, type TestOrg } from '../support/factories.js';
 
 export const WEBHOOK_SECRET = "It's a Secret to Everybody";
 
@@ -62,4 +63,23 @@ export async function installApp(w: GitWorld, api: HttpClient, login: string, ty
   const res = await fetch(back, { redirect: 'manual' });
   if (res.status !== 302) throw new Error(`redirect answered ${res.status}: ${await res.text()}`);
   return Number(new URL(back).searchParams.get('installation_id'));
+}
+
+/**
+ * A GitHub login no other test of the run uses (`acme-3f9a1c`), so each test owns its account,
+ * repositories and installation on a shared fake GitHub.
+ */
+export function uniqueLogin(prefix = 'acme'): string {
+  return `${prefix}-${randomBytes(3).toString('hex')}`;
+}
+
+/**
+ * A team org with one user of each role, as `createTeam` makes it but without passwords: these suites
+ * act through tokens only, and each test makes its own team, so no password hashing to wait for.
+ */
+export async function tokenTeam(server: TestServer): Promise<TestOrg> {
+  const owner = await createUser(server, { team: true, noPassword: true });
+  const orgId = owner.orgId;
+  const [admin, member, restricted] = await Promise.all((['admin', 'member', 'restricted'] as const).map((role) => createUser(server, { orgId, role, noPassword: true })));
+  return { orgId, owner, admin: admin!, member: member!, restricted: restricted! };
 }

@@ -5,10 +5,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { verifySignature } from '../../src/modules/gitprovider/deliveries.service.js';
-import { createTeam, type TestOrg } from '../support/factories.js';
+import { findProject } from '../../src/modules/projects/index.js';
+import { setAutoDeploy } from '../../src/modules/projects/git.service.js';
+import { actorOf, createProject, type TestOrg } from '../support/factories.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';
 import { waitFor } from '../support/wait.js';
-import { installApp, startGitWorld, WEBHOOK_SECRET, type GitWorld } from './setup.js';
+import { installApp, startGitWorld, tokenTeam, uniqueLogin, WEBHOOK_SECRET, type GitWorld } from './setup.js';
 
 function tinyAppFiles(version: string): Record<string, string> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tiny-'));
@@ -35,22 +37,58 @@ describe('GitHub webhook signatures', () => {
 });
 
 describe('incoming GitHub deliveries, auto-deploy and the project git routes', () => {
+  // One server (with its jobs worker) and one fake GitHub for the suite; every test that needs a
+  // connection makes its own team, its own GitHub organization (a fresh login) and installation,
+  // and its own projects.
   let w: GitWorld;
-  let team: TestOrg;
-  let installationId: number;
   let hookUrl: string;
-  let projectId: string;
+
+  // Template repositories no installation covers; each test copies them to an account of its own.
+  const TEMPLATES = 'berth-templates';
 
   before(async () => {
     w = await startGitWorld({ server: { background: true } });
-    team = await createTeam(w.server);
     hookUrl = `${w.server.url}/api/gitprovider/webhook`;
-    w.fake.createRepo('acme', 'shop', { type: 'Organization', files: tinyAppFiles('v1') });
-    w.fake.push('acme', 'shop', { 'next.txt': 'n' }, { branch: 'next' });
-    w.fake.createRepo('acme', 'blog', { files: { 'index.html': '<h1>blog</h1>' } });
-    installationId = await installApp(w, w.server.api(team.owner.token), 'acme');
+    w.fake.createRepo(TEMPLATES, 'shop', { files: tinyAppFiles('v1') });
+    w.fake.push(TEMPLATES, 'shop', { 'next.txt': 'n' }, { branch: 'next' });
+    w.fake.createRepo(TEMPLATES, 'blog', { files: { 'index.html': '<h1>blog</h1>' } });
   });
   after(() => w.close());
+
+  interface Connected {
+    team: TestOrg;
+    /** The GitHub organization's login (`acme-xxxxxx`). */
+    owner: string;
+    installationId: number;
+  }
+
+  /**
+   * A team of its own whose org has the App installed on a GitHub organization of its own holding
+   * copies of the templates: `shop` (the tiny app `v1` on main, and a `next` branch) and `blog`.
+   */
+  async function connectedTeam(): Promise<Connected> {
+    const team = await tokenTeam(w.server);
+    const owner = uniqueLogin('acme');
+    w.fake.account(owner, 'Organization');
+    w.fake.copyRepo(TEMPLATES, 'shop', owner);
+    w.fake.copyRepo(TEMPLATES, 'blog', owner);
+    const installationId = await installApp(w, w.server.api(team.owner.token), owner);
+    return { team, owner, installationId };
+  }
+
+  /**
+   * A project of the team linked to `<owner>/<repo>` on main, made through the projects service as the
+   * member; with `autoDeploy` (the default) turned on through the service too, which registers the
+   * repository's push webhook at the fake GitHub.
+   */
+  async function linkedProject(c: Connected, repo = 'shop', opts: { autoDeploy?: boolean } = {}): Promise<string> {
+    const p = await createProject(w.server, c.team.member, { name: repo, gitOwner: c.owner, gitRepo: repo, gitBranch: 'main' });
+    if (opts.autoDeploy !== false) {
+      const row = await findProject(w.server.ctx.db, c.team.orgId, p.id);
+      await setAutoDeploy(w.server.ctx, actorOf(c.team.member), row!, true);
+    }
+    return p.id;
+  }
 
   it('the webhook route verifies the raw bytes: the exact bytes GitHub signed pass, a re-serialised body or a wrong or missing signature is 401', async () => {
     // Whitespace and key order that JSON.stringify would not reproduce.
@@ -72,16 +110,17 @@ describe('incoming GitHub deliveries, auto-deploy and the project git routes', (
   });
 
   it('the project routes work through the provider: git/link takes the default branch, branches, git info, commit-status', async () => {
-    const api = w.server.api(team.member.token);
+    const c = await connectedTeam();
+    const api = w.server.api(c.team.member.token);
     const p = await api.post('/api/projects', { name: 'Shop' });
     assert.equal(p.status, 201, p.text);
-    projectId = p.body.data.id;
+    const projectId = p.body.data.id;
     const noOwner = await api.post(`/api/projects/${projectId}/git/link`, { repo: 'shop' });
     assert.equal(noOwner.status, 400);
     assert.equal(noOwner.body.error.field, 'owner');
-    const missing = await api.post(`/api/projects/${projectId}/git/link`, { owner: 'acme', repo: 'nope' });
+    const missing = await api.post(`/api/projects/${projectId}/git/link`, { owner: c.owner, repo: 'nope' });
     assert.equal(missing.status, 404);
-    const link = await api.post(`/api/projects/${projectId}/git/link`, { owner: 'acme', repo: 'shop' });
+    const link = await api.post(`/api/projects/${projectId}/git/link`, { owner: c.owner, repo: 'shop' });
     assert.equal(link.status, 200, link.text);
     assert.equal(link.body.data.source.gitBranch, 'main');
     const br = await api.get(`/api/projects/${projectId}/branches`);
@@ -89,18 +128,21 @@ describe('incoming GitHub deliveries, auto-deploy and the project git routes', (
     assert.deepEqual(br.body.data.map((b: any) => b.name).sort(), ['main', 'next']);
     const git = await api.get(`/api/projects/${projectId}/git`);
     assert.equal(git.status, 200);
-    assert.equal(git.body.data.repository.fullName, 'acme/shop');
-    assert.equal(git.body.data.repository.cloneUrl, `${w.fake.url}/acme/shop.git`);
+    assert.equal(git.body.data.repository.fullName, `${c.owner}/shop`);
+    assert.equal(git.body.data.repository.cloneUrl, `${w.fake.url}/${c.owner}/shop.git`);
     const cs = await api.get(`/api/projects/${projectId}/commit-status`);
     assert.equal(cs.status, 200);
-    assert.deepEqual(cs.body.data, { branch: 'main', deployedCommit: null, remoteCommit: w.fake.headOf('acme', 'shop'), upToDate: false });
+    assert.deepEqual(cs.body.data, { branch: 'main', deployedCommit: null, remoteCommit: w.fake.headOf(c.owner, 'shop'), upToDate: false });
   });
 
-  it('turning auto-deploy on registers the push webhook at GitHub (JSON, our secret, push)', async () => {
-    const api = w.server.api(team.member.token);
+  it('turning auto-deploy on registers the push webhook at GitHub (JSON, our secret, push), and turning it on again reuses it', async () => {
+    const c = await connectedTeam();
+    const projectId = await linkedProject(c, 'shop', { autoDeploy: false });
+    assert.equal(w.fake.repo(c.owner, 'shop')!.hooks.length, 0);
+    const api = w.server.api(c.team.member.token);
     const r = await api.post(`/api/projects/${projectId}/auto-deploy`, { enabled: true });
     assert.equal(r.status, 200, r.text);
-    const hooks = w.fake.repo('acme', 'shop')!.hooks;
+    const hooks = w.fake.repo(c.owner, 'shop')!.hooks;
     assert.equal(hooks.length, 1);
     assert.equal(hooks[0]!.config.url, hookUrl.replace(w.server.url, w.server.ctx.publicUrl()));
     assert.equal(hooks[0]!.config.content_type, 'json');
@@ -109,16 +151,18 @@ describe('incoming GitHub deliveries, auto-deploy and the project git routes', (
     assert.equal(String(r.body.data.webhookId), String(hooks[0]!.id));
     // again: reused, not duplicated
     assert.equal((await api.post(`/api/projects/${projectId}/auto-deploy`, { enabled: true })).status, 200);
-    assert.equal(w.fake.repo('acme', 'shop')!.hooks.length, 1);
+    assert.equal(w.fake.repo(c.owner, 'shop')!.hooks.length, 1);
   });
 
   it('a push to the deploy branch answers at once, creates one push deployment of the pushed commit, which clones from GitHub with a fresh clone token and deploys; a repeated delivery is not acted on twice', async () => {
-    const api = w.server.api(team.member.token);
-    const sha = w.fake.push('acme', 'shop', tinyAppFiles('v2'));
-    const mintedBefore = w.fake.minted.get(installationId) ?? 0;
-    const payload = w.fake.pushPayload('acme', 'shop', { installationId });
+    const c = await connectedTeam();
+    const projectId = await linkedProject(c);
+    const api = w.server.api(c.team.member.token);
+    const sha = w.fake.push(c.owner, 'shop', tinyAppFiles('v2'));
+    const mintedBefore = w.fake.minted.get(c.installationId) ?? 0;
+    const payload = w.fake.pushPayload(c.owner, 'shop', { installationId: c.installationId });
     const t0 = Date.now();
-    const first = await w.fake.deliver(hookUrl, 'push', payload, { secret: WEBHOOK_SECRET, deliveryId: 'd-push-1', hookId: w.fake.repo('acme', 'shop')!.hooks[0]!.id });
+    const first = await w.fake.deliver(hookUrl, 'push', payload, { secret: WEBHOOK_SECRET, deliveryId: 'd-push-1', hookId: w.fake.repo(c.owner, 'shop')!.hooks[0]!.id });
     assert.ok(Date.now() - t0 < 1000, 'answered in under a second');
     assert.equal(first.status, 202);
     const dep = await waitFor(async () => {
@@ -142,8 +186,8 @@ describe('incoming GitHub deliveries, auto-deploy and the project git routes', (
     const pushes = (await api.get(`/api/projects/${projectId}/deployments`)).body.data.filter((d: any) => d.trigger === 'push');
     assert.equal(pushes.length, 1);
     // Cloned from the fake over smart HTTP with a freshly minted installation token.
-    assert.ok((w.fake.minted.get(installationId) ?? 0) > mintedBefore);
-    assert.ok(w.fake.gitRequests.some((g) => g.ok && g.path === '/acme/shop.git/info/refs'));
+    assert.ok((w.fake.minted.get(c.installationId) ?? 0) > mintedBefore);
+    assert.ok(w.fake.gitRequests.some((g) => g.ok && g.path === `/${c.owner}/shop.git/info/refs`));
     const logs = await api.get(`/api/deployments/${dep.id}/logs`);
     assert.ok(!/ghs_/.test(logs.text));
     const cs = await api.get(`/api/projects/${projectId}/commit-status`);
@@ -151,7 +195,9 @@ describe('incoming GitHub deliveries, auto-deploy and the project git routes', (
   });
 
   it('a delivery whose processing failed for good is marked failed, and GitHub\'s redelivery of the same id runs it again', async () => {
-    const payload = w.fake.pushPayload('acme', 'shop', { installationId });
+    const c = await connectedTeam();
+    await linkedProject(c);
+    const payload = w.fake.pushPayload(c.owner, 'shop', { installationId: c.installationId });
     payload.ref = 'refs/heads/not-the-deploy-branch';
     const opts = { secret: WEBHOOK_SECRET, deliveryId: 'd-redeliver-1' };
     assert.equal((await w.fake.deliver(hookUrl, 'push', payload, opts)).status, 202);
@@ -176,15 +222,17 @@ describe('incoming GitHub deliveries, auto-deploy and the project git routes', (
     assert.equal(third.body.data.duplicate, true);
   });
 
-  it('pushes to other branches, deleted branches and repositories nobody links create nothing', async () => {
-    const api = w.server.api(team.member.token);
+  it('with auto-deploy on, pushes to other branches, deleted branches and repositories nobody links create nothing', async () => {
+    const c = await connectedTeam();
+    const projectId = await linkedProject(c);
+    const api = w.server.api(c.team.member.token);
     const count = async () => (await api.get(`/api/projects/${projectId}/deployments`)).body.data.length;
     const before = await count();
-    w.fake.push('acme', 'shop', { 'x.txt': String(Date.now()) }, { branch: 'next' });
+    w.fake.push(c.owner, 'shop', { 'x.txt': String(Date.now()) }, { branch: 'next' });
     const ids = ['d-next', 'd-deleted', 'd-blog'];
-    await w.fake.deliver(hookUrl, 'push', w.fake.pushPayload('acme', 'shop', { branch: 'next', installationId }), { secret: WEBHOOK_SECRET, deliveryId: ids[0] });
-    await w.fake.deliver(hookUrl, 'push', { ...w.fake.pushPayload('acme', 'shop', { installationId }), deleted: true, after: '0'.repeat(40) }, { secret: WEBHOOK_SECRET, deliveryId: ids[1] });
-    await w.fake.deliver(hookUrl, 'push', w.fake.pushPayload('acme', 'blog', { installationId }), { secret: WEBHOOK_SECRET, deliveryId: ids[2] });
+    await w.fake.deliver(hookUrl, 'push', w.fake.pushPayload(c.owner, 'shop', { branch: 'next', installationId: c.installationId }), { secret: WEBHOOK_SECRET, deliveryId: ids[0] });
+    await w.fake.deliver(hookUrl, 'push', { ...w.fake.pushPayload(c.owner, 'shop', { installationId: c.installationId }), deleted: true, after: '0'.repeat(40) }, { secret: WEBHOOK_SECRET, deliveryId: ids[1] });
+    await w.fake.deliver(hookUrl, 'push', w.fake.pushPayload(c.owner, 'blog', { installationId: c.installationId }), { secret: WEBHOOK_SECRET, deliveryId: ids[2] });
     await waitFor(async () => {
       const rows = await w.server.ctx.db.selectFrom('gitproviderDeliveries').select('status').where('deliveryId', 'in', ids).execute();
       return rows.length === 3 && rows.every((r) => r.status === 'done');
@@ -192,14 +240,16 @@ describe('incoming GitHub deliveries, auto-deploy and the project git routes', (
     assert.equal(await count(), before);
   });
 
-  it('installation_repositories removed unlinks the projects of those repositories', async () => {
-    const api = w.server.api(team.member.token);
+  it('installation_repositories removed unlinks the projects of those repositories and leaves the others linked', async () => {
+    const c = await connectedTeam();
+    const projectId = await linkedProject(c);
+    const api = w.server.api(c.team.member.token);
     const p = (await api.post('/api/projects', { name: 'Blog' })).body.data.id;
-    assert.equal((await api.post(`/api/projects/${p}/git/link`, { owner: 'acme', repo: 'blog' })).status, 200);
+    assert.equal((await api.post(`/api/projects/${p}/git/link`, { owner: c.owner, repo: 'blog' })).status, 200);
     const res = await w.fake.deliver(
       hookUrl,
       'installation_repositories',
-      { action: 'removed', installation: { id: installationId, account: { login: 'acme', type: 'Organization' } }, repositories_removed: [{ id: 1, name: 'blog', full_name: 'acme/blog', private: true }], repositories_added: [] },
+      { action: 'removed', installation: { id: c.installationId, account: { login: c.owner, type: 'Organization' } }, repositories_removed: [{ id: 1, name: 'blog', full_name: `${c.owner}/blog`, private: true }], repositories_added: [] },
       { secret: WEBHOOK_SECRET },
     );
     assert.equal(res.status, 202);
@@ -210,18 +260,21 @@ describe('incoming GitHub deliveries, auto-deploy and the project git routes', (
     assert.equal(proj.source.type, 'none');
     const git = await api.get(`/api/projects/${p}/git`);
     assert.equal(git.body.data.linked, false);
-    assert.match(git.body.data.notice.reason, /acme\/blog was removed/);
+    assert.match(git.body.data.notice.reason, new RegExp(`${c.owner}/blog was removed`));
     // The shop project is untouched.
     assert.equal((await api.get(`/api/projects/${projectId}`)).body.data.source.gitRepo, 'shop');
   });
 
   it('installation deleted drops the installation and pauses auto-deploy of the affected projects with a visible reason', async () => {
-    const api = w.server.api(team.member.token);
-    w.fake.uninstall(installationId);
+    const c = await connectedTeam();
+    const projectId = await linkedProject(c);
+    const api = w.server.api(c.team.member.token);
+    assert.equal((await api.get(`/api/projects/${projectId}`)).body.data.autoDeploy, true);
+    w.fake.uninstall(c.installationId);
     const res = await w.fake.deliver(
       hookUrl,
       'installation',
-      { action: 'deleted', installation: { id: installationId, account: { login: 'acme', id: 1, type: 'Organization' } }, sender: { login: 'acme' } },
+      { action: 'deleted', installation: { id: c.installationId, account: { login: c.owner, id: 1, type: 'Organization' } }, sender: { login: c.owner } },
       { secret: WEBHOOK_SECRET },
     );
     assert.equal(res.status, 202);
@@ -238,22 +291,23 @@ describe('incoming GitHub deliveries, auto-deploy and the project git routes', (
     assert.equal(git.body.data.linked, true);
     assert.equal(git.body.data.autoDeploy, false);
     assert.equal(git.body.data.repository, null);
-    assert.match(git.body.data.notice.reason, /uninstalled for acme/);
+    assert.match(git.body.data.notice.reason, new RegExp(`uninstalled for ${c.owner}`));
     // A push for the repository now creates nothing.
     const before = (await api.get(`/api/projects/${projectId}/deployments`)).body.data.length;
-    w.fake.push('acme', 'shop', { 'y.txt': 'y' });
-    await w.fake.deliver(hookUrl, 'push', w.fake.pushPayload('acme', 'shop', { installationId }), { secret: WEBHOOK_SECRET, deliveryId: 'd-after-uninstall' });
+    w.fake.push(c.owner, 'shop', { 'y.txt': 'y' });
+    await w.fake.deliver(hookUrl, 'push', w.fake.pushPayload(c.owner, 'shop', { installationId: c.installationId }), { secret: WEBHOOK_SECRET, deliveryId: 'd-after-uninstall' });
     await waitFor(async () => (await w.server.ctx.db.selectFrom('gitproviderDeliveries').select('status').where('deliveryId', '=', 'd-after-uninstall').executeTakeFirst())?.status === 'done', 'the delivery', 10000, 50);
     assert.equal((await api.get(`/api/projects/${projectId}/deployments`)).body.data.length, before);
   });
 
   it('an installation created at GitHub is recorded unclaimed until an org claims it', async () => {
-    const inst = w.fake.install('newco', { type: 'Organization' });
-    const res = await w.fake.deliver(hookUrl, 'installation', { action: 'created', installation: { id: inst.id, account: { login: 'newco', id: inst.account.id, type: 'Organization' } } }, { secret: WEBHOOK_SECRET });
+    const login = uniqueLogin('newco');
+    const inst = w.fake.install(login, { type: 'Organization' });
+    const res = await w.fake.deliver(hookUrl, 'installation', { action: 'created', installation: { id: inst.id, account: { login, id: inst.account.id, type: 'Organization' } } }, { secret: WEBHOOK_SECRET });
     assert.equal(res.status, 202);
     const row = await waitFor(() => w.server.ctx.db.selectFrom('gitproviderInstallations').selectAll().where('installationId', '=', String(inst.id)).executeTakeFirst(), 'the record', 10000, 50);
     assert.equal(row.orgId, null);
-    assert.equal(row.accountLogin, 'newco');
+    assert.equal(row.accountLogin, login);
   });
 
   it('bad deliveries: missing delivery id or event is 400, a non-JSON body is 400, unknown events are acknowledged and ignored', async () => {

@@ -10,7 +10,7 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { createHmac, createPublicKey, createVerify, generateKeyPairSync, randomBytes, randomUUID, type KeyObject } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -222,6 +222,24 @@ export class FakeGithub {
     mkdirSync(path.dirname(bare), { recursive: true });
     git(['init', '--bare', '--quiet', `--initial-branch=${repo.defaultBranch}`, bare]);
     if (opts.files) this.push(owner, name, opts.files, { branch: repo.defaultBranch, message: 'initial commit' });
+    return repo;
+  }
+
+  /**
+   * A repository under `owner` (named `name`, else as the source) with the same branches and commits
+   * as `fromOwner/fromName`: its bare repository is copied on disk, so no git process runs (cheap
+   * enough for each test to copy template repositories it then changes freely). Hooks are not copied.
+   */
+  copyRepo(fromOwner: string, fromName: string, owner: string, opts: { name?: string; type?: 'User' | 'Organization' } = {}): FakeRepo {
+    const src = this.repo(fromOwner, fromName);
+    if (!src) throw new Error(`no repo ${fromOwner}/${fromName}`);
+    const acc = this.account(owner, opts.type);
+    const repo: FakeRepo = { id: this.nextId++, owner: acc, name: opts.name ?? src.name, private: src.private, defaultBranch: src.defaultBranch, hooks: [] };
+    if (this.repo(owner, repo.name)) throw new Error(`repo ${owner}/${repo.name} exists`);
+    this.repos.set(`${owner}/${repo.name}`.toLowerCase(), repo);
+    const bare = this.barePath(acc.login, repo.name);
+    mkdirSync(path.dirname(bare), { recursive: true });
+    cpSync(this.barePath(src.owner.login, src.name), bare, { recursive: true });
     return repo;
   }
 
