@@ -93,7 +93,22 @@ export const deploymentsModule: ModuleDef = {
   resolvers: { deployment: resolveDeployment },
   provides(ctx) {
     const runtime = new BerthRuntime(ctx);
-    return { runtimeHost: runtime, runtime: projectsRuntimePort(runtime), streamTokens: streamTokenPort };
+    return {
+      runtimeHost: runtime,
+      runtime: projectsRuntimePort(runtime),
+      streamTokens: streamTokenPort,
+      // A project's deployments are previewed and removed with it (the projects area's DELETE).
+      projectDependents: [
+        {
+          name: 'deployments',
+          async preview(db, orgId, projectId) {
+            const names = await store.deploymentIdsOfProject(db, orgId, projectId);
+            return { count: names.length, names };
+          },
+          remove: (tx, orgId, projectId) => store.deleteProjectDeployments(tx, orgId, projectId),
+        },
+      ],
+    };
   },
   init(ctx) {
     ctx.jobs.register<{ deploymentId: string; orgId: string }>(BUILD_JOB, (payload, _job, signal) => runDeploymentJob(ctx, payload, signal), { maxAttempts: 1 });

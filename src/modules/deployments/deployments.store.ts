@@ -1,11 +1,6 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import type { Db } from '../../db/client.js';
-import type { DB } from '../../db/schema.js';
-import type { DeploymentBuildsTable, DeploymentTokensTable, RuntimeStatesTable } from './deployments.tables.js';
-
-/** The `deployments` table is created by the projects migration (003); this area writes it. */
-type DeploymentsTable = DB['deployments'];
-type ProjectsTable = DB['projects'];
+import type { DeploymentBuildsTable, DeploymentsTable, DeploymentTokensTable, RuntimeStatesTable } from './deployments.tables.js';
 
 export type DeploymentRow = Selectable<DeploymentsTable>;
 export type DeploymentBuildRow = Selectable<DeploymentBuildsTable>;
@@ -202,45 +197,23 @@ export async function allRuntimeStates(db: Db): Promise<RuntimeStateRow[]> {
   return db.selectFrom('runtimeStates').selectAll().execute();
 }
 
-// ---------------------------------------------------------------- edge lookups
+// ---------------------------------------------------------------- what the projects area asks
 
-export type EdgeProject = Pick<Selectable<ProjectsTable>, 'id' | 'orgId' | 'slug' | 'status' | 'sleepMode' | 'location'>;
-
-/** The project a free domain (`<slug>.<appsDomain>`) names. Hosts are global across orgs by nature. */
-export async function projectBySlug(db: Db, slug: string): Promise<EdgeProject | undefined> {
-  return db.selectFrom('projects').select(['id', 'orgId', 'slug', 'status', 'sleepMode', 'location']).where('slug', '=', slug).executeTakeFirst();
+/**
+ * The ids of projects with a ready production release, as a subquery (the projects area's
+ * `projectsToRestore` keeps those of them that should run).
+ */
+export function readyProductionProjectIds(db: Db) {
+  return db.selectFrom('deployments').select('projectId').where('status', '=', 'ready').where('environment', '=', 'production');
 }
 
-/** The project a custom domain belongs to. */
-export async function projectByDomain(db: Db, domain: string): Promise<EdgeProject | undefined> {
-  return db
-    .selectFrom('domains')
-    .innerJoin('projects', 'projects.id', 'domains.projectId')
-    .select(['projects.id', 'projects.orgId', 'projects.slug', 'projects.status', 'projects.sleepMode', 'projects.location'])
-    .where('domains.domain', '=', domain)
-    .executeTakeFirst();
+/** Ids of a project's deployments (the project's deletion preview names them). */
+export async function deploymentIdsOfProject(db: Db, orgId: string, projectId: string): Promise<string[]> {
+  const rows = await db.selectFrom('deployments').select('id').where('orgId', '=', orgId).where('projectId', '=', projectId).orderBy('id').execute();
+  return rows.map((r) => r.id);
 }
 
-export async function projectById(db: Db, orgId: string, id: string): Promise<EdgeProject | undefined> {
-  return db.selectFrom('projects').select(['id', 'orgId', 'slug', 'status', 'sleepMode', 'location']).where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
-}
-
-/** Enabled projects that have a ready production release (start-up of always-on apps). System-wide by design. */
-export async function runnableProjects(db: Db): Promise<EdgeProject[]> {
-  return db
-    .selectFrom('projects')
-    .select(['id', 'orgId', 'slug', 'status', 'sleepMode', 'location'])
-    .where('status', '=', 'enabled')
-    .where('location', '=', 'local')
-    .where((eb) =>
-      eb.exists(
-        eb
-          .selectFrom('deployments')
-          .select('deployments.id')
-          .whereRef('deployments.projectId', '=', 'projects.id')
-          .where('deployments.status', '=', 'ready')
-          .where('deployments.environment', '=', 'production'),
-      ),
-    )
-    .execute();
+/** Removes a project's deployments (inside the project's deletion transaction; their builds cascade). */
+export async function deleteProjectDeployments(db: Db, orgId: string, projectId: string): Promise<void> {
+  await db.deleteFrom('deployments').where('orgId', '=', orgId).where('projectId', '=', projectId).execute();
 }

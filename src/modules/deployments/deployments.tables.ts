@@ -1,7 +1,25 @@
 /**
  * Tables of the build-and-run area (migration 005_deployments). The `deployments` table itself is
- * created by 003_projects; what the build pipeline records per deployment lives in `deployment_builds`.
+ * created by 003_projects, and is this area's: it writes it; what the build pipeline records per
+ * deployment lives in `deployment_builds`.
  */
+
+export interface DeploymentsTable {
+  id: string;
+  orgId: string;
+  projectId: string;
+  environment: string;
+  status: string; // queued | building | deploying | ready | failed | cancelled | superseded
+  trigger: string; // manual | push | upload | api
+  commit: string | null;
+  ref: string | null;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  error: string | null;
+  updatedAt: string;
+}
+
 export interface DeploymentBuildsTable {
   deploymentId: string;
   orgId: string;
@@ -54,6 +72,7 @@ export interface SandboxIdentitiesTable {
 }
 
 export interface DeploymentsTables {
+  deployments: DeploymentsTable;
   sandboxIdentities: SandboxIdentitiesTable;
   deploymentBuilds: DeploymentBuildsTable;
   deploymentTokens: DeploymentTokensTable;

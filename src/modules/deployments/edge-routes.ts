@@ -2,7 +2,7 @@ import type { AppContext } from '../../context.js';
 import type { EdgeTarget } from '../../edge/proxy.js';
 import { compileRules, type CompiledRule } from '../../edge/rules.js';
 import type { Supervisor } from '../../runtime/supervisor.js';
-import { listRouteRules } from '../projects/index.js';
+import { listRouteRules, projectByDomain, projectBySlug, type EdgeProject } from '../projects/index.js';
 import * as store from './deployments.store.js';
 
 /** After this, a host's cached project, release and route rules are refreshed in the background. */
@@ -10,7 +10,7 @@ const ROUTE_TTL_MS = 400;
 /** Older than this, a cached answer is not served while it is refreshed (rule changes: within 1 s). */
 const ROUTE_STALE_MS = 800;
 
-type RouteValue = { project: store.EdgeProject; hasRelease: boolean; rules: CompiledRule[] };
+type RouteValue = { project: EdgeProject; hasRelease: boolean; rules: CompiledRule[] };
 
 interface RouteEntry {
   at: number;
@@ -43,11 +43,11 @@ export class EdgeRoutes {
   }
 
   private async load(host: string): Promise<RouteValue | null> {
-    let project = await store.projectByDomain(this.ctx.db, host);
+    let project = await projectByDomain(this.ctx.db, host);
     const suffix = '.' + this.ctx.config.appsDomain.toLowerCase();
     if (!project && host.endsWith(suffix)) {
       const slug = host.slice(0, -suffix.length);
-      if (slug && !slug.includes('.')) project = await store.projectBySlug(this.ctx.db, slug);
+      if (slug && !slug.includes('.')) project = await projectBySlug(this.ctx.db, slug);
     }
     if (!project || project.location !== 'local') return null;
     const rel = await store.currentRelease(this.ctx.db, project.orgId, project.id, 'production');

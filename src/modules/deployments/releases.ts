@@ -7,7 +7,7 @@ import { DEFAULT_PIDS_MAX, type Limits } from '../../runtime/cgroups.js';
 import type { Identity, RuntimeDriver } from '../../runtime/driver.js';
 import { uidBase } from '../../runtime/identity.js';
 import type { ReleaseSpec, Supervisor } from '../../runtime/supervisor.js';
-import { resolveEnvForRuntime } from '../projects/index.js';
+import { projectRunSettings, resolveEnvForRuntime } from '../projects/index.js';
 import * as store from './deployments.store.js';
 
 export function envNumber(name: string, fallback: number): number {
@@ -37,7 +37,7 @@ export class Releases {
   async specFor(orgId: string, projectId: string): Promise<ReleaseSpec | null> {
     const rel = await store.currentRelease(this.ctx.db, orgId, projectId, 'production');
     if (!rel || !rel.releaseDir || !rel.startCommand) return null;
-    const project = await this.ctx.db.selectFrom('projects').select(['resources', 'port']).where('orgId', '=', orgId).where('id', '=', projectId).executeTakeFirst();
+    const project = await projectRunSettings(this.ctx.db, orgId, projectId);
     if (!project) return null;
     const { env, secrets } = await resolveEnvForRuntime(this.ctx, projectId, 'production');
     return this.releaseSpec(orgId, projectId, rel.id, rel.releaseDir, rel.startCommand, project, env, secrets);

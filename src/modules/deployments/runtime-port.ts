@@ -1,4 +1,4 @@
-import { listDomains, type RuntimePort, type RuntimeState } from '../projects/index.js';
+import { edgeProject, listDomains, projectRuntimeFacts, type RuntimePort, type RuntimeState } from '../projects/index.js';
 import * as store from './deployments.store.js';
 import type { BerthRuntime } from './runtime.js';
 
@@ -12,7 +12,7 @@ export function projectsRuntimePort(rt: BerthRuntime): RuntimePort {
     state: async (_ctx, orgId, projectId) => runtimeState(rt, orgId, projectId),
     bringOnline: async (_ctx, orgId, projectId) => {
       rt.invalidate(projectId);
-      const p = await store.projectById(ctx.db, orgId, projectId);
+      const p = await edgeProject(ctx.db, orgId, projectId);
       if (!p) return;
       const spec = await rt.releases.specFor(orgId, projectId);
       if (!spec) return;
@@ -43,7 +43,7 @@ export function projectsRuntimePort(rt: BerthRuntime): RuntimePort {
 /** The project's app as the project info shows it: state, URL on the edge, port, isolation. */
 export async function runtimeState(rt: BerthRuntime, orgId: string, projectId: string): Promise<RuntimeState | null> {
   const { ctx, supervisor, driver } = rt;
-  const p = await ctx.db.selectFrom('projects').select(['id', 'slug', 'port', 'status', 'sleepMode']).where('orgId', '=', orgId).where('id', '=', projectId).executeTakeFirst();
+  const p = await projectRuntimeFacts(ctx.db, orgId, projectId);
   if (!p) return null;
   const domains = await listDomains(ctx.db, orgId, projectId);
   const host = domains.find((d) => d.isPrimary === 1)?.domain ?? `${p.slug}.${ctx.config.appsDomain}`;

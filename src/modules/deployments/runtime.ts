@@ -6,6 +6,7 @@ import type { RuntimeDriver } from '../../runtime/driver.js';
 import { createDriver } from '../../runtime/drivers.js';
 import { LogStore } from '../../runtime/logs.js';
 import { Supervisor, type RuntimeSnapshot, type Upstream } from '../../runtime/supervisor.js';
+import { projectOrgAnyOrg, projectStatusAnyOrg, projectsToRestore, sleepModesOf } from '../projects/index.js';
 import * as store from './deployments.store.js';
 import { EdgeRoutes } from './edge-routes.js';
 import { baseEnv, envNumber, Releases } from './releases.js';
@@ -125,7 +126,7 @@ export class BerthRuntime {
       await store.transition(this.ctx.db, d.orgId, d.id, ['building', 'deploying'], { status: 'failed', error: 'interrupted by a server restart', finishedAt: nowIso() });
     }
     const states = new Map((await store.allRuntimeStates(this.ctx.db)).map((s) => [s.projectId, s]));
-    const projects = await store.runnableProjects(this.ctx.db);
+    const projects = await projectsToRestore(this.ctx.db, store.readyProductionProjectIds(this.ctx.db));
     await Promise.all(
       projects.map(async (p) => {
         const prev = states.get(p.id);
@@ -144,7 +145,7 @@ export class BerthRuntime {
   private persist(projectId: string, snap: RuntimeSnapshot): void {
     if (this.shuttingDown) return;
     void (async () => {
-      const p = await this.ctx.db.selectFrom('projects').select(['id', 'orgId']).where('id', '=', projectId).executeTakeFirst();
+      const p = await projectOrgAnyOrg(this.ctx.db, projectId);
       if (!p) return;
       await store.saveRuntimeState(this.ctx.db, {
         projectId,
@@ -169,7 +170,7 @@ export class BerthRuntime {
     for (const id of this.supervisor.projectIds()) if (this.edge && this.edge.openConnections(id) > 0) this.supervisor.touch(id);
     const candidates = this.supervisor.projectIds().filter((id) => this.supervisor.snapshot(id)?.state === 'running' && this.supervisor.idleMs(id) > idle);
     if (candidates.length === 0) return;
-    const rows = await this.ctx.db.selectFrom('projects').select(['id', 'sleepMode']).where('id', 'in', candidates).execute();
+    const rows = await sleepModesOf(this.ctx.db, candidates);
     for (const r of rows) {
       if (r.sleepMode !== 'auto_sleep') continue;
       if (this.supervisor.idleMs(r.id) <= idle) continue;
@@ -184,7 +185,7 @@ export class BerthRuntime {
     return this.supervisor.acquire(
       projectId,
       async () => {
-        const p = await this.ctx.db.selectFrom('projects').select(['orgId', 'status']).where('id', '=', projectId).executeTakeFirst();
+        const p = await projectStatusAnyOrg(this.ctx.db, projectId);
         if (!p || p.status !== 'enabled') return null;
         return this.releases.specFor(p.orgId, projectId);
       },

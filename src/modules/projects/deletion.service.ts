@@ -19,7 +19,8 @@ const cn = (names: string[]): CountNames => ({ count: names.length, names });
 export async function deletionPreview(ctx: AppContext, row: ProjectRow, db: Db = ctx.db): Promise<DeletionPreview> {
   const { orgId, id } = row;
   const out: DeletionPreview = {
-    deployments: cn(await store.namesUnder(db, 'deployments', orgId, id)),
+    // Counted and named by the deployments area (its dependent below); first, where it always was.
+    deployments: cn([]),
     envVars: cn(await store.envVarNames(db, orgId, id)),
     domains: cn(await store.namesUnder(db, 'domains', orgId, id)),
     environments: cn(await store.namesUnder(db, 'environments', orgId, id)),

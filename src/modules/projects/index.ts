@@ -13,6 +13,21 @@ export { deploymentRecord, DeploymentSchema, ProjectSchema, type DeploymentRecor
 export { findProject, listDomains, listRouteRules, findEnvironment, findCloneCredential, findService, projectRef, projectGrantKeys } from './projects.store.js';
 export { slugify } from './validate.js';
 
+// What build-and-run reads of projects: the edge's host lookups (hot: the same queries as before),
+// what a release runs with, the runtime state's facts, and the projects to start again at start-up.
+export {
+  projectBySlug,
+  projectByDomain,
+  edgeProject,
+  projectsToRestore,
+  projectRunSettings,
+  projectRuntimeFacts,
+  projectOrgAnyOrg,
+  projectStatusAnyOrg,
+  sleepModesOf,
+  type EdgeProject,
+} from './projects.store.js';
+
 // Changing projects.
 export { createProject, listProjects, loadRecord, useUploadAsSource, projectImporting, type DetectedConfig } from './projects.service.js';
 export { deleteProject } from './deletion.service.js';

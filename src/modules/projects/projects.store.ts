@@ -1,11 +1,11 @@
-import type { Compilable, CompiledQuery, Insertable, Selectable, Updateable } from 'kysely';
+import type { Compilable, CompiledQuery, Insertable, Selectable, SelectQueryBuilder, Updateable } from 'kysely';
 import type { GrantKey } from '../../authz/grants.js';
 import type { AppContext } from '../../context.js';
 import type { Db } from '../../db/client.js';
+import type { DB } from '../../db/schema.js';
 import type { ResolvedResource } from '../../http/route.js';
 import type {
   CloneCredentialsTable,
-  DeploymentsTable,
   DomainsTable,
   EnvironmentsTable,
   ProjectsTable,
@@ -81,7 +81,8 @@ export type EnvironmentRow = Selectable<EnvironmentsTable>;
 export type DomainRow = Selectable<DomainsTable>;
 export type RouteRuleRow = Selectable<RouteRulesTable>;
 export type ServiceRow = Selectable<ServicesTable>;
-export type DeploymentRow = Selectable<DeploymentsTable>;
+/** A row of the deployments area's `deployments` table (read here: the project's deployments, its info). */
+export type DeploymentRow = Selectable<DB['deployments']>;
 export type CloneCredentialRow = Selectable<CloneCredentialsTable>;
 
 export async function listProjects(db: Db, orgId: string): Promise<ProjectRow[]> {
@@ -113,7 +114,8 @@ export async function updateProject(db: Db, orgId: string, id: string, patch: Up
 }
 
 export async function deleteProjectRows(db: Db, orgId: string, id: string): Promise<void> {
-  for (const t of ['envVars', 'domains', 'routeRules', 'services', 'deployments', 'cloneCredentials', 'routingAttempts', 'environments'] as const) {
+  // The project's deployments go with it as the deployments area's dependent (`ctx.ports.projectDependents`).
+  for (const t of ['envVars', 'domains', 'routeRules', 'services', 'cloneCredentials', 'routingAttempts', 'environments'] as const) {
     await db.deleteFrom(t).where('orgId', '=', orgId).where('projectId', '=', id).execute();
   }
   await db.deleteFrom('projects').where('orgId', '=', orgId).where('id', '=', id).execute();
@@ -315,7 +317,7 @@ export async function insertRoutingAttempt(
 
 export async function namesUnder(
   db: Db,
-  table: 'deployments' | 'domains' | 'environments' | 'services' | 'routeRules',
+  table: 'domains' | 'environments' | 'services' | 'routeRules',
   orgId: string,
   projectId: string,
 ): Promise<string[]> {
@@ -340,4 +342,73 @@ export async function envVarNames(db: Db, orgId: string, projectId: string): Pro
     .orderBy('key')
     .execute();
   return rows.map((r) => `${r.environment}:${r.key}`);
+}
+
+// ---------------------------------------------------------------- the build-and-run area's reads
+
+/** What the edge and the runtime read of a project. */
+export type EdgeProject = Pick<ProjectRow, 'id' | 'orgId' | 'slug' | 'status' | 'sleepMode' | 'location'>;
+
+/** The project a free domain (`<slug>.<appsDomain>`) names. Hosts are global across orgs by nature. */
+export async function projectBySlug(db: Db, slug: string): Promise<EdgeProject | undefined> {
+  return db.selectFrom('projects').select(['id', 'orgId', 'slug', 'status', 'sleepMode', 'location']).where('slug', '=', slug).executeTakeFirst();
+}
+
+/** The project a custom domain belongs to. */
+export async function projectByDomain(db: Db, domain: string): Promise<EdgeProject | undefined> {
+  return db
+    .selectFrom('domains')
+    .innerJoin('projects', 'projects.id', 'domains.projectId')
+    .select(['projects.id', 'projects.orgId', 'projects.slug', 'projects.status', 'projects.sleepMode', 'projects.location'])
+    .where('domains.domain', '=', domain)
+    .executeTakeFirst();
+}
+
+/** One project of `orgId` as the edge and the runtime read it. */
+export async function edgeProject(db: Db, orgId: string, id: string): Promise<EdgeProject | undefined> {
+  return db.selectFrom('projects').select(['id', 'orgId', 'slug', 'status', 'sleepMode', 'location']).where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+}
+
+/**
+ * Enabled local projects among `withRelease` (a subquery of project ids: those with a ready production
+ * release), the apps to start again at start-up. System-wide by design.
+ */
+export async function projectsToRestore<TB extends keyof DB>(db: Db, withRelease: SelectQueryBuilder<DB, TB, { projectId: string }>): Promise<EdgeProject[]> {
+  return db
+    .selectFrom('projects')
+    .select(['id', 'orgId', 'slug', 'status', 'sleepMode', 'location'])
+    .where('status', '=', 'enabled')
+    .where('location', '=', 'local')
+    .where('id', 'in', withRelease)
+    .execute();
+}
+
+/** What a project's release runs with: its resources (JSON) and port. */
+export async function projectRunSettings(db: Db, orgId: string, id: string): Promise<Pick<ProjectRow, 'resources' | 'port'> | undefined> {
+  return db.selectFrom('projects').select(['resources', 'port']).where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+}
+
+/** What the runtime state of a project's app is told from: slug (free domain), port, status, sleep mode. */
+export async function projectRuntimeFacts(db: Db, orgId: string, id: string): Promise<Pick<ProjectRow, 'id' | 'slug' | 'port' | 'status' | 'sleepMode'> | undefined> {
+  return db.selectFrom('projects').select(['id', 'slug', 'port', 'status', 'sleepMode']).where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+}
+
+/** The org of a project, by id alone (the supervisor knows projects by id; system-wide by design). */
+export async function projectOrgAnyOrg(db: Db, id: string): Promise<Pick<ProjectRow, 'id' | 'orgId'> | undefined> {
+  return db.selectFrom('projects').select(['id', 'orgId']).where('id', '=', id).executeTakeFirst();
+}
+
+/** The org and status of a project, by id alone (the edge starting a sleeping app; system-wide by design). */
+export async function projectStatusAnyOrg(db: Db, id: string): Promise<Pick<ProjectRow, 'orgId' | 'status'> | undefined> {
+  return db.selectFrom('projects').select(['orgId', 'status']).where('id', '=', id).executeTakeFirst();
+}
+
+/** The sleep mode of each of `ids` (the sleep sweeper; system-wide by design). */
+export async function sleepModesOf(db: Db, ids: string[]): Promise<Pick<ProjectRow, 'id' | 'sleepMode'>[]> {
+  return db.selectFrom('projects').select(['id', 'sleepMode']).where('id', 'in', ids).execute();
+}
+
+/** The org's projects as grant catalog entries (`GET /api/permissions/resources?type=project`), by name. */
+export async function projectCatalog(db: Db, orgId: string): Promise<Pick<ProjectRow, 'id' | 'name' | 'slug'>[]> {
+  return db.selectFrom('projects').select(['id', 'name', 'slug']).where('orgId', '=', orgId).orderBy('name').orderBy('id').execute();
 }

@@ -1,5 +1,6 @@
 /**
- * Kysely table interfaces of the projects area (migration 003_projects). camelCase here,
+ * Kysely table interfaces of the projects area (migration 003_projects; the `deployments` table it also
+ * creates is the deployments area's, in deployments.tables.ts). camelCase here,
  * snake_case in SQL. Booleans are 0/1 integers, timestamps ISO-8601 text, JSON is text.
  */
 
@@ -101,22 +102,6 @@ export interface ServicesTable {
   createdAt: string;
 }
 
-export interface DeploymentsTable {
-  id: string;
-  orgId: string;
-  projectId: string;
-  environment: string;
-  status: string; // queued | building | deploying | ready | failed | cancelled | superseded
-  trigger: string; // manual | push | upload | api
-  commit: string | null;
-  ref: string | null;
-  createdAt: string;
-  startedAt: string | null;
-  finishedAt: string | null;
-  error: string | null;
-  updatedAt: string;
-}
-
 export interface CloneCredentialsTable {
   projectId: string;
   orgId: string;
@@ -143,7 +128,6 @@ export interface ProjectTables {
   domains: DomainsTable;
   routeRules: RouteRulesTable;
   services: ServicesTable;
-  deployments: DeploymentsTable;
   cloneCredentials: CloneCredentialsTable;
   routingAttempts: RoutingAttemptsTable;
 }
