@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { bundleDigest, bundleFromRows, readBundleRows } from '../../src/modules/cloud/bundle.js';
 import { createLogger } from '../../src/lib/logger.js';
-import { createTeam, createUser, type TestOrg, type TestUser } from '../support/factories.js';
+import { createProject, createTeam, createUser, type TestOrg, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 import { tgz } from '../uploads/targen.js';
 import { probeModule, probeState, resetFirstChunk, type ProbeState } from './probe.js';
@@ -77,11 +77,67 @@ describe('hosted cloud mode, a linked self-hosted instance, and project transfer
   let cloudOwner: TestUser;
   let team: TestOrg;
   let otherOrg: TestUser;
-  let projectId: string;
   const SECRET = `s3cr3t-${randomBytes(8).toString('hex')}`;
   /** Everything both servers log, at every level. */
   const logged: string[] = [];
   const sink = () => createLogger('trace', new Writable({ write: (chunk, _enc, cb) => (logged.push(String(chunk)), cb()) }));
+
+  /**
+   * A local project "Shop" of the team, set up through the API with config, env (one secret: SECRET),
+   * a domain, a route rule, resources and a clone credential, each step checked. Answers its record.
+   */
+  async function shopProject(owner: TestUser = team.owner): Promise<{ id: string; location: string } & Record<string, any>> {
+    const api = self.api(owner.token);
+    const created = await api.post('/api/projects', { name: 'Shop', gitOwner: 'acme', gitRepo: 'shop', gitBranch: 'main', buildCommand: 'npm run build' });
+    assert.equal(created.status, 201);
+    const projectId = created.body.data.id;
+    const env = await api.patch(`/api/projects/${projectId}/env`, {
+      environment: 'production',
+      upserts: [
+        { key: 'API_SECRET', value: SECRET, isSecret: true },
+        { key: 'PUBLIC_NAME', value: 'shop', isSecret: false },
+      ],
+      deletes: [],
+    });
+    assert.equal(env.status, 200, env.text);
+    assert.equal((await api.post(`/api/projects/${projectId}/connect`, { domain: `shop-${randomBytes(3).toString('hex')}.example.com` })).status, 200);
+    const rule = await api.post(`/api/projects/${projectId}/route-rules`, { kind: 'rate-limit', path: '/api', limit: 10, windowSeconds: 60 });
+    assert.equal(rule.status, 201, rule.text);
+    assert.equal((await api.patch(`/api/projects/${projectId}/resources`, { production: { cpuCores: 2, memoryMb: 1024 } })).status, 200);
+    assert.equal((await api.patch(`/api/projects/${projectId}/clone-token`, { token: 'ghp_clonetoken', username: 'bot' })).status, 200);
+    return created.body.data;
+  }
+
+  /** An unrelated project of the cloud org that already holds `id` there (so a transfer of `id` must pick another). */
+  async function squatOnCloud(id: string): Promise<void> {
+    const now = new Date().toISOString();
+    await cloud.ctx.db
+      .insertInto('projects')
+      .values({
+        id, orgId: cloudOwner.orgId, name: 'squatter', slug: `squat-${randomBytes(3).toString('hex')}`, status: 'enabled', location: 'local',
+        framework: null, installCommand: null, buildCommand: null, startCommand: null, outputDirectory: null, rootDirectory: null, port: 3000,
+        packageManager: null, runtime: null, nodeVersion: null, sourceType: 'none', gitProvider: null, gitOwner: null, gitRepo: null, gitBranch: null,
+        localPath: null, sleepMode: 'always_on', autoDeploy: 0, webhookDomain: null, webhookId: null, resources: '{}', createdAt: now, updatedAt: now,
+      })
+      .execute();
+  }
+
+  /** A `shopProject` moved to the cloud: its local id and its cloud copy's. */
+  async function cloudShop(owner: TestUser = team.owner): Promise<{ projectId: string; cloudId: string }> {
+    const p = await shopProject(owner);
+    const t = await self.api(owner.token).post(`/api/projects/${p.id}/transfer/to-cloud`);
+    assert.equal(t.status, 200, t.text);
+    return { projectId: p.id, cloudId: t.body.data.cloudProjectId };
+  }
+
+  /** Changes made on a cloud copy by the cloud org itself: renamed "Shop Cloud", and env ADDED_ON_CLOUD added. */
+  async function changeOnCloud(cloudId: string): Promise<void> {
+    const api = cloud.api(cloudOwner.token);
+    const renamed = await api.patch(`/api/projects/${cloudId}`, { name: 'Shop Cloud' });
+    assert.equal(renamed.status, 200, renamed.text);
+    const env = await api.patch(`/api/projects/${cloudId}/env`, { environment: 'production', upserts: [{ key: 'ADDED_ON_CLOUD', value: 'yes', isSecret: false }], deletes: [] });
+    assert.equal(env.status, 200, env.text);
+  }
 
   before(async () => {
     cloudProbe = probeState();
@@ -142,40 +198,12 @@ describe('hosted cloud mode, a linked self-hosted instance, and project transfer
   });
 
   it('sets up a local project with config, env secrets, a domain, a route rule, resources and a clone credential', async () => {
-    const api = self.api(team.owner.token);
-    const created = await api.post('/api/projects', { name: 'Shop', gitOwner: 'acme', gitRepo: 'shop', gitBranch: 'main', buildCommand: 'npm run build' });
-    assert.equal(created.status, 201);
-    projectId = created.body.data.id;
-    assert.equal(created.body.data.location, 'local');
-    const env = await api.patch(`/api/projects/${projectId}/env`, {
-      environment: 'production',
-      upserts: [
-        { key: 'API_SECRET', value: SECRET, isSecret: true },
-        { key: 'PUBLIC_NAME', value: 'shop', isSecret: false },
-      ],
-      deletes: [],
-    });
-    assert.equal(env.status, 200, env.text);
-    assert.equal((await api.post(`/api/projects/${projectId}/connect`, { domain: `shop-${randomBytes(3).toString('hex')}.example.com` })).status, 200);
-    const rule = await api.post(`/api/projects/${projectId}/route-rules`, { kind: 'rate-limit', path: '/api', limit: 10, windowSeconds: 60 });
-    assert.equal(rule.status, 201, rule.text);
-    assert.equal((await api.patch(`/api/projects/${projectId}/resources`, { production: { cpuCores: 2, memoryMb: 1024 } })).status, 200);
-    assert.equal((await api.patch(`/api/projects/${projectId}/clone-token`, { token: 'ghp_clonetoken', username: 'bot' })).status, 200);
-    // An unrelated project on the cloud already holds this id: the cloud copy gets another id,
-    // and the link maps one to the other.
-    const now = new Date().toISOString();
-    await cloud.ctx.db
-      .insertInto('projects')
-      .values({
-        id: projectId, orgId: cloudOwner.orgId, name: 'squatter', slug: `squat-${randomBytes(3).toString('hex')}`, status: 'enabled', location: 'local',
-        framework: null, installCommand: null, buildCommand: null, startCommand: null, outputDirectory: null, rootDirectory: null, port: 3000,
-        packageManager: null, runtime: null, nodeVersion: null, sourceType: 'none', gitProvider: null, gitOwner: null, gitRepo: null, gitBranch: null,
-        localPath: null, sleepMode: 'always_on', autoDeploy: 0, webhookDomain: null, webhookId: null, resources: '{}', createdAt: now, updatedAt: now,
-      })
-      .execute();
+    const shop = await shopProject();
+    assert.equal(shop.location, 'local');
   });
 
   it('transfer/to-cloud needs project:admin: 403 for a member, 404 for another org, before anything reaches the cloud', async () => {
+    const { id: projectId } = await shopProject();
     const before = await cloud.ctx.db.selectFrom('projects').select('id').where('orgId', '=', cloudOwner.orgId).execute();
     const m = await self.api(team.member.token).post(`/api/projects/${projectId}/transfer/to-cloud`);
     assert.equal(m.status, 403);
@@ -188,6 +216,7 @@ describe('hosted cloud mode, a linked self-hosted instance, and project transfer
   });
 
   it('a transfer that fails after the cloud made its copy leaves the local project as it was and nothing on the cloud', async () => {
+    const { id: projectId } = await shopProject();
     const digest = await digestOn(self, team.orgId, projectId);
     const cloudBefore = await cloud.ctx.db.selectFrom('projects').select('id').execute();
     cloudProbe.failNextExport = true;
@@ -222,6 +251,10 @@ describe('hosted cloud mode, a linked self-hosted instance, and project transfer
   });
 
   it('transfer/to-cloud copies config, env secrets, domains, route rules, resources and clone credential, verifies, and flips the record', async () => {
+    const { id: projectId } = await shopProject();
+    // An unrelated project on the cloud already holds this id: the cloud copy gets another id,
+    // and the link maps one to the other.
+    await squatOnCloud(projectId);
     const digest = await digestOn(self, team.orgId, projectId);
     const res = await self.api(team.owner.token).post(`/api/projects/${projectId}/transfer/to-cloud`);
     assert.equal(res.status, 200, res.text);
@@ -248,6 +281,7 @@ describe('hosted cloud mode, a linked self-hosted instance, and project transfer
   });
 
   it('a transfer to where the project already is is 409', async () => {
+    const { projectId } = await cloudShop();
     const again = await self.api(team.owner.token).post(`/api/projects/${projectId}/transfer/to-cloud`);
     assert.equal(again.status, 409);
     assert.equal(again.body.error.code, 'CONFLICT');
@@ -257,6 +291,7 @@ describe('hosted cloud mode, a linked self-hosted instance, and project transfer
   });
 
   it('forwards reads of a cloud project to the cloud: the answer comes back unchanged, secrets still masked', async () => {
+    const { projectId } = await cloudShop();
     const res = await self.api(team.member.token).get(`/api/projects/${projectId}/env?environment=production`);
     assert.equal(res.status, 200, res.text);
     const byKey = Object.fromEntries(res.body.data.map((v: any) => [v.key, v]));
@@ -272,6 +307,7 @@ describe('hosted cloud mode, a linked self-hosted instance, and project transfer
   });
 
   it('forwards writes: the change lands on the cloud, the local record is left alone', async () => {
+    const { projectId } = await cloudShop();
     const link = await self.ctx.db.selectFrom('cloudLinks').selectAll().where('projectId', '=', projectId).executeTakeFirstOrThrow();
     const localBefore = await digestOn(self, team.orgId, projectId);
     const res = await self.api(team.member.token).patch(`/api/projects/${projectId}/env`, {
@@ -298,6 +334,7 @@ describe('hosted cloud mode, a linked self-hosted instance, and project transfer
   });
 
   it('checks local rights before anything is sent: another org gets 404 and a restricted member 403, and the cloud sees nothing', async () => {
+    const { projectId } = await cloudShop();
     const hits = cloudProbe.hits;
     const o = await self.api(otherOrg.token).post(`/api/projects/${projectId}/probe/upload`, 'abc', { 'content-type': 'application/octet-stream' });
     assert.equal(o.status, 404);
@@ -311,6 +348,7 @@ describe('hosted cloud mode, a linked self-hosted instance, and project transfer
   });
 
   it('streams an upload through without buffering it, with the link\'s credential and the caller\'s request id', async () => {
+    const { projectId } = await cloudShop();
     resetFirstChunk(cloudProbe);
     const total = 24 * 1024 * 1024;
     const chunk = randomBytes(1024 * 1024);
@@ -354,6 +392,7 @@ describe('hosted cloud mode, a linked self-hosted instance, and project transfer
   });
 
   it('streams an SSE answer through as events happen', async () => {
+    const { projectId } = await cloudShop();
     const s = await openStream(`${self.url}/api/projects/${projectId}/probe/events`, team.member.token);
     assert.equal(s.status, 200);
     assert.match(String(s.headers['content-type']), /text\/event-stream/);
@@ -368,6 +407,7 @@ describe('hosted cloud mode, a linked self-hosted instance, and project transfer
   });
 
   it('forwards the real per-project streams and the project-scoped backup routes', async () => {
+    const { projectId } = await cloudShop();
     const policies = await self.api(team.member.token).get(`/api/projects/${projectId}/backup-policies`);
     const link = await self.ctx.db.selectFrom('cloudLinks').selectAll().where('projectId', '=', projectId).executeTakeFirstOrThrow();
     const direct = await cloud.api(cloudOwner.token).get(`/api/projects/${link.cloudProjectId}/backup-policies`);
@@ -392,7 +432,14 @@ describe('hosted cloud mode, a linked self-hosted instance, and project transfer
   });
 
   it('home merges local and cloud projects with location on each', async () => {
-    const res = await self.api(team.member.token).get('/api/projects/home');
+    // A team org of its own, so that its home holds just this test's projects: one on the cloud, two local.
+    const owner = await createUser(self, { team: true });
+    const member = await createUser(self, { orgId: owner.orgId, role: 'member', noPassword: true });
+    const { projectId, cloudId } = await cloudShop(owner);
+    await changeOnCloud(cloudId);
+    await createProject(self, owner);
+    await createProject(self, owner);
+    const res = await self.api(member.token).get('/api/projects/home');
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.data.cloudUnreachable, false);
     const shop = res.body.data.projects.find((p: any) => p.id === projectId);
@@ -407,6 +454,8 @@ describe('hosted cloud mode, a linked self-hosted instance, and project transfer
   });
 
   it('transfer/to-self-hosted brings the project back with its secrets intact and deletes the cloud copy after verifying', async () => {
+    const { projectId, cloudId } = await cloudShop();
+    await changeOnCloud(cloudId);
     const link = await self.ctx.db.selectFrom('cloudLinks').selectAll().where('projectId', '=', projectId).executeTakeFirstOrThrow();
     const cloudDigest = await digestOn(cloud, cloudOwner.orgId, link.cloudProjectId);
     assert.equal((await self.api(team.member.token).post(`/api/projects/${projectId}/transfer/to-self-hosted`)).status, 403);
@@ -512,7 +561,8 @@ describe('hosted cloud mode, a linked self-hosted instance, and project transfer
   });
 
   it('when the cloud goes down mid-way: streams are cut, forwarded routes answer 503 cloud_unreachable, home falls back to local projects, no local data is lost', async () => {
-    // One project stays on the cloud for this.
+    // A local project of the team, and one that stays on the cloud for this.
+    const { id: projectId } = await shopProject();
     const p = (await self.api(team.owner.token).post('/api/projects', { name: 'Away' })).body.data;
     await self.api(team.owner.token).patch(`/api/projects/${p.id}/env`, { environment: 'production', upserts: [{ key: 'K', value: SECRET, isSecret: true }], deletes: [] });
     assert.equal((await self.api(team.owner.token).post(`/api/projects/${p.id}/transfer/to-cloud`)).status, 200);
