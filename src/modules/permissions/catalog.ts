@@ -1,4 +1,3 @@
-import { sql } from '../../db/kysely.js';
 import type { AppContext } from '../../context.js';
 
 /**
@@ -41,19 +40,3 @@ export async function catalogHas(ctx: AppContext, type: string, orgId: string, i
   if (p.has) return p.has(ctx, orgId, id);
   return (await p.list(ctx, orgId, {})).some((e) => e.id === id);
 }
-
-/**
- * The project catalog until the projects area provides its own (areas listed after permissions in
- * `src/modules/index.ts` replace this entry): read through `sql`, so this file does not depend on the
- * projects area's types.
- */
-export const fallbackProjectCatalog: CatalogProvider = {
-  async list(ctx, orgId) {
-    const r = await sql<{ id: string; name: string; slug: string | null }>`select id, name, slug from projects where org_id = ${orgId} order by name, id`.execute(ctx.db);
-    return r.rows.map((p) => ({ id: p.id, label: p.name, ...(p.slug ? { meta: { slug: p.slug } } : {}) }));
-  },
-  async has(ctx, orgId, id) {
-    const r = await sql<{ id: string }>`select id from projects where org_id = ${orgId} and id = ${id}`.execute(ctx.db);
-    return r.rows.length > 0;
-  },
-};

@@ -2,7 +2,6 @@ import { Type } from '@sinclair/typebox';
 import type { GrantsTable } from '../../db/schema.js';
 import { Answer, defineRoute, type ModuleDef, type ResourceResolver } from '../../http/route.js';
 import { Id, Obj, Str } from '../../http/schemas.js';
-import { fallbackProjectCatalog } from './catalog.js';
 import { listCatalog } from './catalog.service.js';
 import * as grants from './grants.service.js';
 import { findGrant } from './grants.store.js';
@@ -66,8 +65,6 @@ const resolveMember: ResourceResolver<'member'> = async (ctx, orgId, userId) => 
 export const permissionsModule: ModuleDef = {
   name: 'permissions',
   resolvers: { grant: resolveGrant, invitation: resolveInvitation, member: resolveMember },
-  // Until the projects area provides the project catalog itself (later modules replace this entry).
-  provides: () => ({ catalogs: { project: fallbackProjectCatalog } }),
   routes: [
     // ------------------------------------------------------------ open to any member
     defineRoute({

@@ -19,7 +19,7 @@ import {
 } from './projects.presenters.js';
 import { CreateBody, DeploymentsQuery, EnsureBody, EnvironmentBody, OptionsBody, ProjectParams, ServiceBody, UpdateBody } from './projects.schemas.js';
 import * as projects from './projects.service.js';
-import { resolveProject } from './projects.store.js';
+import { findProject, projectCatalog, resolveProject } from './projects.store.js';
 import { routeRuleRoutes } from './route-rules.routes.js';
 import * as services from './services.service.js';
 
@@ -236,4 +236,18 @@ export const projectsModule: ModuleDef = {
   name: 'projects',
   routes: [...coreRoutes, ...configRoutes, ...routeRuleRoutes],
   resolvers: { project: resolveProject },
+  // The `project` resources of grants (GET /api/permissions/resources?type=project, RESOURCE_NOT_IN_ORG checks).
+  provides: () => ({
+    catalogs: {
+      project: {
+        async list(ctx, orgId) {
+          const rows = await projectCatalog(ctx.db, orgId);
+          return rows.map((p) => ({ id: p.id, label: p.name, ...(p.slug ? { meta: { slug: p.slug } } : {}) }));
+        },
+        async has(ctx, orgId, id) {
+          return !!(await findProject(ctx.db, orgId, id));
+        },
+      },
+    },
+  }),
 };
