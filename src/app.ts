@@ -133,6 +133,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     config,
     db: database.db,
     dialect: database.dialect,
+    writes: database.writes,
     keyring,
     log,
     jobs,

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Db, Dialect } from './db/client.js';
+import type { WriteEvents } from './db/write-events.js';
 import type { Keyring } from './lib/crypto.js';
 import type { JobQueue } from './jobs/queue.js';
 import type { Scheduler } from './jobs/leader.js';
@@ -15,6 +16,8 @@ export interface AppContext {
   config: Config;
   db: Db;
   dialect: Dialect;
+  /** Which tables are written, as queries are compiled (`src/db/write-events.ts`): read caches listen. */
+  writes: WriteEvents;
   keyring: Keyring;
   log: Logger;
   jobs: JobQueue;

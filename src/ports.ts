@@ -1,6 +1,6 @@
 import type { Actor } from './authz/actor.js';
 import type { AppContext } from './context.js';
-import type { GitPort, ProjectDependent, RuntimePort, UploadSourcePort } from './modules/projects/index.js';
+import type { GitPort, ProjectDependent, ProjectReads, RuntimePort, UploadSourcePort } from './modules/projects/index.js';
 import type { CatalogProvider } from './modules/permissions/index.js';
 import type { BackupsRuntime } from './modules/backups/index.js';
 import type { BerthRuntime } from './modules/deployments/index.js';
@@ -36,6 +36,8 @@ export interface Ports {
   uploadSource: UploadSourcePort | null;
   /** The permission catalog's entries per grant resource type (each owning area provides its type). */
   catalogs: Partial<Record<string, CatalogProvider>>;
+  /** Short-lived reads of projects for GET requests (projects area; its own use only). */
+  projectReads: ProjectReads | null;
   /** The backups area's per-server state (event bus, local abort handles, webhook rate limit); its own use only. */
   backups: BackupsRuntime | null;
   /** This server's GitHub App installation tokens (gitprovider area), cached and counted; its own use only. */
@@ -99,6 +101,7 @@ export function emptyPorts(): Ports {
     projectDependents: [],
     uploadSource: null,
     catalogs: {},
+    projectReads: null,
     backups: null,
     githubTokens: null,
   };

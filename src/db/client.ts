@@ -6,6 +6,7 @@ import type pgTypes from 'pg';
 import type { Transaction } from 'kysely';
 import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, SqliteDialect } from './kysely.js';
 import type { DB } from './schema.js';
+import { WriteEvents } from './write-events.js';
 import { migrations } from './migrations/index.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -15,6 +16,8 @@ export type Tx = Transaction<DB>;
 export interface Database {
   db: Db;
   dialect: Dialect;
+  /** Which tables the query builder writes, as queries are compiled (read caches listen). */
+  writes: WriteEvents;
   close(): Promise<void>;
 }
 
@@ -38,14 +41,16 @@ export interface OpenOptions {
 }
 
 export function openDatabase(opts: OpenOptions): Database {
-  const plugins = [new CamelCasePlugin()];
+  const writes = new WriteEvents();
+  // First: it sees table names as the code writes them (camelCase), before CamelCasePlugin.
+  const plugins = [writes, new CamelCasePlugin()];
   if (opts.databaseUrl) {
     const pg = loadPg();
     const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: 10 });
     // A dropped idle connection must not take the process down.
     pool.on('error', () => {});
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), plugins });
-    return { db, dialect: 'postgres', close: () => db.destroy() };
+    return { db, dialect: 'postgres', writes, close: () => db.destroy() };
   }
   mkdirSync(opts.dataDir, { recursive: true });
   const file = path.join(opts.dataDir, 'berth.db');
@@ -55,7 +60,7 @@ export function openDatabase(opts: OpenOptions): Database {
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }), plugins });
-  return { db, dialect: 'sqlite', close: () => db.destroy() };
+  return { db, dialect: 'sqlite', writes, close: () => db.destroy() };
 }
 
 /**

@@ -196,7 +196,7 @@ export class RouteGate {
 
   private async resolve(orgId: string, req: FastifyRequest): Promise<ResolvedResource | null> {
     const id = this.idOf(req) ?? '';
-    return this.resolver!(this.ctx, orgId, id, this.fieldsOf(req));
+    return this.resolver!(this.ctx, orgId, id, this.fieldsOf(req), { read: req.method === 'GET' || req.method === 'HEAD' });
   }
 
   /** Step 6 for `actor`: the record (if the route names one), the tag on it, every requirement. */

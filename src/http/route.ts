@@ -63,9 +63,11 @@ export interface ResolvedResource<K extends string = string> extends ResourceRef
 
 /**
  * Finds a record of one kind in the actor's org (null: none there). `source` is the object the id
- * was read from (path params, query or body), for kinds named by more than one field.
+ * was read from (path params, query or body), for kinds named by more than one field. `how.read`:
+ * the request only reads (GET, HEAD), so a short-lived read cache may answer; a writing request
+ * always gets the record from the database.
  */
-export type ResourceResolver<K extends string = string> = (ctx: AppContext, orgId: string, id: string, source: Record<string, unknown>) => Promise<ResolvedResource<K> | null>;
+export type ResourceResolver<K extends string = string> = (ctx: AppContext, orgId: string, id: string, source: Record<string, unknown>, how: { read: boolean }) => Promise<ResolvedResource<K> | null>;
 
 export interface RouteSchemas {
   params?: TSchema;

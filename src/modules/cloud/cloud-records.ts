@@ -75,7 +75,7 @@ export async function recordRefProject(ctx: AppContext, known: { table: RouteTab
   const kind = [...known.recordKinds].find((k) => lookupName(k) === name);
   const resolver = kind ? known.table.resolvers.get(kind) : undefined;
   if (!kind || !resolver) throw new AppError('VALIDATION_FAILED', `kind must be one of ${[...known.recordKinds].map(lookupName).join(', ')}`, { field: 'params.kind' });
-  const found = await resolver(ctx, actor.orgId, id, { id });
+  const found = await resolver(ctx, actor.orgId, id, { id }, { read: false });
   // Records under a project carry its id (every such table has a project_id column).
   const record = found?.record as { projectId?: unknown } | undefined;
   const projectId = found?.parents?.project && typeof record?.projectId === 'string' ? record.projectId : null;

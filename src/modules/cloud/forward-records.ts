@@ -111,7 +111,7 @@ export async function forwardCloudStream(def: AnyRoute, req: FastifyRequest, rep
   if (!actor) return false; // the gate's 401
   // A record of the actor's org on this instance: the gate's.
   const resolver = ctx.ports.cloud!.tableOf(req.server.berth.modules).table.resolvers.get(source.kind);
-  if (resolver && (await resolver(ctx, actor.orgId, id, req.params as Record<string, unknown>))) return false;
+  if (resolver && (await resolver(ctx, actor.orgId, id, req.params as Record<string, unknown>, { read: false }))) return false;
   checkCsrf(ctx, req, actor);
   req.actor = actor;
   const target = await cloudRecordTarget(ctx, actor, def, source, id, req.id);

@@ -4,6 +4,7 @@
  * by other areas through their module's `provides`).
  */
 export { projectsModule } from './projects.routes.js';
+export type { ProjectReads } from './project-reads.js';
 
 // Records and presenters.
 export type { ProjectRow, EnvironmentRow, DomainRow, RouteRuleRow, DeploymentRow } from './projects.store.js';

@@ -20,6 +20,7 @@ import {
 import { CreateBody, DeploymentsQuery, EnsureBody, EnvironmentBody, OptionsBody, ProjectParams, ServiceBody, UpdateBody } from './projects.schemas.js';
 import * as projects from './projects.service.js';
 import { findProject, projectCatalog, resolveProject } from './projects.store.js';
+import { ProjectReads } from './project-reads.js';
 import { routeRuleRoutes } from './route-rules.routes.js';
 import * as services from './services.service.js';
 
@@ -237,7 +238,8 @@ export const projectsModule: ModuleDef = {
   routes: [...coreRoutes, ...configRoutes, ...routeRuleRoutes],
   resolvers: { project: resolveProject },
   // The `project` resources of grants (GET /api/permissions/resources?type=project, RESOURCE_NOT_IN_ORG checks).
-  provides: () => ({
+  provides: (ctx) => ({
+    projectReads: new ProjectReads(ctx.writes),
     catalogs: {
       project: {
         async list(ctx, orgId) {

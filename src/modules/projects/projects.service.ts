@@ -23,8 +23,10 @@ export async function loadRecord(ctx: AppContext, db: Db, orgId: string, id: str
 }
 
 /** The record of a project row the gate already loaded (one query for its domains). */
+/** `GET /api/projects/:id` (its domains through the per-server read cache when there is one). */
 export async function getProject(ctx: AppContext, row: ProjectRow): Promise<ProjectRecord> {
-  return projectRecord(ctx, row, await store.listDomains(ctx.db, row.orgId, row.id));
+  const reads = ctx.ports.projectReads;
+  return projectRecord(ctx, row, reads ? await reads.domainsOf(ctx.db, row.orgId, row.id) : await store.listDomains(ctx.db, row.orgId, row.id));
 }
 
 // ---------------------------------------------------------------- create / update

@@ -1,0 +1,66 @@
+import type { Db } from '../../db/client.js';
+import type { WriteEvents } from '../../db/write-events.js';
+import { findProject, listDomains, type DomainRow, type ProjectRow } from './projects.store.js';
+
+/** How long a read may be served from memory. Bounds how stale a read can be after another instance's write. */
+export const PROJECT_READ_TTL_MS = 1000;
+
+interface Entry<T> {
+  gen: number;
+  at: number;
+  value: T;
+}
+
+/**
+ * Reads of one project for `GET` requests (the row the route gate resolves, and its domains), served
+ * from memory for up to PROJECT_READ_TTL_MS. One per server (the projects module's `provides`).
+ *
+ * Every write to `projects` or `domains` through the query builder on this server drops everything
+ * at once (`ctx.writes`, told when the write is compiled, before it runs), and an answer read while a
+ * write happened is not kept (the generation it was read under has passed). A write made by another
+ * instance sharing a PostgreSQL database is seen within the TTL, as for the credential cache. Only
+ * reads use it: a route that writes resolves its record from the database, so an update never
+ * merges into a stale row. The rows handed out are frozen: presenters copy, nothing mutates them.
+ */
+export class ProjectReads {
+  private gen = 0;
+  private readonly rows = new Map<string, Entry<ProjectRow | undefined>>();
+  private readonly domains = new Map<string, Entry<DomainRow[]>>();
+
+  constructor(writes: WriteEvents) {
+    writes.on(['projects', 'domains'], () => {
+      this.gen++;
+      this.rows.clear();
+      this.domains.clear();
+    });
+  }
+
+  project(db: Db, orgId: string, id: string): Promise<ProjectRow | undefined> {
+    return this.read(this.rows, `${orgId}|${id}`, () => findProject(db, orgId, id));
+  }
+
+  domainsOf(db: Db, orgId: string, projectId: string): Promise<DomainRow[]> {
+    return this.read(this.domains, `${orgId}|${projectId}`, () => listDomains(db, orgId, projectId));
+  }
+
+  private async read<T>(map: Map<string, Entry<T>>, key: string, load: () => Promise<T>): Promise<T> {
+    const now = Date.now();
+    const hit = map.get(key);
+    if (hit && hit.gen === this.gen && now - hit.at <= PROJECT_READ_TTL_MS) return hit.value;
+    const gen = this.gen;
+    const value = freeze(await load());
+    if (gen === this.gen) {
+      if (map.size >= 10000) map.clear();
+      map.set(key, { gen, at: now, value });
+    }
+    return value;
+  }
+}
+
+function freeze<T>(v: T): T {
+  if (Array.isArray(v)) {
+    for (const x of v) Object.freeze(x);
+    return Object.freeze(v) as T;
+  }
+  return v && typeof v === 'object' ? Object.freeze(v) : v;
+}
