@@ -1,7 +1,15 @@
-import type { Compilable, CompiledQuery, Insertable, Selectable, SelectQueryBuilder, Updateable } from 'kysely';
+/**
+ * SQL on the projects area's tables (projects, environments, env vars, domains, route rules, services,
+ * clone credentials, routing attempts), every query scoped by org. One file on purpose: it is the
+ * whole of what the area asks the database, and the reads other areas need (edge lookups, run
+ * settings) sit beside the queries they share columns with. Env vars are in env.store.ts, a whole
+ * project's rows (bundles, transfers) in whole-project.store.ts.
+ */
+import type { Insertable, Selectable, SelectQueryBuilder, Updateable } from 'kysely';
 import type { GrantKey } from '../../authz/grants.js';
 import type { AppContext } from '../../context.js';
 import type { Db } from '../../db/client.js';
+import { precompiled } from '../../db/precompiled.js';
 import type { DB } from '../../db/schema.js';
 import type { ResolvedResource } from '../../http/route.js';
 import type {
@@ -14,32 +22,6 @@ import type {
 } from './projects.tables.js';
 
 export type ProjectRow = Selectable<ProjectsTable>;
-
-/**
- * A query built and compiled once per database handle, then run with new values: Kysely otherwise
- * rebuilds, transforms and compiles the query's tree on every call, which costs several times what
- * SQLite takes to answer a lookup by key. For the reads every request to a project makes (the
- * resolver's, the record's). `build` gets a placeholder for each value and must use each once, as a
- * value; the compiled parameters are matched back to the placeholders, so their order in the SQL
- * does not matter.
- */
-function precompiled<R>(arity: number, build: (db: Db, values: string[]) => Compilable<R>) {
-  const marks = Array.from({ length: arity }, (_, i) => `\u0000precompiled-${i}\u0000`);
-  const byDb = new WeakMap<Db, { query: CompiledQuery<R>; slots: number[] }>();
-  return async (db: Db, ...values: string[]): Promise<R[]> => {
-    let c = byDb.get(db);
-    if (!c) {
-      const query = build(db, marks).compile();
-      const slots = query.parameters.map((p) => marks.indexOf(p as string));
-      if (slots.length !== arity || slots.some((i) => i < 0) || new Set(slots).size !== arity) throw new Error(`a precompiled query must use each of its ${arity} values once: ${query.sql}`);
-      c = { query, slots };
-      // A transaction's handle lives for one transaction: compiled for it, not remembered.
-      if (!db.isTransaction) byDb.set(db, c);
-    }
-    const parameters = c.slots.map((i) => values[i]);
-    return (await db.executeQuery<R>({ ...c.query, parameters })).rows;
-  };
-}
 
 const findProjectQuery = precompiled<ProjectRow>(2, (db, [orgId, id]) => db.selectFrom('projects').selectAll().where('orgId', '=', orgId!).where('id', '=', id!));
 
