@@ -1,7 +1,7 @@
 import { BuildError } from './build-error.js';
 import type { BoxProcess } from './driver.js';
 import type { LogStream } from './logs.js';
-import { LineSplitter, Redactor } from './redact.js';
+import { redactedLines } from './app-output.js';
 
 /** What bounds every process of one build, and where its output goes. */
 export interface ProcessBudget {
@@ -27,22 +27,10 @@ export async function runBuildProcess(budget: ProcessBudget, start: () => BoxPro
     throw new BuildError(`could not run ${label}: ${(e as Error).message}`);
   }
   let captured = '';
-  const attach = (stream: NodeJS.ReadableStream | null, name: LogStream) => {
-    if (!stream) return;
-    const r = new Redactor(budget.secrets);
-    const lines = new LineSplitter((line) => {
-      if (captured.length < 4096) captured += line + '\n';
-      budget.log(name, line);
-    });
-    stream.on('data', (c: Buffer) => lines.push(r.push(c)));
-    stream.on('end', () => {
-      lines.push(r.end());
-      lines.end();
-    });
-    stream.on('error', () => {});
-  };
-  attach(child.stdout, 'stdout');
-  attach(child.stderr, 'stderr');
+  redactedLines(child, budget.secrets, (name, line) => {
+    if (captured.length < 4096) captured += line + '\n';
+    budget.log(name, line);
+  });
   let why: string | null = null;
   const onAbort = () => {
     why = 'the build was cancelled';

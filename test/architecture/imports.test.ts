@@ -1,8 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
+import { sourceFiles } from './source-files.js';
 
 /**
  * The structure of src/, checked on every run (docs/architecture.md, "Layers and areas"):
@@ -18,16 +19,6 @@ interface Edge {
   from: string;
   to: string;
   typeOnly: boolean;
-}
-
-function sourceFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const p = path.join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...sourceFiles(p));
-    else if (name.endsWith('.ts')) out.push(p);
-  }
-  return out;
 }
 
 /** Every relative import and re-export of every file under src/, parsed by the TypeScript compiler. */

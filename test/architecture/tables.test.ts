@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
+import { sourceFiles } from './source-files.js';
 
 /**
  * Stores are private to their area (issue #16, docs/architecture.md "Layers and areas"): every table
@@ -58,16 +59,6 @@ const KYSELY_METHODS = new Set([
   'crossJoin',
   'crossJoinLateral',
 ]);
-
-function sourceFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const p = path.join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...sourceFiles(p));
-    else if (name.endsWith('.ts')) out.push(p);
-  }
-  return out;
-}
 
 /** Property names of the exported interface `name` in `file` (its tables). */
 function interfaceKeys(file: string, test: (name: string) => boolean): string[] {
