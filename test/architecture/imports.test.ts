@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
-import { sourceFiles } from './source-files.js';
+import { SRC as ROOT, sourceFiles } from './source-files.js';
 
 /**
  * The structure of src/, checked on every run (docs/architecture.md, "Layers and areas"):
@@ -12,8 +12,6 @@ import { sourceFiles } from './source-files.js';
  * - lib imports nothing of Berth but lib; authz nothing but lib and authz;
  * - no import cycle between areas, and none between files (value imports: `import type` is erased).
  */
-
-const ROOT = path.resolve(import.meta.dirname, '../../src');
 
 interface Edge {
   from: string;
@@ -51,6 +49,12 @@ const areaOf = (file: string): string | null => /^modules\/([^/]+)\//.exec(file)
 const layerOf = (file: string): string => file.split('/')[0]!.replace(/\.ts$/, '');
 
 const edges = importEdges();
+
+test('the scan reads the imports (so the checks below are not vacuous)', () => {
+  assert.ok(edges.length > 200, `edges found: ${edges.length}`);
+  assert.ok(edges.some((e) => e.typeOnly) && edges.some((e) => !e.typeOnly), 'both type-only and value imports are seen');
+  assert.ok(edges.some((e) => areaOf(e.from) !== null && areaOf(e.to) !== null && areaOf(e.from) !== areaOf(e.to)), 'some area reaches another');
+});
 
 /** The database schema is the one place that names every area's tables (types only). */
 const tablesTypes = (e: Edge): boolean => e.from === 'db/schema.ts' && e.typeOnly && /^modules\/[^/]+\/[^/]+\.tables\.ts$/.test(e.to);
