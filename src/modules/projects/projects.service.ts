@@ -163,12 +163,10 @@ const CONFIG_FROM_SCAN = ['framework', 'installCommand', 'buildCommand', 'startC
 
 /**
  * Inside the attaching transaction: the project's source becomes its uploaded folder (`gitProvider:
- * "upload"`). Config fields the project leaves empty are filled from the scan of the upload, and its
- * port too when the project had no build config at all. Answers false when the project is gone.
+ * "upload"`). Config fields the project (its row as read in that transaction) leaves empty are filled
+ * from the scan of the upload, and its port too when the project had no build config at all.
  */
-export async function useUploadAsSource(tx: Db, orgId: string, projectId: string, scan: DetectedConfig | null): Promise<boolean> {
-  const project = await store.findProject(tx, orgId, projectId);
-  if (!project) return false;
+export async function useUploadAsSource(tx: Db, project: ProjectRow, scan: DetectedConfig | null): Promise<void> {
   const patch: Record<string, unknown> = { sourceType: 'upload', gitProvider: 'upload', updatedAt: nowIso() };
   if (scan) {
     const unconfigured = !project.framework && !project.startCommand && !project.buildCommand;
@@ -178,8 +176,7 @@ export async function useUploadAsSource(tx: Db, orgId: string, projectId: string
     }
     if (unconfigured && typeof scan.port === 'number') patch.port = scan.port;
   }
-  await store.updateProject(tx, orgId, projectId, patch);
-  return true;
+  await store.updateProject(tx, project.orgId, project.id, patch);
 }
 
 /** The id of the org's project that imports the local folder `localPath`, if any. */

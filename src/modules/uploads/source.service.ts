@@ -63,7 +63,7 @@ export async function attachUploadToProject(ctx: Deps, actorId: string | null, o
     } catch {
       scan = null;
     }
-    await useUploadAsSource(tx, orgId, projectId, scan);
+    await useUploadAsSource(tx, project, scan);
     await insertAuditEvent(tx, { orgId, actorId, action: 'upload.attach', resourceType: 'project', resourceId: projectId, details: { sessionId, sha256: row.sha256, sizeBytes: row.sizeBytes } });
   });
   await materialize(ctx, orgId, projectId);
