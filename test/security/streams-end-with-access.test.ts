@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { REAUTHORIZE_EVERY_MS } from '../../src/http/stream-access.js';
-import { createGrant, createProject, createTeam, type TestOrg, type TestUser } from '../support/factories.js';
+import { createDestination, createGrant, createPolicy, createProject, createTeam, createToken, type TestOrg } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 
 /** A bound for waiting on something that should happen at once (no timing is asserted). */
@@ -73,11 +73,6 @@ describe('streams end when access ends', () => {
   const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
   const logsUrl = (p: string) => `${server.url}/api/projects/${p}/logs/stream`;
 
-  async function pat(u: TestUser, name = 'stream'): Promise<{ id: string; token: string }> {
-    const r = await server.api(u.token).post('/api/auth/tokens', { name });
-    assert.equal(r.status, 201, r.text);
-    return { id: r.body.data.id, token: r.body.data.token };
-  }
   async function streamToken(token: string, projectId: string): Promise<string> {
     const r = await server.api(token).get(`/api/projects/${projectId}/server-logs/stream-token`);
     assert.equal(r.status, 200, r.text);
@@ -126,7 +121,7 @@ describe('streams end when access ends', () => {
   it('a request-log stream opened with a credential ends when the token is revoked', async () => {
     const t = await createTeam(server);
     const p = await createProject(server, t.owner);
-    const second = await pat(t.member);
+    const second = await createToken(server, t.member, { name: 'stream' });
     const victim = track(await openStream(`${server.url}/api/projects/${p.id}/server-logs/stream`, bearer(second.token)));
     const control = track(await openStream(`${server.url}/api/projects/${p.id}/server-logs/stream`, bearer(t.member.token)));
     assert.equal((await server.api(t.member.token).delete(`/api/auth/tokens/${second.id}`)).status, 200);
@@ -137,7 +132,7 @@ describe('streams end when access ends', () => {
   it('revoking the token that minted a stream token ends its stream, and the stream token opens nothing more', async () => {
     const t = await createTeam(server);
     const p = await createProject(server, t.owner);
-    const minter = await pat(t.member, 'minter');
+    const minter = await createToken(server, t.member, { name: 'minter' });
     const slt = await streamToken(minter.token, p.id);
     const url = `${server.url}/api/projects/${p.id}/server-logs/stream?token=${slt}`;
     const victim = track(await openStream(url, {}));
@@ -184,12 +179,10 @@ describe('streams end when access ends', () => {
     await server.ctx.db.updateTable('projects').set({ sourceType: 'local', localPath: tempDir('berth-src-') }).where('id', '=', p.id).execute();
     const dep = await server.api(t.owner.token).post('/api/deployments', { projectId: p.id });
     assert.equal(dep.status, 202, dep.text);
-    await createGrant(server, t.restricted, 'project', p.id, ['read']);
+    const grantId = await createGrant(server, t.restricted, 'project', p.id, ['read']);
     const session = await server.api(t.restricted.token).post(`/api/projects/${p.id}/deployment-session`);
     assert.equal(session.status, 200, session.text);
     const victim = track(await openStream(`${server.url}/api/deployments/${dep.body.data.id}/logs/stream?token=${session.body.data.token}`, {}));
-    const grants = await server.api(t.owner.token).get(`/api/permissions/grants?userId=${t.restricted.userId}`);
-    const grantId = grants.body.data.find((g: { resourceId: string }) => g.resourceId === p.id).id;
     assert.equal((await server.api(t.owner.token).delete(`/api/permissions/grants/${grantId}`)).status, 200);
     await endsWithin(victim, 'grant removed (deployment-session token)', SOON_MS);
   });
@@ -197,11 +190,9 @@ describe('streams end when access ends', () => {
   it('membership removal ends a backup-run progress stream', async () => {
     const t = await createTeam(server);
     const p = await createProject(server, t.owner);
-    const dest = await server.api(t.owner.token).post('/api/backup-destinations', { name: 'local', kind: 'local', path: tempDir('berth-dest-') });
-    assert.equal(dest.status, 201, dest.text);
-    const pol = await server.api(t.owner.token).post(`/api/projects/${p.id}/backup-policies`, { destinationId: dest.body.data.id });
-    assert.equal(pol.status, 201, pol.text);
-    const run = await server.api(t.owner.token).post(`/api/backup-policies/${pol.body.data.id}/run`);
+    const dest = await createDestination(server, t.owner);
+    const pol = await createPolicy(server, t.owner, p, { destinationId: dest.id });
+    const run = await server.api(t.owner.token).post(`/api/backup-policies/${pol.id}/run`);
     assert.ok(run.status === 201 || run.status === 200, run.text);
     const url = `${server.url}/api/backup-runs/${run.body.data.runId}/stream`;
     const victim = track(await openStream(url, bearer(t.member.token)));
