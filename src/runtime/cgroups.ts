@@ -180,10 +180,10 @@ export function createCgroup(support: CgroupSupport, instanceKey: string, name: 
       tryWrite(path.join(dir, 'cpu.max'), `${quota} ${PERIOD_US}`);
       tryWrite(path.join(dir, 'pids.max'), pidsMax);
     } else {
-      for (const dir of dirs) {
+      for (const [i, dir] of dirs.entries()) {
         mkdirSync(dir, { recursive: true });
         made.push(dir);
-        const c = path.basename(path.dirname(path.dirname(path.dirname(dir))));
+        const c = controllers[i];
         if (c === 'memory') {
           writeFileSync(path.join(dir, 'memory.limit_in_bytes'), memBytes);
           tryWrite(path.join(dir, 'memory.memsw.limit_in_bytes'), memBytes);
