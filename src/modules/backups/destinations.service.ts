@@ -14,7 +14,7 @@ import { destinationRef } from './backups.resolvers.js';
 import * as store from './backups.store.js';
 import type { DestinationRow } from './backups.store.js';
 import { checkEndpoint, secretAad, storageOf } from './destination-storage.js';
-import { describeStorageError, refusedField } from './failures.js';
+import { describeFailure, refusedField } from './failures.js';
 import type { Storage } from './storage.js';
 
 /**
@@ -168,6 +168,6 @@ export async function testDestination(ctx: Ctx, row: DestinationRow) {
     if (e instanceof OutboundRefusedError) throw refusedField(e, 'endpoint');
     if (isOutboundRefused(e)) throw invalid('endpoint', 'endpoint points to an internal address; Berth does not connect there unless BERTH_OUTBOUND_ALLOW lists it');
     ctx.log.info({ destinationId: row.id, errName: (e as Error)?.name, status: (e as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode }, 'backup destination test failed');
-    return { ok: false, error: describeStorageError(e), latencyMs: Date.now() - started };
+    return { ok: false, error: describeFailure(e), latencyMs: Date.now() - started };
   }
 }

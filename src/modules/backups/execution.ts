@@ -3,7 +3,6 @@ import type { AppContext } from '../../context.js';
 import { nowIso } from '../../lib/ids.js';
 import { outboundPolicy, postgresUrlHost } from '../../lib/outbound.js';
 import * as store from './backups.store.js';
-import { describeFailure } from './failures.js';
 import { serviceConnectionUrl } from './project-link.js';
 import { CANCEL } from './runs.service.js';
 
@@ -41,9 +40,6 @@ export async function serviceTarget(ctx: Ctx, svc: { orgId: string; projectId: s
   const checked = await outboundPolicy(ctx.config.hardening.outboundAllow).resolve(postgresUrlHost(url));
   return { url, hostaddr: checked.addresses[0]!.address };
 }
-
-/** A failure's text for a record: Berth's words, never a peer's (failures.ts), no credentials. */
-export const safeMessage = describeFailure;
 
 /**
  * Watches for cancel requests of another instance (the row's flag) and keeps the row's heartbeat

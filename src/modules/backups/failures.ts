@@ -38,7 +38,7 @@ const S3_CREDENTIALS = new Set([
 
 type Shape = { name?: string; code?: string; Code?: string; message?: string; syscall?: string; path?: string; $metadata?: { httpStatusCode?: number }; $fault?: string; cause?: unknown };
 
-/** A tool failure of pg_dump/pg_restore, already in Berth's words (engine.ts). */
+/** A tool failure of pg_dump/pg_restore, already in Berth's words (pg-tools.ts). */
 export class PgToolError extends Error {
   constructor(
     message: string,
@@ -65,17 +65,21 @@ function fromS3(err: Shape | undefined): boolean {
   return !!(err && (err.$metadata || err.$fault || (err as { $response?: unknown }).$response));
 }
 
+/** The text with every postgres:// URL (and the credentials in it) redacted. */
+function redactUrls(text: string): string {
+  return text.replace(/postgres(ql)?:\/\/[^\s'"]+/gi, 'postgres://[redacted]');
+}
+
 /** The message of an error of Berth's own making (or of the local system), with URLs redacted. */
 function ownMessage(err: Shape | undefined, e: unknown): string {
-  return String(err?.message || err?.name || e)
-    .replace(/postgres(ql)?:\/\/[^\s'"]+/gi, 'postgres://[redacted]')
-    .slice(0, 1000);
+  return redactUrls(String(err?.message || err?.name || e)).slice(0, 1000);
 }
 
 /**
  * A failure to use a backup destination or a database, in Berth's words: refused addresses,
  * connection failures and anything an S3 endpoint answered get fixed phrases; errors of Berth's own
- * making (verification, a changed artifact, a local folder's EACCES) keep their message.
+ * making (verification, a changed artifact, a local folder's EACCES) keep their message. The words of
+ * a run's or restore's record, of a destination's `test` and of a prepare that could not read the artifact.
  */
 export function describeFailure(e: unknown): string {
   const err = e as Shape | undefined;
@@ -98,16 +102,13 @@ export function describeFailure(e: unknown): string {
   return ownMessage(err, e);
 }
 
-/** The same words for a destination's `test` and a prepare that could not read the artifact. */
-export const describeStorageError = describeFailure;
-
 /** The technical detail of a failure for the server log (never for an answer). */
 export function logDetail(e: unknown): Record<string, unknown> {
   const err = e as Shape | undefined;
-  const out: Record<string, unknown> = { err: String(err?.message ?? e).replace(/postgres(ql)?:\/\/[^\s'"]+/gi, 'postgres://[redacted]').slice(0, 500) };
+  const out: Record<string, unknown> = { err: redactUrls(String(err?.message ?? e)).slice(0, 500) };
   if (err?.name) out.errName = err.name;
   if (err?.$metadata?.httpStatusCode) out.status = err.$metadata.httpStatusCode;
-  if (err instanceof PgToolError) out.stderr = err.stderr.replace(/postgres(ql)?:\/\/[^\s'"]+/gi, 'postgres://[redacted]').slice(-1000);
+  if (err instanceof PgToolError) out.stderr = redactUrls(err.stderr).slice(-1000);
   return out;
 }
 

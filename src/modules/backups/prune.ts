@@ -1,7 +1,7 @@
 import type { BackupsCtx } from './backups.audit.js';
 import * as store from './backups.store.js';
 import { storageOf } from './destination-storage.js';
-import { describeStorageError } from './failures.js';
+import { describeFailure } from './failures.js';
 import { planRetention } from './retention.js';
 import type { Storage } from './storage.js';
 
@@ -34,7 +34,7 @@ export async function pruneRuns(ctx: Ctx, orgId: string, policyId: string): Prom
         storages.set(dest.id, s);
         listing = await s.list(policyPrefix({ orgId, projectId: policy.projectId, policyId }));
       } catch (e) {
-        ctx.log.warn({ policyId, err: describeStorageError(e) }, 'backup retention: listing failed; nothing pruned');
+        ctx.log.warn({ policyId, err: describeFailure(e) }, 'backup retention: listing failed; nothing pruned');
         listing = null;
       }
     }
@@ -68,7 +68,7 @@ export async function pruneRuns(ctx: Ctx, orgId: string, policyId: string): Prom
         }
         for (const k of keys) await s.delete(k);
       } catch (e) {
-        ctx.log.warn({ runId: id, err: describeStorageError(e) }, 'backup retention: artifact delete failed (orphan left in the destination)');
+        ctx.log.warn({ runId: id, err: describeFailure(e) }, 'backup retention: artifact delete failed (orphan left in the destination)');
       }
     }
     return { pruned };

@@ -8,8 +8,8 @@ import * as store from './backups.store.js';
 import type { RestoreRow } from './backups.store.js';
 import { downloadTo, extractArtifact } from './artifacts.js';
 import { storageOf } from './destination-storage.js';
-import { Cancelled, safeMessage, serviceTarget, STOPPING, stoppedBy, volumeDir, watch } from './execution.js';
-import { logDetail } from './failures.js';
+import { Cancelled, serviceTarget, STOPPING, stoppedBy, volumeDir, watch } from './execution.js';
+import { describeFailure, logDetail } from './failures.js';
 import { pgRestoreFile } from './pg-tools.js';
 import { findService, projectRuntime } from './project-link.js';
 import { ArtifactChangedError } from './storage.js';
@@ -104,12 +104,12 @@ export async function executeRestore(ctx: Ctx, restoreId: string, orgId: string,
     const cancelled = !stopped && (e instanceof Cancelled || signal.aborted);
     outcome = stopped
       ? { to: 'server_error', error: 'the server stopped while this restore was in progress' }
-      : { to: cancelled ? 'cancelled' : 'failed', error: cancelled ? 'cancelled' : safeMessage(e) };
+      : { to: cancelled ? 'cancelled' : 'failed', error: cancelled ? 'cancelled' : describeFailure(e) };
     if (!cancelled) ctx.log.warn({ restoreId: r.id, ...logDetail(e) }, 'restore failed; the previous data is untouched');
   } finally {
     // Clean up and restart the project before the terminal status is visible.
     if (staging && existsSync(staging)) await rm(staging, { recursive: true, force: true }).catch(() => {});
-    if (restartProject && runtime) await runtime.bringOnline(ctx, orgId, r.projectId).catch((e) => ctx.log.warn({ err: safeMessage(e) }, 'could not restart the project after a restore'));
+    if (restartProject && runtime) await runtime.bringOnline(ctx, orgId, r.projectId).catch((e) => ctx.log.warn({ err: describeFailure(e) }, 'could not restart the project after a restore'));
     stopWatch();
     jobSignal?.removeEventListener('abort', onJobAbort);
     aborts.delete(r.id);

@@ -10,7 +10,7 @@ import { backupsRuntime } from './backups.runtime.js';
 import * as store from './backups.store.js';
 import type { RestoreRow, RunRow } from './backups.store.js';
 import { storageOf } from './destination-storage.js';
-import { describeStorageError, refusedField } from './failures.js';
+import { describeFailure, refusedField } from './failures.js';
 import { isTerminal } from './retention.js';
 import { CANCEL } from './runs.service.js';
 
@@ -35,7 +35,7 @@ export async function prepareRestore(ctx: Ctx, actor: Actor, run: RunRow) {
     check = await hashPinned(await storageOf(ctx, dest), run.artifactKey);
   } catch (e) {
     if (e instanceof OutboundRefusedError) throw refusedField(e, 'endpoint');
-    throw conflict(`the artifact could not be read from the destination: ${describeStorageError(e)}`);
+    throw conflict(`the artifact could not be read from the destination: ${describeFailure(e)}`);
   }
   if (check.sha256 !== run.sha256 || (run.sizeBytes != null && check.sizeBytes !== Number(run.sizeBytes))) {
     throw conflict('the artifact in the destination does not match its recorded sha256; it cannot be restored');

@@ -6,8 +6,8 @@ import * as store from './backups.store.js';
 import type { RunRow } from './backups.store.js';
 import { hashObject, writeArtifact } from './artifacts.js';
 import { storageOf } from './destination-storage.js';
-import { Cancelled, safeMessage, serviceTarget, STOPPING, stoppedBy, volumeDir, watch } from './execution.js';
-import { logDetail } from './failures.js';
+import { Cancelled, serviceTarget, STOPPING, stoppedBy, volumeDir, watch } from './execution.js';
+import { describeFailure, logDetail } from './failures.js';
 import { pgDumpSource } from './pg-tools.js';
 import { findService } from './project-link.js';
 import { policyPrefix, pruneRuns } from './prune.js';
@@ -111,7 +111,7 @@ export async function executeRun(ctx: Ctx, runId: string, orgId: string, jobSign
         activeKey: null,
         tempKey: null,
         artifactKey: null,
-        error: stopped ? 'the server stopped while this run was in progress' : cancelled ? 'cancelled' : safeMessage(e),
+        error: stopped ? 'the server stopped while this run was in progress' : cancelled ? 'cancelled' : describeFailure(e),
         updatedAt: at,
       });
       if (ok) events.publish(`run:${runId}`, { type: 'transition', data: { from: run.status, to, at } });
@@ -140,7 +140,7 @@ export async function recoverRun(ctx: Ctx, run: RunRow): Promise<void> {
         for (const k of keys) await s.delete(k);
       }
     } catch (e) {
-      ctx.log.warn({ runId: run.id, err: safeMessage(e) }, 'could not remove a partial backup artifact');
+      ctx.log.warn({ runId: run.id, err: describeFailure(e) }, 'could not remove a partial backup artifact');
     }
   }
   const at = nowIso();
