@@ -26,6 +26,28 @@ async function grantsIfRestricted(db: Db, role: Role, orgId: string, userId: str
   return rows.map((g) => ({ id: g.id, resourceType: g.resourceType, resourceId: g.resourceId, permissions: JSON.parse(g.permissions) as string[] }));
 }
 
+type TokenRow = NonNullable<Awaited<ReturnType<typeof store.findTokenActor>>>;
+type SessionRow = NonNullable<Awaited<ReturnType<typeof store.findSessionActor>>>;
+
+/** A token that still works: found (its user still a member of its org), not revoked, not expired, of a known role. */
+function liveToken(row: TokenRow | undefined, now: number): row is TokenRow & { role: Role } {
+  return !!row && !row.revokedAt && !(row.expiresAt && Date.parse(row.expiresAt) <= now) && isRole(row.role);
+}
+
+/** A session that still works: found (its user still a member of its org), not expired, of a known role. */
+function liveSession(row: SessionRow | undefined, now: number): row is SessionRow & { role: Role } {
+  return !!row && !(Date.parse(row.expiresAt) <= now) && isRole(row.role);
+}
+
+async function tokenActor(db: Db, row: TokenRow & { role: Role }): Promise<Actor> {
+  const scopes = row.scopes ? (JSON.parse(row.scopes) as string[]) : null;
+  return { userId: row.userId, email: row.email, orgId: row.orgId, role: row.role, scopes, via: 'token', tokenId: row.tokenId, grants: await grantsIfRestricted(db, row.role, row.orgId, row.userId) };
+}
+
+async function sessionActor(db: Db, row: SessionRow & { role: Role }): Promise<Actor> {
+  return { userId: row.userId, email: row.email, orgId: row.orgId, role: row.role, scopes: null, via: 'session', sessionId: row.sessionId, grants: await grantsIfRestricted(db, row.role, row.orgId, row.userId) };
+}
+
 /**
  * A member as an actor, from the database (no cache): for credentials minted earlier on a member's
  * behalf (an upload session's token) that must still carry the member's current role and grants.
@@ -45,20 +67,9 @@ export async function actorFromBearer({ db }: Deps, caches: AuthCaches | null, t
   const cached = caches?.actors.get(`t:${hash}`, now);
   if (cached) return cached.expiresAt > now ? cached.actor : null;
   const row = await store.findTokenActor(db, hash);
-  if (!row || row.revokedAt) return null;
-  if (row.expiresAt && Date.parse(row.expiresAt) <= now) return null;
-  if (!isRole(row.role)) return null;
+  if (!liveToken(row, now)) return null;
   if (!row.lastUsedAt || now - Date.parse(row.lastUsedAt) > TOUCH_EVERY_MS) await store.touchToken(db, row.tokenId, new Date(now).toISOString());
-  const actor: Actor = {
-    userId: row.userId,
-    email: row.email,
-    orgId: row.orgId,
-    role: row.role,
-    scopes: row.scopes ? (JSON.parse(row.scopes) as string[]) : null,
-    via: 'token',
-    tokenId: row.tokenId,
-    grants: await grantsIfRestricted(db, row.role, row.orgId, row.userId),
-  };
+  const actor = await tokenActor(db, row);
   caches?.actors.set(`t:${hash}`, { actor, expiresAt: row.expiresAt ? Date.parse(row.expiresAt) : Infinity }, now);
   return actor;
 }
@@ -70,17 +81,8 @@ export async function actorFromSession({ db }: Deps, caches: AuthCaches | null, 
   const cached = caches?.actors.get(`s:${hash}`, now);
   if (cached) return cached.expiresAt > now ? cached.actor : null;
   const row = await store.findSessionActor(db, hash);
-  if (!row || Date.parse(row.expiresAt) <= now || !isRole(row.role)) return null;
-  const actor: Actor = {
-    userId: row.userId,
-    email: row.email,
-    orgId: row.orgId,
-    role: row.role,
-    scopes: null,
-    via: 'session',
-    sessionId: row.sessionId,
-    grants: await grantsIfRestricted(db, row.role, row.orgId, row.userId),
-  };
+  if (!liveSession(row, now)) return null;
+  const actor = await sessionActor(db, row);
   caches?.actors.set(`s:${hash}`, { actor, expiresAt: Date.parse(row.expiresAt) }, now);
   return actor;
 }
@@ -94,14 +96,11 @@ export async function actorFromCredentialId({ db }: Deps, id: string): Promise<A
   const now = Date.now();
   if (id.startsWith('tok_')) {
     const row = await store.findTokenActorById(db, id);
-    if (!row || row.revokedAt || (row.expiresAt && Date.parse(row.expiresAt) <= now) || !isRole(row.role)) return null;
-    const scopes = row.scopes ? (JSON.parse(row.scopes) as string[]) : null;
-    return { userId: row.userId, email: row.email, orgId: row.orgId, role: row.role, scopes, via: 'token', tokenId: row.tokenId, grants: await grantsIfRestricted(db, row.role, row.orgId, row.userId) };
+    return liveToken(row, now) ? tokenActor(db, row) : null;
   }
   if (id.startsWith('ses_')) {
     const row = await store.findSessionActorById(db, id);
-    if (!row || Date.parse(row.expiresAt) <= now || !isRole(row.role)) return null;
-    return { userId: row.userId, email: row.email, orgId: row.orgId, role: row.role, scopes: null, via: 'session', sessionId: row.sessionId, grants: await grantsIfRestricted(db, row.role, row.orgId, row.userId) };
+    return liveSession(row, now) ? sessionActor(db, row) : null;
   }
   return null;
 }
