@@ -44,7 +44,7 @@ const deploymentRoutes = [
       }),
       response: DeploymentSchema,
     },
-    handler: ({ body, actor }, ctx) => service.createDeployment(ctx, actor, body),
+    handler: ({ body, actor, resource }, ctx) => service.deployProject(ctx, actor, resource.record, body),
   }),
   defineRoute({
     method: 'POST',

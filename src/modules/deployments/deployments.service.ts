@@ -4,7 +4,7 @@ import { transaction } from '../../db/client.js';
 import { AppError, conflict, invalid } from '../../lib/errors.js';
 import { newId, nowIso } from '../../lib/ids.js';
 import type { LogLine } from '../../runtime/logs.js';
-import { deploymentRecord, findEnvironment, findProject, type DeploymentRecord } from '../projects/index.js';
+import { deploymentRecord, findEnvironment, findProject, type DeploymentRecord, type ProjectRow } from '../projects/index.js';
 import { attachUploadToProject, checkUploadSession, uploadSourceDir } from '../uploads/index.js';
 import { BUILD_JOB } from './build-job.js';
 import * as store from './deployments.store.js';
@@ -30,10 +30,17 @@ export interface CreateInput {
   commit?: string;
 }
 
-export async function createDeployment(ctx: AppContext, actor: Actor, input: CreateInput, trigger?: 'manual' | 'push' | 'upload' | 'api'): Promise<DeploymentRecord> {
+type Trigger = 'manual' | 'push' | 'upload' | 'api';
+
+/** Creates a deployment of `input.projectId` (a push deploys as the system; the git-provider area calls this). */
+export async function createDeployment(ctx: AppContext, actor: Actor, input: CreateInput, trigger?: Trigger): Promise<DeploymentRecord> {
   const project = await findProject(ctx.db, actor.orgId, input.projectId);
-  // The route authorized the actor on the project (its `resource`); a push deploys as the system.
   if (!project) throw new AppError('NOT_FOUND', 'project not found', { field: 'projectId' });
+  return deployProject(ctx, actor, project, input, trigger);
+}
+
+/** `POST /api/deployments`: `project` is the row the route resolved and authorized (its `resource`). */
+export async function deployProject(ctx: AppContext, actor: Actor, project: ProjectRow, input: Omit<CreateInput, 'projectId'>, trigger?: Trigger): Promise<DeploymentRecord> {
   if (project.status !== 'enabled') throw conflict('the project is disabled: enable it before deploying', 'projectId');
   if (project.location !== 'local') throw conflict('the project lives on the cloud instance: deploy it there', 'projectId');
   const environment = input.environment ?? 'production';
@@ -43,7 +50,8 @@ export async function createDeployment(ctx: AppContext, actor: Actor, input: Cre
     await checkUploadSession(ctx.db, actor.orgId, input.sessionId);
     await attachUploadToProject(ctx, actor.userId, actor.orgId, project.id, input.sessionId);
   }
-  const fresh = (await findProject(ctx.db, actor.orgId, project.id)) ?? project;
+  // The attach changed the row (source, config gaps filled from the scan): read it again then.
+  const fresh = input.sessionId ? ((await findProject(ctx.db, actor.orgId, project.id)) ?? project) : project;
   const sourceType = fresh.sourceType;
   if (sourceType === 'none') throw invalid('projectId', 'the project has no source: link a repository, import a local folder or upload one first');
   if (sourceType === 'upload' && !(await uploadSourceDir(ctx, actor.orgId, fresh.id))) throw invalid('projectId', 'the project has no uploaded source yet: upload the folder first');
