@@ -15,7 +15,8 @@ export interface SkippedEntry {
   why: string;
 }
 
-function inside(child: string, parent: string): boolean {
+/** Is `child` the folder `parent` or below it (by path, no links resolved)? */
+export function inside(child: string, parent: string): boolean {
   const rel = path.relative(parent, child);
   return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }

@@ -1,6 +1,6 @@
 import { chmodSync, cpSync, existsSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { copyTreeWithinRoots } from '../lib/copy-tree.js';
+import { copyTreeWithinRoots, inside } from '../lib/copy-tree.js';
 import { BuildError } from './build-error.js';
 
 export type BuildSource =
@@ -9,12 +9,6 @@ export type BuildSource =
   | { type: 'git'; url: string; ref: string | null; username?: string | null; token?: string | null };
 
 const SKIP_COPY = new Set(['.git', 'node_modules']);
-
-/** Is `child` the folder `parent` or below it (by path, no links resolved)? */
-export function isInside(child: string, parent: string): boolean {
-  const rel = path.relative(parent, child);
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
-}
 
 export interface SourceContext {
   /** The build's working directory (the askpass helper is written there). */
@@ -54,7 +48,7 @@ export async function fetchSource(src: BuildSource, ctx: SourceContext): Promise
         return path.resolve(r);
       }
     });
-    if (!roots.some((r) => isInside(real, r))) throw new BuildError(`the project's local folder ${src.path} is outside BERTH_LOCAL_ROOTS`);
+    if (!roots.some((r) => inside(real, r))) throw new BuildError(`the project's local folder ${src.path} is outside BERTH_LOCAL_ROOTS`);
     ctx.note(`copying ${src.path}`);
     copyTreeWithinRoots(real, srcDir, { roots, skipNames: SKIP_COPY, onSkip: (rel, why) => ctx.note(`not copied: ${rel}: ${why}`) });
   } else {

@@ -10,7 +10,8 @@ import { chownTree } from './identity.js';
 import { detectCommands, pathWithBin, startSteps } from './app-commands.js';
 import { BuildError } from './build-error.js';
 import { runBuildProcess, type ProcessBudget } from './build-process.js';
-import { fetchSource, isInside, type BuildSource } from './build-source.js';
+import { fetchSource, type BuildSource } from './build-source.js';
+import { inside } from '../lib/copy-tree.js';
 
 export { detectCommands, pathWithBin, startSteps } from './app-commands.js';
 export { BuildError } from './build-error.js';
@@ -112,7 +113,7 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
   let appDir = srcDir;
   if (input.commands.rootDirectory) {
     const rd = path.resolve(srcDir, input.commands.rootDirectory.replace(/^\/+/, ''));
-    if (!isInside(rd, srcDir) || !existsSync(rd)) throw new BuildError(`the root directory ${input.commands.rootDirectory} does not exist in the source`);
+    if (!inside(rd, srcDir) || !existsSync(rd)) throw new BuildError(`the root directory ${input.commands.rootDirectory} does not exist in the source`);
     appDir = rd;
   }
   const detected = detectCommands(appDir);

@@ -1,6 +1,7 @@
 import { existsSync, lstatSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
+import { inside } from '../lib/copy-tree.js';
 import { createCgroup, reclaimCgroups, type CgroupHandle, type CgroupSupport } from './cgroups.js';
 import type { Box, BoxProcess, BoxSpec, DriverStatus, RuntimeDriver } from './driver.js';
 import { DriverUnavailableError } from './driver.js';
@@ -67,11 +68,6 @@ function uidOf(pid: number): number | null {
   }
 }
 
-function under(p: string, dir: string): boolean {
-  const rel = path.relative(dir, p);
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
-}
-
 export class SandboxDriver implements RuntimeDriver {
   readonly name = 'sandbox' as const;
   readonly isolation = 'sandbox' as const;
@@ -124,12 +120,12 @@ export class SandboxDriver implements RuntimeDriver {
     // The Node.js that runs Berth, when it lives outside the system folders (nvm, a tarball).
     try {
       const prefix = path.dirname(path.dirname(realpathSync(process.execPath)));
-      if (!SYSTEM_DIRS.some((d) => under(prefix, d)) && prefix !== '/') args.push('--ro-bind', prefix, prefix);
+      if (!SYSTEM_DIRS.some((d) => inside(prefix, d)) && prefix !== '/') args.push('--ro-bind', prefix, prefix);
     } catch {
       /* not found */
     }
     // The data dir is never visible, even when it lives below a system folder.
-    if (SYSTEM_DIRS.some((d) => under(this.dataDir, d))) args.push('--tmpfs', this.dataDir);
+    if (SYSTEM_DIRS.some((d) => inside(this.dataDir, d))) args.push('--tmpfs', this.dataDir);
     return args;
   }
 
