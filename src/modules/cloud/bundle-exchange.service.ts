@@ -1,7 +1,7 @@
 import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
 import { isUniqueViolation, transaction } from '../../db/client.js';
-import { AppError, conflict, notFound } from '../../lib/errors.js';
+import { conflict, notFound } from '../../lib/errors.js';
 import { newId, nowIso, randomString } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/index.js';
 import { slugify, wholeProject, type ProjectRow } from '../projects/index.js';
@@ -10,12 +10,8 @@ import { sealBundle, type SealedBundle } from './seal.js';
 
 /**
  * The cloud's side of transfers: a project made from a bundle (import-bundle), and a project's bundle
- * with its secrets sealed to the caller's one-time key (export).
+ * with its secrets sealed to the caller's one-time key (export). Their routes are `cloudOnly` (the gate's 404 elsewhere).
  */
-
-export function cloudOnly(ctx: AppContext): void {
-  if (ctx.config.mode !== 'cloud') throw new AppError('NOT_FOUND', 'route not found');
-}
 
 const ID_RE = /^prj_[a-z0-9]{20}$/;
 
@@ -25,7 +21,6 @@ const ID_RE = /^prj_[a-z0-9]{20}$/;
  * stay the same on both sides), and its slug when free. A domain held by another project is 409.
  */
 export async function importBundle(ctx: AppContext, actor: Actor, bundle: Bundle): Promise<{ id: string; slug: string }> {
-  cloudOnly(ctx);
   checkBundle(bundle);
   const held = await wholeProject.domainsHeldElsewhere(ctx.db, bundle.domains.map((d) => d.domain), null);
   if (held.length) throw conflict(`another project holds the domain ${held[0]}`, 'domains');
@@ -62,7 +57,6 @@ export async function importBundle(ctx: AppContext, actor: Actor, bundle: Bundle
  * value sealed to the caller's one-time X25519 key. Never answers a secret in clear.
  */
 export async function exportBundle(ctx: AppContext, actor: Actor, row: ProjectRow, recipientKey: string): Promise<SealedBundle> {
-  cloudOnly(ctx);
   const rows = await readBundleRows(ctx.db, row.orgId, row.id);
   if (!rows) throw notFound('project');
   const sealed = sealBundle(bundleFromRows(ctx.keyring, rows), recipientKey);

@@ -6,7 +6,7 @@ import { Id, IdParams, Obj, Str } from '../../http/schemas.js';
 import { AppError } from '../../lib/errors.js';
 import { authenticateUpload, checkDeclaredLength, closeAfterAnswer, currentForProject, receiveUpload, UploadSchema, UPLOAD_CONTENT_TYPES, UPLOAD_TOKEN_HEADER } from '../uploads/index.js';
 import { BundleSchema, type Bundle } from './bundle.js';
-import { cloudOnly, exportBundle, importBundle } from './bundle-exchange.service.js';
+import { exportBundle, importBundle } from './bundle-exchange.service.js';
 import { CloudHost } from './cloud-host.js';
 import { recordRefProject } from './cloud-records.js';
 import { GZIP, ImportedProjectSchema, RecordProjectSchema, SealedBundleSchema, SourceArchiveSchema, TransferResultSchema } from './cloud.presenters.js';
@@ -71,7 +71,6 @@ const cloudRoutes = [
     schema: { params: IdParams, querystring: Obj({ sha256: Type.Optional(Str({ min: 64, max: 64, pattern: '^[0-9a-f]{64}$' })) }), response: SourceArchiveSchema },
     async handler({ actor, resource, req, reply, query }, ctx) {
       try {
-        cloudOnly(ctx);
         checkDeclaredLength(req.headers['content-length']);
         const row = resource.record;
         return await receiveSourceArchive(ctx, actor, row.orgId, row.id, req.raw.iterator({ destroyOnReturn: false }), query.sha256);
@@ -92,7 +91,6 @@ const cloudRoutes = [
     produces: GZIP,
     schema: { params: IdParams },
     async handler({ resource, reply }, ctx) {
-      cloudOnly(ctx);
       const row = resource.record;
       const file = await sourceArchivePath(ctx, row.orgId, row.id);
       const meta = await currentForProject(ctx.db, row.orgId, row.id);
@@ -125,7 +123,6 @@ const cloudRoutes = [
     schema: { params: Obj({ sessionId: Id }), response: UploadSchema },
     async handler({ params, req, reply }, ctx) {
       try {
-        if (ctx.config.mode !== 'cloud') throw new AppError('NOT_FOUND', 'route not found');
         checkDeclaredLength(req.headers['content-length']);
         const token = req.headers[UPLOAD_TOKEN_HEADER];
         const row = await authenticateUpload(ctx, params.sessionId, typeof token === 'string' ? token : undefined);
