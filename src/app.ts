@@ -11,7 +11,7 @@ import type { ModuleDef, RouteInfo } from './http/route.js';
 import { registerModules } from './http/register.js';
 import { AccessEvents } from './authz/access-events.js';
 import { emptyPorts, mergePorts, type Ports } from './ports.js';
-import { clientErrorAnswer, ConnectionGuard, markUpload } from './http/connection-guard.js';
+import { clientErrorAnswer, ConnectionGuard } from './http/connection-guard.js';
 import { parseTrustedProxies } from './lib/trusted-proxies.js';
 import { describeAjvError, installValidators } from './http/validation.js';
 import { JobQueue } from './jobs/queue.js';
@@ -165,8 +165,6 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   // Callback style: cheaper than an async hook on every request.
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
-    // Uploads get a longer body idle limit and no whole-request cap (connection-guard.ts).
-    if (req.routeOptions.config?.berth?.streamBody) markUpload(req.raw);
     // A NUL in a path or query value can reach neither PostgreSQL text nor a file name.
     if (req.url.includes('%00')) return done(new AppError('VALIDATION_FAILED', 'the URL must not contain NUL characters'));
     done();

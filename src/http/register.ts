@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { isTag } from '../authz/tags.js';
 import type { AppContext } from '../context.js';
 import { AppError } from '../lib/errors.js';
+import { markUpload } from './connection-guard.js';
 import { RouteGate } from './gate.js';
 import { rawBodyHook } from './raw-body.js';
 import { Answer, resourceInfo, routeInfo, type AnyRoute, type ModuleDef, type ResourceResolver, type RouteInfo } from './route.js';
@@ -57,7 +58,14 @@ export function registerModules(app: FastifyInstance, ctx: AppContext, modules: 
         bodyLimit: def.bodyLimit,
         config: { berth: def },
         ...(def.rawBody ? { preParsing: rawBodyHook(def.bodyLimit ?? 1024 * 1024) } : {}),
-        onRequest: (req, reply) => gate.onRequest(req, reply),
+        // Uploads get a longer body idle limit and no whole-request cap (connection-guard.ts): marked
+        // by their own route, so that other requests do not pay for the check.
+        onRequest: def.streamBody
+          ? (req, reply) => {
+              markUpload(req.raw);
+              return gate.onRequest(req, reply);
+            }
+          : (req, reply) => gate.onRequest(req, reply),
         ...(gate.checksBody ? { preHandler: (req: Parameters<RouteGate['preHandler']>[0], reply: Parameters<RouteGate['preHandler']>[1]) => gate.preHandler(req, reply) } : {}),
         handler: async (req, reply) => {
           const out = await def.handler(
