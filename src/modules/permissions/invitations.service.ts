@@ -9,15 +9,11 @@ import { catalogHas, WILDCARD_ONLY_TYPES } from './catalog.js';
 import { checkGrantShape, checkGrantsWritable, writeGrant, type CheckedGrant, type GrantInput } from './grants.service.js';
 import * as store from './invitations.store.js';
 import * as members from './members.store.js';
-import { presentInvitation, statusOf, type InvitationView } from './permissions.presenters.js';
+import { isExpired, presentInvitation, statusOf, type InvitationView } from './permissions.presenters.js';
 import type { InvitationsTable } from './permissions.tables.js';
 
 /** An invitation can be accepted for 7 days after it was made or last resent. */
 export const INVITATION_TTL_MS = 7 * 24 * 3600 * 1000;
-
-function isExpired(inv: InvitationsTable, now = Date.now()): boolean {
-  return Date.parse(inv.expiresAt) <= now;
-}
 
 async function viewOf(ctx: AppContext, inv: InvitationsTable): Promise<InvitationView> {
   return presentInvitation(inv, await store.listInvitationGrants(ctx.db, inv.orgId, [inv.id]));

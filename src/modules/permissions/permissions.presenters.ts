@@ -79,7 +79,8 @@ export interface InvitationView extends Omit<Static<typeof InvitationView>, 'sta
   status: InvitationStatus;
 }
 
-function isExpired(inv: InvitationsTable, now = Date.now()): boolean {
+/** A pending invitation past this is no longer accepted (it reads as `expired`). */
+export function isExpired(inv: InvitationsTable, now = Date.now()): boolean {
   return Date.parse(inv.expiresAt) <= now;
 }
 
