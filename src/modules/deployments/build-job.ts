@@ -1,10 +1,9 @@
 import path from 'node:path';
 import type { AppContext } from '../../context.js';
-import { decryptSecret } from '../../lib/crypto.js';
 import { nowIso } from '../../lib/ids.js';
 import { BuildError, runBuild, type BuildSource } from '../../runtime/build.js';
 import { redactText } from '../../runtime/redact.js';
-import { findCloneCredential, findProject, resolveEnvForRuntime, type ProjectRow } from '../projects/index.js';
+import { findProject, resolveCloneCredential, resolveEnvForRuntime, type ProjectRow } from '../projects/index.js';
 import { uploadSourceDir } from '../uploads/index.js';
 import * as store from './deployments.store.js';
 import { runtimeOf } from './runtime.js';
@@ -39,9 +38,9 @@ async function buildSource(ctx: AppContext, orgId: string, project: ProjectRow, 
   if (sourceType === 'git') {
     let token: string | null = null;
     let username: string | null = null;
-    const cred = await findCloneCredential(ctx.db, orgId, project.id);
+    const cred = await resolveCloneCredential(ctx, orgId, project.id);
     if (cred) {
-      token = decryptSecret(ctx.keyring, cred.token, `clone-token:${project.id}`);
+      token = cred.token;
       username = cred.username;
     } else if (ctx.ports.cloneTokens && project.gitOwner && project.gitRepo) {
       // The git provider's short-lived installation token, when it has one for the repository.

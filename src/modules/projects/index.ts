@@ -11,7 +11,9 @@ export type { ProjectRow, EnvironmentRow, DomainRow, RouteRuleRow, DeploymentRow
 export { deploymentRecord, DeploymentSchema, ProjectSchema, type DeploymentRecord, type ProjectRecord } from './projects.presenters.js';
 
 // Reading projects (every lookup scoped by org) and authorizing on them.
-export { findProject, listDomains, listRouteRules, findEnvironment, findCloneCredential, findService, projectRef, projectGrantKeys } from './projects.store.js';
+export { findProject, listDomains, listRouteRules, findEnvironment, findService, projectRef, projectGrantKeys } from './projects.store.js';
+// The decrypted clone credential of a project, for the build only.
+export { resolveCloneCredential } from './git.service.js';
 export { slugify } from './validate.js';
 
 // What build-and-run reads of projects: the edge's host lookups (hot: the same queries as before),
