@@ -12,6 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
 import { createUser, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
+import { waitFor } from '../support/wait.js';
 import { tgz } from '../uploads/targen.js';
 import { parseAnswer, portOf, rawExchange } from './raw-http.js';
 
@@ -161,11 +162,14 @@ describe('API slow clients: at most 64 connections per client address', () => {
     assert.equal(over.status, 503, over.text);
     assert.equal(over.json?.error?.code, 'RATE_LIMITED');
     assert.match(over.json.error.requestId, /^req_/);
-    // One closes: there is room again.
+    // One closes: there is room again (once the server has seen the close).
     sockets.shift()!.destroy();
-    await new Promise((r) => setTimeout(r, 200));
-    const again = await healthOn(port);
-    sockets.push(again.socket);
-    assert.equal(again.status, 200, again.text.slice(0, 200));
+    const again = await waitFor(async () => {
+      const r = await healthOn(port);
+      sockets.push(r.socket);
+      assert.equal(r.status, 200, r.text.slice(0, 200));
+      return r;
+    }, 'a 65th connection to be served after one closed', 5000);
+    assert.equal(again.status, 200);
   });
 });
