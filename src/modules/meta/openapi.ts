@@ -1,4 +1,5 @@
 import type { TSchema } from '@sinclair/typebox';
+import { SESSION_COOKIE } from '../../http/auth.js';
 import { routeInfo, type AnyRoute, type ModuleDef, type RouteInfo } from '../../http/route.js';
 
 /**
@@ -153,7 +154,7 @@ export function buildOpenApi(modules: ModuleDef[], mode: string): Json {
     components: {
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'personal access token (berth_pat_...)' },
-        cookie: { type: 'apiKey', in: 'cookie', name: 'berth_session', description: 'the dashboard session (unsafe methods also need Origin)' },
+        cookie: { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE, description: 'the dashboard session (unsafe methods also need Origin)' },
         streamToken: { type: 'apiKey', in: 'query', name: 'token', description: 'a short-lived stream token (stream-token routes only)' },
       },
       responses: {
