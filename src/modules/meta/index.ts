@@ -1,3 +1,2 @@
-/** The meta area's surface: the module (health, the OpenAPI document) and the document builder (tests). */
+/** The meta area's surface: the module (health, the OpenAPI document). */
 export { metaModule } from './meta.routes.js';
-export { buildOpenApi, operationIdOf, VERSION } from './openapi.js';
