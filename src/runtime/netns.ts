@@ -38,7 +38,7 @@ export interface NetNamespace {
   sandboxAddr: string;
 }
 
-export function run(bin: string, args: string[], input?: string): Promise<void> {
+function run(bin: string, args: string[], input?: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(bin, args, { stdio: [input === undefined ? 'ignore' : 'pipe', 'ignore', 'pipe'], env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } });
     let err = '';

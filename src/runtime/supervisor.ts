@@ -11,7 +11,7 @@ import { startInstance, stopInstance, type Instance } from './app-instance.js';
 import { StartError, type ReleaseSpec, type Upstream } from './release-spec.js';
 import { MAX_CONSECUTIVE_FAILURES, restartDelayMs } from './restart-backoff.js';
 
-export { StartError, type ReleaseSpec, type Upstream } from './release-spec.js';
+export type { ReleaseSpec, Upstream } from './release-spec.js';
 
 export type RuntimeStateName = 'starting' | 'running' | 'sleeping' | 'stopped' | 'crashed' | 'failed';
 
