@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { createCgroup, reclaimCgroups, type CgroupHandle, type CgroupSupport } from './cgroups.js';
-import type { Box, BoxProcess, BoxSpec, DriverStatus, RuntimeDriver } from './driver.js';
+import type { Box, BoxProcess, BoxSpec, DriverStatus, ExecOptions, RuntimeDriver } from './driver.js';
 import { groupAlive, killGroup, spawnBoxProcess } from './box-process.js';
 import { freePort } from './proc.js';
 
@@ -60,7 +60,7 @@ class ProcessBox implements Box {
     return path.resolve(hostPath);
   }
 
-  exec(argv: string[], opts: { cwd: string; env: Record<string, string> }): BoxProcess {
+  exec(argv: string[], opts: ExecOptions): BoxProcess {
     const inGroup = !!(this.cg && this.cgexec && process.getuid?.() === 0);
     const p = spawnBoxProcess(inGroup ? [this.cgexec!, '-g', this.cg!.cgexecSpec, ...argv] : argv, opts.cwd, opts.env);
     if (p.pid) {

@@ -3,7 +3,7 @@ import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { inside } from '../lib/copy-tree.js';
 import { createCgroup, reclaimCgroups, type CgroupHandle, type CgroupSupport } from './cgroups.js';
-import type { Box, BoxProcess, BoxSpec, DriverStatus, RuntimeDriver } from './driver.js';
+import type { Box, BoxProcess, BoxSpec, DriverStatus, ExecOptions, RuntimeDriver } from './driver.js';
 import { DriverUnavailableError } from './driver.js';
 import { groupAlive, killGroup, spawnBoxProcess } from './box-process.js';
 import { NetworkPool, type NetNamespace } from './netns.js';
@@ -204,7 +204,7 @@ class SandboxBox implements Box {
     return a;
   }
 
-  exec(argv: string[], opts: { cwd: string; env: Record<string, string> }): BoxProcess {
+  exec(argv: string[], opts: ExecOptions): BoxProcess {
     if (argv.length === 0) throw new Error('empty command');
     const chain: string[] = [];
     if (this.root && this.cg) chain.push(this.bins.cgexec!, '-g', this.cg.cgexecSpec);
