@@ -12,7 +12,7 @@ import { httpGet, writeTinyApp } from './app-fixture.js';
 import { waitFor } from '../support/wait.js';
 
 // The supervisor's own behaviour (swap, restart, stop, wake), on the driver without isolation; the
-// sandbox driver is covered by test/runtime/sandbox.test.ts and test/security/.
+// sandbox driver is covered by test/security/sandbox-*.test.ts and test/runtime/sandbox-unavailable.test.ts.
 const noIsolation = new ProcessDriver({ version: null, enforced: false, root: '/sys/fs/cgroup' }, 'suptest');
 let root: string;
 let logs: LogStore;
