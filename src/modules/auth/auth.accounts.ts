@@ -66,14 +66,14 @@ export async function createOrgWithOwner(
 /**
  * Whether `email` may sign up (contract section 10): `open` anyone, `closed` nobody, `invite` only an
  * email with a pending invitation; the self-hosted default lets the first account in (it owns the
- * instance) and is `invite` afterwards. `invited` answers the pending invitations' ids.
+ * instance) and is `invite` afterwards.
  */
-export async function checkSignupAllowed(ctx: AppContext, email: string, invited: (email: string) => Promise<string[]>): Promise<void> {
+async function checkSignupAllowed(ctx: AppContext, email: string): Promise<void> {
   const mode = ctx.config.signup;
   if (mode === 'open') return;
   if (mode === 'closed') throw new AppError('SIGNUP_CLOSED', 'sign-up is closed on this instance; ask its operator for an account');
   if (mode === 'first-then-invite' && !(await store.anyUser(ctx.db))) return;
-  if ((await invited(email)).length === 0) throw new AppError('SIGNUP_CLOSED', 'sign-up on this instance is by invitation only; ask an admin of an organization to invite this email');
+  if ((await openInvitationIdsFor(ctx, email)).length === 0) throw new AppError('SIGNUP_CLOSED', 'sign-up on this instance is by invitation only; ask an admin of an organization to invite this email');
 }
 
 /** A new account with its personal org (owner) and a session in it. */
@@ -103,7 +103,7 @@ export async function signup({ db }: Pick<AppContext, 'db'>, input: CreateUserIn
  * that invited its email; the first of those becomes the session's org. Answers the session's token.
  */
 export async function signupJoiningInvitations(ctx: AppContext, input: CreateUserInput): Promise<{ user: UserView; orgId: string; sessionToken: string }> {
-  await checkSignupAllowed(ctx, input.email, (email) => openInvitationIdsFor(ctx, email));
+  await checkSignupAllowed(ctx, input.email);
   const out = await signup(ctx, input);
   let orgId = out.orgId;
   const invitee: Actor = { userId: out.user.id, email: out.user.email, orgId: out.orgId, role: 'owner', scopes: null, via: 'session', grants: [] };
