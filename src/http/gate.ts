@@ -29,10 +29,12 @@ function forbiddenRole(): AppError {
  * 6. the record named by a path or query field: resolved in the actor's org, the tag on it, then every
  *    `requires`; a record named by a body field: the same, after validation (`preHandler`).
  *
- * Open streams re-run 3–6 through `req.reauthorize` (`src/http/stream-access.ts`).
+ * Open streams re-run 3–6 through `req.streamAccess.check` (`src/http/stream-access.ts`).
  */
 export class RouteGate {
   private readonly access;
+  /** `selfHostedOnly`/`cloudOnly` and this server's mode: the route answers 404. */
+  private readonly hidden: boolean;
   private readonly tag: Tag | null;
   private readonly what: string;
   private readonly source: ResourceInfo | null;
@@ -46,6 +48,7 @@ export class RouteGate {
     private readonly unresolvedForwarders: Forwarder[],
   ) {
     this.access = def.access ?? 'tag';
+    this.hidden = ctx.config.mode === 'cloud' ? !!def.selfHostedOnly : !!def.cloudOnly;
     this.tag = def.tag ? parseTag(def.tag) : null;
     this.source = resourceInfo(def.resource);
     this.what = this.source ? this.source.kind.replace(/_/g, ' ') : 'record';
@@ -60,8 +63,7 @@ export class RouteGate {
   /** onRequest: steps 1–6 for everything but a body-named record. Answers the reply when a forwarder took it. */
   async onRequest(req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const { ctx, def, access } = this;
-    if (def.selfHostedOnly && ctx.config.mode === 'cloud') throw new AppError('NOT_FOUND', 'route not found');
-    if (def.cloudOnly && ctx.config.mode !== 'cloud') throw new AppError('NOT_FOUND', 'route not found');
+    if (this.hidden) throw new AppError('NOT_FOUND', 'route not found');
     if (def.streamBody && req.headers['content-type'] !== undefined) {
       // Refused before any parser (JSON, text) reads the body.
       const type = String(req.headers['content-type']).split(';')[0]!.trim().toLowerCase();
@@ -89,13 +91,7 @@ export class RouteGate {
     this.checkRoleAndScopes(actor);
     if (access === 'member' || this.checksBody) return undefined;
     if (this.source && (this.source.from === 'param' || this.source.from === 'org')) {
-      const resolved = await this.resolve(actor.orgId, req);
-      if (!resolved) {
-        // Not a record of this instance: it may be one of its cloud's (the hook authorizes).
-        for (const forward of this.unresolvedForwarders) if (await forward(def, req, reply, ctx)) return reply;
-      }
-      this.authorizeOn(actor, resolved);
-      req.resource = resolved!;
+      if (await this.resolveNamed(actor, req, reply)) return reply;
       // (Stream-token routes met the forwarders before authentication.)
       if (access !== 'stream-token') for (const forward of this.forwarders) if (await forward(def, req, reply, ctx)) return reply;
       return undefined;
@@ -109,17 +105,25 @@ export class RouteGate {
     const actor = req.actor;
     if (!actor) return undefined;
     if (this.source && !(this.source.optional && this.idOf(req) === undefined)) {
-      const resolved = await this.resolve(actor.orgId, req);
-      if (!resolved) {
-        // As for a path parameter: not a record of this instance, it may be one of its cloud's (the hook authorizes).
-        for (const forward of this.unresolvedForwarders) if (await forward(this.def, req, reply, this.ctx)) return reply;
-      }
-      this.authorizeOn(actor, resolved);
-      req.resource = resolved!;
-      return undefined;
+      return (await this.resolveNamed(actor, req, reply)) ? reply : undefined;
     }
     req.resource = (await this.authorizeFor(actor, req)) ?? undefined;
     return undefined;
+  }
+
+  /**
+   * The record named by the path or the body, resolved in the actor's org and authorized (`req.resource`).
+   * Not found: it may be a record of this instance's cloud, and an unresolved-record forwarder (which
+   * authorizes the actor itself) may take the reply over: true then.
+   */
+  private async resolveNamed(actor: Actor, req: FastifyRequest, reply: FastifyReply): Promise<boolean> {
+    const resolved = await this.resolve(actor.orgId, req);
+    if (!resolved) {
+      for (const forward of this.unresolvedForwarders) if (await forward(this.def, req, reply, this.ctx)) return true;
+    }
+    this.authorizeOn(actor, resolved);
+    req.resource = resolved!;
+    return false;
   }
 
   private streamTokenOf(req: FastifyRequest): string | undefined {
@@ -167,9 +171,7 @@ export class RouteGate {
   }
 
   private keepForStreams(req: FastifyRequest, actor: Actor, check: () => Promise<Actor | null>): void {
-    const again = async (): Promise<Actor> => (await check()) ?? actor;
-    req.reauthorize = again;
-    req.streamAccess = { userId: actor.userId, orgId: actor.orgId, events: this.ctx.access, check: again };
+    req.streamAccess = { userId: actor.userId, orgId: actor.orgId, events: this.ctx.access, check: async () => (await check()) ?? actor };
   }
 
   private checkRoleAndScopes(actor: Actor): void {

@@ -180,12 +180,10 @@ declare module 'fastify' {
     actor: Actor | null;
     resource?: ResolvedResource;
     /**
-     * Raw routes behind the gate (streams): runs the gate's authentication and authorization again,
-     * with the credential re-validated; throws as the gate would (401, 403, 404). Open streams call it
-     * to end when their access ends (`src/http/stream-access.ts`).
+     * Raw routes behind the gate (streams): what an open stream re-checks (`gateAccess(req)`): its
+     * `check` runs the gate's authentication and authorization again, with the credential re-validated,
+     * and throws as the gate would (401, 403, 404) (`src/http/stream-access.ts`).
      */
-    reauthorize?: () => Promise<Actor>;
-    /** Raw routes behind the gate: what an open stream re-checks (`gateAccess(req)`). */
     streamAccess?: StreamAccess;
   }
   interface FastifyContextConfig {
