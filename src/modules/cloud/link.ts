@@ -20,10 +20,6 @@ export function cloudLink(ctx: Pick<AppContext, 'ports'>): CloudLink | null {
   return ctx.ports.cloud?.link() ?? null;
 }
 
-export async function closeCloudLink(ctx: Pick<AppContext, 'ports'>): Promise<void> {
-  await ctx.ports.cloud?.close();
-}
-
 /** One request over the link's connection pool (the caller sets the headers, the token included). */
 export async function linkRequest(link: CloudLink, url: string, opts: Omit<Dispatcher.RequestOptions, 'origin' | 'path' | 'dispatcher'>): Promise<Dispatcher.ResponseData> {
   const undici = await loadUndici();
