@@ -25,6 +25,18 @@ export function fromCloud(res: LinkResponse, doing: string): AppError {
   return unreachable(`it failed to ${doing} (${message})`);
 }
 
+/** The error answer of a raw request over the link (its body read, JSON or not), as fromCloud turns it. */
+async function rawFromCloud(res: Dispatcher.ResponseData, doing: string): Promise<AppError> {
+  const text = await res.body.text().catch(() => '');
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  return fromCloud({ status: res.statusCode, body }, doing);
+}
+
 export function requireLink(ctx: AppContext): void {
   if (!cloudLink(ctx)) throw unreachable('this instance has no cloud link (set BERTH_CLOUD_URL and BERTH_CLOUD_TOKEN)');
 }
@@ -65,16 +77,9 @@ export async function pushSourceArchive(ctx: AppContext, cloudId: string, file: 
   } catch (e) {
     throw unreachable(describeNetworkError(e));
   }
-  const text = await res.body.text().catch(() => '');
-  if (res.statusCode !== 200) {
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      body = undefined;
-    }
-    throw fromCloud({ status: res.statusCode, body }, 'take the project\'s source archive');
-  }
+  if (res.statusCode !== 200) throw await rawFromCloud(res, 'take the project\'s source archive');
+  // The success answer is read to its end too (so its connection goes back to the pool).
+  await res.body.text().catch(() => '');
 }
 
 /** Streams the cloud copy's source archive into this instance as the project's uploaded source. */
@@ -90,16 +95,7 @@ export async function pullSourceArchive(ctx: AppContext, actor: Actor, row: Proj
   } catch (e) {
     throw unreachable(describeNetworkError(e));
   }
-  if (res.statusCode !== 200) {
-    const text = await res.body.text().catch(() => '');
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      body = undefined;
-    }
-    throw fromCloud({ status: res.statusCode, body }, 'send the project\'s source archive');
-  }
+  if (res.statusCode !== 200) throw await rawFromCloud(res, 'send the project\'s source archive');
   try {
     await receiveSourceArchive(ctx, actor, row.orgId, row.id, res.body, sha256);
   } catch (e) {
