@@ -1,7 +1,7 @@
 import type { ResourceRef } from '../../authz/authorize.js';
 import type { AppContext } from '../../context.js';
 import type { Db } from '../../db/client.js';
-import { findProject, findService as findProjectService, projectGrantKeys, resolveService } from '../projects/index.js';
+import { findProject, projectGrantKeys, resolveService } from '../projects/index.js';
 
 /**
  * Everything the backups area needs from the projects area, in one place: the ref of a policy's,
@@ -9,15 +9,11 @@ import { findProject, findService as findProjectService, projectGrantKeys, resol
  * whether a project still lives on this instance, and what runs it.
  */
 
-export { cloudProjectIds, dataVolume } from '../projects/index.js';
+export { cloudProjectIds, dataVolume, findService } from '../projects/index.js';
 
 /** The authorization ref of a project: records under it carry its grant keys. */
 export function parentProjectRef(orgId: string, projectId: string): ResourceRef {
   return { orgId, grantKeys: projectGrantKeys(projectId) };
-}
-
-export function findService(db: Db, orgId: string, projectId: string, id: string) {
-  return findProjectService(db, orgId, projectId, id);
 }
 
 /** A database service's connection URL, opened (the projects area seals it). */
