@@ -14,7 +14,7 @@ import { edgeLimitsFromEnv, type EdgeLimits } from './limits.js';
 import { normalizeTarget, pathOfTarget } from './normalize.js';
 import { OpenRequests } from './open-requests.js';
 import type { RequestEntry, RequestLog } from './requests.js';
-import { HOP_BY_HOP, REQUEST_DROP, forwardedProto, hostOf, pathOf } from './request-head.js';
+import { HOP_BY_HOP, REQUEST_DROP, forwardedProto, hostOf, logPath, pathOf } from './request-head.js';
 import { evaluateRules, RateCounter } from './rules.js';
 import { handleUpgrade, type UpgradeContext } from './upgrade.js';
 import { UpstreamPools } from './upstream-pools.js';
@@ -117,7 +117,7 @@ export class EdgeServer {
     let bytes = 0;
     const finish = (status: number) => {
       if (!projectId) return;
-      const p = path === null ? pathOf(req.url) : path.length > 2048 ? path.slice(0, 2048) : path;
+      const p = path === null ? pathOf(req.url) : logPath(path);
       const entry: RequestEntry = { ts: new Date().toISOString(), method: req.method ?? 'GET', path: p, status, durationMs: Math.round((performance.now() - started) * 10) / 10, ip, bytes };
       this.requests.record(projectId, entry);
     };

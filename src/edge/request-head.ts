@@ -25,12 +25,16 @@ export function hostOf(header: string | undefined): string {
   return /^[a-z0-9.-]+$/.test(h) ? h : '';
 }
 
+/** A path as the request log keeps it: at most 2048 characters. */
+export function logPath(p: string): string {
+  return p.length > 2048 ? p.slice(0, 2048) : p;
+}
+
 /** The path of a request for the request log (no query string, at most 2048 characters). */
 export function pathOf(url: string | undefined): string {
   const u = url ?? '/';
   const q = u.indexOf('?');
-  const p = q >= 0 ? u.slice(0, q) : u;
-  return p.length > 2048 ? p.slice(0, 2048) : p || '/';
+  return logPath(q >= 0 ? u.slice(0, q) : u) || '/';
 }
 
 /** Does a `Connection` header ask to close? */

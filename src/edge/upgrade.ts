@@ -10,7 +10,7 @@ import type { EdgeLimits } from './limits.js';
 import { normalizeTarget, pathOfTarget } from './normalize.js';
 import type { OpenRequests } from './open-requests.js';
 import type { RequestLog } from './requests.js';
-import { HOP_BY_HOP, UPGRADE_DROP, asksClose, forwardedProto, hostOf, pathOf } from './request-head.js';
+import { HOP_BY_HOP, UPGRADE_DROP, asksClose, forwardedProto, hostOf, logPath, pathOf } from './request-head.js';
 import { evaluateRules, type RateCounter } from './rules.js';
 
 /** What an upgrade request needs of the edge server that received it. */
@@ -54,7 +54,7 @@ export async function handleUpgrade(edge: UpgradeContext, req: http.IncomingMess
     const forwardTo = normalizeTarget(req.url ?? '/');
     if (forwardTo === null) return refuse(400, BAD_PATH, target.projectId);
     const fullPath = pathOfTarget(forwardTo);
-    path = fullPath.length > 2048 ? fullPath.slice(0, 2048) : fullPath;
+    path = logPath(fullPath);
     const verdict = evaluateRules(target.rules, fullPath, ip, edge.counter);
     if (verdict?.status === 403) return refuse(403, 'forbidden', target.projectId);
     if (verdict?.status === 429) return refuse(429, 'too many requests', target.projectId);
