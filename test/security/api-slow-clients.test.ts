@@ -14,7 +14,8 @@ import { createUser, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 import { waitFor } from '../support/wait.js';
 import { tgz } from '../uploads/targen.js';
-import { parseAnswer, portOf, rawExchange } from './raw-http.js';
+import { RawConnection, type RawResponse } from './edge-support.js';
+import { portOf, rawExchange } from './raw-http.js';
 
 const SLOW = {
   BERTH_API_HEADERS_TIMEOUT_MS: '600',
@@ -127,27 +128,10 @@ describe('API slow clients: at most 64 connections per client address', () => {
   });
 
   /** Opens a keep-alive connection and reads one answer to GET /api/health on it. */
-  function healthOn(port: number): Promise<{ socket: net.Socket; status: number; json: any; text: string }> {
-    return new Promise((resolve, reject) => {
-      const socket = net.connect(port, '127.0.0.1');
-      let text = '';
-      const t = setTimeout(() => reject(new Error('no answer within 10 s')), 10_000);
-      socket.on('error', () => {});
-      socket.on('connect', () => socket.write('GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'));
-      const done = () => {
-        clearTimeout(t);
-        const a = parseAnswer(text);
-        resolve({ socket, status: a.status, json: a.json, text });
-      };
-      socket.on('data', (d) => {
-        text += d.toString('latin1');
-        const a = parseAnswer(text);
-        const len = Number(a.headers['content-length'] ?? -1);
-        const bodyStart = text.indexOf('\r\n\r\n');
-        if (a.status && bodyStart >= 0 && Buffer.byteLength(text.slice(bodyStart + 4), 'latin1') >= len) done();
-      });
-      socket.on('close', done);
-    });
+  async function healthOn(port: number): Promise<RawResponse & { socket: net.Socket }> {
+    const c = await RawConnection.open(port);
+    c.send('GET', '/api/health', '127.0.0.1');
+    return { socket: c.socket, ...(await c.read({ timeoutMs: 10_000 })) };
   }
 
   it('64 open connections from one address are served; the 65th is 503 with the JSON error envelope', async () => {
@@ -155,19 +139,20 @@ describe('API slow clients: at most 64 connections per client address', () => {
     for (let i = 0; i < 64; i++) {
       const r = await healthOn(port);
       sockets.push(r.socket);
-      assert.equal(r.status, 200, `connection ${i + 1}: ${r.text.slice(0, 200)}`);
+      assert.equal(r.status, 200, `connection ${i + 1}: ${r.body.slice(0, 200)}`);
     }
     const over = await healthOn(port);
     sockets.push(over.socket);
-    assert.equal(over.status, 503, over.text);
-    assert.equal(over.json?.error?.code, 'RATE_LIMITED');
-    assert.match(over.json.error.requestId, /^req_/);
+    assert.equal(over.status, 503, over.body);
+    const { error } = JSON.parse(over.body);
+    assert.equal(error.code, 'RATE_LIMITED');
+    assert.match(error.requestId, /^req_/);
     // One closes: there is room again (once the server has seen the close).
     sockets.shift()!.destroy();
     const again = await waitFor(async () => {
       const r = await healthOn(port);
       sockets.push(r.socket);
-      assert.equal(r.status, 200, r.text.slice(0, 200));
+      assert.equal(r.status, 200, r.body.slice(0, 200));
       return r;
     }, 'a 65th connection to be served after one closed', 5000);
     assert.equal(again.status, 200);

@@ -16,7 +16,7 @@ export interface RawAnswer {
 /** The port of a test server's URL. */
 export const portOf = (url: string) => Number(new URL(url).port);
 
-export function parseAnswer(text: string): Pick<RawAnswer, 'status' | 'headers' | 'json'> {
+function parseAnswer(text: string): Pick<RawAnswer, 'status' | 'headers' | 'json'> {
   const m = /^HTTP\/1\.1 (\d{3})/.exec(text);
   const headers: Record<string, string> = {};
   const [head = '', ...rest] = text.split('\r\n\r\n');
