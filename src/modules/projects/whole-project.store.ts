@@ -1,5 +1,6 @@
 import type { Insertable, Selectable } from 'kysely';
 import type { Db } from '../../db/client.js';
+import { findProject } from './projects.store.js';
 import type { CloneCredentialsTable, DomainsTable, EnvironmentsTable, EnvVarsTable, ProjectsTable, RouteRulesTable, ServicesTable } from './projects.tables.js';
 
 /**
@@ -26,10 +27,8 @@ export interface NewProjectRows {
   cloneCredential: Insertable<CloneCredentialsTable> | null;
 }
 
-export type ProjectColumns = Partial<Insertable<ProjectsTable>>;
-
 export async function readProjectRows(db: Db, orgId: string, projectId: string): Promise<ProjectRows | undefined> {
-  const project = await db.selectFrom('projects').selectAll().where('orgId', '=', orgId).where('id', '=', projectId).executeTakeFirst();
+  const project = await findProject(db, orgId, projectId);
   if (!project) return undefined;
   return {
     project,
@@ -52,17 +51,8 @@ export async function projectIdTaken(db: Db, id: string): Promise<boolean> {
   return !!(await db.selectFrom('projects').select('id').where('id', '=', id).executeTakeFirst());
 }
 
-export async function slugTaken(db: Db, slug: string): Promise<boolean> {
-  return !!(await db.selectFrom('projects').select('id').where('slug', '=', slug).executeTakeFirst());
-}
-
-export async function insertProjectRow(db: Db, row: Insertable<ProjectsTable>): Promise<void> {
-  await db.insertInto('projects').values(row).execute();
-}
-
-export async function updateProjectRow(db: Db, orgId: string, id: string, patch: ProjectColumns): Promise<void> {
-  await db.updateTable('projects').set(patch).where('orgId', '=', orgId).where('id', '=', id).execute();
-}
+// The project row itself: the area's own queries, under the names the transfers use.
+export { slugTaken, insertProject as insertProjectRow, updateProject as updateProjectRow } from './projects.store.js';
 
 /** Removes the rows a project keeps under it (before a whole copy's rows replace them). */
 export async function clearProjectRows(db: Db, orgId: string, projectId: string): Promise<void> {
