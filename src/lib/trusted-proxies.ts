@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { CidrMatcher, normalizeIp, parseCidr } from './cidr.js';
+import { CidrMatcher, formatCidr, normalizeIp, parseCidr } from './cidr.js';
 
 /**
  * `BERTH_TRUSTED_PROXIES`: the reverse proxies (comma-separated addresses and CIDRs) whose
@@ -29,7 +29,7 @@ export function parseTrustedProxies(value: string | readonly string[] | undefine
   for (const e of entries) {
     const c = parseCidr(e);
     if (!c) throw new TrustedProxiesError(e);
-    ranges.push(c.prefix === (c.family === 4 ? 32 : 128) ? c.address : `${c.address}/${c.prefix}`);
+    ranges.push(formatCidr(c));
   }
   const matcher = new CidrMatcher(ranges);
   return {
