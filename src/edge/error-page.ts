@@ -2,6 +2,8 @@
 
 export const BAD_PATH = 'The request path is not valid here: an encoded "/" or "\\", a NUL, an invalid percent-escape or a path that does not normalise.';
 
+export const OVER_CAP = 'Too many open connections from your address; try again shortly.';
+
 function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 }

@@ -9,7 +9,7 @@ import { normalizeIp } from '../lib/cidr.js';
 import { clientAddress } from '../lib/trusted-proxies.js';
 import type { EdgeBackend, EdgeUpstream } from './backend.js';
 import { countConnection, isOverCap } from './connection-cap.js';
-import { BAD_PATH, page } from './error-page.js';
+import { BAD_PATH, OVER_CAP, page } from './error-page.js';
 import { edgeLimitsFromEnv, type EdgeLimits } from './limits.js';
 import { normalizeTarget, pathOfTarget } from './normalize.js';
 import { OpenRequests } from './open-requests.js';
@@ -103,7 +103,7 @@ export class EdgeServer {
     const started = performance.now();
     // Over the per-address connection cap: one 503, then the connection closes.
     if (isOverCap(req.socket)) {
-      const body = page('Too many connections', 'Too many open connections from your address; try again shortly.');
+      const body = page('Too many connections', OVER_CAP);
       res.shouldKeepAlive = false;
       res.writeHead(503, { 'content-type': 'text/html; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), 'cache-control': 'no-store', 'retry-after': '5', connection: 'close' });
       res.end(body);

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { clientAddress } from '../lib/trusted-proxies.js';
 import type { EdgeBackend, EdgeUpstream } from './backend.js';
 import { isOverCap } from './connection-cap.js';
-import { BAD_PATH } from './error-page.js';
+import { BAD_PATH, OVER_CAP } from './error-page.js';
 import type { EdgeLimits } from './limits.js';
 import { normalizeTarget, pathOfTarget } from './normalize.js';
 import type { OpenRequests } from './open-requests.js';
@@ -45,7 +45,7 @@ export async function handleUpgrade(edge: UpgradeContext, req: http.IncomingMess
     if (socket.writable) socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nCache-Control: no-store\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`);
     if (projectId) record(projectId, status, Buffer.byteLength(text));
   };
-  if (isOverCap(socket)) return refuse(503, 'Too many open connections from your address; try again shortly.');
+  if (isOverCap(socket)) return refuse(503, OVER_CAP);
   try {
     const host = hostOf(req.headers.host);
     const target = host ? await edge.backend.lookup(host) : null;
