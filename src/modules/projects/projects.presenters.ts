@@ -11,7 +11,6 @@ import type { DeploymentRow, DomainRow, EnvironmentRow, ProjectRow } from './pro
 
 /** string | null, as one JSON type list (fast to serialise, valid OpenAPI 3.1). */
 export const NullableStr = () => Type.Unsafe<string | null>({ type: ['string', 'null'] });
-export const NullableInt = () => Type.Unsafe<number | null>({ type: ['integer', 'null'] });
 export const OneOf = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 'string', enum: [...values] });
 
 // ---------------------------------------------------------------- project (contract section 5)

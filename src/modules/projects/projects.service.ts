@@ -22,7 +22,6 @@ export async function loadRecord(ctx: AppContext, db: Db, orgId: string, id: str
   return projectRecord(ctx, p, await store.listDomains(db, orgId, id));
 }
 
-/** The record of a project row the gate already loaded (one query for its domains). */
 /** `GET /api/projects/:id` (its domains through the per-server read cache when there is one). */
 export async function getProject(ctx: AppContext, row: ProjectRow): Promise<ProjectRecord> {
   const reads = ctx.ports.projectReads;

@@ -206,11 +206,6 @@ export async function deleteRouteRule(db: Db, orgId: string, projectId: string, 
   return Number(r.numDeletedRows);
 }
 
-/** Every enabled rule of every project (the edge proxy's view); instance-wide on purpose. */
-export async function listAllEnabledRouteRules(db: Db): Promise<RouteRuleRow[]> {
-  return db.selectFrom('routeRules').selectAll().where('enabled', '=', 1).orderBy('createdAt', 'asc').execute();
-}
-
 // ---------------------------------------------------------------- services
 
 export async function listServices(db: Db, orgId: string, projectId: string): Promise<ServiceRow[]> {
