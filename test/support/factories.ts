@@ -21,7 +21,7 @@ export interface TestUser {
   orgId: string;
   token: string;
   email: string;
-  /** Empty for an account made with `noPassword`. */
+  /** Empty for an account made with `noPassword`, or one whose email already had an account (its password is kept). */
   password: string;
   role: Role;
 }
@@ -37,11 +37,12 @@ export function actorOf(u: TestUser, orgId = u.orgId, role: Role = u.role): Acto
  */
 export async function createUser(server: TestServer, opts: { orgId?: string; role?: Role; email?: string; team?: boolean; noPassword?: boolean } = {}): Promise<TestUser> {
   const email = opts.email ?? `u-${randomString(8)}@example.test`;
-  const password = opts.noPassword ? '' : `pw-${randomString(12)}`;
-  // An email that already has an account joins the org with its password unchanged.
+  let password = opts.noPassword ? '' : `pw-${randomString(12)}`;
+  // An email that already has an account joins the org with its password unchanged (not known here).
   const input = { email, orgId: opts.orgId, role: opts.role, team: opts.team };
   const out = await adminCreateUser(server.ctx, { ...input, ...(opts.noPassword ? {} : { password }) }).catch((e) => {
     if ((e as { code?: string }).code !== 'CONFLICT') throw e;
+    password = '';
     return adminCreateUser(server.ctx, { ...input, existing: true });
   });
   return { ...out, email, password, role: opts.role ?? (opts.orgId ? 'member' : 'owner') };
