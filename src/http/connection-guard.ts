@@ -1,4 +1,4 @@
-import type { IncomingMessage, Server } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import { AddressCounter } from '../lib/address-counter.js';
 import type { Socket } from 'node:net';
 import { normalizeIp } from '../lib/cidr.js';
@@ -43,21 +43,27 @@ interface InFlight {
   lastAt: number;
 }
 
-/** The raw answer to a connection over the per-address cap (HTTP/1.1, then the socket is closed). */
-function overCapAnswer(max: number): string {
+/**
+ * A raw HTTP/1.1 answer with the JSON error envelope and a new request id, for a socket the HTTP
+ * parser does not (or no longer) answer; `headers` are extra header lines (each ending in CRLF).
+ */
+function rawErrorAnswer(status: number, code: string, message: string, headers = ''): string {
   const requestId = newRequestId();
-  const body = JSON.stringify({
-    error: { code: 'RATE_LIMITED', message: `too many open connections from your address (at most ${max}); close some and retry`, requestId },
-  });
+  const body = JSON.stringify({ error: { code, message, requestId } });
   return (
-    'HTTP/1.1 503 Service Unavailable\r\n' +
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
     'content-type: application/json; charset=utf-8\r\n' +
     `content-length: ${Buffer.byteLength(body)}\r\n` +
-    'retry-after: 1\r\n' +
+    headers +
     `x-request-id: ${requestId}\r\n` +
     'connection: close\r\n\r\n' +
     body
   );
+}
+
+/** The raw answer to a connection over the per-address cap (then the socket is closed). */
+function overCapAnswer(max: number): string {
+  return rawErrorAnswer(503, 'RATE_LIMITED', `too many open connections from your address (at most ${max}); close some and retry`, 'retry-after: 1\r\n');
 }
 
 /**
@@ -178,7 +184,6 @@ export function clientErrorAnswer(err: Error & { code?: string }, socket: Socket
     return;
   }
   let status = 400;
-  let reason = 'Bad Request';
   let code = 'VALIDATION_FAILED';
   let message = 'malformed HTTP request';
   switch (err.code) {
@@ -192,22 +197,15 @@ export function clientErrorAnswer(err: Error & { code?: string }, socket: Socket
       break;
     case 'HPE_HEADER_OVERFLOW':
       status = 431;
-      reason = 'Request Header Fields Too Large';
       code = 'PAYLOAD_TOO_LARGE';
       message = 'request headers are too large';
       break;
     case 'ERR_HTTP_REQUEST_TIMEOUT':
       status = 408;
-      reason = 'Request Timeout';
       message = 'the request did not arrive in time';
       break;
     default:
       break;
   }
-  const requestId = newRequestId();
-  const body = JSON.stringify({ error: { code, message, requestId } });
-  endSocket(
-    socket,
-    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
-  );
+  endSocket(socket, rawErrorAnswer(status, code, message));
 }
