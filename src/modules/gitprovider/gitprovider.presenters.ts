@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import { Nullable } from '../../http/schemas.js';
+import { GitRepositorySchema } from '../projects/index.js';
 
 /**
  * The git provider's API shapes (contract section 7): the TypeBox schema of each route's `data`, and
@@ -19,15 +20,8 @@ export const AccountSchema = Type.Object({
 });
 export type Account = Static<typeof AccountSchema>;
 
-export const RepoSchema = Type.Object({
-  id: Type.Number(),
-  owner: Type.String(),
-  name: Type.String(),
-  fullName: Type.String(),
-  private: Type.Boolean(),
-  defaultBranch: Type.String(),
-  cloneUrl: Type.String(),
-});
+/** A repository: the projects area's GitRepository (what the git port answers) with GitHub's id. */
+export const RepoSchema = Type.Object({ id: Type.Number(), ...GitRepositorySchema.properties });
 export type Repo = Static<typeof RepoSchema>;
 
 export const BranchSchema = Type.Object({ name: Type.String(), commit: Type.String(), protected: Type.Boolean() });

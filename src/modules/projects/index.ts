@@ -45,6 +45,7 @@ export { projectsLinkedTo, autoDeployProjects, pauseAutoDeploy, unlinkGitSource,
 
 // Ports this area defines.
 export type { GitPort, GitRepository, GitBranch, GitWebhook } from './git-port.js';
+export { GitRepositorySchema } from './config.presenters.js';
 export { afterCommit, type RuntimePort, type RuntimeState, type RoutingResult } from './runtime-port.js';
 export type { ProjectDependent } from './dependents.js';
 export type { UploadSourcePort } from './upload-port.js';
