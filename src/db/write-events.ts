@@ -3,30 +3,28 @@ import type { KyselyPlugin, OperationNode, PluginTransformQueryArgs, PluginTrans
 type Listener = (table: string) => void;
 
 /** The table a node names (`TableNode`, possibly under an alias), as written in the query. */
-function tableName(node: OperationNode | undefined): string | null {
-  if (!node) return null;
-  const n = node as unknown as { kind: string; table?: { identifier?: { name?: string } }; node?: OperationNode };
-  if (n.kind === 'TableNode') return n.table?.identifier?.name ?? null;
-  if (n.kind === 'AliasNode') return tableName(n.node);
-  return null;
+function tableName(node: OperationNode | undefined): string | undefined {
+  const n = node as { kind: string; table?: { identifier?: { name?: string } }; node?: OperationNode } | undefined;
+  if (n?.kind === 'AliasNode') return tableName(n.node);
+  return n?.kind === 'TableNode' ? n.table?.identifier?.name : undefined;
 }
 
-function writtenTables(node: RootOperationNode): string[] {
+/** The table nodes an insert, update or delete writes; none for other queries. */
+function writtenNodes(node: RootOperationNode): (OperationNode | undefined)[] {
   const n = node as unknown as { kind: string; into?: OperationNode; table?: OperationNode; from?: { froms?: OperationNode[] } };
-  if (n.kind === 'InsertQueryNode') return [tableName(n.into)].filter((t): t is string => !!t);
-  if (n.kind === 'UpdateQueryNode') return [tableName(n.table)].filter((t): t is string => !!t);
-  if (n.kind === 'DeleteQueryNode') return (n.from?.froms ?? []).map(tableName).filter((t): t is string => !!t);
+  if (n.kind === 'InsertQueryNode') return [n.into];
+  if (n.kind === 'UpdateQueryNode') return [n.table];
+  if (n.kind === 'DeleteQueryNode') return n.from?.froms ?? [];
   return [];
 }
-
-const camel = (s: string) => s.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 
 /**
  * Tells listeners which tables a query builder writes (insert, update, delete), when the query is
  * compiled: before it runs, so a listener that drops a cache entry cannot be overtaken by the write.
  * Raw `sql` text and precompiled queries are not seen: the areas that keep read caches write their
  * tables through the query builder (`test/architecture/tables.test.ts` names which area writes which).
- * Table names are reported in camelCase, as the code writes them.
+ * Table names are reported as the code writes them (camelCase): this plugin comes before
+ * CamelCasePlugin (`db/client.ts`), so it sees the query as built.
  */
 export class WriteEvents implements KyselyPlugin {
   private readonly listeners = new Map<string, Set<Listener>>();
@@ -34,8 +32,8 @@ export class WriteEvents implements KyselyPlugin {
   /** Calls `fn` whenever a query writing one of `tables` is compiled; answers the function that stops it. */
   on(tables: string[], fn: Listener): () => void {
     for (const t of tables) {
-      if (!this.listeners.has(t)) this.listeners.set(t, new Set());
-      this.listeners.get(t)!.add(fn);
+      const set = this.listeners.get(t) ?? new Set<Listener>();
+      this.listeners.set(t, set.add(fn));
     }
     return () => {
       for (const t of tables) this.listeners.get(t)?.delete(fn);
@@ -44,9 +42,9 @@ export class WriteEvents implements KyselyPlugin {
 
   transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
     if (this.listeners.size) {
-      for (const raw of writtenTables(args.node)) {
-        const t = camel(raw);
-        for (const fn of this.listeners.get(t) ?? []) fn(t);
+      for (const node of writtenNodes(args.node)) {
+        const t = tableName(node);
+        if (t !== undefined) for (const fn of this.listeners.get(t) ?? []) fn(t);
       }
     }
     return args.node;
