@@ -18,7 +18,7 @@ import { installationFor, type OrgSources } from './sources.js';
 /** Grant keys covering a repository: the repo (`owner/repo`, lowercase) and its owner's installation. */
 export function repoKeys(s: Pick<OrgSources, 'installations'>, owner: string, repo: string): GrantKey[] {
   const keys: GrantKey[] = [{ type: 'gitprovider_repository', id: `${owner}/${repo}`.toLowerCase() }];
-  const inst = installationFor(s as OrgSources, owner);
+  const inst = installationFor(s, owner);
   if (inst) keys.push({ type: 'gitprovider_installation', id: inst.installationId });
   return keys;
 }

@@ -52,7 +52,7 @@ export async function userCreds(ctx: AppContext, orgId: string, s: OrgSources): 
 }
 
 /** The org's App installation on `owner`, if any (case-insensitive). */
-export function installationFor(s: OrgSources, owner: string): store.InstallationRow | undefined {
+export function installationFor(s: Pick<OrgSources, 'installations'>, owner: string): store.InstallationRow | undefined {
   return s.installations.find((i) => i.accountLogin.toLowerCase() === owner.toLowerCase());
 }
 
