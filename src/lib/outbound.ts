@@ -261,18 +261,18 @@ export class OutboundPolicy {
       }
       return true;
     };
-    class GuardedHttpAgent extends http.Agent {}
-    class GuardedHttpsAgent extends https.Agent {}
-    const plain = (http.Agent.prototype as unknown as { createConnection: (o: object, cb: (e: Error | null) => void) => unknown }).createConnection;
-    const tls = (https.Agent.prototype as unknown as { createConnection: (o: object, cb: (e: Error | null) => void) => unknown }).createConnection;
-    (GuardedHttpAgent.prototype as unknown as { createConnection: unknown }).createConnection = function (this: http.Agent, o: { host?: string }, cb: (e: Error | null) => void) {
-      return guard(o, cb) ? plain.call(this, o, cb) : undefined;
-    };
-    (GuardedHttpsAgent.prototype as unknown as { createConnection: unknown }).createConnection = function (this: https.Agent, o: { host?: string }, cb: (e: Error | null) => void) {
-      return guard(o, cb) ? tls.call(this, o, cb) : undefined;
+    type CreateConnection = (this: http.Agent, o: { host?: string }, cb: (e: Error | null) => void) => unknown;
+    // The agent's own createConnection (plain or TLS), run only for a host that passed the guard.
+    const guarded = <A extends http.Agent>(agent: A): A => {
+      const a = agent as unknown as { createConnection: CreateConnection };
+      const create = a.createConnection;
+      a.createConnection = function (o, cb) {
+        return guard(o, cb) ? create.call(this, o, cb) : undefined;
+      };
+      return agent;
     };
     const base = { keepAlive: true, ...opts, lookup: this.lookup };
-    return { httpAgent: new GuardedHttpAgent(base), httpsAgent: new GuardedHttpsAgent(base) };
+    return { httpAgent: guarded(new http.Agent(base)), httpsAgent: guarded(new https.Agent(base)) };
   }
 }
 
