@@ -18,7 +18,6 @@ const WRITE_FLAGS = fsc.O_WRONLY | fsc.O_CREAT | fsc.O_TRUNC | (fsc.O_NOFOLLOW ?
 export class TreeWriter {
   private readonly madeDirs = new Set<string>(['']);
   private pending = new Set<Promise<void>>();
-  private pendingBytes = 0;
   private queue: { rel: string; parent: string; abs: string; mode: number; chunks: Buffer[]; size: number }[] = [];
   private queueBytes = 0;
   private pumping = false;
@@ -30,12 +29,12 @@ export class TreeWriter {
     private readonly fail: (e: ExtractError) => void,
   ) {}
 
-  /** What the input should wait for before it sends more: the writes behind it, when they pile up. */
+  /**
+   * What the input should wait for before it sends more: the queue of small files, when it piles up.
+   * (A large file's stream holds the parser itself while it is full.)
+   */
   backpressure(): Promise<unknown>[] {
-    const waits: Promise<unknown>[] = [];
-    if (this.pendingBytes > MAX_PENDING_BYTES) waits.push(Promise.race([...this.pending]));
-    if (this.queueBytes > MAX_PENDING_BYTES || this.queue.length > MAX_QUEUED_FILES) waits.push(this.queueDrained());
-    return waits;
+    return this.queueBytes > MAX_PENDING_BYTES || this.queue.length > MAX_QUEUED_FILES ? [this.queueDrained()] : [];
   }
 
   /** The streamed (large) file writes still in flight. */
@@ -48,16 +47,13 @@ export class TreeWriter {
     return new Promise((r) => this.queueWaiters.push(r));
   }
 
-  private track(p: Promise<void>, size: number): void {
-    this.pendingBytes += size;
+  private track(p: Promise<void>): void {
     const t = p.then(
       () => {
         this.pending.delete(t);
-        this.pendingBytes -= size;
       },
       (e: NodeJS.ErrnoException) => {
         this.pending.delete(t);
-        this.pendingBytes -= size;
         this.fail(writeError(e));
       },
     );
@@ -180,6 +176,6 @@ export class TreeWriter {
           entry.resume();
         }),
     );
-    this.track(done, 0);
+    this.track(done);
   }
 }
