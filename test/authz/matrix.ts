@@ -67,6 +67,10 @@ const GRANT_LEVEL_OF: Partial<Record<PrincipalName, string>> = { restrictedRead:
  * requirement on the parent project is checked on the same keys, which name the project). A route
  * without a resource, or a row without a fixture, is checked org-wide. Rows give `allow` only where
  * the handler adds a domain rule the declaration cannot show.
+ *
+ * What this derivation takes on trust is checked elsewhere, independently: the declarations against
+ * the seed's permission table (`seed-tags.test.ts`), and `can()` and the role table against contract
+ * section 4 (`core.test.ts`). The matrix then shows that the gate enforces what is declared.
  */
 export function declaredAllow(info: RouteInfo, grantKeys: GrantKey[] | undefined, withRecord: boolean): PrincipalName[] | 'public' {
   if (info.access === 'public') return 'public';
