@@ -32,8 +32,6 @@ export function registerModules(app: FastifyInstance, ctx: AppContext, modules: 
   const resolvers = new Map<string, ResourceResolver>();
   for (const m of modules) for (const [k, fn] of Object.entries(m.resolvers ?? {})) resolvers.set(k, fn);
   const infos: RouteInfo[] = [];
-  const forwarders = modules.flatMap((m) => (m.forward ? [m.forward.bind(m)] : []));
-  const unresolvedForwarders = modules.flatMap((m) => (m.forwardUnresolved ? [m.forwardUnresolved.bind(m)] : []));
 
   for (const m of modules) {
     for (const def of m.routes) {
@@ -49,6 +47,10 @@ export function registerModules(app: FastifyInstance, ctx: AppContext, modules: 
         schema.response = Object.fromEntries([status, ...(def.statuses ?? [])].map((s) => [s, body]));
       }
       const source = resourceInfo(def.resource);
+      // The forwarding hooks that can apply to this route (the cloud's, for a self-hosted instance's routes naming a record).
+      const applying = modules.filter((fm) => !fm.forwards || fm.forwards(def, ctx));
+      const forwarders = applying.flatMap((fm) => (fm.forward ? [fm.forward.bind(fm)] : []));
+      const unresolvedForwarders = applying.flatMap((fm) => (fm.forwardUnresolved ? [fm.forwardUnresolved.bind(fm)] : []));
       const gate = new RouteGate(ctx, def, source ? resolvers.get(source.kind) : undefined, forwarders, unresolvedForwarders);
 
       app.route({

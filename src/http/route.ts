@@ -173,6 +173,11 @@ export interface ModuleDef {
    * anything, and answers true when it took the reply over; false leaves the usual 404.
    */
   forwardUnresolved?(def: AnyRoute, req: FastifyRequest, reply: FastifyReply, ctx: AppContext): Promise<boolean>;
+  /**
+   * Whether this module's `forward` and `forwardUnresolved` can apply to `def` at all, decided once per
+   * route when it is registered (default: every route), so that requests to other routes never call them.
+   */
+  forwards?(def: AnyRoute, ctx: AppContext): boolean;
 }
 
 declare module 'fastify' {

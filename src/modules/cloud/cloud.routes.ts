@@ -144,10 +144,12 @@ const own = (def: AnyRoute) => (cloudRoutes as AnyRoute[]).includes(def);
 export const cloudModule: ModuleDef = {
   name: 'cloud',
   provides: (ctx) => ({ cloud: new CloudHost(ctx) }),
-  // This area's own routes act on the local record and are never forwarded. Token streams of a
-  // cloud record first (they name no project), then a cloud project's routes.
-  forward: async (def, req, reply, ctx) => !own(def) && ((await forwardCloudStream(def, req, reply, ctx)) || forwardToCloud(def, req, reply, ctx)),
-  forwardUnresolved: (def, req, reply, ctx) => (own(def) ? Promise.resolve(false) : forwardCloudRecord(def, req, reply, ctx)),
+  // Only a self-hosted instance forwards, and only routes that name a record; this area's own routes
+  // act on the local record and are never forwarded.
+  forwards: (def, ctx) => ctx.config.mode === 'self-hosted' && def.resource !== undefined && !own(def),
+  // Token streams of a cloud record first (they name no project), then a cloud project's routes.
+  forward: async (def, req, reply, ctx) => (await forwardCloudStream(def, req, reply, ctx)) || forwardToCloud(def, req, reply, ctx),
+  forwardUnresolved: forwardCloudRecord,
   routes: cloudRoutes,
   async stop(ctx) {
     await ctx.ports.cloud?.close();
