@@ -16,3 +16,8 @@ export const IdParams = Obj({ id: Id });
 export function Nullable<T extends TSchema>(t: T) {
   return Type.Union([t, Type.Null()]);
 }
+
+/** A string or null as one JSON-schema type list (serialised without trying the branches of a union). */
+export const NullableStr = () => Type.Unsafe<string | null>({ type: ['string', 'null'] });
+/** A number or null, as `NullableStr`. */
+export const NullableNum = () => Type.Unsafe<number | null>({ type: ['number', 'null'] });

@@ -4,7 +4,8 @@
  * listed here is not sent. The records themselves are built by their services.
  */
 import { Type } from '@sinclair/typebox';
-import { NullableStr, OneOf } from './projects.presenters.js';
+import { NullableStr } from '../../http/schemas.js';
+import { OneOf } from './projects.presenters.js';
 
 export const EnvVarSchema = Type.Object({
   key: Type.String(),

@@ -4,13 +4,13 @@
  * server serialises each answer by its schema: a field not listed here is not sent.
  */
 import { Type, type Static } from '@sinclair/typebox';
+import { NullableStr } from '../../http/schemas.js';
 import type { AppContext } from '../../context.js';
 import type { DeploymentRow, DomainRow, EnvironmentRow, ProjectRow } from './projects.store.js';
 
 // ---------------------------------------------------------------- schema helpers (this area's presenters)
 
 /** string | null, as one JSON type list (fast to serialise, valid OpenAPI 3.1). */
-export const NullableStr = () => Type.Unsafe<string | null>({ type: ['string', 'null'] });
 export const OneOf = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 'string', enum: [...values] });
 
 // ---------------------------------------------------------------- project (contract section 5)

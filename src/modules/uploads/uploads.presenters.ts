@@ -3,9 +3,8 @@
  * serialises each answer by its schema, so a field not listed here is not sent.
  */
 import { Type } from '@sinclair/typebox';
+import { NullableNum, NullableStr } from '../../http/schemas.js';
 
-const NullableStr = () => Type.Unsafe<string | null>({ type: ['string', 'null'] });
-const NullableNum = () => Type.Unsafe<number | null>({ type: ['number', 'null'] });
 
 /** Step 1's answer: where and how to send the tarball (the header carries the session's upload token). */
 export const SessionSchema = Type.Object({
