@@ -19,7 +19,7 @@ import { createUser, type TestUser } from '../support/factories.js';
 import type { HttpClient } from '../support/http.js';
 import { getRuntime } from '../../src/modules/deployments/index.js';
 import { processesWith, writeTinyApp } from '../runtime/app-fixture.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor, waitForDeployment } from '../support/wait.js';
 
 const SECRET = 'sk-live-' + randomBytes(12).toString('hex');
 let root: string;
@@ -71,10 +71,7 @@ async function deploy(): Promise<any> {
 }
 
 async function settle(id: string, timeoutMs = 30000): Promise<any> {
-  return waitFor(async () => {
-    const r = await api.get(`/api/deployments/${id}`);
-    return ['ready', 'failed', 'cancelled', 'superseded'].includes(r.body.data?.status) ? r.body.data : null;
-  }, `deployment ${id} to finish`, timeoutMs, 100);
+  return waitForDeployment(api, id, timeoutMs);
 }
 
 before(async () => {

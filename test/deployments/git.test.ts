@@ -8,7 +8,7 @@ import { startTestServer, tempDir, type TestServer } from '../support/harness.js
 import { createUser, type TestUser } from '../support/factories.js';
 import { getRuntime } from '../../src/modules/deployments/index.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';
-import { waitFor } from '../support/wait.js';
+import { waitForDeployment } from '../support/wait.js';
 
 let root: string;
 let server: TestServer;
@@ -68,10 +68,7 @@ async function deployAndWait(body: Record<string, unknown>) {
   const api = server.api(owner.token);
   const res = await api.post('/api/deployments', { projectId, ...body });
   assert.equal(res.status, 202, res.text);
-  return waitFor(async () => {
-    const r = await api.get(`/api/deployments/${res.body.data.id}`);
-    return ['ready', 'failed', 'cancelled'].includes(r.body.data.status) ? r.body.data : null;
-  }, 'the deployment', 30000, 100);
+  return waitForDeployment(api, res.body.data.id, 30000);
 }
 
 test('a git deployment fetches the deploy branch, records the commit, and never logs the clone credential', async () => {

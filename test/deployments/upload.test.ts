@@ -8,7 +8,7 @@ import { startTestServer, tempDir, type TestServer } from '../support/harness.js
 import { createUser, type TestUser } from '../support/factories.js';
 import { getRuntime } from '../../src/modules/deployments/index.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';
-import { waitFor } from '../support/wait.js';
+import { waitForDeployment } from '../support/wait.js';
 
 let root: string;
 let server: TestServer;
@@ -65,10 +65,7 @@ test('an uploaded folder deploys (POST /api/deployments with sessionId) and the 
     const d = await api.post('/api/deployments', { projectId, sessionId });
     assert.equal(d.status, 202, d.text);
     assert.equal(d.body.data.trigger, 'upload');
-    const done = await waitFor(async () => {
-      const r = await api.get(`/api/deployments/${d.body.data.id}`);
-      return ['ready', 'failed'].includes(r.body.data.status) ? r.body.data : null;
-    }, 'the deployment', 20000, 50);
+    const done = await waitForDeployment(api, d.body.data.id, 20000);
     assert.equal(done.status, 'ready', done.error);
     assert.ok(Date.now() - t0 < 10000);
     assert.match((await edge(`${slug}.localhost`)).text, new RegExp(`^hello ${version}`));
@@ -79,10 +76,7 @@ test('an uploaded folder deploys (POST /api/deployments with sessionId) and the 
   // a plain redeploy builds the last uploaded folder again
   const re = await api.post('/api/deployments', { projectId });
   assert.equal(re.status, 202);
-  const done = await waitFor(async () => {
-    const r = await api.get(`/api/deployments/${re.body.data.id}`);
-    return ['ready', 'failed'].includes(r.body.data.status) ? r.body.data : null;
-  }, 'the redeploy', 20000, 50);
+  const done = await waitForDeployment(api, re.body.data.id, 20000);
   assert.equal(done.status, 'ready', done.error);
   assert.match((await edge(`${slug}.localhost`)).text, /^hello up-v2/);
   const info = await api.get(`/api/projects/${projectId}/info`);

@@ -9,7 +9,7 @@ import { findProject } from '../../src/modules/projects/index.js';
 import { setAutoDeploy } from '../../src/modules/projects/git.service.js';
 import { actorOf, createProject, type TestOrg } from '../support/factories.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor, waitForDeployment } from '../support/wait.js';
 import { installApp, startGitWorld, tokenTeam, uniqueLogin, WEBHOOK_SECRET, type GitWorld } from './setup.js';
 
 function tinyAppFiles(version: string): Record<string, string> {
@@ -177,10 +177,7 @@ describe('incoming GitHub deliveries, auto-deploy and the project git routes', (
     // The same push delivered by another hook (the App's) is deduplicated on the commit.
     await w.fake.deliver(hookUrl, 'push', payload, { secret: WEBHOOK_SECRET, deliveryId: 'd-push-1-app' });
     await waitFor(async () => (await w.server.ctx.db.selectFrom('gitproviderDeliveries').select('status').where('deliveryId', '=', 'd-push-1-app').executeTakeFirst())?.status === 'done', 'the second delivery', 10000, 50);
-    const done = await waitFor(async () => {
-      const r = await api.get(`/api/deployments/${dep.id}`);
-      return ['ready', 'failed', 'cancelled', 'superseded'].includes(r.body.data.status) ? r.body.data : null;
-    }, 'the deployment to finish', 60000, 100);
+    const done = await waitForDeployment(api, dep.id);
     assert.equal(done.status, 'ready', done.error ?? '');
     assert.equal(done.commit, sha);
     const pushes = (await api.get(`/api/projects/${projectId}/deployments`)).body.data.filter((d: any) => d.trigger === 'push');

@@ -11,7 +11,7 @@ import { startTestServer, tempDir, type TestServer } from '../support/harness.js
 import { createUser, type TestUser } from '../support/factories.js';
 import type { HttpClient } from '../support/http.js';
 import { getRuntime } from '../../src/modules/deployments/runtime.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor, waitForDeployment } from '../support/wait.js';
 
 /**
  * The app: answers every request with JSON of what it saw ({ url, xff, xri, forwarded, proto }) and
@@ -83,15 +83,7 @@ export async function startEdgeApp(env: Record<string, string> = {}): Promise<Ed
     await server.ctx.db.updateTable('projects').set({ sourceType: 'local', localPath: appDir }).where('id', '=', projectId).execute();
     const d = await api.post('/api/deployments', { projectId });
     assert.equal(d.status, 202, d.text);
-    const done = await waitFor(
-      async () => {
-        const r = await api.get(`/api/deployments/${d.body.data.id}`);
-        return ['ready', 'failed', 'cancelled', 'superseded'].includes(r.body.data?.status) ? r.body.data : null;
-      },
-      'the deployment to finish',
-      60000,
-      100,
-    );
+    const done = await waitForDeployment(api, d.body.data.id);
     if (done.status !== 'ready') {
       const logs = await api.get(`/api/deployments/${d.body.data.id}/logs`);
       assert.fail(`the app did not deploy (${done.status}: ${done.error}); build log:\n${(logs.body.data ?? []).map((l: any) => l.line).join('\n')}`);

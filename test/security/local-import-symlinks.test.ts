@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { copyTreeWithinRoots, resolvePhysical } from '../../src/lib/copy-tree.js';
 import { createUser, type TestUser } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
-import { waitFor } from '../support/wait.js';
+import { waitForDeployment } from '../support/wait.js';
 
 const SECRET = 'outside-the-roots-4f1c9a';
 
@@ -120,10 +120,7 @@ describe('local import: symlinks out of BERTH_LOCAL_ROOTS are not copied', () =>
       const dep = await api.post('/api/deployments', { projectId });
       assert.equal(dep.status, 202, dep.text);
       const id = dep.body.data.id;
-      const done = await waitFor(async () => {
-        const r = await api.get(`/api/deployments/${id}`);
-        return ['ready', 'failed', 'cancelled', 'superseded'].includes(r.body.data?.status) ? r.body.data : null;
-      }, 'the deployment to finish', 60000, 100);
+      const done = await waitForDeployment(api, id);
       const logs = await api.get(`/api/deployments/${id}/logs`);
       assert.equal(logs.status, 200);
       const text = (logs.body.data as { line: string }[]).map((l) => l.line).join('\n');

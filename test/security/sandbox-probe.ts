@@ -3,7 +3,7 @@ import path from 'node:path';
 import * as tar from 'tar';
 import assert from 'node:assert/strict';
 import type { TestServer } from '../support/harness.js';
-import { waitFor } from '../support/wait.js';
+import { waitForDeployment } from '../support/wait.js';
 
 /**
  * A hostile app and build step: each route tries one thing the outside review did and answers
@@ -102,10 +102,7 @@ export async function deployUpload(server: TestServer, token: string, dir: strin
   await setup?.(projectId);
   const d = await api.post('/api/deployments', { projectId });
   assert.equal(d.status, 202, d.text);
-  const deployment = await waitFor(async () => {
-    const r = await api.get(`/api/deployments/${d.body.data.id}`);
-    return ['ready', 'failed', 'cancelled'].includes(r.body.data.status) ? r.body.data : null;
-  }, `the deployment of ${name}`, 60000, 100);
+  const deployment = await waitForDeployment(api, d.body.data.id);
   if (deployment.status !== 'ready') {
     const logs = await api.get(`/api/deployments/${deployment.id}/logs?limit=200`);
     deployment.error = `${deployment.error}\n${logs.body.data.map((l: any) => l.line).join('\n')}`;

@@ -24,3 +24,19 @@ export async function waitFor<T>(
   }
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`, { cause: last });
 }
+
+/** The statuses after which a deployment no longer changes. */
+export const DEPLOYMENT_DONE = ['ready', 'failed', 'cancelled', 'superseded'];
+
+/** Polls `GET /api/deployments/:id` until the deployment is done; answers its record. */
+export async function waitForDeployment(api: { get(path: string): Promise<{ body: any }> }, id: string, timeoutMs = 60000): Promise<any> {
+  return waitFor(
+    async () => {
+      const r = await api.get(`/api/deployments/${id}`);
+      return DEPLOYMENT_DONE.includes(r.body.data?.status) ? r.body.data : null;
+    },
+    `deployment ${id} to finish`,
+    timeoutMs,
+    100,
+  );
+}
