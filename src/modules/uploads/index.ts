@@ -2,7 +2,7 @@
  * The uploads area's surface: the only file other areas import. Folder uploads (sessions, the relay,
  * an upload as a project's source) and the local-folder routes.
  */
-export { uploadsModule, closeAfterAnswer } from './uploads.routes.js';
+export { uploadsModule } from './uploads.routes.js';
 export { createSession } from './sessions.service.js';
 export { authenticateUpload, checkContentType, checkDeclaredLength, receiveUpload, type UploadAnswer } from './relay.service.js';
 export { attachUploadToProject, checkUploadSession, uploadSourceDir } from './source.service.js';

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { Type } from '@sinclair/typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import { closeAfterAnswer } from '../../http/close-after-answer.js';
 import { defineRoute, type ModuleDef } from '../../http/route.js';
 import { Id, Obj, Str } from '../../http/schemas.js';
 import { ProjectSchema } from '../projects/index.js';
@@ -14,30 +14,6 @@ import { LocalScanSchema, ScanSchema, SessionSchema, UploadSchema } from './uplo
 import * as store from './uploads.store.js';
 
 const SessionParams = Obj({ sessionId: Id });
-
-/**
- * After an early answer (413, 400, 401 while the body is still arriving): close the connection once
- * the answer is written, so the client can read it, and stop storing the rest at once. A plain close
- * with unread bytes in the socket would send a TCP reset that can destroy the answer in flight at the
- * client, so the close lingers: the server sends its FIN (half-close), discards whatever still
- * arrives, and destroys the socket when the client closes or after 2 s.
- */
-export function closeAfterAnswer(req: FastifyRequest, reply: FastifyReply): void {
-  if (req.raw.readableEnded) return;
-  const socket = req.raw.socket;
-  if (!socket) return;
-  reply.header('connection', 'close');
-  // Node's server calls destroySoon() after a `Connection: close` answer: half-close instead.
-  (socket as unknown as { destroySoon: () => void }).destroySoon = () => socket.end();
-  reply.raw.once('finish', () => {
-    req.raw.resume();
-    socket.resume();
-    const t = setTimeout(() => socket.destroy(), 2000);
-    t.unref();
-    socket.once('close', () => clearTimeout(t));
-    socket.once('end', () => socket.destroy());
-  });
-}
 
 /** Folder uploads (sessions, the relay, scans) and the local-folder routes. */
 const routes = [
