@@ -5,7 +5,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import type { DetectedApp } from '../../src/modules/detect/detect.js';
 import { scanProject } from '../../src/modules/detect/scan.js';
-import { FRAMEWORK_RULES } from '../../src/modules/detect/detect.rules.js';
+import { NODE_FRAMEWORKS } from '../../src/modules/detect/providers/node-frameworks.js';
 
 const FIX = path.resolve(import.meta.dirname, '../fixtures/detect');
 
@@ -74,7 +74,7 @@ describe('build detection', () => {
 
   it('every framework id of the table has a fixture', () => {
     const covered = new Set(Object.values(CASES).flatMap((e) => [e.framework, ...(e.apps ?? []).map((a) => a.framework)]));
-    for (const r of FRAMEWORK_RULES) assert.ok(covered.has(r.id), `no fixture for ${r.id}`);
+    for (const r of [...NODE_FRAMEWORKS, { id: 'django' }, { id: 'flask' }, { id: 'fastapi' }]) assert.ok(covered.has(r.id), `no fixture for ${r.id}`);
   });
 
   it('the packageManager field wins over lockfiles', () => {

@@ -6,7 +6,7 @@
  */
 import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { detectPackageManager } from './detect.js';
+import { parse as parseToml } from 'smol-toml';
 
 const MAX_READ = 1024 * 1024;
 
@@ -119,16 +119,47 @@ export class Facts {
     return this.cache.get(name)!;
   }
 
+  hasDir(name: string): boolean {
+    return this.dirs.includes(name);
+  }
+
+  /** A JSON file of the folder, parsed (null when missing or invalid). */
+  json(name: string): any {
+    return parseJson(this.read(name));
+  }
+
+  /** A TOML file of the folder, parsed with smol-toml (null when missing or invalid). */
+  toml(name: string): Record<string, any> | null {
+    const text = this.read(name);
+    if (text === null) return null;
+    try {
+      return parseToml(text) as Record<string, any>;
+    } catch {
+      return null;
+    }
+  }
+
+  /** The names of the folder's files (and, with `dirs`, folders) matching a regular expression. */
+  matching(re: RegExp): string[] {
+    return [...this.files].filter((n) => re.test(n)).sort();
+  }
+
+  /** The listing of a sub-folder of the app (files and folders), read on demand. */
+  list(sub: string): { files: Set<string>; dirs: string[] } {
+    if (sub.split('/').some((s) => s === '..' || s === '')) return { files: new Set(), dirs: [] };
+    return listDir(path.join(this.root, this.rel, sub));
+  }
+
   script(name: string): string | null {
     const s = this.pkg?.scripts?.[name];
     return typeof s === 'string' && s.trim() ? s : null;
   }
 
   /** The `packageManager` field (`pnpm@9.1.0`), of the app or of the workspace root. */
-  packageManagerField(): { name: string; major: number } | null {
+  packageManagerField(): { name: string; major: number; version: string } | null {
     const v = this.pkg?.packageManager ?? this.top.pkg?.packageManager;
-    const m = typeof v === 'string' ? /^(npm|pnpm|yarn|bun)@(\d+)/.exec(v) : null;
-    return m ? { name: m[1]!, major: Number(m[2]) } : null;
+    const m = typeof v === 'string' ? /^(npm|pnpm|yarn|bun)@(\d+)((?:\.\d+){0,2}(?:-[\w.]+)?)/.exec(v) : null;
+    return m ? { name: m[1]!, major: Number(m[2]), version: m[2]! + m[3]! } : null;
   }
 
   yarnBerry(): boolean {
@@ -158,42 +189,5 @@ export class Facts {
     if (typeof out === 'string') return modern ? `${out.replace(/\/$/, '')}/browser` : out;
     if (out && typeof out === 'object' && typeof out.base === 'string') return `${out.base}/${out.browser ?? 'browser'}`.replace(/\/$/, '');
     return name ? `dist/${name}${modern ? '/browser' : ''}` : 'dist';
-  }
-
-  private pyPrefix(): string {
-    const pm = detectPackageManager(this);
-    const exec = pm?.exec;
-    return exec ? `${exec} ` : '';
-  }
-
-  /** A module:variable for the first candidate file that constructs `cls(` (FastAPI/Flask). */
-  private findApp(cls: string): string | null {
-    for (const c of ['main.py', 'app.py', 'server.py', 'api.py', 'wsgi.py', 'asgi.py', 'app/main.py', 'src/main.py', 'app/__init__.py', 'src/app.py']) {
-      const text = this.read(c);
-      if (!text) continue;
-      const m = new RegExp(`^(\\w+)\\s*(?::[^=]*)?=\\s*${cls}\\(`, 'm').exec(text);
-      if (m) return `${c.replace(/\.py$/, '').replace(/\/__init__$/, '').replace(/\//g, '.')}:${m[1]}`;
-    }
-    return null;
-  }
-
-  asgiStart(cls: string): string {
-    const app = this.findApp(cls) ?? 'main:app';
-    return `${this.pyPrefix()}uvicorn ${app} --host 0.0.0.0 --port \${PORT:-8000}`;
-  }
-
-  wsgiStart(cls: string): string {
-    const app = this.findApp(cls) ?? 'app:app';
-    if (this.deps.has('gunicorn')) return `${this.pyPrefix()}gunicorn ${app} --bind 0.0.0.0:\${PORT:-5000}`;
-    const [mod] = app.split(':');
-    return `${this.pyPrefix()}flask --app ${mod} run --host 0.0.0.0 --port \${PORT:-5000}`;
-  }
-
-  djangoStart(): string {
-    const manage = this.read('manage.py') ?? '';
-    const m = /DJANGO_SETTINGS_MODULE['"]\s*,\s*['"]([\w.]+)\.settings/.exec(manage);
-    const project = m?.[1];
-    if (project && this.deps.has('gunicorn')) return `${this.pyPrefix()}gunicorn ${project}.wsgi --bind 0.0.0.0:\${PORT:-8000}`;
-    return `${this.pyPrefix()}python manage.py runserver 0.0.0.0:\${PORT:-8000}`;
   }
 }

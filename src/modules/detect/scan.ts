@@ -4,7 +4,8 @@
  * A scan of a large tree costs a few dozen file reads.
  */
 import path from 'node:path';
-import { detectApp, detectPackageManager, type DetectedApp } from './detect.js';
+import { detectApp, type DetectedApp } from './detect.js';
+import { nodePackageManager } from './providers/index.js';
 import { IGNORED_DIRS } from './detect.rules.js';
 import { Facts, listDir } from './facts.js';
 
@@ -69,7 +70,7 @@ export function scanProject(root: string): ScanResult {
       // A workspace package is an app when it is something to run or serve, not a library.
       if (app.framework || app.startCommand || app.runtime === 'docker') apps.push(app);
     }
-    const pm = detectPackageManager(top)?.id ?? 'npm';
+    const pm = nodePackageManager(top).id;
     const monorepo = top.hasFile('turbo.json') || top.deps.has('turbo') ? 'turbo' : pm;
     if (apps.length) {
       apps.sort((a, b) => rank(a) - rank(b) || a.rootDirectory.localeCompare(b.rootDirectory));

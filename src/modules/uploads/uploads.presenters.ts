@@ -27,6 +27,17 @@ export const UploadSchema = Type.Object({
   expiresAt: Type.String(),
 });
 
+/** The build plan of contract section 11. */
+export const PlanSchema = Type.Object({
+  runtime: Type.String(),
+  version: Type.Optional(Type.String()),
+  install: Type.Array(Type.String()),
+  build: Type.Array(Type.String()),
+  start: Type.Optional(Type.String()),
+  static: Type.Optional(Type.Object({ outputDirectory: Type.String(), spa: Type.Boolean() })),
+  variables: Type.Optional(Type.Record(Type.String(), Type.String())),
+});
+
 const detectedAppFields = {
   rootDirectory: Type.String(),
   name: NullableStr(),
@@ -38,6 +49,7 @@ const detectedAppFields = {
   startCommand: NullableStr(),
   outputDirectory: NullableStr(),
   port: NullableNum(),
+  plan: PlanSchema,
 };
 
 const scanFields = {

@@ -1,0 +1,42 @@
+/**
+ * The providers, in the order they are asked (the first whose `detect` says yes plans the folder).
+ * As in Railpack, languages whose projects often carry a package.json for their assets (PHP, Ruby,
+ * Elixir, Python, ...) come before node, and static files and shell scripts come last. A Dockerfile
+ * comes first of all: it says how to build and run.
+ */
+import type { Provider } from '../plan.js';
+import { denoProvider } from './deno.js';
+import { dockerProvider } from './docker.js';
+import { dotnetProvider } from './dotnet.js';
+import { elixirProvider } from './elixir.js';
+import { gleamProvider } from './gleam.js';
+import { goProvider } from './go.js';
+import { javaProvider } from './java.js';
+import { nodeProvider } from './node.js';
+import { phpProvider } from './php.js';
+import { pythonProvider } from './python.js';
+import { rubyProvider } from './ruby.js';
+import { rustProvider } from './rust.js';
+import { shellProvider } from './shell.js';
+import { staticProvider } from './static.js';
+
+export const PROVIDERS: Provider[] = [
+  dockerProvider,
+  phpProvider,
+  goProvider,
+  javaProvider,
+  rustProvider,
+  rubyProvider,
+  elixirProvider,
+  pythonProvider,
+  denoProvider,
+  dotnetProvider,
+  nodeProvider,
+  gleamProvider,
+  staticProvider,
+  shellProvider,
+];
+
+export { applyProcfile } from './procfile.js';
+export { applyRailpackConfig } from './railpack-config.js';
+export { nodePackageManager } from './node.js';
