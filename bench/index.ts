@@ -13,6 +13,7 @@ const BENCHES: Record<string, [string, string]> = {
   uploads: ['uploads.ts', 'uploadsBench'],
   edge: ['edge.ts', 'edgeBench'],
   backups: ['backups.ts', 'backupsBench'],
+  detect: ['detect.ts', 'detectBench'],
 };
 
 const wanted = process.argv.slice(2);
