@@ -2,7 +2,8 @@
  * Project commands (`npm ci`, `npm run build && npm run export`, `PORT=$PORT node server.js`) are
  * turned into argument arrays here, never handed to a shell: quotes ('…', "…", \x) group words,
  * `&&` runs the next step only when the previous one succeeded, leading `NAME=value` words set
- * variables for that step, and `$NAME` / `${NAME}` expand from the step's environment. Everything a
+ * variables for that step, and `$NAME` / `${NAME}` expand from the step's environment (`${NAME:-default}` and `${NAME:=default}` as in
+ * a POSIX shell; `:=` also gives NAME its default for the later words of the command). Everything a
  * shell would do beyond that (pipes, `;`, redirections, globs, `$(…)`, backticks) is refused with a
  * message naming the operator.
  */
@@ -32,7 +33,10 @@ export function parseCommand(input: string, env: Record<string, string | undefin
   let beforeQuote: string | null = null;
   let i = 0;
 
+  /** Names given a value by `${NAME:=default}` (for the rest of the command). */
+  const assigned: Record<string, string> = {};
   const expand = (name: string): string => {
+    if (name in assigned) return assigned[name]!;
     for (let k = words.length - 1; k >= 0; k--) {
       const w = words[k]!;
       if (w.assign && w.text.startsWith(name + '=')) return w.text.slice(name.length + 1);
@@ -68,10 +72,18 @@ export function parseCommand(input: string, env: Record<string, string | undefin
     if (input[i + 1] === '{') {
       const close = input.indexOf('}', i + 2);
       if (close < 0) throw new CommandError('unclosed ${ in the command');
-      const name = input.slice(i + 2, close);
-      if (!NAME_RE.test(name)) throw new CommandError(`unsupported expansion \${${name}} in the command`);
+      const inner = input.slice(i + 2, close);
       i = close + 1;
-      return expand(name);
+      // `${NAME}`, `${NAME:-default}` (the default when NAME is unset or empty) and
+      // `${NAME:=default}` (the same, and NAME keeps the default for the rest of the command).
+      const m = /^([A-Za-z_][A-Za-z0-9_]*)(?::([-=])(.*))?$/s.exec(inner);
+      if (!m) throw new CommandError(`unsupported expansion \${${inner}} in the command (Berth expands \${NAME}, \${NAME:-default} and \${NAME:=default})`);
+      const [, name, op, fallback] = m as unknown as [string, string, string | undefined, string | undefined];
+      const value = expand(name);
+      if (!op || value !== '') return value;
+      if (/[$`\\]/.test(fallback ?? '')) throw new CommandError(`the default of \${${name}:${op}...} must be plain text`);
+      if (op === '=') assigned[name] = fallback ?? '';
+      return fallback ?? '';
     }
     if (input[i + 1] === '(') throw new CommandError('command substitution $( ) is not supported; write the steps with &&');
     const m = /^[A-Za-z_][A-Za-z0-9_]*/.exec(input.slice(i + 1));

@@ -84,3 +84,24 @@ test('a log file is bounded: past its size it rotates once, and reads honour lim
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('${NAME:-default} expands to the default when NAME is unset or empty, and to NAME otherwise', () => {
+  assert.deepEqual(parseCommand('flask run --port ${PORT:-5000}', {}), [{ argv: ['flask', 'run', '--port', '5000'], env: {} }]);
+  assert.deepEqual(parseCommand('flask run --port ${PORT:-5000}', { PORT: '' }), [{ argv: ['flask', 'run', '--port', '5000'], env: {} }]);
+  assert.deepEqual(parseCommand('flask run --port ${PORT:-5000}', { PORT: '3001' }), [{ argv: ['flask', 'run', '--port', '3001'], env: {} }]);
+  assert.deepEqual(parseCommand('gunicorn app:app --bind "0.0.0.0:${PORT:-8000}"', { PORT: '9' }), [{ argv: ['gunicorn', 'app:app', '--bind', '0.0.0.0:9'], env: {} }]);
+});
+
+test('${NAME:=default} gives NAME its default for the rest of the command', () => {
+  assert.deepEqual(parseCommand('serve --port ${PORT:=8080} && echo $PORT', {}), [
+    { argv: ['serve', '--port', '8080'], env: {} },
+    { argv: ['echo', '8080'], env: {} },
+  ]);
+  assert.deepEqual(parseCommand('serve --port ${PORT:=8080}', { PORT: '1' }), [{ argv: ['serve', '--port', '1'], env: {} }]);
+});
+
+test('other expansion forms and defaults that would need a shell are refused with what Berth supports', () => {
+  assert.throws(() => parseCommand('echo ${PORT#x}'), /Berth expands \$\{NAME\}, \$\{NAME:-default\}/);
+  assert.throws(() => parseCommand('echo ${PORT:-$(id)}'), /must be plain text/);
+  assert.throws(() => parseCommand('echo ${PORT:?unset}'), /unsupported expansion/);
+});
