@@ -7,13 +7,14 @@ import type { LogStream } from './logs.js';
 import { killGroup, spawnBoxProcess } from './box-process.js';
 import { Redactor } from './redact.js';
 import { chownTree } from './identity.js';
-import { detectCommands, pathWithBin, startSteps } from './app-commands.js';
+import { pathWithBin, startSteps } from './app-commands.js';
+import { matchNodeVersion, missingProgram, offeredNodeVersions, toolchainEnv, toolchainSteps, type ToolRequest } from './toolchains.js';
 import { BuildError } from './build-error.js';
 import { runBuildProcess, type ProcessBudget } from './build-process.js';
 import { fetchSource, type BuildSource } from './build-source.js';
 import { inside } from '../lib/copy-tree.js';
 
-export { detectCommands, pathWithBin, startSteps } from './app-commands.js';
+export { pathWithBin, startSteps } from './app-commands.js';
 export { BuildError } from './build-error.js';
 export type { BuildSource } from './build-source.js';
 
@@ -22,6 +23,21 @@ export interface BuildCommands {
   buildCommand?: string | null;
   startCommand?: string | null;
   rootDirectory?: string | null;
+  /** A static site's output folder (the project's `static.outputDirectory`). */
+  outputDirectory?: string | null;
+}
+
+/** What detection planned for the app folder (the detect area's Detection, read structurally). */
+export interface PlanInput {
+  runtime: string;
+  version?: { value: string; source: string };
+  install: string[];
+  build: string[];
+  start: string | null;
+  static?: { outputDirectory: string; spa: boolean } | null;
+  programs: string[];
+  tools?: ToolRequest[];
+  variables?: Record<string, string>;
 }
 
 export interface BuildInput {
@@ -31,6 +47,12 @@ export interface BuildInput {
   workDir: string;
   source: BuildSource;
   commands: BuildCommands;
+  /** The build plan of the fetched source's app folder (detection, given by the caller). */
+  plan(appDir: string): PlanInput;
+  /** The project's `nodeVersion` option, when set (honoured or the build fails). */
+  nodeVersion?: string | null;
+  /** The port the app must listen on ($PORT). */
+  port: number;
   /** The environment's variables (plain and secret) the build sees. */
   env: Record<string, string>;
   /** Secret values (env secrets, clone credential) redacted from every line. */
@@ -51,8 +73,10 @@ export interface BuildResult {
   appRoot: string;
   /** The folder the app runs in (the source folder, or its root directory). */
   appDir: string;
-  /** The start command the release runs with. */
-  startCommand: string;
+  /** The start command the release runs with (null for a static site). */
+  startCommand: string | null;
+  /** A static site: the built output folder and whether it is a single-page app. */
+  static: { dir: string; spa: boolean } | null;
 }
 
 /**
@@ -109,25 +133,75 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
     await chownTree(homeDir, input.identity);
   }
 
-  // ---- commands
+  // ---- the plan: the project's own commands win over the detected ones
   let appDir = srcDir;
   if (input.commands.rootDirectory) {
     const rd = path.resolve(srcDir, input.commands.rootDirectory.replace(/^\/+/, ''));
     if (!inside(rd, srcDir) || !existsSync(rd)) throw new BuildError(`the root directory ${input.commands.rootDirectory} does not exist in the source`);
     appDir = rd;
   }
-  const detected = detectCommands(appDir);
-  const install = input.commands.installCommand ?? detected.installCommand;
-  const build = input.commands.buildCommand ?? detected.buildCommand;
-  const start = input.commands.startCommand ?? detected.startCommand;
-  if (!start) throw new BuildError('no start command: set startCommand on the project, or add a "start" script to package.json');
+  const plan = input.plan(appDir);
+  const own = input.commands;
+  const install = own.installCommand ?? joined(plan.install);
+  const build = own.buildCommand ?? joined(plan.build);
+  const start = own.startCommand ?? plan.start;
+  const outputDirectory = own.outputDirectory ?? plan.static?.outputDirectory ?? null;
+  const isStatic = !start && !!(plan.static || own.outputDirectory);
+  note(`plan: ${plan.runtime}${plan.version ? ` ${plan.version.value} (${plan.version.source})` : ''}${isStatic ? `, a static site from ${outputDirectory}` : ''}`);
+  if (!start && !isStatic) throw new BuildError(noStartMessage(plan.runtime));
+  if (start && plan.runtime === 'docker' && !own.startCommand) throw new BuildError(DOCKER_MESSAGE);
+  if (!start && plan.runtime === 'docker') throw new BuildError(DOCKER_MESSAGE);
+
+  // ---- what the host must offer, checked before anything runs
+  const hostPath = input.baseEnv.PATH;
+  const programs = [...plan.programs];
+  if (plan.tools?.some((t) => t.name === 'pnpm' || t.name === 'yarn')) programs.push('corepack');
+  if (plan.tools?.some((t) => t.name === 'bun' || t.name === 'deno')) programs.push('npm');
+  const missing = missingProgram(plan.runtime, programs, hostPath);
+  if (missing) throw new BuildError(missing);
+  if (plan.runtime === 'node' || plan.runtime === 'bun') {
+    const wanted = input.nodeVersion ? { value: input.nodeVersion, source: 'the project\'s nodeVersion' } : plan.version;
+    if (wanted && !matchNodeVersion(wanted.value)) {
+      const offered = offeredNodeVersions().join(', ');
+      if (input.nodeVersion) throw new BuildError(`nodeVersion ${input.nodeVersion} is not offered by this host (it offers Node.js ${offered}): change nodeVersion, or clear it`);
+      note(`${wanted.source} asks for Node.js ${wanted.value}; this host offers ${offered}, which the build and the app use`);
+    }
+  }
+  if (start) {
+    const fixed = fixedPort(start);
+    if (fixed !== null && fixed !== input.port) {
+      throw new BuildError(`the start command listens on port ${fixed}, but the app must listen on $PORT (${input.port}): write $PORT instead of ${fixed} in the start command, or set the project's port to ${fixed}`);
+    }
+  }
+
+  // ---- toolchains, install and build, in one box
+  const steps: { label: string; run: { argv: string[]; env: Record<string, string> }[]; shown: string }[] = [];
+  for (const t of toolchainSteps(srcDir, plan.tools ?? [])) steps.push({ label: 'toolchain', run: [{ argv: t.argv, env: {} }], shown: t.label });
+  const variables = plan.variables ?? {};
   const commands = [
     ['install', install],
     ['build', build],
   ] as const;
-  if (!install && !build) for (const [label] of commands) note(`no ${label} command; skipping`);
-  else {
-    // One box for the whole build: install and build run in it one after the other.
+  const parseEnv = { ...baseEnv, ...variables, ...input.env, PORT: String(input.port) };
+  for (const [label, cmd] of commands) {
+    if (!cmd) {
+      note(`no ${label} command; skipping`);
+      continue;
+    }
+    try {
+      steps.push({ label, run: parseCommand(cmd, parseEnv), shown: cmd });
+    } catch (e) {
+      throw new BuildError(`the ${label} command cannot run: ${(e as CommandError).message}`);
+    }
+  }
+  if (start) {
+    try {
+      startSteps(appDir, start, {});
+    } catch (e) {
+      throw new BuildError(`the start command cannot run: ${(e as CommandError).message}`);
+    }
+  }
+  if (steps.length) {
     let box: Box;
     try {
       box = await input.driver.open({ kind: 'build', projectId: input.projectId, name: `build-${input.deploymentId}`, identity: input.identity, limits: input.limits, appDir: srcDir, homeDir });
@@ -135,30 +209,39 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
       throw new BuildError(`the build cannot run: ${(e as Error).message}`);
     }
     try {
-      const stepEnv = { ...input.env, PATH: pathWithBin(box.inside(appDir), input.baseEnv.PATH) };
-      for (const [label, cmd] of commands) {
-        if (!cmd) {
-          note(`no ${label} command; skipping`);
-          continue;
-        }
-        let steps: CommandStep[];
-        try {
-          steps = parseCommand(cmd, { ...baseEnv, ...stepEnv });
-        } catch (e) {
-          throw new BuildError(`the ${label} command cannot run: ${(e as CommandError).message}`);
-        }
-        note(`${label}: ${cmd}`);
-        for (const st of steps) await runStep(box, st.argv, appDir, { ...stepEnv, ...st.env }, `the ${label} command`);
+      const stepEnv = { ...variables, ...input.env, ...toolchainEnv(box.inside(srcDir)), PATH: pathWithBin(box.inside(appDir), input.baseEnv.PATH, box.inside(srcDir)) };
+      for (const step of steps) {
+        note(step.label === 'toolchain' ? `toolchain: ${step.shown}` : `${step.label}: ${step.shown}`);
+        for (const st of step.run) await runStep(box, st.argv, step.label === 'toolchain' ? srcDir : appDir, { ...stepEnv, ...st.env }, `the ${step.label} command`);
       }
     } finally {
       await box.dispose().catch(() => {});
     }
   }
-  try {
-    startSteps(appDir, start, {});
-  } catch (e) {
-    throw new BuildError(`the start command cannot run: ${(e as CommandError).message}`);
+  if (isStatic) {
+    const out = path.resolve(appDir, outputDirectory ?? '.');
+    if (!inside(out, srcDir) || !existsSync(out)) throw new BuildError(`the build left no output directory ${outputDirectory}: set static.outputDirectory to the folder the build writes`);
+    note(`build finished; a static site from ${outputDirectory}`);
+    return { commit, appRoot: srcDir, appDir, startCommand: null, static: { dir: out, spa: plan.static?.spa ?? false } };
   }
   note(`build finished; start command: ${start}`);
-  return { commit, appRoot: srcDir, appDir, startCommand: start };
+  return { commit, appRoot: srcDir, appDir, startCommand: start!, static: null };
+}
+
+const joined = (steps: string[]): string | null => (steps.length ? steps.join(' && ') : null);
+
+const DOCKER_MESSAGE =
+  'this project builds from its Dockerfile, which needs the docker runtime (BERTH_RUNTIME=docker); this server runs builds in its sandbox: start Berth with the docker runtime, or set the project\'s install, build and start commands to build it without Docker';
+
+function noStartMessage(runtime: string): string {
+  if (runtime === 'unknown') {
+    return 'Berth could not tell how to build this folder (no package.json, requirements.txt, go.mod, Cargo.toml, Gemfile, composer.json, index.html, Procfile or other known file): set the project\'s startCommand, or add an index.html for a static site';
+  }
+  return `no start command: the ${runtime} plan found nothing to run; set the project's startCommand (or a Procfile web: line)`;
+}
+
+/** A literal port a start command pins (`--port 4200`, `-p 4200`, `PORT=4200`, `:4200`), or null when it uses $PORT. */
+export function fixedPort(command: string): number | null {
+  const m = /(?:--port[= ]|(?:^|\s)-p\s+|(?:^|\s)PORT=|--bind[= ]\S*:|(?:^|\s)-b\s+\S*:)(\d{2,5})\b/.exec(command);
+  return m ? Number(m[1]) : null;
 }

@@ -63,6 +63,7 @@ describe('POST /api/projects', () => {
       port: 8080,
       packageManager: null,
       runtime: null,
+      static: { outputDirectory: '.next', spa: null, cleanUrls: false },
     });
     assert.deepEqual(p.source, { type: 'git', gitProvider: 'github', gitOwner: 'acme', gitRepo: 'shop', gitBranch: 'main', localPath: null });
     assert.deepEqual(p.routes, { freeDomain: 'my-shop.apps.test', primaryDomain: 'my-shop.apps.test', domains: [] });
@@ -319,6 +320,11 @@ describe('info, environments, options, enable/disable, routing, deployments, ser
     const g = await api(team.member).get(`/api/projects/${p.id}`);
     assert.equal(g.body.data.config.installCommand, 'pnpm i');
     assertError(await api(team.member).post(`/api/projects/${p.id}/options`, { nodeVersion: 'banana' }), 400, 'VALIDATION_FAILED', 'nodeVersion');
+    // A version the host does not offer is refused, naming what it offers (never silently ignored).
+    const far = await api(team.member).post(`/api/projects/${p.id}/options`, { nodeVersion: '12' });
+    assertError(far, 400, 'VALIDATION_FAILED', 'nodeVersion');
+    assert.match(far.body.error.message, new RegExp(`offers Node.js ${process.versions.node.replace(/\./g, '\\.')}`));
+    assert.equal((await api(team.member).post(`/api/projects/${p.id}/options`, { nodeVersion: `>=${process.versions.node.split('.')[0]}` })).status, 200);
     assertError(await api(team.member).post(`/api/projects/${p.id}/options`, { outputDirectory: '/etc' }), 400, 'VALIDATION_FAILED', 'outputDirectory');
   });
 

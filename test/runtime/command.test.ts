@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CommandError, parseCommand } from '../../src/runtime/command.js';
-import { detectCommands, startSteps } from '../../src/runtime/build.js';
+import { pathWithBin, startSteps } from '../../src/runtime/build.js';
 import { LogFile } from '../../src/runtime/logs.js';
 import { tempDir } from '../support/harness.js';
 
@@ -42,19 +42,16 @@ test('detection: install only with dependencies (lockfile picks the tool), build
   const dir = tempDir('berth-detect-');
   try {
     writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ scripts: { start: 'node server.js' } }));
-    assert.deepEqual(detectCommands(dir), { installCommand: null, buildCommand: null, startCommand: 'npm start' });
     writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ dependencies: { a: '1' }, scripts: { build: 'vite build', start: 'node dist/server.js' } }));
-    writeFileSync(path.join(dir, 'package-lock.json'), '{}');
-    assert.deepEqual(detectCommands(dir), { installCommand: 'npm ci', buildCommand: 'npm run build', startCommand: 'npm start' });
     // `npm start` runs the script's own command directly when it needs no shell
     assert.deepEqual(startSteps(dir, 'npm start', { PORT: '1' }), [{ argv: ['node', 'dist/server.js'], env: {} }]);
     // a script that needs a shell is left to npm itself (the project's own script)
     writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ scripts: { start: 'node a.js | cat' } }));
     assert.deepEqual(startSteps(dir, 'npm start', {}), [{ argv: ['npm', 'start'], env: {} }]);
-    const bare = path.join(dir, 'bare');
-    mkdirSync(bare);
-    writeFileSync(path.join(bare, 'index.js'), '');
-    assert.equal(detectCommands(bare).startCommand, 'node index.js');
+    // so does pnpm's, yarn's and bun's
+    writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ scripts: { start: 'node server.js --port $PORT' } }));
+    for (const cmd of ['pnpm run start', 'yarn start', 'bun run start', 'pnpm start']) assert.deepEqual(startSteps(dir, cmd, { PORT: '7' }), [{ argv: ['node', 'server.js', '--port', '7'], env: {} }], cmd);
+    mkdirSync(path.join(dir, 'apps', 'web'), { recursive: true });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -104,4 +101,9 @@ test('other expansion forms and defaults that would need a shell are refused wit
   assert.throws(() => parseCommand('echo ${PORT#x}'), /Berth expands \$\{NAME\}, \$\{NAME:-default\}/);
   assert.throws(() => parseCommand('echo ${PORT:-$(id)}'), /must be plain text/);
   assert.throws(() => parseCommand('echo ${PORT:?unset}'), /unsupported expansion/);
+});
+
+test("PATH has the app folder's node_modules/.bin, then each one above it up to the source root, then the toolchains", () => {
+  const parts = pathWithBin('/app/apps/web', '/usr/bin', '/app').split(':');
+  assert.deepEqual(parts, ['/app/apps/web/node_modules/.bin', '/app/apps/node_modules/.bin', '/app/node_modules/.bin', '/app/.berth-toolchain/bin', '/app/.berth-toolchain/node_modules/.bin', '/usr/bin']);
 });

@@ -11,6 +11,7 @@ import * as m009 from './009_restore_identity.js';
 import * as m010 from './010_sandbox_identities.js';
 import * as m011 from './011_stream_token_credential.js';
 import * as m012 from './012_upload_stored_bytes.js';
+import * as m013 from './013_static_sites.js';
 
 /**
  * Every migration, in order. Names sort; add new ones at the end with the next number.
@@ -29,4 +30,5 @@ export const migrations: Record<string, Migration> = {
   '010_sandbox_identities': m010,
   '011_stream_token_credential': m011,
   '012_upload_stored_bytes': m012,
+  '013_static_sites': m013,
 };

@@ -1,3 +1,4 @@
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { AppContext } from '../../context.js';
 import { nowIso } from '../../lib/ids.js';
@@ -5,6 +6,7 @@ import { BuildError, runBuild, type BuildSource } from '../../runtime/build.js';
 import { redactText } from '../../runtime/redact.js';
 import { findProject, resolveCloneCredential, resolveEnvForRuntime, type ProjectRow } from '../projects/index.js';
 import { uploadSourceDir } from '../uploads/index.js';
+import { planBuild } from '../detect/index.js';
 import * as store from './deployments.store.js';
 import { runtimeOf } from './runtime.js';
 
@@ -98,7 +100,10 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
       projectId: project.id,
       workDir: buildDir(ctx, project.id, id),
       source,
-      commands: { installCommand: project.installCommand, buildCommand: project.buildCommand, startCommand: project.startCommand, rootDirectory: project.rootDirectory },
+      commands: { installCommand: project.installCommand, buildCommand: project.buildCommand, startCommand: project.startCommand, rootDirectory: project.rootDirectory, outputDirectory: project.outputDirectory },
+      plan: (appDir) => planBuild(path.join(buildDir(ctx, project.id, id), 'src'), appDir),
+      nodeVersion: project.nodeVersion,
+      port: Number(project.port) > 0 ? Number(project.port) : 3000,
       env: resolved.env,
       secrets,
       baseEnv: rt.baseEnv(),
@@ -109,6 +114,10 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
       signal: abort.signal,
       log,
     });
+    if (result.static) {
+      await releaseStaticSite(ctx, orgId, project, id, d.environment, result.commit, result.static, log);
+      return;
+    }
     await store.updateBuild(ctx.db, orgId, id, { releaseDir: result.appDir, startCommand: result.startCommand });
     if (!(await store.transition(ctx.db, orgId, id, ['building'], { status: 'deploying', commit: result.commit }))) return;
 
@@ -116,7 +125,7 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
     if (d.environment === 'production' && current && current.status === 'enabled') {
       log('stdout', '[berth] starting the new release and waiting for its health check');
       const fresh = await resolveEnvForRuntime(ctx, project.id, 'production');
-      const releaseSpec = await rt.releases.releaseSpec(orgId, project.id, id, result.appDir, result.startCommand, current, fresh.env, fresh.secrets);
+      const releaseSpec = await rt.releases.releaseSpec(orgId, project.id, id, result.appDir, result.startCommand!, current, fresh.env, fresh.secrets);
       try {
         await rt.supervisor.deploy(releaseSpec);
       } catch (e) {
@@ -149,4 +158,41 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
     jobSignal.removeEventListener('abort', onJobAbort);
     rt.building.delete(id);
   }
+}
+
+/**
+ * A static release: the built output is copied into a folder the server owns (links and special
+ * files dropped, compressible files precompressed), the build's source and dependencies are removed,
+ * and the deployment is ready at once (no process, no health check). A production release stops the
+ * app a previous server release ran; the edge serves the files from the next request on.
+ */
+async function releaseStaticSite(
+  ctx: AppContext,
+  orgId: string,
+  project: ProjectRow,
+  id: string,
+  environment: string,
+  commit: string | null,
+  site: { dir: string; spa: boolean },
+  log: (stream: 'stdout' | 'stderr', line: string) => void,
+): Promise<void> {
+  const rt = runtimeOf(ctx);
+  const work = buildDir(ctx, project.id, id);
+  const root = path.join(work, 'static');
+  // TEMPORARY until src/edge/static-site.ts lands (in flight): resolved at run time.
+  const modPath = '../../edge/static-site.js';
+  const { prepareStaticSite } = (await import(modPath)) as { prepareStaticSite(from: string, to: string): Promise<{ files: number; bytes: number }> };
+  const copied = await prepareStaticSite(site.dir, root).catch((e: Error) => {
+    throw new BuildError(`the static site cannot be published: ${e.message}`);
+  });
+  await rm(path.join(work, 'src'), { recursive: true, force: true });
+  await rm(path.join(work, 'home'), { recursive: true, force: true });
+  log('stdout', `[berth] static site: ${copied.files} files, ${copied.bytes} bytes`);
+  await store.updateBuild(ctx.db, orgId, id, { releaseDir: root, startCommand: null, staticSite: JSON.stringify({ spa: site.spa }) });
+  if (!(await store.transition(ctx.db, orgId, id, ['building'], { status: 'deploying', commit }))) return;
+  if (!(await store.transition(ctx.db, orgId, id, ['deploying'], { status: 'ready', finishedAt: nowIso() }))) return;
+  if (environment === 'production') await rt.supervisor.stop(project.id).catch(() => {});
+  rt.invalidate(project.id);
+  log('stdout', '[berth] ready: the edge serves the static site');
+  await rt.releases.pruneReleases(orgId, project.id).catch(() => {});
 }

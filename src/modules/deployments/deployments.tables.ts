@@ -32,6 +32,8 @@ export interface DeploymentBuildsTable {
   releaseDir: string | null;
   /** The start command the release runs with. */
   startCommand: string | null;
+  /** JSON `{ spa, cleanUrls }` when the release is a static site served from `releaseDir`. */
+  staticSite: string | null;
   createdBy: string | null;
 }
 

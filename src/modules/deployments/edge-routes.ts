@@ -1,5 +1,7 @@
 import type { AppContext } from '../../context.js';
 import type { EdgeTarget } from '../../edge/proxy.js';
+/** TEMPORARY until backend.ts's StaticSite lands (in flight). */
+type StaticSite = { root: string; spa: boolean; cleanUrls: boolean };
 import { compileRules, type CompiledRule } from '../../edge/rules.js';
 import type { Supervisor } from '../../runtime/supervisor.js';
 import { listRouteRules, projectByDomain, projectBySlug, type EdgeProject } from '../projects/index.js';
@@ -10,7 +12,7 @@ const ROUTE_TTL_MS = 400;
 /** Older than this, a cached answer is not served while it is refreshed (rule changes: within 1 s). */
 const ROUTE_STALE_MS = 800;
 
-type RouteValue = { project: EdgeProject; hasRelease: boolean; rules: CompiledRule[] };
+type RouteValue = { project: EdgeProject; hasRelease: boolean; rules: CompiledRule[]; static: StaticSite | null };
 
 interface RouteEntry {
   at: number;
@@ -52,7 +54,7 @@ export class EdgeRoutes {
     if (!project || project.location !== 'local') return null;
     const rel = await store.currentRelease(this.ctx.db, project.orgId, project.id, 'production');
     const rules = compileRules(await listRouteRules(this.ctx.db, project.orgId, project.id));
-    return { project, hasRelease: !!rel, rules };
+    return { project, hasRelease: !!rel, rules, static: staticSiteOf(project, rel) };
   }
 
   /**
@@ -106,9 +108,28 @@ export class EdgeRoutes {
     let unavailable: string | null = null;
     if (v.project.status !== 'enabled') unavailable = 'This project is disabled.';
     else if (!v.hasRelease) unavailable = 'This project has not been deployed yet.';
-    else if (this.supervisor.stateOf(v.project.id) === 'failed') unavailable = 'The app failed to start; check its logs.';
+    else if (!v.static && this.supervisor.stateOf(v.project.id) === 'failed') unavailable = 'The app failed to start; check its logs.';
     if (unavailable) return { projectId: v.project.id, unavailable, rules: v.rules };
-    if (!entry.ok || entry.ok.rules !== v.rules) entry.ok = { projectId: v.project.id, unavailable: null, rules: v.rules };
+    if (!entry.ok || entry.ok.rules !== v.rules) {
+      const ok: EdgeTarget & { static?: StaticSite | null } = { projectId: v.project.id, unavailable: null, rules: v.rules, static: v.static };
+      entry.ok = ok;
+    }
     return entry.ok;
   }
+}
+
+/**
+ * The static site a host serves, when its current release is one: the release's folder, `spa` from
+ * the project's config.static (else the plan's default recorded with the release), `cleanUrls` from
+ * the config (off by default).
+ */
+function staticSiteOf(project: EdgeProject, rel: { releaseDir: string | null; staticSite: string | null } | undefined): StaticSite | null {
+  if (!rel?.staticSite || !rel.releaseDir) return null;
+  let planned = false;
+  try {
+    planned = (JSON.parse(rel.staticSite) as { spa?: boolean }).spa === true;
+  } catch {
+    /* the default */
+  }
+  return { root: rel.releaseDir, spa: project.staticSpa === null ? planned : project.staticSpa === 1, cleanUrls: project.staticCleanUrls === 1 };
 }

@@ -1,5 +1,8 @@
 /**
- * The detect area's surface: what a source tree is (framework, build and start commands, port),
- * read from its files without running anything. Uploads and imports call `scanProject`.
+ * The detect area's surface: what a source tree is (runtime, framework, the build plan), read from
+ * its files without running anything. Uploads and imports call `scanProject`; the build calls
+ * `planBuild` on the fetched source.
  */
 export { scanProject, type ScanResult } from './scan.js';
+export { planBuild } from './build-plan.js';
+export type { BuildPlan, Detection, Runtime } from './plan.js';

@@ -5,7 +5,9 @@
 import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
 import { transaction } from '../../db/client.js';
+import semver from 'semver';
 import { invalid } from '../../lib/errors.js';
+import { matchNodeVersion, offeredNodeVersions } from '../../runtime/toolchains.js';
 import { newId, nowIso } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/index.js';
 import { changedFields, emptyToNull, mergeInput } from './project-input.js';
@@ -24,7 +26,8 @@ export interface OptionsInput {
   nodeVersion?: string | null;
 }
 
-const NODE_VERSION_RE = /^(?:lts(?:\/[a-z]+)?|latest|current|v?\d+(?:\.(?:\d+|x))?(?:\.(?:\d+|x))?)$/i;
+/** A version (`20`, `20.11.1`, `v20`), a range (`>=18 <21`, `^20`, `20.x`) or an LTS name (`lts`, `lts/iron`). */
+const isNodeVersion = (v: string): boolean => /^lts(?:\/(?:\*|[a-z]+))?$/i.test(v) || (/^[\dvx^~<>=.|* -]+$/i.test(v) && semver.validRange(v, { loose: true }) !== null);
 
 export async function setOptions(ctx: AppContext, actor: Actor, row: ProjectRow, input: OptionsInput): Promise<OptionsRecord> {
   const merged = mergeInput(row, {
@@ -37,8 +40,12 @@ export async function setOptions(ctx: AppContext, actor: Actor, row: ProjectRow,
   let nodeVersion = row.nodeVersion;
   const nv = emptyToNull(input.nodeVersion);
   if (nv !== undefined) {
-    if (nv !== null && !NODE_VERSION_RE.test(nv.trim())) {
-      throw invalid('nodeVersion', 'nodeVersion must be a Node.js version such as 20, 20.11 or 20.11.1 (or lts)');
+    if (nv !== null && !isNodeVersion(nv.trim())) {
+      throw invalid('nodeVersion', 'nodeVersion must be a Node.js version or range such as 20, 20.11.1, >=20 or lts');
+    }
+    // Honoured or refused, never ignored: the host runs builds and apps on the Node.js it offers.
+    if (nv !== null && !matchNodeVersion(nv)) {
+      throw invalid('nodeVersion', `nodeVersion ${nv.trim()} is not offered by this host: it offers Node.js ${offeredNodeVersions().join(', ')}`);
     }
     nodeVersion = nv === null ? null : nv.trim();
   }

@@ -29,6 +29,8 @@ export interface ProjectInput {
   port?: number;
   packageManager?: string | null;
   runtime?: string | null;
+  /** config.static (contract section 11); null clears it. */
+  static?: { outputDirectory?: string | null; spa?: boolean | null; cleanUrls?: boolean | null } | null;
 }
 
 export type ConfigColumns = Pick<
@@ -47,6 +49,8 @@ export type ConfigColumns = Pick<
   | 'port'
   | 'packageManager'
   | 'runtime'
+  | 'staticSpa'
+  | 'staticCleanUrls'
   | 'sourceType'
   | 'localPath'
 >;
@@ -68,6 +72,8 @@ export function blankConfig(localPath: string | null): ConfigColumns {
     port: DEFAULT_PORT,
     packageManager: null,
     runtime: null,
+    staticSpa: null,
+    staticCleanUrls: null,
     sourceType: 'none',
     localPath,
   };
@@ -94,6 +100,19 @@ export function mergeInput(base: ConfigColumns, input: ProjectInput): ConfigColu
   for (const k of ['outputDirectory', 'rootDirectory'] as const) {
     const v = emptyToNull(input[k]);
     if (v !== undefined) out[k] = v === null ? null : checkRelativeDir(v, k);
+  }
+  if (input.static === null) {
+    out.outputDirectory = null;
+    out.staticSpa = null;
+    out.staticCleanUrls = null;
+  } else if (input.static) {
+    const st = input.static;
+    if (st.outputDirectory !== undefined) {
+      const v = emptyToNull(st.outputDirectory);
+      out.outputDirectory = v === null || v === undefined ? null : checkRelativeDir(v, 'static.outputDirectory');
+    }
+    if (st.spa !== undefined) out.staticSpa = st.spa === null ? null : st.spa ? 1 : 0;
+    if (st.cleanUrls !== undefined) out.staticCleanUrls = st.cleanUrls === null ? null : st.cleanUrls ? 1 : 0;
   }
   if (input.port !== undefined) out.port = input.port;
   const owner = emptyToNull(input.gitOwner);

@@ -25,6 +25,8 @@ export const ProjectConfigSchema = Type.Object({
   port: Type.Integer(),
   packageManager: NullableStr(),
   runtime: NullableStr(),
+  /** How the edge serves the project's static releases (contract section 11); `spa: null` is the plan's default. */
+  static: Type.Object({ outputDirectory: NullableStr(), spa: Type.Union([Type.Boolean(), Type.Null()]), cleanUrls: Type.Boolean() }),
 });
 
 export const ProjectSourceSchema = Type.Object({
@@ -90,6 +92,7 @@ export function projectRecord(ctx: AppContext, p: ProjectRow, domains: DomainRow
       port: p.port,
       packageManager: p.packageManager,
       runtime: p.runtime,
+      static: { outputDirectory: p.outputDirectory, spa: p.staticSpa === null ? null : p.staticSpa === 1, cleanUrls: p.staticCleanUrls === 1 },
     },
     source: {
       type: p.sourceType as ProjectRecord['source']['type'],

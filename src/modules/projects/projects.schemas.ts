@@ -30,6 +30,12 @@ function projectFields() {
     port: opt(Type.Integer({ minimum: 1, maximum: 65535 })),
     packageManager: opt(NStr(32)),
     runtime: opt(NStr(32)),
+    static: opt(
+      Type.Union([
+        Obj({ outputDirectory: opt(NStr(512)), spa: opt(Type.Union([Type.Boolean(), Type.Null()])), cleanUrls: opt(Type.Union([Type.Boolean(), Type.Null()])) }),
+        Type.Null(),
+      ]),
+    ),
   };
 }
 

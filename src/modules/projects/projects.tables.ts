@@ -23,6 +23,9 @@ export interface ProjectsTable {
   packageManager: string | null;
   runtime: string | null;
   nodeVersion: string | null;
+  /** config.static: 1/0, or null for the plan's default. */
+  staticSpa: number | null;
+  staticCleanUrls: number | null;
   // source
   sourceType: string; // 'git' | 'local' | 'upload' | 'none'
   gitProvider: string | null;
