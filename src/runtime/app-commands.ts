@@ -26,12 +26,13 @@ export function startSteps(appDir: string, command: string, env: Record<string, 
 }
 
 /**
- * PATH for the app folder's commands: its own `node_modules/.bin`, then those of each folder above
- * it up to the source root (a workspace's hoisted binaries), then the toolchains the build installed,
- * then the base PATH.
+ * PATH for the app folder's commands: its Python virtual environment (`.venv/bin`, made by the
+ * plan's install step) and its own `node_modules/.bin`, then those of each folder above it up to the
+ * source root (a workspace's hoisted binaries), then the toolchains the build installed, then the
+ * base PATH.
  */
 export function pathWithBin(appDir: string, basePath: string | undefined, root?: string): string {
-  const dirs = [path.join(appDir, 'node_modules', '.bin')];
+  const dirs = [path.join(appDir, '.venv', 'bin'), path.join(appDir, 'node_modules', '.bin')];
   if (root) {
     let dir = appDir;
     while (dir !== root && dir.startsWith(root + path.sep)) {

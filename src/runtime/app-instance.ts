@@ -1,4 +1,5 @@
 import { mkdirSync, statSync } from 'node:fs';
+import { toolchainEnv } from './toolchains.js';
 import { chownTree } from './identity.js';
 import type { CommandStep } from './command.js';
 import type { Box, RuntimeDriver } from './driver.js';
@@ -60,7 +61,8 @@ export async function startInstance(spec: ReleaseSpec, deps: InstanceDeps): Prom
   const cwd = box.inside(spec.cwd);
   const env: Record<string, string> = {
     ...deps.baseEnv,
-    PATH: spec.path(cwd),
+    ...toolchainEnv(box.inside(spec.appRoot)),
+    PATH: spec.path(cwd, box.inside(spec.appRoot)),
     HOME: box.paths.home ?? box.paths.tmp,
     HOST: box.bindHost,
     NODE_ENV: 'production',

@@ -153,7 +153,8 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
   if (!start && plan.runtime === 'docker') throw new BuildError(DOCKER_MESSAGE);
 
   // ---- what the host must offer, checked before anything runs
-  const hostPath = input.baseEnv.PATH;
+  // Only the PATH folders the build's box can see (the sandbox shows the system folders, not /root).
+  const hostPath = (input.baseEnv.PATH ?? '').split(path.delimiter).filter((d) => d && (input.driver.sees?.(d) ?? true)).join(path.delimiter);
   const programs = [...plan.programs];
   if (plan.tools?.some((t) => t.name === 'pnpm' || t.name === 'yarn')) programs.push('corepack');
   if (plan.tools?.some((t) => t.name === 'bun' || t.name === 'deno')) programs.push('npm');
@@ -209,7 +210,7 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
       throw new BuildError(`the build cannot run: ${(e as Error).message}`);
     }
     try {
-      const stepEnv = { ...variables, ...input.env, ...toolchainEnv(box.inside(srcDir)), PATH: pathWithBin(box.inside(appDir), input.baseEnv.PATH, box.inside(srcDir)) };
+      const stepEnv = { ...variables, ...input.env, ...toolchainEnv(box.inside(srcDir)), PATH: pathWithBin(box.inside(appDir), hostPath, box.inside(srcDir)) };
       for (const step of steps) {
         note(step.label === 'toolchain' ? `toolchain: ${step.shown}` : `${step.label}: ${step.shown}`);
         for (const st of step.run) await runStep(box, st.argv, step.label === 'toolchain' ? srcDir : appDir, { ...stepEnv, ...st.env }, `the ${step.label} command`);

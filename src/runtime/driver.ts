@@ -92,6 +92,8 @@ export interface RuntimeDriver {
   /** Kills and removes whatever a previous run of this server left (called once at start). */
   reclaim(): Promise<void>;
   open(spec: BoxSpec): Promise<Box>;
+  /** Whether a host folder is visible inside the driver's boxes (PATH entries a build can use); all when absent. */
+  sees?(hostDir: string): boolean;
 }
 
 export class DriverUnavailableError extends Error {

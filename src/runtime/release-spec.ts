@@ -27,8 +27,8 @@ export interface ReleaseSpec {
   identity: Identity | null;
   /** The project's configured port: what the app listens on inside its own network. */
   port: number;
-  /** `PATH` of the app given the folder it runs in (as the box shows it). */
-  path(cwdInside: string): string;
+  /** `PATH` of the app given the folder it runs in and the release's root (as the box shows them). */
+  path(cwdInside: string, rootInside: string): string;
 }
 
 /** Where the edge sends a request: the app's address as the server reaches it. */

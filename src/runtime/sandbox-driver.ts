@@ -105,6 +105,16 @@ export class SandboxDriver implements RuntimeDriver {
     return null;
   }
 
+  sees(hostDir: string): boolean {
+    if (SYSTEM_DIRS.some((d) => inside(hostDir, d))) return true;
+    try {
+      const prefix = path.dirname(path.dirname(realpathSync(process.execPath)));
+      return prefix !== '/' && inside(hostDir, prefix);
+    } catch {
+      return false;
+    }
+  }
+
   private systemMounts(): string[] {
     const args: string[] = [];
     for (const dir of SYSTEM_DIRS) {

@@ -105,5 +105,5 @@ test('other expansion forms and defaults that would need a shell are refused wit
 
 test("PATH has the app folder's node_modules/.bin, then each one above it up to the source root, then the toolchains", () => {
   const parts = pathWithBin('/app/apps/web', '/usr/bin', '/app').split(':');
-  assert.deepEqual(parts, ['/app/apps/web/node_modules/.bin', '/app/apps/node_modules/.bin', '/app/node_modules/.bin', '/app/.berth-toolchain/bin', '/app/.berth-toolchain/node_modules/.bin', '/usr/bin']);
+  assert.deepEqual(parts, ['/app/apps/web/.venv/bin', '/app/apps/web/node_modules/.bin', '/app/apps/node_modules/.bin', '/app/node_modules/.bin', '/app/.berth-toolchain/bin', '/app/.berth-toolchain/node_modules/.bin', '/usr/bin']);
 });

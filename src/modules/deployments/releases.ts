@@ -68,8 +68,13 @@ export class Releases {
       limits: this.limitsOf(project.resources, 'production'),
       identity: await this.identityOf(orgId, projectId),
       port: Number(project.port) > 0 ? Number(project.port) : 3000,
-      path: (cwdInside) => env.PATH ?? pathWithBin(cwdInside, base.PATH),
+      path: (cwdInside, rootInside) => env.PATH ?? pathWithBin(cwdInside, this.visiblePath(base.PATH), rootInside),
     };
+  }
+
+  /** The PATH folders the driver's boxes can see (the sandbox shows the system folders, not /root). */
+  visiblePath(pathVar: string | undefined): string {
+    return (pathVar ?? '').split(path.delimiter).filter((d) => d && (this.driver.sees?.(d) ?? true)).join(path.delimiter);
   }
 
   /**
