@@ -54,6 +54,18 @@ const CASES: Record<string, Expect> = {
       { rootDirectory: 'apps/server', framework: 'express', startCommand: 'npm run start' },
     ],
   },
+  'expo-web': { runtime: 'node', framework: 'expo', packageManager: 'yarn', buildCommand: 'yarn run build', startCommand: null, outputDirectory: 'dist', port: null },
+  'next-export': { runtime: 'node', framework: 'next', buildCommand: 'npm run build', startCommand: null, outputDirectory: 'out', port: null },
+  'monorepo-root-start': {
+    monorepo: 'turbo',
+    rootDirectory: '',
+    startCommand: 'yarn run start',
+    buildCommand: 'yarn run build',
+    apps: [
+      { rootDirectory: 'apps/web', framework: 'vite', outputDirectory: 'dist' },
+      { rootDirectory: 'apps/api', framework: 'nestjs', startCommand: 'yarn run start' },
+    ],
+  },
   'monorepo-yarn': { monorepo: 'yarn', rootDirectory: 'packages/docs', framework: 'astro', packageManager: 'yarn', installCommand: 'yarn install --immutable', apps: [{ rootDirectory: 'packages/docs', framework: 'astro' }] },
 };
 

@@ -59,7 +59,12 @@ function workspacePatterns(f: Facts): string[] {
   return [...fromPkg, ...fromPnpm].filter((p): p is string => typeof p === 'string' && p.length < 200).slice(0, 100);
 }
 
-/** Scans a project folder: the app at its root, or the apps of its workspace. */
+/**
+ * Scans a project folder: the app at its root, or the apps of its workspace. For a workspace, the
+ * top-level answer is the root itself when the root package has a start script (as Railpack plans a
+ * workspace: install, the root's build script and the root's start script, all at the root);
+ * otherwise it is the main app of the workspace, planned in its own folder.
+ */
 export function scanProject(root: string): ScanResult {
   const top = new Facts(root, '', null);
   const patterns = top.pkg ? workspacePatterns(top) : [];
@@ -68,15 +73,13 @@ export function scanProject(root: string): ScanResult {
     for (const rel of expandWorkspaces(root, patterns)) {
       const app = detectApp(new Facts(root, rel, top));
       // A workspace package is an app when it is something to run or serve, not a library.
-      if (app.framework || app.startCommand || app.runtime === 'docker') apps.push(app);
+      if (app.framework || app.startCommand || app.plan.static || app.runtime === 'docker') apps.push(app);
     }
     const pm = nodePackageManager(top).id;
     const monorepo = top.hasFile('turbo.json') || top.deps.has('turbo') ? 'turbo' : pm;
-    if (apps.length) {
-      apps.sort((a, b) => rank(a) - rank(b) || a.rootDirectory.localeCompare(b.rootDirectory));
-      return { ...apps[0]!, monorepo, apps };
-    }
-    return { ...detectApp(top), monorepo, apps: [] };
+    apps.sort((a, b) => rank(a) - rank(b) || a.rootDirectory.localeCompare(b.rootDirectory));
+    if (apps.length && !top.script('start')) return { ...apps[0]!, monorepo, apps };
+    return { ...detectApp(top), monorepo, apps };
   }
   const app = detectApp(top);
   return { ...app, monorepo: null, apps: [app] };

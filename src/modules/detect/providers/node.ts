@@ -1,124 +1,348 @@
 /**
- * The node provider: a folder with a package.json (npm, pnpm, yarn, bun). Frameworks come from
- * node-frameworks.ts; a package.json script of the same name always wins over a framework's
- * default command. Static frameworks (Vite, CRA, Angular, Astro static, ...) plan a static site.
+ * The node provider: a folder with a package.json (npm, pnpm, yarn, bun), planned as Railpack's node
+ * provider plans it (core/providers/node):
+ *
+ * - the package manager: the `packageManager` field, then lockfiles (pnpm, bun, yarn berry, yarn),
+ *   then `engines`, else npm; pnpm and yarn come through corepack and bun from the registry (`tools`);
+ * - the Node version: mise.toml / .tool-versions, then `.node-version`, `.nvmrc`, then `engines.node`;
+ * - the install: a frozen install only where the lockfile can satisfy it (`npm ci` needs a v2+
+ *   lockfile whose root entry declares what package.json declares);
+ * - build: the `build` script; start: the `start` script, else `main`, else index.js / index.ts,
+ *   else the framework's own server (node-frameworks.ts);
+ * - a framework that builds a static site (Vite, CRA, Angular, Astro, Next export, ...) and has no
+ *   start script of its own is served as files, with no start command.
+ *
+ * A start script whose tool listens on its own port whatever $PORT says (`vite preview`, `ng serve`,
+ * ...) gets the tool's port flag (PORT_FLAGS); a script that pins a literal port keeps it.
  */
+import { closeSync, lstatSync, openSync, readSync } from 'node:fs';
+import path from 'node:path';
 import type { Facts } from '../facts.js';
 import { detection, type Detection, type Provider, type Tool } from '../plan.js';
-import { NODE_FRAMEWORKS, type NodeFramework } from './node-frameworks.js';
-import { pinned } from './versions.js';
+import { NODE_FRAMEWORKS, literalPort, portFallback, portFlagRow, readsPort, type NodeFramework } from './node-frameworks.js';
+import { staticfileOf } from './static.js';
+import { fileVersion, toolVersion, type Pin } from './versions.js';
 
-interface NodePm {
+export interface NodePm {
   id: 'npm' | 'pnpm' | 'yarn' | 'bun';
-  lockfiles: string[];
+  /** `npm run`, `pnpm run`, ... (followed by a script name). */
   run: string;
+  /** `npx`, `pnpm exec`, `yarn`, `bunx` (followed by a package binary). */
   exec: string;
+  lockfiles: string[];
+  /** Yarn 2+ (berry). */
+  berry?: boolean;
 }
 
-const PMS: NodePm[] = [
-  { id: 'pnpm', lockfiles: ['pnpm-lock.yaml'], run: 'pnpm run', exec: 'pnpm exec' },
-  { id: 'yarn', lockfiles: ['yarn.lock'], run: 'yarn run', exec: 'yarn' },
-  { id: 'bun', lockfiles: ['bun.lock', 'bun.lockb'], run: 'bun run', exec: 'bunx' },
-  { id: 'npm', lockfiles: ['package-lock.json', 'npm-shrinkwrap.json'], run: 'npm run', exec: 'npx' },
-];
+const PMS: Record<NodePm['id'], NodePm> = {
+  npm: { id: 'npm', run: 'npm run', exec: 'npx', lockfiles: ['npm-shrinkwrap.json', 'package-lock.json'] },
+  pnpm: { id: 'pnpm', run: 'pnpm run', exec: 'pnpm exec', lockfiles: ['pnpm-lock.yaml'] },
+  yarn: { id: 'yarn', run: 'yarn run', exec: 'yarn', lockfiles: ['yarn.lock'] },
+  bun: { id: 'bun', run: 'bun run', exec: 'bunx', lockfiles: ['bun.lock', 'bun.lockb'] },
+};
 
-/** The app's package manager: the `packageManager` field, then lockfiles (of the app or the workspace root), else npm. */
-export function nodePackageManager(f: Facts): NodePm {
-  const field = f.packageManagerField();
-  if (field) {
-    const pm = PMS.find((p) => p.id === field.name);
-    if (pm) return pm;
-  }
-  for (const pm of PMS) if (pm.lockfiles.some((l) => f.hasFile(l) || f.top.hasFile(l))) return pm;
-  return PMS.find((p) => p.id === 'npm')!;
-}
-
-function installCommand(f: Facts, pm: NodePm): string {
-  switch (pm.id) {
-    case 'pnpm':
-      return 'pnpm install --frozen-lockfile';
-    case 'yarn':
-      return f.yarnBerry() ? 'yarn install --immutable' : 'yarn install --frozen-lockfile';
-    case 'bun':
-      return 'bun install --frozen-lockfile';
-    default:
-      return f.hasRootFile('package-lock.json') || f.hasRootFile('npm-shrinkwrap.json') ? 'npm ci' : 'npm install';
+/** The first bytes of a file of a folder (lockfiles can be megabytes; their heads say what we need), or null. */
+function head(f: Facts, name: string, bytes = 4096): string | null {
+  if (!f.hasFile(name)) return null;
+  const abs = path.join(f.root, f.rel, name);
+  try {
+    if (!lstatSync(abs).isFile()) return null;
+    const fd = openSync(abs, 'r');
+    try {
+      const buf = Buffer.alloc(bytes);
+      const n = readSync(fd, buf, 0, bytes, 0);
+      return buf.subarray(0, n).toString('utf8');
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return null;
   }
 }
 
-function matchFramework(f: Facts): NodeFramework | null {
-  for (const rule of NODE_FRAMEWORKS) {
-    const hit = (rule.deps ?? []).some((d) => f.deps.has(d)) || (rule.files ?? []).some((x) => f.hasFile(x));
-    if (hit && (!rule.when || rule.when(f))) return rule;
+/** A whole file of a folder up to `max` bytes (for npm lockfiles, which often pass Facts' 1 MiB), or null. */
+function readUpTo(f: Facts, name: string, max = 32 * 1024 * 1024): string | null {
+  if (!f.hasFile(name)) return null;
+  const abs = path.join(f.root, f.rel, name);
+  try {
+    const st = lstatSync(abs);
+    if (!st.isFile() || st.size > max) return null;
+    return head(f, name, st.size);
+  } catch {
+    return null;
+  }
+}
+
+/** The folder (the app's, else the workspace root's) that holds the first of `names`, with the name found. */
+function holderOf(f: Facts, names: string[]): { at: Facts; name: string } | null {
+  for (const at of f.top === f ? [f] : [f, f.top]) {
+    const name = names.find((n) => at.hasFile(n));
+    if (name) return { at, name };
   }
   return null;
 }
 
-function value<T>(v: T | ((f: Facts) => T) | undefined, f: Facts): T | undefined {
-  return typeof v === 'function' ? (v as (f: Facts) => T)(f) : v;
+const isYarnBerryLock = (f: Facts): boolean => {
+  const lock = holderOf(f, ['yarn.lock']);
+  return !!lock && /^__metadata:/m.test(head(lock.at, lock.name) ?? '');
+};
+
+/** An `engines` entry (`pnpm`, `yarn`, `bun`, `node`) of the app, else of the workspace root. */
+function engine(f: Facts, name: string): string | null {
+  for (const at of [f, f.top]) {
+    const v = at.pkg?.engines?.[name];
+    if (typeof v === 'string' && v.trim()) return v.trim();
+  }
+  return null;
 }
 
-/** A port written into a start script (`--port 4000`, `-p 4000`, `PORT=4000`). */
-export function portFrom(script: string | null): number | null {
-  if (!script) return null;
-  const m = /(?:--port[= ]|-p\s+|PORT=)(\d{2,5})\b/.exec(script);
-  const n = m ? Number(m[1]) : NaN;
-  return n >= 1 && n <= 65535 ? n : null;
+/** An exact or caret/tilde `engines` version as a tool version (`9.12.0`, `^8.15` -> `8`); ranges give nothing. */
+function engineToolVersion(f: Facts, name: string): string | undefined {
+  const v = engine(f, name);
+  if (!v) return undefined;
+  const exact = /^v?(\d+(?:\.\d+){0,2})$/.exec(v);
+  if (exact) return exact[1];
+  const caret = /^[\^~]\s*(\d+)(?:\.[\dx*]+){0,2}$/.exec(v);
+  return caret ? caret[1] : undefined;
 }
 
-/** The tools the package manager needs beyond Node itself (pnpm and yarn through corepack, bun from the npm registry). */
-function toolsOf(f: Facts, pm: NodePm): Tool[] {
-  if (pm.id === 'npm') return [];
+/** The app's package manager: the `packageManager` field, then lockfiles (of the app, then of the workspace root), then `engines`, else npm. */
+export function nodePackageManager(f: Facts): NodePm {
   const field = f.packageManagerField();
-  const version = field?.name === pm.id ? field.version : undefined;
-  return [{ name: pm.id, ...(version ? { version } : {}) }];
+  if (field && field.name in PMS) {
+    const pm = PMS[field.name as NodePm['id']];
+    return pm.id === 'yarn' ? { ...pm, berry: field.major >= 2 } : pm;
+  }
+  for (const at of f.top === f ? [f] : [f, f.top]) {
+    if (at.hasFile('pnpm-lock.yaml')) return PMS.pnpm;
+    if (at.hasFile('bun.lockb') || at.hasFile('bun.lock')) return PMS.bun;
+    if (at.hasFile('.yarnrc.yml') || at.hasFile('.yarnrc.yaml')) return { ...PMS.yarn, berry: true };
+    if (at.hasFile('yarn.lock')) return { ...PMS.yarn, berry: isYarnBerryLock(f) };
+    if (at.hasFile('package-lock.json') || at.hasFile('npm-shrinkwrap.json')) return PMS.npm;
+  }
+  if (engine(f, 'pnpm')) return PMS.pnpm;
+  if (engine(f, 'bun')) return PMS.bun;
+  const yarn = engine(f, 'yarn');
+  if (yarn) return { ...PMS.yarn, berry: !/^[\^~=v\s]*1(\.|$)/.test(yarn) };
+  return PMS.npm;
 }
 
-/** Start scripts that only run a static framework's dev server (`ng serve`): the site is still static. */
-const DEFAULT_STARTS = new Set(['ng serve', 'react-scripts start', 'next start']);
+/** The dependencies a package entry declares (name -> spec), from dependencies, optionalDependencies and devDependencies. */
+function declared(entry: any): Map<string, string> | null {
+  if (!entry || typeof entry !== 'object') return null;
+  const out = new Map<string, string>();
+  for (const k of ['dependencies', 'optionalDependencies', 'devDependencies']) {
+    const deps = entry[k];
+    if (deps && typeof deps === 'object') for (const [name, spec] of Object.entries(deps)) out.set(name, String(spec));
+  }
+  return out;
+}
+
+const sameDeclared = (a: Map<string, string> | null, b: Map<string, string> | null): boolean =>
+  !!a && !!b && a.size === b.size && [...a].every(([name, spec]) => b.get(name) === spec);
+
+/** The object that follows `"key":` inside the lockfile's `"packages"` (found by text, parsed alone), or undefined. */
+function lockEntry(text: string, key: string): any {
+  const start = text.indexOf('"packages"');
+  if (start < 0) return undefined;
+  const re = new RegExp(`${JSON.stringify(key).replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}\\s*:\\s*\\{`, 'g');
+  re.lastIndex = start;
+  const m = re.exec(text);
+  if (!m) return undefined;
+  const open = m.index + m[0].length - 1;
+  let depth = 0;
+  let inString = false;
+  for (let i = open; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === '{') depth++;
+    else if (c === '}' && --depth === 0) {
+      try {
+        return JSON.parse(text.slice(open, i + 1));
+      } catch {
+        return undefined;
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Whether `npm ci` will succeed on the lockfile: it is lockfileVersion 2 or later, and its root entry
+ * (`packages[""]`) declares exactly the dependencies (names and specs) package.json declares; for an
+ * app of a workspace whose lockfile is the root's, the app's own entry must match the app too.
+ */
+export function npmLockInSync(f: Facts): boolean {
+  const lock = holderOf(f, PMS.npm.lockfiles);
+  if (!lock) return false;
+  const text = readUpTo(lock.at, lock.name);
+  if (!text) return false;
+  const version = Number(/"lockfileVersion"\s*:\s*(\d+)/.exec(text.slice(0, 8192))?.[1]);
+  if (!(version >= 2)) return false;
+  if (!sameDeclared(declared(lockEntry(text, '')), declared(lock.at.pkg))) return false;
+  if (lock.at !== f && !sameDeclared(declared(lockEntry(text, f.rel)), declared(f.pkg))) return false;
+  return true;
+}
+
+/** The install command: frozen only where the lockfile is there (and, for npm, in step with package.json). */
+export function installCommand(f: Facts, pm: NodePm): string {
+  const locked = !!holderOf(f, pm.lockfiles);
+  switch (pm.id) {
+    case 'pnpm':
+      return locked ? 'pnpm install --frozen-lockfile' : 'pnpm install';
+    case 'yarn':
+      return locked ? (pm.berry ? 'yarn install --immutable' : 'yarn install --frozen-lockfile') : 'yarn install';
+    case 'bun':
+      return locked ? 'bun install --frozen-lockfile' : 'bun install';
+    default:
+      return npmLockInSync(f) ? 'npm ci' : 'npm install';
+  }
+}
+
+/** pnpm's major from its lockfile (`lockfileVersion: 5.3` -> 6, `5.4` -> 7, `6.x` -> 8, `9.0` -> 9), as Railpack reads it. */
+function pnpmLockMajor(f: Facts): string | undefined {
+  const lock = holderOf(f, ['pnpm-lock.yaml']);
+  const m = lock ? /^lockfileVersion:\s*['"]?(\d+)\.(\d+)/m.exec(head(lock.at, lock.name) ?? '') : null;
+  if (!m) return undefined;
+  const v = `${m[1]}.${m[2]}`;
+  return v === '5.3' ? '6' : v === '5.4' ? '7' : m[1] === '6' ? '8' : m[1] === '9' ? '9' : undefined;
+}
+
+/** Yarn berry's major from a committed release (`yarnPath: .yarn/releases/yarn-4.1.0.cjs`) or the lockfile's `__metadata.version`. */
+function berryVersion(f: Facts): string | undefined {
+  for (const at of [f, f.top]) {
+    const rc = at.read('.yarnrc.yml') ?? at.read('.yarnrc.yaml') ?? '';
+    const m = /^yarnPath:\s*['"]?\S*?yarn-(\d+\.\d+\.\d+)\.c?js/m.exec(rc);
+    if (m) return m[1];
+  }
+  const lock = holderOf(f, ['yarn.lock']);
+  const meta = lock ? /^__metadata:\s*\n\s+version:\s*(\d+)/m.exec(head(lock.at, lock.name) ?? '') : null;
+  const v = meta ? Number(meta[1]) : 0;
+  return v >= 8 ? '4' : v >= 6 ? '3' : v === 4 ? '2' : undefined;
+}
+
+/** The version a `packageManager` field pins for `name`, or undefined. */
+function fieldVersion(f: Facts, name: string): string | undefined {
+  const field = f.packageManagerField();
+  return field?.name === name ? field.version : undefined;
+}
+
+const BUN_COMMAND = /(?:^|\s|;|&|\|)bunx?\s/;
+
+/** The programs the package manager (and bun-run scripts) need beyond Node: pnpm and yarn through corepack, bun from the npm registry. */
+function toolsOf(f: Facts, pm: NodePm): Tool[] {
+  const tools: Tool[] = [];
+  const add = (name: Tool['name'], version: string | undefined) => tools.push(version ? { name, version } : { name });
+  if (pm.id === 'pnpm') add('pnpm', fieldVersion(f, 'pnpm') ?? engineToolVersion(f, 'pnpm') ?? pnpmLockMajor(f));
+  if (pm.id === 'yarn') add('yarn', fieldVersion(f, 'yarn') ?? (pm.berry ? berryVersion(f) : undefined) ?? engineToolVersion(f, 'yarn') ?? (pm.berry ? undefined : '1'));
+  const scripts = f.pkg?.scripts && typeof f.pkg.scripts === 'object' ? Object.values(f.pkg.scripts as Record<string, unknown>) : [];
+  if (pm.id === 'bun' || scripts.some((s) => typeof s === 'string' && BUN_COMMAND.test(s))) {
+    const pin = fieldVersion(f, 'bun') ?? engineToolVersion(f, 'bun') ?? fileVersion(f, '.bun-version')?.value ?? toolVersion(f, ['bun'])?.value;
+    add('bun', pin);
+  }
+  return tools;
+}
+
+/** The Node version the folder pins: mise.toml / .tool-versions, then `.node-version`, `.nvmrc`, then `engines.node` (Railpack's order: mise's files win over package.json). */
+export function nodeVersion(f: Facts): Pin | null {
+  const pin = toolVersion(f, ['node', 'nodejs']) ?? fileVersion(f, '.node-version') ?? fileVersion(f, '.nvmrc');
+  if (pin) return pin;
+  const engines = engine(f, 'node');
+  return engines ? { value: engines, source: 'package.json engines' } : null;
+}
+
+function matchFramework(f: Facts): NodeFramework | null {
+  return NODE_FRAMEWORKS.find((r) => r.match(f)) ?? null;
+}
+
+/** Start scripts that only run a framework's own dev server: they do not make a static site a server (as in Railpack). */
+export const DEFAULT_STARTS = new Set(['ng serve', 'react-scripts start', 'expo start', 'next start', 'react-router-serve ./build/server/index.js', 'gatsby develop']);
+
+/** Files a framework-less app is started from when package.json names none (Railpack looks at index.js / index.ts only; the rest is Berth's). */
+const ENTRY_FILES = ['server.js', 'app.js', 'main.js', 'server.mjs', 'index.mjs', 'app.mjs', 'src/index.js', 'src/server.js', 'src/main.js', 'src/app.js', 'src/index.mjs'];
+
+interface Start {
+  command: string;
+  port: number;
+  /** The text the start runs (the script's body, or the command itself), to tell whether bun runs it. */
+  runs: string;
+}
+
+/** The server's start: the start script (with the port flag its tool needs), `main`, index.js / index.ts, the framework's server, a usual entry file. */
+export function serverStart(f: Facts, pm: NodePm, fw: NodeFramework | null): Start | null {
+  const script = f.script('start');
+  if (script) {
+    const pinned = literalPort(script);
+    const row = pinned === null && !readsPort(script) ? portFlagRow(script) : null;
+    const flags = row ? (pm.id === 'npm' ? ` -- ${row.flags}` : ` ${row.flags}`) : '';
+    return { command: `${pm.run} start${flags}`, port: pinned ?? portFallback(script) ?? row?.port ?? fw?.port ?? 3000, runs: script };
+  }
+  const runner = pm.id === 'bun' ? 'bun' : 'node';
+  const port = fw?.port ?? 3000;
+  const main = typeof f.pkg?.main === 'string' ? f.pkg.main.trim().replace(/^\.\//, '') : '';
+  if (main) return { command: `${runner} ${main}`, port, runs: `${runner} ${main}` };
+  const index = ['index.js', 'index.ts'].find((x) => f.hasFile(x));
+  if (index) return { command: `${runner} ${index}`, port, runs: `${runner} ${index}` };
+  const own = fw?.start?.(f);
+  if (own) {
+    const command = own.replace('{exec} ', `${pm.exec} `);
+    return { command, port, runs: command };
+  }
+  const entries = pm.id === 'bun' ? [...ENTRY_FILES, 'src/index.ts', 'server.ts', 'app.ts'] : ENTRY_FILES;
+  const entry = entries.find((x) => f.read(x) !== null);
+  return entry ? { command: `${runner} ${entry}`, port, runs: `${runner} ${entry}` } : null;
+}
 
 export const nodeProvider: Provider = {
   name: 'node',
   detect: (f) => !!f.pkg,
   plan(f): Detection {
     const pm = nodePackageManager(f);
-    const rule = matchFramework(f);
-    const sub = (cmd: string | null | undefined): string | null => (cmd ? cmd.replace('{pm} ', `${pm.exec} `) : null);
+    const fw = matchFramework(f);
     const buildScript = f.script('build');
     const startScript = f.script('start');
-    // A framework's own dev-server start script does not make a static site a server (as in Railpack).
     const customStart = !!startScript && !DEFAULT_STARTS.has(startScript.trim());
-    const d = detection('node', {
-      framework: rule?.id ?? null,
-      packageManager: pm.id,
-      programs: ['node'],
-      tools: toolsOf(f, pm),
-    });
-    const version = pinned(f, ['.nvmrc', '.node-version'], ['node', 'nodejs']);
-    const engines = typeof f.pkg?.engines?.node === 'string' ? f.pkg.engines.node.trim() : null;
+    const d = detection('node', { framework: fw?.id ?? null, packageManager: pm.id, tools: toolsOf(f, pm) });
+    const version = nodeVersion(f);
     if (version) d.version = version;
-    else if (engines) d.version = { value: engines, source: 'package.json engines' };
     d.install = [installCommand(f, pm)];
-    const build = buildScript ? `${pm.run} build` : sub(rule?.build ?? null);
-    if (build) d.build = [build];
-    if (!rule || rule.kind === 'server') {
-      d.start = startScript ? `${pm.run} start` : (sub(value(rule?.start, f) ?? null) ?? (rule ? null : f.nodeEntryStart()));
-      d.port = d.start ? (portFrom(startScript) ?? rule?.port ?? 3000) : null;
+    if (buildScript) d.build = [`${pm.run} build`];
+
+    // A framework that builds files, with no server of the package's own: a static site.
+    const site = !customStart && fw?.staticSite && (buildScript || fw.build) ? fw.staticSite(f) : null;
+    if (site) {
+      if (!buildScript && fw?.build) d.build = [fw.build.replace('{exec} ', `${pm.exec} `)];
+      const spa = staticfileOf(f)?.indexFallback ?? site.spa;
+      d.static = { outputDirectory: site.outputDirectory, spa };
+      d.outputDirectory = site.outputDirectory;
+      d.programs = pm.id === 'npm' ? ['node', 'npm'] : ['node'];
+      return d;
     }
-    d.outputDirectory = value(rule?.output, f) ?? null;
-    if (rule?.kind === 'static' && !customStart) d.static = { outputDirectory: d.outputDirectory ?? 'dist', spa: rule.spa ?? false };
-    else if (rule?.kind === 'static' && customStart) {
-      d.start = `${pm.run} start`;
-      d.port = portFrom(startScript) ?? 3000;
+
+    const start = serverStart(f, pm, fw);
+    if (start) {
+      d.start = start.command;
+      d.port = start.port;
+      d.outputDirectory = fw?.output ?? null;
+      const vars = fw?.variables?.(f);
+      if (vars) d.variables = vars;
+      if (BUN_COMMAND.test(start.runs) || /^bunx?\s/.test(start.runs)) d.runtime = 'bun';
+    } else if (!fw) {
+      // A package.json around a static site (tooling, or nothing): its files are the site.
+      const root = staticfileOf(f)?.root ?? (f.hasFile('index.html') ? '.' : null);
+      if (root) {
+        d.static = { outputDirectory: root, spa: staticfileOf(f)?.indexFallback ?? false };
+        d.outputDirectory = root;
+        if (!buildScript) {
+          return detection('static', { outputDirectory: root, static: d.static });
+        }
+      }
     }
-    if (/^bun\s/.test(startScript ?? '') || (pm.id === 'bun' && !rule && !startScript)) d.runtime = 'bun';
-    if (!rule && !d.start && f.hasFile('index.html')) {
-      // A package.json that only carries tooling around a static site.
-      d.runtime = 'static';
-      d.outputDirectory = buildScript ? 'dist' : '.';
-      d.static = { outputDirectory: d.outputDirectory, spa: false };
-    }
-    if (pm.id === 'bun') d.programs = [];
+    d.programs = d.runtime === 'bun' ? [] : pm.id === 'npm' ? ['node', 'npm'] : ['node'];
+    if (d.runtime === 'bun' && !d.tools?.some((t) => t.name === 'bun')) d.tools = [...(d.tools ?? []), { name: 'bun' }];
     return d;
   },
 };
