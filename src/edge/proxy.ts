@@ -16,6 +16,7 @@ import { OpenRequests } from './open-requests.js';
 import type { RequestEntry, RequestLog } from './requests.js';
 import { HOP_BY_HOP, REQUEST_DROP, forwardedProto, hostOf, logPath, pathOf } from './request-head.js';
 import { evaluateRules, RateCounter } from './rules.js';
+import { serveStatic } from './static-site.js';
 import { handleUpgrade, type UpgradeContext } from './upgrade.js';
 import { UpstreamPools } from './upstream-pools.js';
 
@@ -25,7 +26,8 @@ export { hostOf } from './request-head.js';
 /**
  * The edge proxy: a node:http server that routes by `Host` to the project's running app, streams
  * bodies both ways, passes WebSocket upgrades through, adds `X-Forwarded-For/-Proto/-Host`, enforces
- * the project's route rules, and records every request.
+ * the project's route rules, and records every request. A static site's files it serves itself
+ * (src/edge/static-site.ts).
  */
 export class EdgeServer {
   readonly server: http.Server;
@@ -143,6 +145,16 @@ export class EdgeServer {
       const verdict = evaluateRules(target.rules, path, ip, this.counter);
       if (verdict?.status === 403) return answer(403, 'Forbidden', 'Your address may not access this path.');
       if (verdict?.status === 429) return answer(429, 'Too many requests', `Slow down: try again in ${verdict.retryAfter} s.`, { 'retry-after': String(verdict.retryAfter) });
+      // A static site: the edge answers from its files (no app, no upstream).
+      if (target.static) {
+        res.once('close', this.open.open(target.projectId));
+        const pid = target.projectId;
+        return await serveStatic(req, res, target.static, forwardTo, (status, n, err) => {
+          if (err) this.log.error({ err, projectId: pid }, 'edge static request failed');
+          bytes = n;
+          finish(status);
+        });
+      }
       let upstream: EdgeUpstream;
       try {
         const up = this.backend.upstream(target.projectId);

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { clientAddress } from '../lib/trusted-proxies.js';
 import type { EdgeBackend, EdgeUpstream } from './backend.js';
 import { isOverCap } from './connection-cap.js';
-import { BAD_PATH, OVER_CAP } from './error-page.js';
+import { BAD_PATH, OVER_CAP, page } from './error-page.js';
 import type { EdgeLimits } from './limits.js';
 import { normalizeTarget, pathOfTarget } from './normalize.js';
 import type { OpenRequests } from './open-requests.js';
@@ -58,6 +58,13 @@ export async function handleUpgrade(edge: UpgradeContext, req: http.IncomingMess
     const verdict = evaluateRules(target.rules, fullPath, ip, edge.counter);
     if (verdict?.status === 403) return refuse(403, 'forbidden', target.projectId);
     if (verdict?.status === 429) return refuse(429, 'too many requests', target.projectId);
+    // A static site has no app to upgrade to: a 400 page, and the connection closes.
+    if (target.static) {
+      const body = page('Bad request', 'This is a static site: it takes no WebSocket or other protocol upgrade.');
+      if (socket.writable) socket.end(`HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: text/html; charset=utf-8\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${req.method === 'HEAD' ? '' : body}`);
+      record(target.projectId, 400, req.method === 'HEAD' ? 0 : Buffer.byteLength(body));
+      return;
+    }
     // The bytes after an upgrade request's head are the next protocol's (or the next request's):
     // a body could not be told from them, so an upgrade request carries none.
     const cl = req.headers['content-length'];
