@@ -29,7 +29,7 @@ const DEBIAN_PACKAGES: Record<string, string> = {
   node: 'nodejs',
   npm: 'npm',
   corepack: 'nodejs',
-  python3: 'python3',
+  python3: 'python3 python3-venv',
   pip: 'python3-pip',
   poetry: 'python3-poetry',
   pipenv: 'pipenv',
@@ -111,6 +111,11 @@ export function toolchainEnv(root: string): Record<string, string> {
     COREPACK_ENABLE_DOWNLOAD_PROMPT: '0',
     COREPACK_INTEGRITY_KEYS: '0',
     COREPACK_ENABLE_AUTO_PIN: '0',
+    // Deno's module cache lives in the release, so the app finds what the build fetched.
+    DENO_DIR: path.join(root, TOOLCHAIN_DIR, 'deno'),
+    // Python: log lines as they come, and no bytecode written into the (read-only) release.
+    PYTHONUNBUFFERED: '1',
+    PYTHONDONTWRITEBYTECODE: '1',
   };
 }
 
