@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { exposedPort } from '../../../src/modules/detect/providers/docker.js';
+import { scanProject } from '../../../src/modules/detect/scan.js';
+import { parseCommand } from '../../../src/runtime/command.js';
+import { casesOf, expectPlan, FIXTURES } from './support.js';
+
+const dirs: string[] = [];
+after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+/** A temporary app folder holding the given files. */
+function app(files: Record<string, string>): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'berth-php-'));
+  dirs.push(dir);
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    writeFileSync(path.join(dir, name), text);
+  }
+  return dir;
+}
+
+describe('docker provider', () => {
+  const cases = casesOf('docker');
+  it('has its corpus case', () => assert.equal(cases.length, 1, cases.join(', ')));
+  for (const name of cases) it(`plans ${name}: no install, build or start, the port from EXPOSE`, () => expectPlan(name));
+
+  it('answers the first exposed port', () => {
+    assert.equal(exposedPort('FROM x\nEXPOSE 8080/tcp 9090\nEXPOSE 7000\n'), 8080);
+    assert.equal(exposedPort('FROM x\nEXPOSE $PORT\nexpose 5000\n'), 5000);
+    assert.equal(exposedPort('FROM x\nEXPOSE 99999\n'), null);
+    assert.equal(exposedPort('FROM x\n'), null);
+    assert.equal(scanProject(app({ Dockerfile: 'FROM x\n' })).port, 3000);
+  });
+
+  it('wins over every language, and the Procfile and railpack.json leave its plan alone', () => {
+    const got = scanProject(app({
+      Dockerfile: 'FROM ruby\nEXPOSE 4000\n',
+      Gemfile: 'gem "rack"\n',
+      'config.ru': 'run ->(e) { [200, {}, []] }\n',
+      Procfile: 'web: bundle exec puma\n',
+      'railpack.json': '{ "deploy": { "startCommand": "ruby app.rb", "variables": { "A": "1" } } }',
+    }));
+    assert.equal(got.runtime, 'docker');
+    assert.deepEqual(got.plan, { runtime: 'docker', install: [], build: [] });
+    assert.equal(got.port, 4000);
+  });
+});
