@@ -106,6 +106,7 @@ const SECRET = 'TOP-SECRET-OUTSIDE-THE-BUILD';
 const indexHtml = '<!doctype html><html><head><title>Home</title></head><body>' + '<p>Welcome to the static site.</p>\n'.repeat(80) + '</body></html>\n';
 const appJs = 'export function hello(name) { return "hello " + name; }\n'.repeat(300);
 const dataBin = crypto.randomBytes(1000);
+const BIG = 32 * 1024 * 1024;
 
 let edge: EdgeServer;
 let port: number;
@@ -128,6 +129,7 @@ before(async () => {
   await w('assets/logo-dark.svg', '<svg xmlns="http://www.w3.org/2000/svg"/>');
   await w('robots.txt', 'User-agent: *\n');
   await w('data.bin', dataBin);
+  await w('big.bin', Buffer.alloc(BIG));
   await w('.env', `SECRET=${SECRET}\n`);
   await w('.git/config', '[core]\n');
   await w('.well-known/security.txt', 'Contact: mailto:security@example.com\n');
@@ -229,7 +231,7 @@ async function request(host: string, p: string, opts: { method?: string; headers
 }
 
 test('prepareStaticSite copies regular files and folders only, and precompresses what is worth it', async () => {
-  const expected = ['index.html', 'about.html', 'docs/index.html', '404.html', 'assets/index-B3xk9a_Q.js', 'assets/logo-dark.svg', 'robots.txt', 'data.bin', '.well-known/security.txt', 'with space %.txt'];
+  const expected = ['index.html', 'about.html', 'docs/index.html', '404.html', 'assets/index-B3xk9a_Q.js', 'assets/logo-dark.svg', 'robots.txt', 'data.bin', 'big.bin', '.well-known/security.txt', 'with space %.txt'];
   assert.equal(prepared.files, expected.length);
   let bytes = 0;
   for (const rel of expected) bytes += (await stat(path.join(build, rel))).size;
@@ -528,5 +530,32 @@ test('an upgrade request to a static site answers a 400 page and closes', async 
   const entry = await entryOf('plain', n);
   assert.equal(entry.status, 400);
   assert.equal(entry.path, '/socket');
+  assert.equal(edge.openConnections('plain'), 0);
+});
+
+test('a file being sent counts as an open request; a client that goes away ends it, logged with the bytes sent', async () => {
+  const n = countRequest('plain');
+  await new Promise<void>((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, path: '/big.bin', headers: { host: 'plain.test' }, agent: false }, (res) => {
+      assert.equal(res.headers['content-length'], String(BIG));
+      res.once('data', () => {
+        res.pause();
+        setTimeout(() => {
+          try {
+            assert.equal(edge.openConnections('plain'), 1, 'open while the body is sent');
+            req.destroy();
+            resolve();
+          } catch (e) {
+            reject(e);
+          }
+        }, 30);
+      });
+    });
+    req.on('error', () => {});
+  });
+  const entry = await entryOf('plain', n);
+  assert.equal(entry.status, 200);
+  assert.ok(entry.bytes > 0 && entry.bytes < BIG, `bytes sent: ${entry.bytes}`);
+  for (let i = 0; i < 100 && edge.openConnections('plain') > 0; i++) await new Promise((r) => setTimeout(r, 5));
   assert.equal(edge.openConnections('plain'), 0);
 });
