@@ -7,6 +7,7 @@ import { redactText } from '../../runtime/redact.js';
 import { findProject, resolveCloneCredential, resolveEnvForRuntime, type ProjectRow } from '../projects/index.js';
 import { uploadSourceDir } from '../uploads/index.js';
 import { planBuild } from '../detect/index.js';
+import { prepareStaticSite } from '../../edge/static-site.js';
 import * as store from './deployments.store.js';
 import { runtimeOf } from './runtime.js';
 
@@ -179,9 +180,6 @@ async function releaseStaticSite(
   const rt = runtimeOf(ctx);
   const work = buildDir(ctx, project.id, id);
   const root = path.join(work, 'static');
-  // TEMPORARY until src/edge/static-site.ts lands (in flight): resolved at run time.
-  const modPath = '../../edge/static-site.js';
-  const { prepareStaticSite } = (await import(modPath)) as { prepareStaticSite(from: string, to: string): Promise<{ files: number; bytes: number }> };
   const copied = await prepareStaticSite(site.dir, root).catch((e: Error) => {
     throw new BuildError(`the static site cannot be published: ${e.message}`);
   });

@@ -1,7 +1,6 @@
 import type { AppContext } from '../../context.js';
 import type { EdgeTarget } from '../../edge/proxy.js';
-/** TEMPORARY until backend.ts's StaticSite lands (in flight). */
-type StaticSite = { root: string; spa: boolean; cleanUrls: boolean };
+import type { StaticSite } from '../../edge/backend.js';
 import { compileRules, type CompiledRule } from '../../edge/rules.js';
 import type { Supervisor } from '../../runtime/supervisor.js';
 import { listRouteRules, projectByDomain, projectBySlug, type EdgeProject } from '../projects/index.js';
@@ -111,8 +110,7 @@ export class EdgeRoutes {
     else if (!v.static && this.supervisor.stateOf(v.project.id) === 'failed') unavailable = 'The app failed to start; check its logs.';
     if (unavailable) return { projectId: v.project.id, unavailable, rules: v.rules };
     if (!entry.ok || entry.ok.rules !== v.rules) {
-      const ok: EdgeTarget & { static?: StaticSite | null } = { projectId: v.project.id, unavailable: null, rules: v.rules, static: v.static };
-      entry.ok = ok;
+      entry.ok = { projectId: v.project.id, unavailable: null, rules: v.rules, static: v.static };
     }
     return entry.ok;
   }
