@@ -131,7 +131,7 @@ async function compressTo(file: string, out: string, encoding: 'br' | 'gz', size
 /**
  * Makes `<file>.br` (brotli, quality 10, 9 above 1 MiB) and `<file>.gz` (gzip level 9) beside a
  * compressible file, each kept only when smaller. A variant the build made itself (its name is in
- * `names`) is left as it is. The variants get the file's mtime (one Last-Modified for all three);
+ * `names`, as is every folder's) is left as it is. The variants get the file's mtime (one Last-Modified for all three);
  * their ETags (size and mtime) differ by size, so a `.gz` as large as the `.br` is dropped.
  */
 async function precompress(dest: string, rel: string, size: number, names: ReadonlySet<string>): Promise<void> {
@@ -263,7 +263,8 @@ export async function prepareStaticSite(from: string, to: string, opts: PrepareO
     });
 
     // 3. Precompress.
-    const names = new Set(copied.map((c) => c.rel));
+    // Names taken in the copy (files and folders): a variant is never written over one.
+    const names = new Set([...copied.map((c) => c.rel), ...queue.map((d) => d.rel)]);
     const compressible = copied.filter((c) => isCompressible(c.rel, c.size));
     await eachLimit(compressible, 2, (c) => precompress(dest, c.rel, c.size, names));
     return { files: copied.length, bytes, skipped, hidden };

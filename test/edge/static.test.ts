@@ -129,6 +129,11 @@ before(async () => {
   await w('assets/logo-dark.svg', '<svg xmlns="http://www.w3.org/2000/svg"/>');
   await w('robots.txt', 'User-agent: *\n');
   await w('data.bin', dataBin);
+  // The build's own variant is kept as it is; a folder named like a variant is never written over.
+  await w('prebuilt.css', 'body { color: red; }\n'.repeat(100));
+  await w('prebuilt.css.gz', zlib.gzipSync('body { color: red; }\n'.repeat(100), { level: 1 }));
+  await w('odd.js.br/keep.txt', 'a folder named like a variant');
+  await w('odd.js', 'let x = 1;\n'.repeat(200));
   await w('big.bin', Buffer.alloc(BIG));
   await w('.env', `SECRET=${SECRET}\n`);
   await w('.git/config', '[core]\n');
@@ -231,7 +236,7 @@ async function request(host: string, p: string, opts: { method?: string; headers
 }
 
 test('prepareStaticSite copies regular files and folders only, and precompresses what is worth it', async () => {
-  const expected = ['index.html', 'about.html', 'docs/index.html', '404.html', 'assets/index-B3xk9a_Q.js', 'assets/logo-dark.svg', 'robots.txt', 'data.bin', 'big.bin', '.well-known/security.txt', 'with space %.txt'];
+  const expected = ['index.html', 'about.html', 'docs/index.html', '404.html', 'assets/index-B3xk9a_Q.js', 'assets/logo-dark.svg', 'robots.txt', 'data.bin', 'big.bin', '.well-known/security.txt', 'with space %.txt', 'prebuilt.css', 'prebuilt.css.gz', 'odd.js.br/keep.txt', 'odd.js'];
   assert.equal(prepared.files, expected.length);
   let bytes = 0;
   for (const rel of expected) bytes += (await stat(path.join(build, rel))).size;
@@ -253,6 +258,9 @@ test('prepareStaticSite copies regular files and folders only, and precompresses
     const m = (await stat(path.join(site, rel))).mtimeMs;
     assert.equal(Math.floor((await stat(path.join(site, rel + '.br'))).mtimeMs), Math.floor(m), 'a variant has the mtime of its file');
   }
+  assert.ok(existsSync(path.join(site, 'prebuilt.css.br')), 'the missing variant is made');
+  assert.deepEqual(await readFile(path.join(site, 'prebuilt.css.gz')), await readFile(path.join(build, 'prebuilt.css.gz')), "the build's own .gz is kept");
+  assert.ok(existsSync(path.join(site, 'odd.js.gz')) && lstatSync(path.join(site, 'odd.js.br')).isDirectory());
   for (const rel of ['about.html', 'robots.txt', 'assets/logo-dark.svg', 'data.bin']) {
     assert.ok(!existsSync(path.join(site, rel + '.br')) && !existsSync(path.join(site, rel + '.gz')), rel);
   }
@@ -368,6 +376,10 @@ test('brotli and gzip are sent when accepted, with the original Content-Type, Va
   const html = await request('plain.test', '/', { headers: { 'accept-encoding': 'br' } });
   assert.equal(html.headers['content-encoding'], 'br');
   assert.equal(zlib.brotliDecompressSync(html.body).toString(), indexHtml);
+  // No .br (a folder holds the name): the .gz is the next choice.
+  const odd = await request('plain.test', '/odd.js', { headers: { 'accept-encoding': 'br, gzip' } });
+  assert.equal(odd.headers['content-encoding'], 'gzip');
+  assert.equal(zlib.gunzipSync(odd.body).toString(), 'let x = 1;\n'.repeat(200));
   const small = await request('plain.test', '/robots.txt', { headers: { 'accept-encoding': 'br, gzip' } });
   assert.equal(small.headers['content-encoding'], undefined);
   assert.equal(small.headers['vary'], undefined);
