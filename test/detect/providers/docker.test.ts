@@ -5,8 +5,7 @@ import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { exposedPort } from '../../../src/modules/detect/providers/docker.js';
 import { scanProject } from '../../../src/modules/detect/scan.js';
-import { parseCommand } from '../../../src/runtime/command.js';
-import { casesOf, expectPlan, FIXTURES } from './support.js';
+import { casesOf, expectPlan } from './support.js';
 
 const dirs: string[] = [];
 after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));

@@ -3,8 +3,6 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { detectFolder } from '../../../src/modules/detect/detect.js';
-import { Facts } from '../../../src/modules/detect/facts.js';
 import { scanProject } from '../../../src/modules/detect/scan.js';
 import { parseCommand } from '../../../src/runtime/command.js';
 import { casesOf, expectPlan, FIXTURES } from './support.js';
