@@ -110,10 +110,6 @@ export class Facts {
     return this.files.has(name);
   }
 
-  hasRootFile(name: string): boolean {
-    return this.top.hasFile(name) || this.hasFile(name);
-  }
-
   read(name: string): string | null {
     if (!this.cache.has(name)) this.cache.set(name, readInside(this.root, path.join(this.rel, name)));
     return this.cache.get(name)!;
@@ -160,34 +156,5 @@ export class Facts {
     const v = this.pkg?.packageManager ?? this.top.pkg?.packageManager;
     const m = typeof v === 'string' ? /^(npm|pnpm|yarn|bun)@(\d+)((?:\.\d+){0,2}(?:-[\w.]+)?)/.exec(v) : null;
     return m ? { name: m[1]!, major: Number(m[2]), version: m[2]! + m[3]! } : null;
-  }
-
-  yarnBerry(): boolean {
-    const f = this.packageManagerField();
-    if (f?.name === 'yarn') return f.major >= 2;
-    return this.hasRootFile('.yarnrc.yml');
-  }
-
-  /** `node <entry>` for a plain Node server without a start script. */
-  nodeEntryStart(): string | null {
-    const main = typeof this.pkg?.main === 'string' ? this.pkg.main : null;
-    for (const c of [main, 'server.js', 'index.js', 'app.js', 'main.js', 'server.mjs', 'index.mjs', 'src/index.js', 'src/server.js']) {
-      if (!c) continue;
-      if (this.read(c) !== null) return `node ${c.replace(/^\.\//, '')}`;
-    }
-    return main ? `node ${main}` : null;
-  }
-
-  /** Angular's output folder from angular.json (the application builder adds `/browser`). */
-  angularOutput(): string | null {
-    const a = parseJson(this.read('angular.json'));
-    const projects = a?.projects && typeof a.projects === 'object' ? a.projects : {};
-    const name = (typeof a?.defaultProject === 'string' && projects[a.defaultProject] ? a.defaultProject : Object.keys(projects)[0]) as string | undefined;
-    const build = name ? projects[name]?.architect?.build : undefined;
-    const out = build?.options?.outputPath;
-    const modern = typeof build?.builder === 'string' && /:application$/.test(build.builder);
-    if (typeof out === 'string') return modern ? `${out.replace(/\/$/, '')}/browser` : out;
-    if (out && typeof out === 'object' && typeof out.base === 'string') return `${out.base}/${out.browser ?? 'browser'}`.replace(/\/$/, '');
-    return name ? `dist/${name}${modern ? '/browser' : ''}` : 'dist';
   }
 }
