@@ -148,9 +148,8 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
   const outputDirectory = own.outputDirectory ?? plan.static?.outputDirectory ?? null;
   const isStatic = !start && !!(plan.static || own.outputDirectory);
   note(`plan: ${plan.runtime}${plan.version ? ` ${plan.version.value} (${plan.version.source})` : ''}${isStatic ? `, a static site from ${outputDirectory}` : ''}`);
+  if (plan.runtime === 'docker' && !own.startCommand) throw new BuildError(DOCKER_MESSAGE);
   if (!start && !isStatic) throw new BuildError(noStartMessage(plan.runtime));
-  if (start && plan.runtime === 'docker' && !own.startCommand) throw new BuildError(DOCKER_MESSAGE);
-  if (!start && plan.runtime === 'docker') throw new BuildError(DOCKER_MESSAGE);
 
   // ---- what the host must offer, checked before anything runs
   // Only the PATH folders the build's box can see (the sandbox shows the system folders, not /root).
@@ -176,8 +175,11 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
   }
 
   // ---- toolchains, install and build, in one box
-  const steps: { label: string; run: { argv: string[]; env: Record<string, string> }[]; shown: string }[] = [];
-  for (const t of toolchainSteps(srcDir, plan.tools ?? [])) steps.push({ label: 'toolchain', run: [{ argv: t.argv, env: {} }], shown: t.label });
+  const steps: { label: string; run: { argv: string[]; env: Record<string, string> }[] | ((box: Box) => { argv: string[]; env: Record<string, string> }[]); shown: string }[] = [];
+  // Toolchain commands name folders as the box shows them (the source is /app in a sandbox).
+  for (const [i, t] of toolchainSteps('/', plan.tools ?? []).entries()) {
+    steps.push({ label: 'toolchain', run: (box) => [{ argv: toolchainSteps(box.inside(srcDir), plan.tools ?? [])[i]!.argv, env: {} }], shown: t.label });
+  }
   const variables = plan.variables ?? {};
   const commands = [
     ['install', install],
@@ -213,7 +215,7 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
       const stepEnv = { ...variables, ...input.env, ...toolchainEnv(box.inside(srcDir)), PATH: pathWithBin(box.inside(appDir), hostPath, box.inside(srcDir)) };
       for (const step of steps) {
         note(step.label === 'toolchain' ? `toolchain: ${step.shown}` : `${step.label}: ${step.shown}`);
-        for (const st of step.run) await runStep(box, st.argv, step.label === 'toolchain' ? srcDir : appDir, { ...stepEnv, ...st.env }, `the ${step.label} command`);
+        for (const st of typeof step.run === 'function' ? step.run(box) : step.run) await runStep(box, st.argv, step.label === 'toolchain' ? srcDir : appDir, { ...stepEnv, ...st.env }, `the ${step.label} command`);
       }
     } finally {
       await box.dispose().catch(() => {});

@@ -203,10 +203,11 @@ class SandboxBox implements Box {
 
   private bwrapArgs(cwd: string): string[] {
     const s = this.spec;
-    const a = [...this.systemArgs, '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
+    const a = [...this.systemArgs, '--dev', '/dev', '--proc', '/proc', '--perms', '1777', '--tmpfs', '/tmp'];
     a.push(s.kind === 'build' ? '--bind' : '--ro-bind', s.appDir, '/app');
     if (s.dataDir) a.push('--bind', s.dataDir, '/data');
-    if (s.homeDir) a.push('--bind', s.homeDir, '/home/berth');
+    // bwrap would make the missing /home 0700 root: the project's uid could not reach its HOME below it.
+    if (s.homeDir) a.push('--perms', '0755', '--dir', '/home', '--bind', s.homeDir, '/home/berth');
     a.push('--chdir', this.inside(cwd));
     a.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--hostname', 'berth');
     a.push('--die-with-parent', '--new-session');
