@@ -8,7 +8,7 @@ import { killGroup, spawnBoxProcess } from './box-process.js';
 import { Redactor } from './redact.js';
 import { chownTree } from './identity.js';
 import { pathWithBin, startSteps } from './app-commands.js';
-import { matchNodeVersion, missingProgram, offeredNodeVersions, toolchainEnv, toolchainSteps, type ToolRequest } from './toolchains.js';
+import { matchNodeVersion, missingProgram, offeredNodeVersions, TOOLCHAIN_DIR, toolchainEnv, toolchainSteps, type ToolRequest } from './toolchains.js';
 import { BuildError } from './build-error.js';
 import { runBuildProcess, type ProcessBudget } from './build-process.js';
 import { fetchSource, type BuildSource } from './build-source.js';
@@ -203,6 +203,12 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
     } catch (e) {
       throw new BuildError(`the start command cannot run: ${(e as CommandError).message}`);
     }
+  }
+  if (plan.tools?.length) {
+    // corepack writes its shims into a folder that must exist; it belongs to the project like the source.
+    const dir = path.join(srcDir, TOOLCHAIN_DIR);
+    mkdirSync(path.join(dir, 'bin'), { recursive: true });
+    if (input.identity) await chownTree(dir, input.identity);
   }
   if (steps.length) {
     let box: Box;

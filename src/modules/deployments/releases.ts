@@ -15,10 +15,21 @@ export function envNumber(name: string, fallback: number): number {
   return Number.isFinite(n) && n > 0 ? n : fallback;
 }
 
+/**
+ * Certificate-authority settings of the host that builds and apps inherit (paths to public
+ * certificate files, never secrets), so package managers behind an operator's TLS-inspecting egress
+ * trust what the host trusts.
+ */
+const CA_VARIABLES = ['NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'REQUESTS_CA_BUNDLE', 'PIP_CERT', 'CURL_CA_BUNDLE', 'GIT_SSL_CAINFO'];
+
 /** What every app and build starts from: never the server's own environment (it holds its secrets). */
 export function baseEnv(): Record<string, string> {
   const e: Record<string, string> = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', LANG: process.env.LANG ?? 'C.UTF-8' };
   if (process.env.TZ) e.TZ = process.env.TZ;
+  for (const k of CA_VARIABLES) {
+    const v = process.env[k];
+    if (v && /^\/[\w./-]+$/.test(v)) e[k] = v;
+  }
   return e;
 }
 
