@@ -181,6 +181,24 @@ describe('server runtimes deploy with the detected plan and answer through the e
     assert.match(await buildLog(deployment.id), /pnpm 9\.12\.0/);
   });
 
+  test('bun from the npm registry, when the app runs with bun', { skip: lacking('npm') ?? undefined }, async () => {
+    write(path.join(root, 'local', 'bun-app'), {
+      'package.json': JSON.stringify({ name: 'bun-app', private: true, scripts: { start: 'bun server.ts' } }),
+      'server.ts': "Bun.serve({ port: Number(process.env.PORT), fetch: () => new Response('hello from bun ' + Bun.version) });\n",
+    });
+    const { scan } = await expectServes('bun-app', /hello from bun \d/);
+    assert.equal(scan.runtime, 'bun');
+  });
+
+  test('deno from the npm registry', { skip: lacking('npm') ?? undefined }, async () => {
+    write(path.join(root, 'local', 'deno-app'), {
+      'deno.json': JSON.stringify({ tasks: {} }),
+      'main.ts': "Deno.serve({ port: Number(Deno.env.get('PORT')), hostname: '0.0.0.0' }, () => new Response('hello from deno ' + Deno.version.deno));\n",
+    });
+    const { scan } = await expectServes('deno-app', /hello from deno \d/);
+    assert.equal(scan.runtime, 'deno');
+  });
+
   test('python: a lone main.py with a requirements.txt, in a virtual environment', { skip: lacking('python3') ?? undefined }, async () => {
     write(path.join(root, 'local', 'python-app'), {
       'requirements.txt': '',
