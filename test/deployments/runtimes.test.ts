@@ -168,6 +168,36 @@ describe('static sites are served by the edge itself', () => {
     assert.equal(deep.status, 200, 'the edge applies config.static within a second, without a redeploy');
     assert.match(deep.text, /built spa shell/);
   });
+
+  test('a Vite React app is built with its own dependencies and served as a single-page app', { skip: lacking('npm') ?? undefined }, async () => {
+    write(path.join(root, 'local', 'vite-react'), {
+      'package.json': JSON.stringify({
+        name: 'vite-react',
+        private: true,
+        type: 'module',
+        scripts: { dev: 'vite', build: 'vite build', preview: 'vite preview' },
+        dependencies: { react: '^18.3.1', 'react-dom': '^18.3.1' },
+        devDependencies: { vite: '^6.0.0' },
+      }),
+      'index.html': '<!doctype html><html><body><div id="root"></div><script type="module" src="/src/main.js"></script></body></html>',
+      'src/main.js':
+        "import { createElement } from 'react';\nimport { createRoot } from 'react-dom/client';\ncreateRoot(document.getElementById('root')).render(createElement('h1', null, 'hello from vite react'));\n",
+    });
+    const { project, scan } = await expectServes('vite-react', /<div id="root"><\/div>/, 300_000);
+    assert.equal(scan.framework, 'vite');
+    assert.deepEqual(scan.plan.static, { outputDirectory: 'dist', spa: true });
+    const host = `${project.slug}.localhost`;
+    const page = await edge(host, '/');
+    const script = /src="(\/assets\/[^"]+\.js)"/.exec(page.text)?.[1];
+    assert.ok(script, page.text);
+    const js = await edge(host, script!);
+    assert.equal(js.status, 200);
+    assert.match(js.text, /hello from vite react/);
+    assert.equal(js.headers['cache-control'], 'public, max-age=31536000, immutable');
+    const deep = await edge(host, '/settings/profile');
+    assert.equal(deep.status, 200, 'a Vite app is a single-page app by default');
+    assert.match(deep.text, /<div id="root">/);
+  });
 });
 
 describe('server runtimes deploy with the detected plan and answer through the edge', () => {
