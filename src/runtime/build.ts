@@ -77,6 +77,8 @@ export interface BuildResult {
   startCommand: string | null;
   /** A static site: the built output folder and whether it is a single-page app. */
   static: { dir: string; spa: boolean } | null;
+  /** Variables the plan sets (a folder's railpack.json), for the app too. */
+  variables: Record<string, string>;
 }
 
 /**
@@ -231,10 +233,10 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
     const out = path.resolve(appDir, outputDirectory ?? '.');
     if (!inside(out, srcDir) || !existsSync(out)) throw new BuildError(`the build left no output directory ${outputDirectory}: set static.outputDirectory to the folder the build writes`);
     note(`build finished; a static site from ${outputDirectory}`);
-    return { commit, appRoot: srcDir, appDir, startCommand: null, static: { dir: out, spa: plan.static?.spa ?? false } };
+    return { commit, appRoot: srcDir, appDir, startCommand: null, static: { dir: out, spa: plan.static?.spa ?? false }, variables };
   }
   note(`build finished; start command: ${start}`);
-  return { commit, appRoot: srcDir, appDir, startCommand: start!, static: null };
+  return { commit, appRoot: srcDir, appDir, startCommand: start!, static: null, variables };
 }
 
 const joined = (steps: string[]): string | null => (steps.length ? steps.join(' && ') : null);

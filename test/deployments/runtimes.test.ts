@@ -211,6 +211,17 @@ describe('server runtimes deploy with the detected plan and answer through the e
     assert.match(await buildLog(deployment.id), /pnpm 9\.12\.0/);
   });
 
+  test("a folder's railpack.json sets the start command and variables the app runs with", async () => {
+    write(path.join(root, 'local', 'railpack-app'), {
+      'package.json': JSON.stringify({ name: 'railpack-app', private: true, scripts: { start: 'node other.js' } }),
+      'server.js': "require('http').createServer((q, s) => s.end('greeting: ' + process.env.GREETING)).listen(process.env.PORT);\n",
+      'railpack.json': JSON.stringify({ deploy: { startCommand: 'node server.js', variables: { GREETING: 'from railpack.json' } } }),
+    });
+    const { scan } = await expectServes('railpack-app', /greeting: from railpack\.json/);
+    assert.equal(scan.plan.start, 'node server.js');
+    assert.deepEqual(scan.plan.variables, { GREETING: 'from railpack.json' });
+  });
+
   test('bun from the npm registry, when the app runs with bun', { skip: lacking('npm') ?? undefined }, async () => {
     write(path.join(root, 'local', 'bun-app'), {
       'package.json': JSON.stringify({ name: 'bun-app', private: true, scripts: { start: 'bun server.ts' } }),

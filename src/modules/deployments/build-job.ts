@@ -119,14 +119,14 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
       await releaseStaticSite(ctx, orgId, project, id, d.environment, result.commit, result.static, log);
       return;
     }
-    await store.updateBuild(ctx.db, orgId, id, { releaseDir: result.appDir, startCommand: result.startCommand });
+    await store.updateBuild(ctx.db, orgId, id, { releaseDir: result.appDir, startCommand: result.startCommand, planVariables: Object.keys(result.variables).length ? JSON.stringify(result.variables) : null });
     if (!(await store.transition(ctx.db, orgId, id, ['building'], { status: 'deploying', commit: result.commit }))) return;
 
     const current = await findProject(ctx.db, orgId, project.id);
     if (d.environment === 'production' && current && current.status === 'enabled') {
       log('stdout', '[berth] starting the new release and waiting for its health check');
       const fresh = await resolveEnvForRuntime(ctx, project.id, 'production');
-      const releaseSpec = await rt.releases.releaseSpec(orgId, project.id, id, result.appDir, result.startCommand!, current, fresh.env, fresh.secrets);
+      const releaseSpec = await rt.releases.releaseSpec(orgId, project.id, id, result.appDir, result.startCommand!, current, { ...result.variables, ...fresh.env }, fresh.secrets);
       try {
         await rt.supervisor.deploy(releaseSpec);
       } catch (e) {
@@ -180,7 +180,7 @@ async function releaseStaticSite(
   const rt = runtimeOf(ctx);
   const work = buildDir(ctx, project.id, id);
   const root = path.join(work, 'static');
-  const copied = await prepareStaticSite(site.dir, root).catch((e: Error) => {
+  const copied = await prepareStaticSite(site.dir, root, { within: path.join(work, 'src') }).catch((e: Error) => {
     throw new BuildError(`the static site cannot be published: ${e.message}`);
   });
   await rm(path.join(work, 'src'), { recursive: true, force: true });

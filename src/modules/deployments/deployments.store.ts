@@ -94,12 +94,12 @@ export async function inFlightIdsOfProject(db: Db, projectId: string): Promise<s
 }
 
 /** The release that serves a project environment: its newest ready deployment. */
-export async function currentRelease(db: Db, orgId: string, projectId: string, environment = 'production'): Promise<(DeploymentRow & { releaseDir: string | null; startCommand: string | null; staticSite: string | null }) | undefined> {
+export async function currentRelease(db: Db, orgId: string, projectId: string, environment = 'production'): Promise<(DeploymentRow & { releaseDir: string | null; startCommand: string | null; staticSite: string | null; planVariables: string | null }) | undefined> {
   return db
     .selectFrom('deployments')
     .innerJoin('deploymentBuilds', 'deploymentBuilds.deploymentId', 'deployments.id')
     .selectAll('deployments')
-    .select(['deploymentBuilds.releaseDir', 'deploymentBuilds.startCommand', 'deploymentBuilds.staticSite'])
+    .select(['deploymentBuilds.releaseDir', 'deploymentBuilds.startCommand', 'deploymentBuilds.staticSite', 'deploymentBuilds.planVariables'])
     .where('deployments.orgId', '=', orgId)
     .where('deployments.projectId', '=', projectId)
     .where('deployments.environment', '=', environment)

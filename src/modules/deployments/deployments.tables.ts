@@ -34,6 +34,8 @@ export interface DeploymentBuildsTable {
   startCommand: string | null;
   /** JSON `{ spa, cleanUrls }` when the release is a static site served from `releaseDir`. */
   staticSite: string | null;
+  /** JSON of the variables the build plan set (railpack.json); the project's own variables win over them. */
+  planVariables: string | null;
   createdBy: string | null;
 }
 

@@ -51,7 +51,7 @@ export class Releases {
     const project = await projectRunSettings(this.ctx.db, orgId, projectId);
     if (!project) return null;
     const { env, secrets } = await resolveEnvForRuntime(this.ctx, projectId, 'production');
-    return this.releaseSpec(orgId, projectId, rel.id, rel.releaseDir, rel.startCommand, project, env, secrets);
+    return this.releaseSpec(orgId, projectId, rel.id, rel.releaseDir, rel.startCommand, project, { ...planVariables(rel.planVariables), ...env }, secrets);
   }
 
   /** The spec of one release (its folder and start command) with the project's env and limits. */
@@ -143,5 +143,16 @@ export class Releases {
       rmSync(path.join(base, rel[0]!, rel[1]!), { recursive: true, force: true });
       await store.updateBuild(this.ctx.db, orgId, r.deploymentId, { releaseDir: null });
     }
+  }
+}
+
+/** The variables a release's plan set (stored as JSON with the build), or none. */
+function planVariables(json: string | null): Record<string, string> {
+  if (!json) return {};
+  try {
+    const v = JSON.parse(json) as unknown;
+    return v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).filter(([, x]) => typeof x === 'string')) as Record<string, string> : {};
+  } catch {
+    return {};
   }
 }
