@@ -1,25 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { exposedPort } from '../../../src/modules/detect/providers/docker.js';
 import { scanProject } from '../../../src/modules/detect/scan.js';
-import { casesOf, expectPlan } from './support.js';
-
-const dirs: string[] = [];
-after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
-
-/** A temporary app folder holding the given files. */
-function app(files: Record<string, string>): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'berth-php-'));
-  dirs.push(dir);
-  for (const [name, text] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
-    writeFileSync(path.join(dir, name), text);
-  }
-  return dir;
-}
+import { casesOf, expectPlan, tempApp as app } from './support.js';
 
 describe('docker provider', () => {
   const cases = casesOf('docker');

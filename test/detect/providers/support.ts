@@ -5,8 +5,10 @@
  * scores every case field by field.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { after } from 'node:test';
 import type { BuildPlan } from '../../../src/modules/detect/plan.js';
 import { scanProject } from '../../../src/modules/detect/scan.js';
 
@@ -45,4 +47,18 @@ export function expectPlan(name: string): void {
   assert.deepEqual(got.plan, expected.plan, `plan of ${name}`);
   if (expected.framework !== undefined) assert.equal(got.framework, expected.framework, `framework of ${name}`);
   if (expected.port !== undefined) assert.equal(got.port, expected.port, `port of ${name}`);
+}
+
+const temps: string[] = [];
+
+/** A temporary app folder holding the given files (removed when the test file ends). */
+export function tempApp(files: Record<string, string>): string {
+  if (!temps.length) after(() => temps.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'berth-detect-'));
+  temps.push(dir);
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    writeFileSync(path.join(dir, name), text);
+  }
+  return dir;
 }
