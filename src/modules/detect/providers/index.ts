@@ -39,4 +39,4 @@ export const PROVIDERS: Provider[] = [
 
 export { applyProcfile } from './procfile.js';
 export { applyRailpackConfig } from './railpack-config.js';
-export { nodePackageManager } from './node.js';
+export { nodePackageManager } from './node-package-manager.js';
