@@ -4,7 +4,7 @@
  * only where the lockfile can satisfy it), and the tools to provide (pnpm and yarn through corepack,
  * bun from the npm registry) with the versions the folder pins.
  */
-import { closeSync, lstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from 'node:fs';
 import path from 'node:path';
 import type { Facts } from '../facts.js';
 import type { Tool } from '../plan.js';
@@ -34,8 +34,10 @@ function head(f: Facts, name: string, bytes = 4096): string | null {
   const abs = path.join(f.root, f.rel, name);
   try {
     if (!lstatSync(abs).isFile()) return null;
-    const fd = openSync(abs, 'r');
+    // Never through a link swapped in after the check, and never blocking on a FIFO.
+    const fd = openSync(abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     try {
+      if (!fstatSync(fd).isFile()) return null;
       const buf = Buffer.alloc(bytes);
       const n = readSync(fd, buf, 0, bytes, 0);
       return buf.subarray(0, n).toString('utf8');
