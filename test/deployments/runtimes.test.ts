@@ -298,6 +298,18 @@ describe('what cannot be built fails at once, saying why', () => {
     assert.doesNotMatch(deployment.error, /package\.json/);
   });
 
+  test('a start command pinned to another port than $PORT fails the build with that reason', async () => {
+    write(path.join(root, 'local', 'fixed-port'), {
+      'package.json': JSON.stringify({ name: 'fixed-port', private: true }),
+      'server.js': "require('http').createServer((q, s) => s.end('x')).listen(4200);\n",
+    });
+    const { deployment } = await importAndDeploy('fixed-port', undefined, async (p) => {
+      assert.equal((await api.patch(`/api/projects/${p.id}`, { startCommand: 'node server.js --port 4200', port: 3000 })).status, 200);
+    });
+    assert.equal(deployment.status, 'failed');
+    assert.match(deployment.error, /listens on port 4200, but the app must listen on \$PORT \(3000\)/);
+  });
+
   test('a Dockerfile project says it needs the docker runtime', async () => {
     write(path.join(root, 'local', 'docker-app'), { Dockerfile: 'FROM scratch\nEXPOSE 8080\n' });
     const { deployment } = await importAndDeploy('docker-app');
