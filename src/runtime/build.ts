@@ -156,32 +156,11 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
   // ---- what the host must offer, checked before anything runs
   // Only the PATH folders the build's box can see (the sandbox shows the system folders, not /root).
   const hostPath = (input.baseEnv.PATH ?? '').split(path.delimiter).filter((d) => d && (input.driver.sees?.(d) ?? true)).join(path.delimiter);
-  const programs = [...plan.programs];
-  if (plan.tools?.some((t) => t.name === 'pnpm' || t.name === 'yarn')) programs.push('corepack');
-  if (plan.tools?.some((t) => t.name === 'bun' || t.name === 'deno')) programs.push('npm');
-  const missing = missingProgram(plan.runtime, programs, hostPath);
-  if (missing) throw new BuildError(missing);
-  if (plan.runtime === 'node' || plan.runtime === 'bun') {
-    const wanted = input.nodeVersion ? { value: input.nodeVersion, source: 'the project\'s nodeVersion' } : plan.version;
-    if (wanted && !matchNodeVersion(wanted.value)) {
-      const offered = offeredNodeVersions().join(', ');
-      if (input.nodeVersion) throw new BuildError(`nodeVersion ${input.nodeVersion} is not offered by this host (it offers Node.js ${offered}): change nodeVersion, or clear it`);
-      note(`${wanted.source} asks for Node.js ${wanted.value}; this host offers ${offered}, which the build and the app use`);
-    }
-  }
-  if (start) {
-    const fixed = fixedPort(start);
-    if (fixed !== null && fixed !== input.port) {
-      throw new BuildError(`the start command listens on port ${fixed}, but the app must listen on $PORT (${input.port}): write $PORT instead of ${fixed} in the start command, or set the project's port to ${fixed}`);
-    }
-  }
+  checkHost(plan, { hostPath, nodeVersion: input.nodeVersion ?? null, start, port: input.port }, note);
 
   // ---- toolchains, install and build, in one box
-  const steps: { label: string; run: { argv: string[]; env: Record<string, string> }[] | ((box: Box) => { argv: string[]; env: Record<string, string> }[]); shown: string }[] = [];
-  // Toolchain commands name folders as the box shows them (the source is /app in a sandbox).
-  for (const [i, t] of toolchainSteps('/', plan.tools ?? []).entries()) {
-    steps.push({ label: 'toolchain', run: (box) => [{ argv: toolchainSteps(box.inside(srcDir), plan.tools ?? [])[i]!.argv, env: {} }], shown: t.label });
-  }
+  const tools = plan.tools ?? [];
+  const steps: { label: string; run: CommandStep[]; shown: string }[] = [];
   const variables = plan.variables ?? {};
   const commands = [
     ['install', install],
@@ -206,13 +185,13 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
       throw new BuildError(`the start command cannot run: ${(e as CommandError).message}`);
     }
   }
-  if (plan.tools?.length) {
+  if (tools.length) {
     // corepack writes its shims into a folder that must exist; it belongs to the project like the source.
     const dir = path.join(srcDir, TOOLCHAIN_DIR);
     mkdirSync(path.join(dir, 'bin'), { recursive: true });
     if (input.identity) await chownTree(dir, input.identity);
   }
-  if (steps.length) {
+  if (steps.length || tools.length) {
     let box: Box;
     try {
       box = await input.driver.open({ kind: 'build', projectId: input.projectId, name: `build-${input.deploymentId}`, identity: input.identity, limits: input.limits, appDir: srcDir, homeDir });
@@ -221,9 +200,14 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
     }
     try {
       const stepEnv = { ...variables, ...input.env, ...toolchainEnv(box.inside(srcDir)), PATH: pathWithBin(box.inside(appDir), hostPath, box.inside(srcDir)) };
+      // Toolchain commands name folders as the box shows them (the source is /app in a sandbox).
+      for (const t of toolchainSteps(box.inside(srcDir), tools)) {
+        note(`toolchain: ${t.label}`);
+        await runStep(box, t.argv, srcDir, stepEnv, 'the toolchain command');
+      }
       for (const step of steps) {
-        note(step.label === 'toolchain' ? `toolchain: ${step.shown}` : `${step.label}: ${step.shown}`);
-        for (const st of typeof step.run === 'function' ? step.run(box) : step.run) await runStep(box, st.argv, step.label === 'toolchain' ? srcDir : appDir, { ...stepEnv, ...st.env }, `the ${step.label} command`);
+        note(`${step.label}: ${step.shown}`);
+        for (const st of step.run) await runStep(box, st.argv, appDir, { ...stepEnv, ...st.env }, `the ${step.label} command`);
       }
     } finally {
       await box.dispose().catch(() => {});
@@ -237,6 +221,32 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
   }
   note(`build finished; start command: ${start}`);
   return { commit, appRoot: srcDir, appDir, startCommand: start!, static: null, variables };
+}
+
+/**
+ * What the host must offer before anything of the build runs: the programs of the plan (on the PATH
+ * the box sees), the project's nodeVersion, and a start command that listens on $PORT.
+ */
+function checkHost(plan: PlanInput, host: { hostPath: string; nodeVersion: string | null; start: string | null; port: number }, note: (line: string) => void): void {
+  const programs = [...plan.programs];
+  if (plan.tools?.some((t) => t.name === 'pnpm' || t.name === 'yarn')) programs.push('corepack');
+  if (plan.tools?.some((t) => t.name === 'bun' || t.name === 'deno')) programs.push('npm');
+  const missing = missingProgram(plan.runtime, programs, host.hostPath);
+  if (missing) throw new BuildError(missing);
+  if (plan.runtime === 'node' || plan.runtime === 'bun') {
+    const wanted = host.nodeVersion ? { value: host.nodeVersion, source: 'the project\'s nodeVersion' } : plan.version;
+    if (wanted && !matchNodeVersion(wanted.value)) {
+      const offered = offeredNodeVersions().join(', ');
+      if (host.nodeVersion) throw new BuildError(`nodeVersion ${host.nodeVersion} is not offered by this host (it offers Node.js ${offered}): change nodeVersion, or clear it`);
+      note(`${wanted.source} asks for Node.js ${wanted.value}; this host offers ${offered}, which the build and the app use`);
+    }
+  }
+  if (host.start) {
+    const fixed = fixedPort(host.start);
+    if (fixed !== null && fixed !== host.port) {
+      throw new BuildError(`the start command listens on port ${fixed}, but the app must listen on $PORT (${host.port}): write $PORT instead of ${fixed} in the start command, or set the project's port to ${fixed}`);
+    }
+  }
 }
 
 const joined = (steps: string[]): string | null => (steps.length ? steps.join(' && ') : null);
