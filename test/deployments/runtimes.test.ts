@@ -120,6 +120,8 @@ describe('static sites are served by the edge itself', () => {
     assert.equal(scan.runtime, 'static');
     assert.deepEqual(scan.plan.static, { outputDirectory: '.', spa: false });
     assert.equal(getRuntime(server.ctx).supervisor.snapshot(project.id), null, 'a static site runs no process');
+    const info = await api.get(`/api/projects/${project.id}/info`);
+    assert.equal(info.body.data.runtime.state, 'static');
     const host = `${project.slug}.localhost`;
     const missing = await edge(host, '/nope');
     assert.equal(missing.status, 404);

@@ -60,6 +60,7 @@ export async function runtimeState(rt: BerthRuntime, orgId: string, projectId: s
   }
   const rel = await store.currentRelease(ctx.db, orgId, projectId, 'production');
   let state = 'not_deployed';
-  if (rel) state = p.status !== 'enabled' ? 'stopped' : p.sleepMode === 'auto_sleep' ? 'sleeping' : 'stopped';
+  // A static release runs no process: the edge serves its files (and it never sleeps).
+  if (rel) state = p.status !== 'enabled' ? 'stopped' : rel.staticSite ? 'static' : p.sleepMode === 'auto_sleep' ? 'sleeping' : 'stopped';
   return { state, url, port: p.port, ...limits };
 }

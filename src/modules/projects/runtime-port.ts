@@ -9,7 +9,7 @@ import type { AppContext } from '../../context.js';
  * the recorded change.
  */
 export interface RuntimeState {
-  state: string; // e.g. 'running' | 'sleeping' | 'stopped' | 'starting' | 'failed' | 'not_deployed'
+  state: string; // e.g. 'running' | 'sleeping' | 'stopped' | 'starting' | 'failed' | 'not_deployed' | 'static' (files served by the edge)
   url: string;
   port: number;
   pid?: number;
