@@ -171,6 +171,23 @@ describe('GET/PATCH/DELETE /api/projects/:id', () => {
     assertError(await api(team.member).patch(`/api/projects/${p.id}`, { port: 0 }), 400, 'VALIDATION_FAILED', 'port');
   });
 
+  it('config.static: PATCH sets outputDirectory, spa and cleanUrls; null clears them; bad values are 400 naming the field', async () => {
+    const p = await createProject(server, team.owner, { name: 'static-config' });
+    assert.deepEqual(p.config.static, { outputDirectory: null, spa: null, cleanUrls: false });
+    const set = await api(team.member).patch(`/api/projects/${p.id}`, { static: { outputDirectory: 'dist', spa: true, cleanUrls: true } });
+    assert.equal(set.status, 200, set.text);
+    assert.deepEqual(set.body.data.config.static, { outputDirectory: 'dist', spa: true, cleanUrls: true });
+    assert.equal(set.body.data.config.outputDirectory, 'dist', 'one output directory, shown in both places');
+    const partial = await api(team.member).patch(`/api/projects/${p.id}`, { static: { spa: false } });
+    assert.deepEqual(partial.body.data.config.static, { outputDirectory: 'dist', spa: false, cleanUrls: true });
+    const cleared = await api(team.member).patch(`/api/projects/${p.id}`, { static: null });
+    assert.deepEqual(cleared.body.data.config.static, { outputDirectory: null, spa: null, cleanUrls: false });
+    assertError(await api(team.member).patch(`/api/projects/${p.id}`, { static: { outputDirectory: '../etc' } }), 400, 'VALIDATION_FAILED', 'static.outputDirectory');
+    const bad = await api(team.member).patch(`/api/projects/${p.id}`, { static: { spa: 'yes' } });
+    assert.equal(bad.status, 400, bad.text);
+    assert.match(JSON.stringify(bad.body.error), /static/);
+  });
+
   it('is 404 for another org’s project and for a missing one, with the same body', async () => {
     const p = await createProject(server, team.owner);
     const a = await api(stranger).get(`/api/projects/${p.id}`);
