@@ -6,6 +6,7 @@
  */
 import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { parse as parseJsoncText, type ParseError } from 'jsonc-parser';
 import { parse as parseToml } from 'smol-toml';
 
 const MAX_READ = 1024 * 1024;
@@ -49,6 +50,17 @@ export function parseJson(text: string | null): any {
   } catch {
     return null;
   }
+}
+
+/**
+ * JSON with comments and trailing commas (`deno.jsonc`, `railpack.json`), parsed with Microsoft's
+ * jsonc-parser (VS Code's); null when missing or invalid.
+ */
+export function parseJsonc(text: string | null): any {
+  if (text === null) return null;
+  const errors: ParseError[] = [];
+  const value = parseJsoncText(text, errors, { allowTrailingComma: true, disallowComments: false });
+  return errors.length ? null : (value ?? null);
 }
 
 /** Python requirement names (lowercase, normalised `_` → `-`) from requirements.txt, pyproject.toml and Pipfile. */
@@ -122,6 +134,11 @@ export class Facts {
   /** A JSON file of the folder, parsed (null when missing or invalid). */
   json(name: string): any {
     return parseJson(this.read(name));
+  }
+
+  /** A JSON-with-comments file of the folder, parsed (null when missing or invalid). */
+  jsonc(name: string): any {
+    return parseJsonc(this.read(name));
   }
 
   /** A TOML file of the folder, parsed with smol-toml (null when missing or invalid). */

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { planBuild } from '../../../src/modules/detect/build-plan.js';
-import { parseJsonc } from '../../../src/modules/detect/providers/deno.js';
+import { parseJsonc } from '../../../src/modules/detect/facts.js';
 import { scanProject } from '../../../src/modules/detect/scan.js';
 import { parseCommand } from '../../../src/runtime/command.js';
 import { casesOf, expectPlan, FIXTURES, tempApp as app } from './support.js';

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { stepCommands } from '../../../src/modules/detect/providers/railpack-config.js';
-import { stripJsonc } from '../../../src/modules/detect/providers/railpack-config-file.js';
+import { parseJsonc } from '../../../src/modules/detect/facts.js';
 import { scanProject } from '../../../src/modules/detect/scan.js';
 import { casesOf, expectPlan, tempApp as app } from './support.js';
 
@@ -13,8 +13,8 @@ describe('railpack.json', () => {
   for (const name of cases) it(`plans ${name}: its start command, steps and variables apply`, () => expectPlan(name));
 
   it('reads JSON with comments and trailing commas, leaving strings alone', () => {
-    assert.deepEqual(JSON.parse(stripJsonc('{ "a": "http://x/*y*/", // c\n "b": [1, 2,], /* z */ }')), { a: 'http://x/*y*/', b: [1, 2] });
-    assert.deepEqual(JSON.parse(stripJsonc('{"q": "say \\"hi\\" // not a comment"}')), { q: 'say "hi" // not a comment' });
+    assert.deepEqual(parseJsonc('{ "a": "http://x/*y*/", // c\n "b": [1, 2,], /* z */ }'), { a: 'http://x/*y*/', b: [1, 2] });
+    assert.deepEqual(parseJsonc('{"q": "say \\"hi\\" // not a comment"}'), { q: 'say "hi" // not a comment' });
   });
 
   it('replaces the detected commands unless "..." places them, taking strings, RUN: strings and {cmd} objects', () => {

@@ -19,31 +19,6 @@ import { fileVersion, toolVersion } from './versions.js';
 const ROOT_MAINS = ['main.ts', 'main.js', 'main.mjs', 'main.mts'];
 const SOURCE = /\.(?:ts|js|mjs|mts)$/;
 
-/** JSON with comments and trailing commas (deno.jsonc, and what deno.json tolerates) → a value, or null. */
-export function parseJsonc(text: string | null): any {
-  if (text === null) return null;
-  let out = '';
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    if (c === '"') {
-      const start = i;
-      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === '\\') i++;
-      out += text.slice(start, i + 1);
-    } else if (c === '/' && text[i + 1] === '/') {
-      while (i < text.length && text[i] !== '\n') i++;
-      out += '\n';
-    } else if (c === '/' && text[i + 1] === '*') {
-      const end = text.indexOf('*/', i + 2);
-      i = end < 0 ? text.length : end + 1;
-    } else out += c;
-  }
-  try {
-    return JSON.parse(out.replace(/,(\s*[}\]])/g, '$1'));
-  } catch {
-    return null;
-  }
-}
-
 /** The first source file of the tree, paths sorted (dependency, build and hidden folders skipped). */
 function firstSource(f: Facts): string | null {
   const found: string[] = [];
@@ -69,7 +44,7 @@ export const denoProvider: Provider = {
   name: 'deno',
   detect: (f) => f.hasFile('deno.json') || f.hasFile('deno.jsonc'),
   plan(f): Detection {
-    const config = parseJsonc(f.read(f.hasFile('deno.json') ? 'deno.json' : 'deno.jsonc'));
+    const config = f.jsonc(f.hasFile('deno.json') ? 'deno.json' : 'deno.jsonc');
     const version = toolVersion(f, ['deno']) ?? fileVersion(f, '.deno-version');
     const d = detection('deno', { packageManager: 'deno', programs: [], tools: [version ? { name: 'deno', version: version.value } : { name: 'deno' }] });
     if (version) d.version = version;
