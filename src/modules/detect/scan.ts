@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { detectApp, type DetectedApp } from './detect.js';
 import { nodePackageManager } from './providers/index.js';
-import { IGNORED_DIRS } from './detect.rules.js';
+import { globFolders } from './folders.js';
 import { Facts, listDir } from './facts.js';
 
 export interface ScanResult extends DetectedApp {
@@ -18,34 +18,13 @@ export interface ScanResult extends DetectedApp {
 
 /** Expands workspace globs (`apps/*`, `packages/**`, `services/api`) into folders holding a package.json. */
 function expandWorkspaces(root: string, patterns: string[]): string[] {
-  const out = new Set<string>();
   const neg = patterns.filter((p) => p.startsWith('!')).map((p) => p.slice(1).replace(/\/+$/, ''));
-  const walk = (rel: string, segs: string[], depth: number) => {
-    if (depth > 6 || out.size > 500) return;
-    if (!segs.length) {
-      if (listDir(path.join(root, rel)).files.has('package.json')) out.add(rel);
-      return;
-    }
-    const [seg, ...rest] = segs as [string, ...string[]];
-    if (seg === '**') {
-      walk(rel, rest, depth);
-      for (const d of listDir(path.join(root, rel)).dirs) if (!IGNORED_DIRS.has(d) && !d.startsWith('.')) walk(rel ? `${rel}/${d}` : d, segs, depth + 1);
-      return;
-    }
-    if (seg.includes('*')) {
-      const re = new RegExp('^' + seg.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*') + '$');
-      for (const d of listDir(path.join(root, rel)).dirs) if (re.test(d) && !IGNORED_DIRS.has(d) && !d.startsWith('.')) walk(rel ? `${rel}/${d}` : d, rest, depth + 1);
-      return;
-    }
-    if (seg === '.' || seg === '') return walk(rel, rest, depth);
-    if (seg === '..' || IGNORED_DIRS.has(seg)) return;
-    walk(rel ? `${rel}/${seg}` : seg, rest, depth + 1);
-  };
+  const out = new Set<string>();
   for (const p of patterns) {
-    if (p.startsWith('!') || p.includes('..') || path.isAbsolute(p)) continue;
-    walk('', p.replace(/\/+$/, '').split('/'), 0);
+    if (p.startsWith('!')) continue;
+    for (const d of globFolders(root, p)) if (listDir(path.join(root, d)).files.has('package.json')) out.add(d);
   }
-  return [...out].filter((d) => d && !neg.some((n) => n === d || (n.includes('*') && new RegExp('^' + n.replace(/\*\*/g, '.+').replace(/\*/g, '[^/]+') + '$').test(d)))).sort();
+  return [...out].filter((d) => !neg.some((n) => n === d || (n.includes('*') && new RegExp('^' + n.replace(/\*\*/g, '.+').replace(/\*/g, '[^/]+') + '$').test(d)))).sort();
 }
 
 /** Workspace patterns from package.json `workspaces` or pnpm-workspace.yaml. */

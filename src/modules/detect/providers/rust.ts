@@ -16,6 +16,8 @@
  * `.rust-version`, `rust-version.txt`. Railpack also derives a version from the `edition`: that is
  * a minimum, not a pin, and Berth does not answer it. Rust apps read $PORT themselves.
  */
+import path from 'node:path';
+import { globFolders } from '../folders.js';
 import type { Facts } from '../facts.js';
 import { detection, type Detection, type Provider } from '../plan.js';
 import { toolVersion, type Pin } from './versions.js';
@@ -27,23 +29,7 @@ const str = (v: unknown): string | null => (typeof v === 'string' && v.trim() ? 
 
 /** Folders matching a workspace member pattern (`crates/*`, `api`), relative to the app, sorted. */
 export function expandMember(f: Facts, pattern: string): string[] {
-  const segs = pattern.replace(/^\.\//, '').replace(/\/+$/, '').split('/');
-  if (segs.some((s) => s === '..' || s === '' || s.includes('**'))) return [];
-  let dirs = [''];
-  for (const seg of segs) {
-    const next: string[] = [];
-    for (const base of dirs) {
-      if (!/[*?[]/.test(seg)) {
-        next.push(base ? `${base}/${seg}` : seg);
-        continue;
-      }
-      const re = new RegExp('^' + seg.replace(/[.+^${}()|\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.') + '$');
-      const listing = base ? f.list(base) : { dirs: f.dirs };
-      for (const d of listing.dirs.filter((d) => re.test(d) && !d.startsWith('.')).sort()) next.push(base ? `${base}/${d}` : d);
-    }
-    dirs = next;
-  }
-  return dirs.filter(Boolean);
+  return globFolders(path.join(f.root, f.rel), pattern);
 }
 
 interface Crate {
