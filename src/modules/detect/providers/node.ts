@@ -108,9 +108,10 @@ export const nodeProvider: Provider = {
       if (BUN_COMMAND.test(start.runs) || /^bunx?\s/.test(start.runs)) d.runtime = 'bun';
     } else if (!fw) {
       // A package.json around a static site (tooling, or nothing): its files are the site.
-      const root = staticfileOf(f)?.root ?? (f.hasFile('index.html') ? '.' : null);
+      const staticfile = staticfileOf(f);
+      const root = staticfile?.root ?? (f.hasFile('index.html') ? '.' : null);
       if (root) {
-        d.static = { outputDirectory: root, spa: staticfileOf(f)?.indexFallback ?? false };
+        d.static = { outputDirectory: root, spa: staticfile?.indexFallback ?? false };
         d.outputDirectory = root;
         if (!buildScript) {
           return detection('static', { outputDirectory: root, static: d.static });
