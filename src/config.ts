@@ -45,7 +45,18 @@ export interface Config {
   runtime: RuntimeName;
   /** Who may sign up (contract section 10); `first-then-invite` is the self-hosted default. */
   signup: SignupMode;
+  /** Ready releases kept per project for rollback (BERTH_RELEASES_KEPT, default 5; contract section 12). */
+  releasesKept: number;
+  /**
+   * How a custom domain proves ownership (contract section 12): `none` (verified at once, the
+   * self-hosted default) or `dns` (a TXT record `_berth-challenge.<domain>`, always on a cloud instance).
+   */
+  domainVerification: DomainVerification;
+  /** DNS servers (`host[:port]`) the TXT check asks (BERTH_DNS_SERVERS, comma-separated); the system's when empty. */
+  dnsServers: string[];
 }
+
+export type DomainVerification = 'none' | 'dns';
 
 export type RuntimeName = 'sandbox' | 'docker' | 'process';
 export type SignupMode = 'open' | 'invite' | 'closed' | 'first-then-invite';
@@ -108,6 +119,14 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
   const signupRaw = env.BERTH_SIGNUP || undefined;
   if (signupRaw && signupRaw !== 'open' && signupRaw !== 'invite' && signupRaw !== 'closed') throw new ConfigError(`BERTH_SIGNUP must be "open", "invite" or "closed" (got "${signupRaw}")`);
   const signup: SignupMode = (signupRaw as SignupMode | undefined) ?? (modeRaw === 'cloud' ? 'open' : 'first-then-invite');
+  const keptRaw = env.BERTH_RELEASES_KEPT;
+  const releasesKept = keptRaw === undefined || keptRaw === '' ? 5 : Number(keptRaw);
+  if (!Number.isInteger(releasesKept) || releasesKept < 1 || releasesKept > 100) throw new ConfigError(`BERTH_RELEASES_KEPT must be a whole number from 1 to 100 (got "${keptRaw}")`);
+  const verificationRaw = env.BERTH_DOMAIN_VERIFICATION || undefined;
+  if (verificationRaw && verificationRaw !== 'none' && verificationRaw !== 'dns') throw new ConfigError(`BERTH_DOMAIN_VERIFICATION must be "none" or "dns" (got "${verificationRaw}")`);
+  if (verificationRaw === 'none' && modeRaw === 'cloud') throw new ConfigError('BERTH_DOMAIN_VERIFICATION=none is refused in cloud mode: tenants sharing an instance must prove they own a domain');
+  const domainVerification: DomainVerification = (verificationRaw as DomainVerification | undefined) ?? (modeRaw === 'cloud' ? 'dns' : 'none');
+  const dnsServers = (env.BERTH_DNS_SERVERS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   const trimSlash = (u: string) => u.replace(/\/+$/, '');
   return {
     host,
@@ -141,6 +160,9 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
     hardening: loadHardening(env),
     runtime,
     signup,
+    releasesKept,
+    domainVerification,
+    dnsServers,
   };
 }
 
