@@ -12,6 +12,8 @@ import * as m010 from './010_sandbox_identities.js';
 import * as m011 from './011_stream_token_credential.js';
 import * as m012 from './012_upload_stored_bytes.js';
 import * as m013 from './013_static_sites.js';
+import * as m014 from './014_current_releases.js';
+import * as m015 from './015_domain_verification.js';
 
 /**
  * Every migration, in order. Names sort; add new ones at the end with the next number.
@@ -31,4 +33,6 @@ export const migrations: Record<string, Migration> = {
   '011_stream_token_credential': m011,
   '012_upload_stored_bytes': m012,
   '013_static_sites': m013,
+  '014_current_releases': m014,
+  '015_domain_verification': m015,
 };
