@@ -10,18 +10,22 @@ import { ApiError, apiClient, readClientConfig, savedClient, writeClientConfig }
 import { promptHidden, readStdin } from './prompt.js';
 import { registerClientCommands } from './commands.js';
 import { registerDeployCommand } from './deploy.js';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail as failWith } from './output.js';
 
 // Whatever a berth command writes (the database, the secret key, client config) is its user's alone.
 process.umask(0o077);
 
 const program = new Command();
 program.name('berth').description('Berth: a self-hostable deployment platform').version('0.1.0');
+// Usage errors (unknown command or option, missing argument, bad choice) exit 2; help and version 0.
+program.exitOverride((err) => process.exit(err.exitCode === 0 ? EXIT_OK : EXIT_USAGE));
 
 function fail(e: unknown): never {
-  if (e instanceof ApiError) console.error(`error: ${e.message}${e.field ? ` (${e.field})` : ''} [${e.code}]`);
-  else if (e instanceof AppError) console.error(`error: ${e.message}${e.field ? ` (${e.field})` : ''}`);
-  else console.error(`error: ${(e as Error)?.message ?? e}`);
-  process.exit(1);
+  if (e instanceof AppError) {
+    console.error(`error: ${e.message}${e.field ? ` (field: ${e.field})` : ''}`);
+    process.exit(EXIT_FAILED);
+  }
+  return failWith(e);
 }
 
 program
