@@ -69,16 +69,31 @@ test('an uploaded folder deploys (POST /api/deployments with sessionId) and the 
     assert.equal(done.status, 'ready', done.error);
     assert.ok(Date.now() - t0 < 10000);
     assert.match((await edge(`${slug}.localhost`)).text, new RegExp(`^hello ${version}`));
-    // the session is consumed
+    // The session is consumed: passing it again to this project is a no-op for the upload (the
+    // deployment builds the same source); another project cannot take it.
+    const other = await api.post('/api/projects', { name: `other ${version}` });
+    const taken = await api.post('/api/deployments', { projectId: other.body.data.id, sessionId });
+    assert.equal(taken.status, 409, taken.text);
+    assert.equal(taken.body.error.field, 'sessionId');
     const again = await api.post('/api/deployments', { projectId, sessionId });
-    assert.equal(again.status, 409);
+    assert.equal(again.status, 202, again.text);
+    const rebuilt = await waitForDeployment(api, again.body.data.id, 20000);
+    assert.equal(rebuilt.status, 'ready', rebuilt.error);
+    assert.match((await edge(`${slug}.localhost`)).text, new RegExp(`^hello ${version}`));
   }
+  // An older upload, replaced by a newer one, is no longer the source: 409.
+  const first = await upload('up-v3');
+  const second = await upload('up-v4');
+  assert.equal((await api.post('/api/deployments', { projectId, sessionId: first })).status, 202);
+  assert.equal((await api.post('/api/deployments', { projectId, sessionId: second })).status, 202);
+  const stale = await api.post('/api/deployments', { projectId, sessionId: first });
+  assert.equal(stale.status, 409, stale.text);
   // a plain redeploy builds the last uploaded folder again
   const re = await api.post('/api/deployments', { projectId });
   assert.equal(re.status, 202);
   const done = await waitForDeployment(api, re.body.data.id, 20000);
   assert.equal(done.status, 'ready', done.error);
-  assert.match((await edge(`${slug}.localhost`)).text, /^hello up-v2/);
+  assert.match((await edge(`${slug}.localhost`)).text, /^hello up-v4/);
   const info = await api.get(`/api/projects/${projectId}/info`);
   assert.equal(info.body.data.runtime.state, 'running');
   assert.equal(info.body.data.runtime.isolation, 'sandbox');

@@ -244,10 +244,22 @@ describe('folder upload: session, relay, scan, ensure', () => {
     assert.ok(existsSync(path.join(current, 'server.js')));
     assert.equal(JSON.parse(readFileSync(path.join(server.dataDir, 'uploads', p.id, 'source.json'), 'utf8')).sessionId, s.sessionId);
     assert.deepEqual(leftovers(s.sessionId), [], 'the staged copy moved into the project');
-    // The session is consumed.
+    // The session is consumed: another project cannot take it.
     const again = await server.api(team.member.token).post('/api/projects/ensure', { name: 'again', gitProvider: 'upload', sessionId: s.sessionId });
     assert.equal(again.status, 409);
     assert.equal(again.body.error.field, 'sessionId');
+    // The same ensure again (a retry, by name or by projectId) is a no-op for the upload: same project, nothing created.
+    const retry = await server.api(team.member.token).post('/api/projects/ensure', { name: 'uploaded-express', gitProvider: 'upload', sessionId: s.sessionId });
+    assert.equal(retry.status, 200, retry.text);
+    assert.equal(retry.body.data.id, p.id);
+    const byId = await server.api(team.member.token).post('/api/projects/ensure', { projectId: p.id, gitProvider: 'upload', sessionId: s.sessionId, buildCommand: 'npm run build' });
+    assert.equal(byId.status, 200, byId.text);
+    assert.equal(byId.body.data.config.buildCommand, 'npm run build', 'the fields still apply');
+    const projects = await server.api(team.member.token).get('/api/projects');
+    assert.equal(projects.body.data.filter((x: { name: string }) => x.name === 'uploaded-express').length, 1);
+    // Someone who may not change that project cannot reach it through the session either.
+    const restricted = await server.api(team.restricted.token).post('/api/projects/ensure', { name: 'uploaded-express', gitProvider: 'upload', sessionId: s.sessionId });
+    assert.ok([403, 409].includes(restricted.status), restricted.text);
   });
 
   it('ensure with projectId and a new upload updates the project in place and replaces its source', async () => {

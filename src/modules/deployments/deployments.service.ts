@@ -46,9 +46,11 @@ export async function deployProject(ctx: AppContext, actor: Actor, project: Proj
   const environment = input.environment ?? 'production';
   if (!(await findEnvironment(ctx.db, actor.orgId, project.id, environment))) throw invalid('environment', `the project has no environment named ${environment}`);
   if (input.sessionId) {
-    // A fresh upload becomes the project's source first (the session is consumed).
-    await checkUploadSession(ctx.db, actor.orgId, input.sessionId);
-    await attachUploadToProject(ctx, actor.userId, actor.orgId, project.id, input.sessionId);
+    // A fresh upload becomes the project's source first (the session is consumed). One this project
+    // already consumed and still builds from (ensure was given it first) is the source already.
+    const { attachedTo } = await checkUploadSession(ctx.db, actor.orgId, input.sessionId);
+    if (attachedTo && attachedTo !== project.id) throw conflict('this upload is already the source of another project: open a new session', 'sessionId');
+    if (!attachedTo) await attachUploadToProject(ctx, actor.userId, actor.orgId, project.id, input.sessionId);
   }
   // The attach changed the row (source, config gaps filled from the scan): read it again then.
   const fresh = input.sessionId ? ((await findProject(ctx.db, actor.orgId, project.id)) ?? project) : project;

@@ -120,10 +120,27 @@ export async function ensureProject(ctx: AppContext, actor: Actor, row: ProjectR
   if (!sessionId) return ensureFields(ctx, actor, row, fields);
   // The upload first (a bad id leaves nothing half-made), then the project, then the upload becomes its source.
   const uploads = requireUploadSource(ctx);
-  await uploads.check(ctx, actor.orgId, sessionId);
+  const { attachedTo } = await uploads.check(ctx, actor.orgId, sessionId);
+  if (attachedTo) {
+    // The same ensure again (a retry, or a client that sends the session twice): the upload already is the source.
+    const target = row ?? (await retriedProject(ctx, actor, attachedTo, fields.name));
+    if (target?.id !== attachedTo) throw conflict('this upload is already the source of another project: open a new session', 'sessionId');
+    const out = await ensureFields(ctx, actor, target, { ...fields, gitProvider: 'upload' });
+    return { project: out.project, created: false };
+  }
   const out = await ensureFields(ctx, actor, row, { ...fields, gitProvider: 'upload' });
   await uploads.attach(ctx, actor.userId, actor.orgId, out.project.id, sessionId);
   return { project: await loadRecord(ctx, ctx.db, actor.orgId, out.project.id), created: out.created };
+}
+
+/**
+ * An ensure without `projectId` whose upload a project already consumed: that project, when the
+ * caller may change it and the ensure names it (or no name at all); else undefined (409).
+ */
+async function retriedProject(ctx: AppContext, actor: Actor, projectId: string, name: string | undefined): Promise<ProjectRow | undefined> {
+  const p = await store.findProject(ctx.db, actor.orgId, projectId);
+  if (!p || !can(actor, 'project:write', store.projectRef(p))) return undefined;
+  return name === undefined || name === p.name ? p : undefined;
 }
 
 async function ensureFields(ctx: AppContext, actor: Actor, row: ProjectRow | undefined, fields: ProjectInput): Promise<{ project: ProjectRecord; created: boolean }> {

@@ -7,8 +7,11 @@ import { AppError } from '../../lib/errors.js';
  * so that projects never imports uploads (uploads imports projects for the project rows it reads).
  */
 export interface UploadSourcePort {
-  /** Throws 404 (field sessionId) or 409 unless `sessionId` names an upload of the org ready to become a source. */
-  check(ctx: AppContext, orgId: string, sessionId: string): Promise<void>;
+  /**
+   * Throws 404 (field sessionId) or 409 unless `sessionId` names an upload of the org ready to become
+   * a source, or one a project already consumed and still builds from (`attachedTo` names it).
+   */
+  check(ctx: AppContext, orgId: string, sessionId: string): Promise<{ attachedTo: string | null }>;
   /** Makes the upload the project's source (config gaps filled from its scan) and consumes the session. */
   attach(ctx: AppContext, actorId: string | null, orgId: string, projectId: string, sessionId: string): Promise<void>;
 }

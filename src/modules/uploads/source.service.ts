@@ -35,14 +35,22 @@ export async function scanSession(ctx: Deps, row: UploadSessionRow): Promise<Sca
 
 /**
  * Checks, before a project is created or changed, that `sessionId` names an upload of the org that
- * is ready to become a project's source (so a bad id leaves nothing half-made).
+ * is ready to become a project's source (so a bad id leaves nothing half-made). An upload a project
+ * already consumed and still builds from answers `{ attachedTo }` (contract section 12: ensure and
+ * the deployments API given the same session again are no-ops for the upload); the caller refuses it
+ * when that is not the project it means. One that a newer upload replaced stays 409.
  */
-export async function checkUploadSession(db: Db, orgId: string, sessionId: string): Promise<void> {
+export async function checkUploadSession(db: Db, orgId: string, sessionId: string): Promise<{ attachedTo: string | null }> {
   const row = await store.findSession(db, orgId, sessionId);
   if (!row) throw new AppError('NOT_FOUND', 'upload session not found', { field: 'sessionId' });
-  if (row.status === 'consumed') throw conflict('this upload is already the source of a project: open a new session', 'sessionId');
+  if (row.status === 'consumed') {
+    const current = row.projectId ? await store.currentForProject(db, orgId, row.projectId) : undefined;
+    if (row.projectId && current?.id === row.id) return { attachedTo: row.projectId };
+    throw conflict('this upload is already the source of a project: open a new session', 'sessionId');
+  }
   if (row.status !== 'uploaded') throw conflict('nothing was uploaded to this session yet', 'sessionId');
   if (row.expiresAt <= nowIso()) throw conflict('this upload session has expired: upload again', 'sessionId');
+  return { attachedTo: null };
 }
 
 /**
