@@ -101,6 +101,27 @@ describe('personal access tokens', () => {
     assert.deepEqual(inherit.body.data.scopes, ['project:read']);
   });
 
+  it('orgId binds a new token to another org of the user (berth switch); an org the user is not in is 404 naming orgId', async () => {
+    const u = await createUser(server);
+    const team = await createUser(server, { team: true });
+    await createUser(server, { email: u.email, orgId: team.orgId, role: 'member' });
+    const res = await server.api(u.token).post('/api/auth/tokens', { name: 'cli in the team', orgId: team.orgId });
+    assert.equal(res.status, 201, res.text);
+    assert.equal(res.body.data.orgId, team.orgId);
+    const me = await server.api(res.body.data.token).get('/api/auth/me');
+    assert.equal(me.body.data.org.id, team.orgId);
+    assert.equal(me.body.data.role, 'member');
+    const stranger = await createUser(server);
+    const refused = await server.api(u.token).post('/api/auth/tokens', { name: 'not mine', orgId: stranger.orgId });
+    assert.equal(refused.status, 404);
+    assert.equal(refused.body.error.field, 'orgId');
+    // A scoped token's mint in another org keeps its scopes.
+    const scoped = (await server.api(u.token).post('/api/auth/tokens', { name: 'narrow', scopes: ['project:read'] })).body.data.token;
+    const minted = await server.api(scoped).post('/api/auth/tokens', { name: 'narrow there', orgId: team.orgId });
+    assert.equal(minted.status, 201, minted.text);
+    assert.deepEqual(minted.body.data.scopes, ['project:read']);
+  });
+
   it('token creation and revocation are written to the audit log', async () => {
     const u = await createUser(server);
     const t = (await server.api(u.token).post('/api/auth/tokens', { name: 'audited' })).body.data;

@@ -17,6 +17,7 @@ const TokenBody = Obj({
   name: Str({ min: 1, max: 100 }),
   expiresInDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650 })),
   scopes: Type.Optional(Type.Array(Str({ max: 100 }), { maxItems: 50 })),
+  orgId: Type.Optional(Id),
 });
 
 export const authModule: ModuleDef = {
@@ -81,7 +82,7 @@ export const authModule: ModuleDef = {
     defineRoute({
       method: 'POST',
       url: '/api/auth/tokens',
-      summary: 'Create a personal access token bound to the active org (shown once)',
+      summary: 'Create a personal access token bound to the active org, or to another org of yours named by orgId (shown once)',
       access: 'authenticated',
       status: 201,
       schema: { body: TokenBody, response: NewTokenView },

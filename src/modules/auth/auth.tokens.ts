@@ -24,6 +24,8 @@ export interface CreateTokenInput {
   name: string;
   expiresInDays?: number;
   scopes?: string[];
+  /** The org the token is bound to: the actor's active one by default, else another org the user is a member of (`berth switch`). */
+  orgId?: string;
 }
 
 /** Issues a token for (userId, orgId) without an acting user: used by sign-in flows and the admin CLI. */
@@ -57,7 +59,7 @@ export async function issueToken(db: Db, userId: string, orgId: string, input: C
   return { ...presentToken(row), token };
 }
 
-/** POST tokens: a token of the actor in its active org; a scoped token cannot mint a wider one. */
+/** POST tokens: a token of the actor in its active org (or another of its orgs); a scoped token cannot mint a wider one. */
 export async function createToken({ db, access }: Pick<AppContext, 'db' | 'access'>, actor: Actor, input: CreateTokenInput): Promise<TokenView & { token: string }> {
   let scopes = input.scopes;
   if (actor.scopes) {
@@ -68,8 +70,13 @@ export async function createToken({ db, access }: Pick<AppContext, 'db' | 'acces
       }
     });
   }
-  const out = await issueToken(db, actor.userId, actor.orgId, { ...input, scopes }, actor.userId);
-  access.changed({ userId: actor.userId, orgId: actor.orgId });
+  const orgId = input.orgId ?? actor.orgId;
+  // Another org of the user's own (a token is bound to one org; the CLI's `switch` mints one per org).
+  // Scopes carry over as above: a scoped token cannot mint a wider one in any org.
+  if (orgId !== actor.orgId && !(await store.findMembership(db, orgId, actor.userId))) throw new AppError('NOT_FOUND', 'organization not found', { field: 'orgId' });
+  const { orgId: _org, ...rest } = input;
+  const out = await issueToken(db, actor.userId, orgId, { ...rest, scopes }, actor.userId);
+  access.changed({ userId: actor.userId, orgId });
   return out;
 }
 
