@@ -7,6 +7,11 @@ export interface ClientConfig {
   server?: string;
   token?: string;
   email?: string;
+  /**
+   * Tokens `berth switch` minted (or found in use), by org id, each with the server it was made on:
+   * switching back to an org reuses its token while it still works.
+   */
+  orgTokens?: Record<string, { server: string; token: string }>;
 }
 
 export function configDir(): string {
@@ -46,30 +51,47 @@ export class ApiError extends Error {
 export interface ApiClient {
   server: string;
   request<T = unknown>(method: string, url: string, body?: unknown, headers?: Record<string, string>): Promise<T>;
+  /** A streaming GET (Server-Sent Events): the open body, or the error envelope as ApiError. */
+  stream(url: string, signal?: AbortSignal): Promise<ReadableStream<Uint8Array>>;
+}
+
+/** The error a non-2xx answer's body (the envelope of contract section 3, or whatever came) stands for. */
+function apiErrorOf(res: Response, text: string): ApiError {
+  let json: any = undefined;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    /* not JSON */
+  }
+  const err = json?.error;
+  return new ApiError(res.status, err?.code ?? 'HTTP_' + res.status, err?.message ?? (text.slice(0, 200) || res.statusText), err?.field);
 }
 
 /** A small JSON client over fetch: unwraps `{ data }`, turns the error envelope into ApiError. */
 export function apiClient(server: string, token?: string): ApiClient {
   const base = server.replace(/\/+$/, '');
+  const auth: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
   return {
     server: base,
     async request<T>(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
-      const h: Record<string, string> = { accept: 'application/json', ...headers };
-      if (token) h.authorization = `Bearer ${token}`;
+      const h: Record<string, string> = { accept: 'application/json', ...auth, ...headers };
       if (body !== undefined) h['content-type'] = 'application/json';
       const res = await fetch(base + url, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body) });
       const text = await res.text();
+      if (!res.ok) throw apiErrorOf(res, text);
       let json: any = undefined;
       try {
         json = text ? JSON.parse(text) : undefined;
       } catch {
         /* not JSON */
       }
-      if (!res.ok) {
-        const err = json?.error;
-        throw new ApiError(res.status, err?.code ?? 'HTTP_' + res.status, err?.message ?? (text.slice(0, 200) || res.statusText), err?.field);
-      }
       return (json && typeof json === 'object' && 'data' in json ? json.data : json) as T;
+    },
+    async stream(url: string, signal?: AbortSignal): Promise<ReadableStream<Uint8Array>> {
+      const res = await fetch(base + url, { headers: { accept: 'text/event-stream', ...auth }, signal });
+      if (!res.ok) throw apiErrorOf(res, await res.text());
+      if (!res.body) throw new Error(`${url} answered no stream`);
+      return res.body;
     },
   };
 }

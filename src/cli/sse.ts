@@ -1,4 +1,9 @@
-/** Reads a Server-Sent Events response body and calls `onEvent` per frame. */
+import type { ApiClient } from './client.js';
+
+/**
+ * Reads a Server-Sent Events response body and calls `onEvent` per frame (comments, such as the
+ * heartbeat, are skipped); `onEvent` answering false stops reading. Resolves when the stream ends.
+ */
 export async function readSse(body: ReadableStream<Uint8Array>, onEvent: (event: string, data: string, id?: string) => void | boolean): Promise<void> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
@@ -6,7 +11,7 @@ export async function readSse(body: ReadableStream<Uint8Array>, onEvent: (event:
   for (;;) {
     const { value, done } = await reader.read();
     if (done) return;
-    buf += decoder.decode(value, { stream: true });
+    buf += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
     let sep: number;
     while ((sep = buf.indexOf('\n\n')) >= 0) {
       const frame = buf.slice(0, sep);
@@ -29,4 +34,18 @@ export async function readSse(body: ReadableStream<Uint8Array>, onEvent: (event:
       }
     }
   }
+}
+
+/** Opens `url` on the server as an SSE stream (with the client's credential) and reads it to its end. */
+export async function followSse(client: ApiClient, url: string, onEvent: (event: string, data: any) => void | boolean, signal?: AbortSignal): Promise<void> {
+  const body = await client.stream(url, signal);
+  await readSse(body, (event, data) => {
+    let parsed: unknown = data;
+    try {
+      parsed = JSON.parse(data);
+    } catch {
+      /* not JSON: hand the text over */
+    }
+    return onEvent(event, parsed);
+  });
 }

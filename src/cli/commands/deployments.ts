@@ -1,0 +1,110 @@
+import type { Command } from 'commander';
+import { savedClient, type ApiClient } from '../client.js';
+import { resolveProject, type ProjectSummary } from '../link.js';
+import { action, note, printJson, printTable } from '../output.js';
+import { age, clip, positiveInt, seg } from './shared.js';
+
+/** A deployment record (contract section 6), with `current: true` on the one serving (section 12). */
+export interface Deployment {
+  id: string;
+  projectId: string;
+  environment: string;
+  status: string;
+  trigger: string;
+  commit: string | null;
+  ref: string | null;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  error: string | null;
+  current?: boolean;
+}
+
+/** The records with `current` as a boolean (a server that does not send it yet: false). */
+function withCurrent(list: Deployment[]): Deployment[] {
+  return list.map((d) => ({ ...d, current: d.current === true }));
+}
+
+/** What a deployment was built from, shortly: the commit, else the ref, else its trigger. */
+function source(d: Deployment): string {
+  if (d.commit) return d.commit.slice(0, 12);
+  if (d.ref) return d.ref;
+  return d.trigger;
+}
+
+async function listDeployments(client: ApiClient, projectId: string, q: { limit?: number; environment?: string } = {}): Promise<Deployment[]> {
+  const qs = new URLSearchParams();
+  if (q.limit) qs.set('limit', String(q.limit));
+  if (q.environment) qs.set('environment', q.environment);
+  const query = qs.toString();
+  return client.request<Deployment[]>('GET', `/api/projects/${seg(projectId)}/deployments${query ? `?${query}` : ''}`);
+}
+
+/**
+ * After a rollback answered, waits (bounded) until the deployment is the current one. A server whose
+ * records carry no `current` field cannot say: then there is nothing to wait for.
+ */
+async function waitCurrent(client: ApiClient, p: ProjectSummary, d: Deployment, timeoutMs = 60_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const list = await listDeployments(client, p.id, { environment: d.environment, limit: 200 });
+    if (!list.some((x) => x.current !== undefined)) return;
+    if (list.find((x) => x.id === d.id)?.current === true) return;
+    if (Date.now() > end) throw new Error(`the rollback of ${p.slug} to ${d.id} did not take effect within ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** `berth deployments [PROJECT]`, `berth rollback PROJECT [DEPLOYMENT]`, `berth cancel DEPLOYMENT`. */
+export function registerDeploymentCommands(program: Command): void {
+  program
+    .command('deployments [project]')
+    .description("list a project's deployments, newest first, marking the one serving (default: this folder's project)")
+    .option('-n, --limit <n>', 'how many (1..200)', '20')
+    .option('-e, --environment <name>', 'only this environment')
+    .option('--json', 'print JSON')
+    .action(
+      action(async (ref: string | undefined, opts: { limit: string; environment?: string; json?: boolean }) => {
+        const limit = positiveInt('--limit', opts.limit, 200);
+        const client = savedClient();
+        const p = await resolveProject(client, ref);
+        const list = withCurrent(await listDeployments(client, p.id, { limit, environment: opts.environment }));
+        if (opts.json) return printJson(list);
+        if (list.length === 0) return void console.log(`no deployments of ${p.slug} yet`);
+        printTable([
+          ['', 'ID', 'STATUS', 'TRIGGER', 'ENVIRONMENT', 'SOURCE', 'AGE', 'ERROR'],
+          ...list.map((d) => [d.current ? '*' : '', d.id, d.status, d.trigger, d.environment, source(d), age(d.createdAt), clip(d.error, 60)]),
+        ]);
+        if (list.some((d) => d.current)) note('* serving now');
+      }),
+    );
+
+  program
+    .command('rollback <project> [deployment]')
+    .description('serve an earlier ready deployment again, without a build (default: the one before the current)')
+    .option('--json', 'print JSON: the deployment now serving')
+    .action(
+      action(async (ref: string, deploymentId: string | undefined, opts: { json?: boolean }) => {
+        const client = savedClient();
+        const p = await resolveProject(client, ref);
+        const d = await client.request<Deployment>('POST', `/api/projects/${seg(p.id)}/rollback`, deploymentId ? { deploymentId } : {});
+        await waitCurrent(client, p, d);
+        if (opts.json) return printJson({ ...d, current: true });
+        console.log(`rolled back ${p.slug} (${d.environment}): now serving ${d.id} (${source(d)}, built ${age(d.finishedAt ?? d.createdAt)} ago)`);
+        const info = await client.request<{ runtime?: { url?: string | null } }>('GET', `/api/projects/${seg(p.id)}/info`).catch(() => null);
+        if (info?.runtime?.url) console.log(info.runtime.url);
+      }),
+    );
+
+  program
+    .command('cancel <deployment>')
+    .description('cancel a queued or building deployment')
+    .option('--json', 'print JSON: the deployment')
+    .action(
+      action(async (id: string, opts: { json?: boolean }) => {
+        const d = await savedClient().request<Deployment>('POST', `/api/deployments/${seg(id)}/cancel`);
+        if (opts.json) return printJson(d);
+        console.log(`deployment ${d.id} is ${d.status}`);
+      }),
+    );
+}

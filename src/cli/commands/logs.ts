@@ -1,0 +1,71 @@
+import type { Command } from 'commander';
+import { savedClient } from '../client.js';
+import { resolveProject } from '../link.js';
+import { action, note } from '../output.js';
+import { followSse } from '../sse.js';
+import { parseSince, positiveInt, seg } from './shared.js';
+
+/** One log line (contract sections 5 and 6). */
+interface LogLine {
+  ts: string;
+  stream: 'stdout' | 'stderr';
+  line: string;
+}
+
+/**
+ * `berth logs [PROJECT] [--follow] [--since T] [--build DEPLOYMENT] [-n N] [--json]`: the project's
+ * runtime log (or a deployment's build log), each line as `<ts>  <line>`, stderr lines on stderr.
+ * Without --follow it reads the log once; with --follow it reads only the stream, which sends the
+ * backlog and then live lines, so the backlog is printed once.
+ */
+export function registerLogCommands(program: Command): void {
+  program
+    .command('logs [project]')
+    .description("print a project's runtime log with timestamps (default: this folder's project); --build DEPLOYMENT for a build log")
+    .option('-f, --follow', 'keep printing new lines as they come (a build log ends with its build)')
+    .option('--since <time>', 'only lines after this time: ISO (2024-05-01T12:00:00Z) or a duration before now (30s, 10m, 2h, 1d)')
+    .option('--build <deployment>', "the build log of this deployment instead of the app's runtime log")
+    .option('-n, --limit <n>', 'the last N lines of the backlog (1..10000)', '200')
+    .option('--json', 'one JSON object per line: { ts, stream, line }')
+    .action(
+      action(async (ref: string | undefined, opts: { follow?: boolean; since?: string; build?: string; limit: string; json?: boolean }) => {
+        const limit = positiveInt('--limit', opts.limit, 10000)!;
+        const since = opts.since === undefined ? undefined : parseSince(opts.since);
+        const print = (l: LogLine) => {
+          if (since && !(l.ts > since)) return;
+          if (opts.json) process.stdout.write(JSON.stringify({ ts: l.ts, stream: l.stream, line: l.line }) + '\n');
+          else (l.stream === 'stderr' ? process.stderr : process.stdout).write(`${l.ts}  ${l.line}\n`);
+        };
+        const client = savedClient();
+        let base: string;
+        if (opts.build) {
+          base = `/api/deployments/${seg(opts.build)}/logs`;
+          // A build log belongs to its project: a PROJECT named beside --build must be that one.
+          if (ref) {
+            const p = await resolveProject(client, ref);
+            const d = await client.request<{ projectId: string }>('GET', `/api/deployments/${seg(opts.build)}`);
+            if (d.projectId !== p.id) throw new Error(`deployment ${opts.build} is not a deployment of ${p.slug}`);
+          }
+        } else {
+          const p = await resolveProject(client, ref);
+          base = `/api/projects/${seg(p.id)}/logs`;
+        }
+        const qs = new URLSearchParams({ limit: String(limit) });
+        if (since) qs.set('since', since);
+
+        if (!opts.follow) {
+          for (const l of await client.request<LogLine[]>('GET', `${base}?${qs}`)) print(l);
+          return;
+        }
+        // The build-log stream sends the whole (bounded) build log; `since` is applied here.
+        const url = opts.build ? `${base}/stream` : `${base}/stream?${qs}`;
+        await followSse(client, url, (event, data) => {
+          if (event === 'log') print(data as LogLine);
+        });
+        if (opts.build) {
+          const d = await client.request<{ status: string }>('GET', `/api/deployments/${seg(opts.build)}`).catch(() => null);
+          if (d) note(`deployment ${opts.build} is ${d.status}`);
+        } else note('the log stream was closed by the server');
+      }),
+    );
+}

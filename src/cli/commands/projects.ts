@@ -1,0 +1,46 @@
+import type { Command } from 'commander';
+import { savedClient } from '../client.js';
+import { resolveProject, type ProjectSummary } from '../link.js';
+import { action, note, printJson, printTable } from '../output.js';
+import { seg } from './shared.js';
+
+interface ProjectInfo {
+  runtime: { state: string; url: string | null; port?: number };
+  build: { lastDeploymentId: string | null; status: string | null; commit: string | null };
+}
+
+/** `berth projects`, `berth open [PROJECT]`. */
+export function registerProjectCommands(program: Command): void {
+  program
+    .command('projects')
+    .description('list the projects you can read')
+    .option('--json', 'print JSON')
+    .action(
+      action(async (opts: { json?: boolean }) => {
+        const list = await savedClient().request<ProjectSummary[]>('GET', '/api/projects');
+        if (opts.json) return printJson(list);
+        if (list.length === 0) return void console.log('no projects');
+        printTable([
+          ['ID', 'SLUG', 'STATUS', 'LOCATION', 'URL'],
+          ...list.map((p) => [p.id, p.slug, p.status, p.location ?? 'local', p.routes?.primaryDomain ?? p.routes?.freeDomain ?? '']),
+        ]);
+      }),
+    );
+
+  program
+    .command('open [project]')
+    .description("print the URL a project is served at (default: this folder's project)")
+    .option('--json', 'print JSON: { project, url, state }')
+    .action(
+      action(async (ref: string | undefined, opts: { json?: boolean }) => {
+        const client = savedClient();
+        const p = await resolveProject(client, ref);
+        const info = await client.request<ProjectInfo>('GET', `/api/projects/${seg(p.id)}/info`);
+        const url = info.runtime?.url ?? null;
+        if (opts.json) return printJson({ project: p.id, url, state: info.runtime?.state ?? null });
+        if (!url) throw new Error(`${p.slug} has no URL yet: deploy it first`);
+        if (info.runtime.state === 'not_deployed') note(`${p.slug} is not deployed yet: the URL answers once it is`);
+        console.log(url);
+      }),
+    );
+}
