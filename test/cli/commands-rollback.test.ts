@@ -1,0 +1,123 @@
+/**
+ * `berth deployments` marking the serving deployment and `berth rollback`, against two real ready
+ * deployments of a tiny app (local folder source, the sandbox runtime, the edge).
+ */
+process.env.BERTH_HEALTH_TIMEOUT_SECONDS = '10';
+process.env.BERTH_STOP_GRACE_SECONDS = '2';
+
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import path from 'node:path';
+import { after, before, describe, it, type TestContext } from 'node:test';
+import { getRuntime } from '../../src/modules/deployments/index.js';
+import { createProject, createUser, type TestUser } from '../support/factories.js';
+import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
+import { waitForDeployment } from '../support/wait.js';
+import { writeTinyApp } from '../runtime/app-fixture.js';
+import { cliUser, lines, type CliUser } from './commands-support.js';
+
+/** A request to the edge with a given Host header (fetch cannot set Host). */
+function edge(srv: TestServer, host: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port: getRuntime(srv.ctx).edgePort(), path: '/', headers: { host }, timeout: 20000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+    });
+    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error('edge request timed out')));
+    req.end();
+  });
+}
+
+describe('berth deployments and rollback (real deployments)', () => {
+  let server: TestServer;
+  let owner: TestUser;
+  let project: { id: string; slug: string };
+  let cli: CliUser;
+  let d1: string;
+  let d2: string;
+  let hasRollback = false;
+  const root = tempDir('berth-cli-rollback-');
+  const appDir = path.join(root, 'local', 'tiny');
+
+  const needsRollback = (t: TestContext): boolean => {
+    if (!hasRollback) t.skip('POST /api/projects/:id/rollback is not on this server yet (contract section 12)');
+    return hasRollback;
+  };
+
+  async function deployReady(): Promise<string> {
+    const res = await server.api(owner.token).post('/api/deployments', { projectId: project.id });
+    assert.equal(res.status, 202, res.text);
+    const done = await waitForDeployment(server.api(owner.token), res.body.data.id, 60000);
+    assert.equal(done.status, 'ready', done.error);
+    return done.id;
+  }
+
+  before(async () => {
+    server = await startTestServer({ background: true, env: { BERTH_LOCAL_ROOTS: path.join(root, 'local') } });
+    await getRuntime(server.ctx).restored;
+    hasRollback = server.app.hasRoute({ method: 'POST', url: '/api/projects/:id/rollback' });
+    owner = await createUser(server);
+    writeTinyApp(appDir, { version: 'v1' });
+    const imported = await server.api(owner.token).post('/api/projects/import', { path: appDir, name: 'tiny' });
+    assert.equal(imported.status, 201, imported.text);
+    project = imported.body.data;
+    d1 = await deployReady();
+    writeTinyApp(appDir, { version: 'v2' });
+    d2 = await deployReady();
+    assert.match((await edge(server, `${project.slug}.localhost`)).text, /^hello v2/);
+    cli = cliUser(server, owner.token);
+  });
+  after(() => server?.close());
+
+  it('`deployments` marks the deployment that serves with `*` (and `current: true` in --json)', async (t) => {
+    if (!needsRollback(t)) return;
+    const [table, json] = await Promise.all([cli.run(['deployments', project.slug]), cli.run(['deployments', project.slug, '--json'])]);
+    assert.equal(table.code, 0, table.stderr);
+    const rows = lines(table.stdout);
+    assert.match(rows.find((r) => r.includes(d2))!, /^\*\s+\S+\s+ready\s+api\s+production/);
+    assert.match(rows.find((r) => r.includes(d1))!, /^\s+\S+\s+ready/);
+    assert.match(table.stderr, /\* serving now/);
+    const list = JSON.parse(json.stdout);
+    assert.deepEqual(list.map((d: any) => [d.id, d.current]), [[d2, true], [d1, false]]);
+  });
+
+  it('`rollback PROJECT` serves the ready deployment before the current one again and says so', async (t) => {
+    if (!needsRollback(t)) return;
+    const res = await cli.run(['rollback', project.slug]);
+    assert.equal(res.code, 0, res.stderr);
+    assert.match(lines(res.stdout)[0]!, new RegExp(`^rolled back ${project.slug} \\(production\\): now serving ${d1} `));
+    assert.match((await edge(server, `${project.slug}.localhost`)).text, /^hello v1/);
+    const list = JSON.parse((await cli.run(['deployments', project.slug, '--json'])).stdout);
+    assert.deepEqual(list.filter((d: any) => d.current).map((d: any) => d.id), [d1]);
+  });
+
+  it('`rollback PROJECT DEPLOYMENT --json` switches to that deployment and prints it', async (t) => {
+    if (!needsRollback(t)) return;
+    const res = await cli.run(['rollback', project.id, d2, '--json']);
+    assert.equal(res.code, 0, res.stderr);
+    const d = JSON.parse(res.stdout);
+    assert.equal(d.id, d2);
+    assert.equal(d.current, true);
+    assert.match((await edge(server, `${project.slug}.localhost`)).text, /^hello v2/);
+  });
+
+  it('`rollback` refusals: an unknown deployment or another org\'s project (1); no PROJECT (2)', async (t) => {
+    if (!needsRollback(t)) return;
+    const stranger = await createUser(server);
+    const theirs = await createProject(server, stranger);
+    const [unknown, foreign, usage] = await Promise.all([
+      cli.run(['rollback', project.slug, 'dep_doesnotexist000000']),
+      cli.run(['rollback', theirs.id]),
+      cli.run(['rollback']),
+    ]);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /^error: /m);
+    assert.doesNotMatch(unknown.stderr, /\n\s+at /);
+    assert.equal(foreign.code, 1);
+    assert.match(foreign.stderr, /no project/);
+    assert.equal(usage.code, 2);
+    assert.match((await edge(server, `${project.slug}.localhost`)).text, /^hello v2/);
+  });
+});
