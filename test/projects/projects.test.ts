@@ -309,7 +309,7 @@ describe('info, environments, options, enable/disable, routing, deployments, ser
     assert.deepEqual(r.body.data.build, { lastDeploymentId: deploymentId, status: 'ready', commit: 'c0ffee' });
     const deps = await c.get(`/api/projects/${p.id}/deployments`);
     assert.equal(deps.status, 200);
-    assert.deepEqual(Object.keys(deps.body.data[0]).sort(), ['commit', 'createdAt', 'environment', 'error', 'finishedAt', 'id', 'projectId', 'ref', 'startedAt', 'status', 'trigger'].sort());
+    assert.deepEqual(Object.keys(deps.body.data[0]).sort(), ['commit', 'createdAt', 'current', 'environment', 'error', 'finishedAt', 'id', 'projectId', 'ref', 'startedAt', 'status', 'trigger'].sort());
     assertError(await c.get(`/api/projects/${p.id}/deployments?limit=0`), 400, 'VALIDATION_FAILED', 'limit');
   });
 

@@ -127,27 +127,29 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
       log('stdout', '[berth] starting the new release and waiting for its health check');
       const fresh = await resolveEnvForRuntime(ctx, project.id, 'production');
       const releaseSpec = await rt.releases.releaseSpec(orgId, project.id, id, result.appDir, result.startCommand!, current, { ...result.variables, ...fresh.env }, fresh.secrets);
-      try {
-        await rt.supervisor.deploy(releaseSpec);
-      } catch (e) {
-        throw new BuildError(`the new release did not start: ${(e as Error).message}; the previous release keeps serving`);
-      }
-      const ok = await store.transition(ctx.db, orgId, id, ['deploying'], { status: 'ready', finishedAt: nowIso() });
-      if (!ok) {
+      // One swap at a time per project (a rollback waits): the app started here and the current pointer agree.
+      const ok = await rt.releaseSwap(project.id, async () => {
+        try {
+          await rt.supervisor.deploy(releaseSpec);
+        } catch (e) {
+          throw new BuildError(`the new release did not start: ${(e as Error).message}; the previous release keeps serving`);
+        }
+        if (await store.markReady(ctx.db, d, ['deploying'])) return true;
         // Cancelled or superseded while it started: put the release that should serve back.
         const back = await rt.releases.specFor(orgId, project.id);
         if (back) await rt.supervisor.deploy(back).catch(() => {});
         else await rt.supervisor.stop(project.id);
-        return;
-      }
+        return false;
+      });
+      if (!ok) return;
       rt.invalidate(project.id);
       log('stdout', '[berth] ready: the new release is serving');
     } else {
-      await store.transition(ctx.db, orgId, id, ['deploying'], { status: 'ready', finishedAt: nowIso() });
+      if (!(await rt.releaseSwap(project.id, () => store.markReady(ctx.db, d, ['deploying'])))) return;
       rt.invalidate(project.id);
       log('stdout', current?.status === 'enabled' ? `[berth] ready (${d.environment} is not served by the edge)` : '[berth] ready; the project is disabled, so the release starts when it is enabled');
     }
-    await rt.releases.pruneReleases(orgId, project.id).catch(() => {});
+    await rt.releaseSwap(project.id, () => rt.releases.pruneReleases(orgId, project.id)).catch(() => {});
   } catch (e) {
     const raw = e instanceof BuildError ? e.message : `internal error: ${(e as Error).message}`;
     const message = redactText(jobSignal.aborted || rt.isShuttingDown ? 'interrupted: the server stopped during the build' : raw, secrets).slice(0, 2000);
@@ -188,9 +190,14 @@ async function releaseStaticSite(
   log('stdout', `[berth] static site: ${copied.files} files, ${copied.bytes} bytes`);
   await store.updateBuild(ctx.db, orgId, id, { releaseDir: root, startCommand: null, staticSite: JSON.stringify({ spa: site.spa }) });
   if (!(await store.transition(ctx.db, orgId, id, ['building'], { status: 'deploying', commit }))) return;
-  if (!(await store.transition(ctx.db, orgId, id, ['deploying'], { status: 'ready', finishedAt: nowIso() }))) return;
-  if (environment === 'production') await rt.supervisor.stop(project.id).catch(() => {});
-  rt.invalidate(project.id);
+  const ready = await rt.releaseSwap(project.id, async () => {
+    if (!(await store.markReady(ctx.db, { orgId, id, projectId: project.id, environment }, ['deploying']))) return false;
+    rt.invalidate(project.id);
+    if (environment === 'production') await rt.supervisor.stop(project.id).catch(() => {});
+    rt.invalidate(project.id);
+    return true;
+  });
+  if (!ready) return;
   log('stdout', '[berth] ready: the edge serves the static site');
-  await rt.releases.pruneReleases(orgId, project.id).catch(() => {});
+  await rt.releaseSwap(project.id, () => rt.releases.pruneReleases(orgId, project.id)).catch(() => {});
 }

@@ -9,6 +9,7 @@ import * as service from './deployments.service.js';
 import * as store from './deployments.store.js';
 import type { DeploymentRow } from './deployments.store.js';
 import { logRoutes } from './logs.routes.js';
+import { rollbackProject } from './rollback.service.js';
 import { projectsRuntimePort } from './runtime-port.js';
 import { BerthRuntime, runtimeOf } from './runtime.js';
 import { deploymentSession, issueBuildToken, streamTokenPort } from './stream-tokens.service.js';
@@ -71,7 +72,22 @@ const deploymentRoutes = [
     tag: 'project:deployment:write',
     resource: { kind: 'deployment', param: 'id' },
     schema: { params: IdParams, response: DeploymentSchema },
-    handler: ({ resource }, ctx) => service.cancelDeployment(ctx, resource.record),
+    handler: ({ actor, resource }, ctx) => service.cancelDeployment(ctx, actor, resource.record),
+  }),
+  defineRoute({
+    method: 'POST',
+    url: '/api/projects/:id/rollback',
+    summary: "Roll an environment back to a kept ready deployment, without a build (202; default: production's release before the current one)",
+    tag: 'project:deployment:write',
+    resource: { kind: 'project', param: 'id' },
+    status: 202,
+    schema: {
+      params: IdParams,
+      // Optional: no body rolls production back to the release before its current one.
+      body: Type.Optional(Type.Union([Obj({ deploymentId: Type.Optional(Id) }), Type.Null()])),
+      response: DeploymentSchema,
+    },
+    handler: ({ body, actor, resource }, ctx) => rollbackProject(ctx, actor, resource.record, body ?? {}),
   }),
   defineRoute({
     method: 'POST',

@@ -1,10 +1,11 @@
 import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
-import { transaction } from '../../db/client.js';
+import { transaction, type Db } from '../../db/client.js';
 import { AppError, conflict, invalid } from '../../lib/errors.js';
 import { newId, nowIso } from '../../lib/ids.js';
 import type { LogLine } from '../../runtime/logs.js';
 import { deploymentRecord, findEnvironment, findProject, type DeploymentRecord, type ProjectRow } from '../projects/index.js';
+import { insertAuditEvent } from '../audit/index.js';
 import { attachUploadToProject, checkUploadSession, uploadSourceDir } from '../uploads/index.js';
 import { BUILD_JOB } from './build-job.js';
 import * as store from './deployments.store.js';
@@ -73,6 +74,7 @@ export async function deployProject(ctx: AppContext, actor: Actor, project: Proj
       { deploymentId: id, orgId: actor.orgId, projectId: fresh.id, sourceType, uploadDir: null, releaseDir: null, startCommand: null, createdBy: actor.userId },
     );
     await ctx.jobs.enqueue(BUILD_JOB, { deploymentId: id, orgId: actor.orgId }, { db: tx, orgId: actor.orgId, maxAttempts: 1 });
+    await auditDeployment(tx, actor, t, 'deployment.create', id, { projectId: fresh.id, environment, trigger: t, ref, commit: input.commit ?? null, superseded });
   });
   const rt = runtimeOf(ctx);
   for (const s of superseded) {
@@ -83,9 +85,14 @@ export async function deployProject(ctx: AppContext, actor: Actor, project: Proj
 }
 
 /** Cancels a queued or running deployment (its build is killed); 409 once it is done. */
-export async function cancelDeployment(ctx: AppContext, d: DeploymentRow): Promise<DeploymentRecord> {
+export async function cancelDeployment(ctx: AppContext, actor: Actor, d: DeploymentRow): Promise<DeploymentRecord> {
   if (!(store.IN_FLIGHT as readonly string[]).includes(d.status)) throw conflict(`the deployment is already ${d.status}`);
-  const moved = await store.transition(ctx.db, d.orgId, d.id, store.IN_FLIGHT, { status: 'cancelled', finishedAt: nowIso(), error: 'cancelled' });
+  const moved = await transaction(ctx.db, async (tx) => {
+    const before = await store.findDeployment(tx, d.orgId, d.id);
+    if (!(await store.transition(tx, d.orgId, d.id, store.IN_FLIGHT, { status: 'cancelled', finishedAt: nowIso(), error: 'cancelled' }))) return false;
+    await auditDeployment(tx, actor, null, 'deployment.cancel', d.id, { projectId: d.projectId, environment: d.environment, from: before?.status ?? d.status });
+    return true;
+  });
   if (moved) {
     const rt = runtimeOf(ctx);
     rt.building.get(d.id)?.abort();
@@ -93,6 +100,14 @@ export async function cancelDeployment(ctx: AppContext, d: DeploymentRow): Promi
   }
   const now = await store.findDeployment(ctx.db, d.orgId, d.id);
   return deploymentRecord(now ?? d);
+}
+
+/**
+ * An audit entry about a deployment, in the transaction of the write it describes. A push deploys
+ * as the git integration, not as a member: no actor then (the trigger says who).
+ */
+export async function auditDeployment(tx: Db, actor: Actor, trigger: string | null, action: string, deploymentId: string, details: Record<string, unknown>): Promise<void> {
+  await insertAuditEvent(tx, { orgId: actor.orgId, actorId: trigger === 'push' ? null : actor.userId, action, resourceType: 'deployment', resourceId: deploymentId, details });
 }
 
 export function readBuildLogs(ctx: AppContext, d: DeploymentRow, opts: { limit?: number; since?: string }): LogLine[] {

@@ -1,5 +1,5 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
-import type { Db } from '../../db/client.js';
+import { isUniqueViolation, transaction, type Db } from '../../db/client.js';
 import type { DeploymentBuildsTable, DeploymentsTable, DeploymentTokensTable, RuntimeStatesTable } from './deployments.tables.js';
 
 export type DeploymentRow = Selectable<DeploymentsTable>;
@@ -93,21 +93,119 @@ export async function inFlightIdsOfProject(db: Db, projectId: string): Promise<s
   return rows.map((r) => r.id);
 }
 
-/** The release that serves a project environment: its newest ready deployment. */
-export async function currentRelease(db: Db, orgId: string, projectId: string, environment = 'production'): Promise<(DeploymentRow & { releaseDir: string | null; startCommand: string | null; staticSite: string | null; planVariables: string | null }) | undefined> {
+/** A deployment with what its build recorded about the release (folder, start command, static site, plan variables). */
+export type ReleaseRow = DeploymentRow & { releaseDir: string | null; startCommand: string | null; staticSite: string | null; planVariables: string | null };
+
+function releases(db: Db, orgId: string) {
   return db
     .selectFrom('deployments')
     .innerJoin('deploymentBuilds', 'deploymentBuilds.deploymentId', 'deployments.id')
     .selectAll('deployments')
     .select(['deploymentBuilds.releaseDir', 'deploymentBuilds.startCommand', 'deploymentBuilds.staticSite', 'deploymentBuilds.planVariables'])
-    .where('deployments.orgId', '=', orgId)
+    .where('deployments.orgId', '=', orgId);
+}
+
+/** The release that serves a project environment: the deployment its `current` pointer names. */
+export async function currentRelease(db: Db, orgId: string, projectId: string, environment = 'production'): Promise<ReleaseRow | undefined> {
+  return releases(db, orgId)
+    .where('deployments.projectId', '=', projectId)
+    .where('deployments.environment', '=', environment)
+    .where('deployments.current', '=', 1)
+    .where('deployments.status', '=', 'ready')
+    .executeTakeFirst();
+}
+
+/** One deployment of the org with its release (a rollback's target). */
+export async function releaseOf(db: Db, orgId: string, id: string): Promise<ReleaseRow | undefined> {
+  return releases(db, orgId).where('deployments.id', '=', id).executeTakeFirst();
+}
+
+/** The ready deployment of the environment that finished just before `than` (a rollback's default target). */
+export async function releaseBefore(db: Db, orgId: string, projectId: string, environment: string, than: { id: string; finishedAt: string | null }): Promise<ReleaseRow | undefined> {
+  if (!than.finishedAt) return undefined;
+  const at = than.finishedAt;
+  return releases(db, orgId)
     .where('deployments.projectId', '=', projectId)
     .where('deployments.environment', '=', environment)
     .where('deployments.status', '=', 'ready')
+    .where((eb) => eb.or([eb('deployments.finishedAt', '<', at), eb.and([eb('deployments.finishedAt', '=', at), eb('deployments.id', '<', than.id)])]))
     .orderBy('deployments.finishedAt', 'desc')
     .orderBy('deployments.id', 'desc')
     .limit(1)
     .executeTakeFirst();
+}
+
+/** Thrown inside a transaction to undo what it wrote (the target was no longer ready). */
+class Undo extends Error {}
+
+/** Points the environment at `id` (clearing the others first: the partial unique index allows one). False: `id` is not ready. */
+async function pointAt(tx: Db, orgId: string, projectId: string, environment: string, id: string): Promise<boolean> {
+  await tx
+    .updateTable('deployments')
+    .set({ current: 0 })
+    .where('orgId', '=', orgId)
+    .where('projectId', '=', projectId)
+    .where('environment', '=', environment)
+    .where('current', '=', 1)
+    .where('id', '!=', id)
+    .execute();
+  const res = await tx.updateTable('deployments').set({ current: 1 }).where('orgId', '=', orgId).where('id', '=', id).where('projectId', '=', projectId).where('environment', '=', environment).where('status', '=', 'ready').executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
+}
+
+/**
+ * A finished deployment becomes ready and its environment's current release in one transaction,
+ * only if it is still in one of `from` (a cancel or a newer deployment wins otherwise). A concurrent
+ * pointer move (another deploy, a rollback) meets the unique index: the transaction runs again, and
+ * the later one is current. Answers whether it moved.
+ */
+export async function markReady(db: Db, d: { orgId: string; id: string; projectId: string; environment: string }, from: readonly string[], patch: Updateable<DeploymentsTable> = {}): Promise<boolean> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await transaction(db, async (tx) => {
+        if (!(await transition(tx, d.orgId, d.id, from, { ...patch, status: 'ready', finishedAt: patch.finishedAt ?? new Date().toISOString() }))) return false;
+        if (!(await pointAt(tx, d.orgId, d.projectId, d.environment, d.id))) throw new Undo();
+        return true;
+      });
+    } catch (e) {
+      if (e instanceof Undo) return false;
+      if (!isUniqueViolation(e) || attempt >= 4 || db.isTransaction) throw e;
+    }
+  }
+}
+
+/**
+ * A rollback's pointer switch: `to` (ready) becomes current only if `from` still is (null: none
+ * is), so a deploy that became ready meanwhile is not overwritten; `also` runs in the same
+ * transaction (the audit entry). Answers 'switched', 'moved' (the current release changed
+ * meanwhile) or 'not_ready' (`to` is no longer a ready deployment of the environment).
+ */
+export async function switchCurrent(
+  db: Db,
+  at: { orgId: string; projectId: string; environment: string },
+  fromId: string | null,
+  toId: string,
+  also: (tx: Db) => Promise<void>,
+): Promise<'switched' | 'moved' | 'not_ready'> {
+  const { orgId, projectId, environment } = at;
+  try {
+    return await transaction(db, async (tx) => {
+      const env = tx.updateTable('deployments').where('orgId', '=', orgId).where('projectId', '=', projectId).where('environment', '=', environment);
+      if (fromId) {
+        const cleared = await env.set({ current: 0 }).where('id', '=', fromId).where('current', '=', 1).executeTakeFirst();
+        if (Number(cleared.numUpdatedRows) === 0) return 'moved';
+      }
+      const set = await env.set({ current: 1 }).where('id', '=', toId).where('status', '=', 'ready').executeTakeFirst();
+      if (Number(set.numUpdatedRows) === 0) throw new Undo();
+      await also(tx);
+      return 'switched';
+    });
+  } catch (e) {
+    if (e instanceof Undo) return 'not_ready';
+    // Another release became current between our read and the write (the unique index refused a second one).
+    if (isUniqueViolation(e)) return 'moved';
+    throw e;
+  }
 }
 
 /** Release folders of a project other than `keep` (pruned after a successful deploy). */
@@ -122,17 +220,25 @@ export async function oldReleaseDirs(db: Db, orgId: string, projectId: string, k
   return rows.filter((r) => !keep.includes(r.deploymentId)).map((r) => ({ deploymentId: r.deploymentId, releaseDir: r.releaseDir! }));
 }
 
-export async function readyDeploymentIds(db: Db, orgId: string, projectId: string, limit: number): Promise<string[]> {
+/** The releases a project keeps: the newest `keep` ready deployments of each environment, and each environment's current one. */
+export async function keptReleaseIds(db: Db, orgId: string, projectId: string, keep: number): Promise<string[]> {
   const rows = await db
     .selectFrom('deployments')
-    .select('id')
+    .select(['id', 'environment', 'current'])
     .where('orgId', '=', orgId)
     .where('projectId', '=', projectId)
     .where('status', '=', 'ready')
     .orderBy('finishedAt', 'desc')
-    .limit(limit)
+    .orderBy('id', 'desc')
     .execute();
-  return rows.map((r) => r.id);
+  const seen = new Map<string, number>();
+  const kept: string[] = [];
+  for (const r of rows) {
+    const n = seen.get(r.environment) ?? 0;
+    seen.set(r.environment, n + 1);
+    if (n < keep || Number(r.current) === 1) kept.push(r.id);
+  }
+  return kept;
 }
 
 /**
@@ -200,11 +306,11 @@ export async function allRuntimeStates(db: Db): Promise<RuntimeStateRow[]> {
 // ---------------------------------------------------------------- what the projects area asks
 
 /**
- * The ids of projects with a ready production release, as a subquery (the projects area's
+ * The ids of projects with a current production release, as a subquery (the projects area's
  * `projectsToRestore` keeps those of them that should run).
  */
 export function readyProductionProjectIds(db: Db) {
-  return db.selectFrom('deployments').select('projectId').where('status', '=', 'ready').where('environment', '=', 'production');
+  return db.selectFrom('deployments').select('projectId').where('current', '=', 1).where('status', '=', 'ready').where('environment', '=', 'production');
 }
 
 /** Ids of a project's deployments (the project's deletion preview names them). */

@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 /**
  * Tables of the build-and-run area (migration 005_deployments). The `deployments` table itself is
  * created by 003_projects, and is this area's: it writes it; what the build pipeline records per
@@ -18,6 +20,12 @@ export interface DeploymentsTable {
   finishedAt: string | null;
   error: string | null;
   updatedAt: string;
+  /**
+   * 1 on the ready deployment that serves its (project, environment): the current release
+   * (014_current_releases; at most one per environment, a partial unique index). A deploy that
+   * becomes ready and a rollback move it.
+   */
+  current: Generated<number>;
 }
 
 export interface DeploymentBuildsTable {

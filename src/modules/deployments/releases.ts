@@ -1,4 +1,4 @@
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { AppContext } from '../../context.js';
 import { nowIso } from '../../lib/ids.js';
@@ -44,14 +44,24 @@ export class Releases {
     private readonly supervisor: Supervisor,
   ) {}
 
-  /** The spec of the project's current production release, or null when it has none. */
+  /** The spec of the project's current production release, or null when it has none (or it is a static site). */
   async specFor(orgId: string, projectId: string): Promise<ReleaseSpec | null> {
     const rel = await store.currentRelease(this.ctx.db, orgId, projectId, 'production');
-    if (!rel || !rel.releaseDir || !rel.startCommand) return null;
+    return rel ? this.specOf(orgId, projectId, rel) : null;
+  }
+
+  /** The spec a release of the project runs with (the project's production env over its plan's variables), or null when it runs no process. */
+  async specOf(orgId: string, projectId: string, rel: store.ReleaseRow): Promise<ReleaseSpec | null> {
+    if (!rel.releaseDir || !rel.startCommand) return null;
     const project = await projectRunSettings(this.ctx.db, orgId, projectId);
     if (!project) return null;
     const { env, secrets } = await resolveEnvForRuntime(this.ctx, projectId, 'production');
     return this.releaseSpec(orgId, projectId, rel.id, rel.releaseDir, rel.startCommand, project, { ...planVariables(rel.planVariables), ...env }, secrets);
+  }
+
+  /** Whether a release's folder is still on disk (pruned releases cannot serve again). */
+  isKept(rel: store.ReleaseRow): boolean {
+    return !!rel.releaseDir && existsSync(rel.releaseDir) && (!!rel.staticSite || !!rel.startCommand);
   }
 
   /** The spec of one release (its folder and start command) with the project's env and limits. */
@@ -128,9 +138,13 @@ export class Releases {
     }
   }
 
-  /** Drops release folders of a project but the newest `keep` ready ones. */
-  async pruneReleases(orgId: string, projectId: string, keep = 3): Promise<void> {
-    const keepIds = await store.readyDeploymentIds(this.ctx.db, orgId, projectId, keep);
+  /**
+   * Drops release folders of a project but those kept for rollback: the newest `keep`
+   * (BERTH_RELEASES_KEPT) ready ones of each environment, each environment's current one, and the
+   * one the supervisor runs.
+   */
+  async pruneReleases(orgId: string, projectId: string, keep = this.ctx.config.releasesKept): Promise<void> {
+    const keepIds = await store.keptReleaseIds(this.ctx.db, orgId, projectId, keep);
     const running = this.supervisor.snapshot(projectId)?.deploymentId;
     if (running) keepIds.push(running);
     for (const r of await store.oldReleaseDirs(this.ctx.db, orgId, projectId, keepIds)) {

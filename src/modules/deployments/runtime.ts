@@ -36,6 +36,8 @@ export class BerthRuntime {
   /** Resolves when the apps that ran before the last shutdown are back (tests wait on it). */
   restored: Promise<void> = Promise.resolve();
   private readonly routes: EdgeRoutes;
+  /** The tail of each project's chain of release swaps (releaseSwap). */
+  private readonly swaps = new Map<string, Promise<unknown>>();
   private sweeper: NodeJS.Timeout | null = null;
   private shuttingDown = false;
   readonly healthTimeoutMs = envNumber('BERTH_HEALTH_TIMEOUT_SECONDS', 30) * 1000;
@@ -67,6 +69,22 @@ export class BerthRuntime {
    */
   invalidate(projectId?: string): void {
     this.routes.invalidate(projectId);
+  }
+
+  /**
+   * Runs `fn` when no other release swap of the project runs in this server: a deploy's start,
+   * health check and pointer move, a rollback's, and the pruning of release folders happen one at
+   * a time per project, so what the supervisor runs and the current pointer agree.
+   */
+  releaseSwap<T>(projectId: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.swaps.get(projectId) ?? Promise.resolve();
+    const run = prev.then(fn, fn);
+    const tail = run.catch(() => {});
+    this.swaps.set(projectId, tail);
+    void tail.then(() => {
+      if (this.swaps.get(projectId) === tail) this.swaps.delete(projectId);
+    });
+    return run;
   }
 
   // ---------------------------------------------------------------- lifecycle

@@ -1,4 +1,4 @@
-import type { TSchema } from '@sinclair/typebox';
+import { TypeGuard, type TSchema } from '@sinclair/typebox';
 import { SESSION_COOKIE } from '../../http/auth.js';
 import { routeInfo, type AnyRoute, type ModuleDef, type RouteInfo } from '../../http/route.js';
 
@@ -134,7 +134,7 @@ export function buildOpenApi(modules: ModuleDef[], mode: string): Json {
         'x-cloud-only': info.cloudOnly,
         security: securityOf(info),
         parameters: parametersOf(def, info),
-        ...(def.schema?.body ? { requestBody: { required: true, content: { 'application/json': { schema: def.schema.body } } } } : {}),
+        ...(def.schema?.body ? { requestBody: { required: !TypeGuard.IsOptional(def.schema.body), content: { 'application/json': { schema: def.schema.body } } } } : {}),
         responses: { [String(def.status ?? 200)]: successOf(def), ...errorsOf(def, info) },
       };
     }

@@ -143,6 +143,7 @@ export const DeploymentSchema = Type.Object({
   startedAt: NullableStr(),
   finishedAt: NullableStr(),
   error: NullableStr(),
+  current: Type.Boolean({ description: 'true on the ready deployment that serves its environment (its current release)' }),
 });
 export type DeploymentRecord = Static<typeof DeploymentSchema>;
 
@@ -159,6 +160,7 @@ export function deploymentRecord(d: DeploymentRow): DeploymentRecord {
     startedAt: d.startedAt,
     finishedAt: d.finishedAt,
     error: d.error,
+    current: Number(d.current) === 1,
   };
 }
 

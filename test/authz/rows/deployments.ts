@@ -37,6 +37,12 @@ export const rows: MatrixRow[] = [
   { method: 'POST', path: '/api/deployments/:id/cancel', fixture: 'queuedDeployment', fresh: true },
   { method: 'GET', path: '/api/deployments/:id/logs', fixture: 'deployment', note: "access 'stream-token': a credential or a build token, checked by the gate" },
   { method: 'GET', path: '/api/deployments/:id/logs/stream', fixture: 'deployment' },
+  {
+    method: 'POST',
+    path: '/api/projects/:id/rollback',
+    fixture: 'project',
+    note: 'the body is optional: 409 (nothing to roll back to) for those allowed, the project has no release',
+  },
   { method: 'POST', path: '/api/projects/:id/deployment-session', fixture: 'project', note: '409 while the project has no deployment' },
   { method: 'GET', path: '/api/projects/:id/logs', fixture: 'project' },
   { method: 'GET', path: '/api/projects/:id/logs/stream', fixture: 'project', query: 'follow=false' },
