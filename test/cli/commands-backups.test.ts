@@ -139,7 +139,23 @@ describe('berth backups', () => {
     assert.equal(readFileSync(path.join(project.volume, 'notes.txt'), 'utf8'), 'version two\n');
   });
 
+  it('on a terminal `backups restore RUN` asks: no cancels the staged restore (1), yes restores (0)', async () => {
+    const no = await cli.runInTerminal(['backups', 'restore', runId], 'n\n');
+    assert.equal(no.code, 1, no.stdout);
+    assert.match(no.stdout, /replaces: the volume service "data" of project keeper/);
+    assert.match(no.stdout, /Replace the data now\? \[y\/N\]/);
+    assert.match(no.stdout, /not restored: the staged restore was cancelled/);
+    const staged = await server.ctx.db.selectFrom('backup_restores').select(['id', 'status']).where('runId', '=', runId).execute();
+    assert.deepEqual(staged.map((r) => r.status), ['cancelled']);
+    assert.equal(readFileSync(path.join(project.volume, 'notes.txt'), 'utf8'), 'version two\n');
+    const yes = await cli.runInTerminal(['backups', 'restore', runId], 'y\n');
+    assert.equal(yes.code, 0, yes.stdout);
+    assert.match(yes.stdout, /restore \S+ succeeded/);
+    assert.equal(readFileSync(path.join(project.volume, 'notes.txt'), 'utf8'), 'version one\n');
+  });
+
   it('`backups restore RUN --yes` shows what it replaces, applies and follows the restore to success (0)', async () => {
+    writeFileSync(path.join(project.volume, 'notes.txt'), 'version two\n');
     const res = await cli.run(['backups', 'restore', runId, '--yes', '--json']);
     assert.equal(res.code, 0, res.stderr);
     const done = JSON.parse(res.stdout);

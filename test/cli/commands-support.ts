@@ -19,6 +19,11 @@ export interface CliUser {
   run(args: string[], opts?: { cwd?: string; input?: string; timeoutMs?: number }): Promise<RunResult>;
   /** Starts `berth <args>` without waiting for it (for --follow). */
   start(args: string[], opts?: { cwd?: string }): Running;
+  /**
+   * Runs `berth <args>` on a pseudo-terminal (util-linux `script`), typing `input`: for the questions
+   * a command asks only on a terminal. stdout and stderr both come back in `stdout`.
+   */
+  runInTerminal(args: string[], input: string, timeoutMs?: number): Promise<RunResult>;
 }
 
 export interface Running {
@@ -73,8 +78,35 @@ export function cliUser(server: { url: string }, token: string): CliUser {
         },
       };
     },
+    runInTerminal(args, input, timeoutMs = 60000) {
+      const line = [process.execPath, '--import', import.meta.resolve('tsx'), CLI, ...args].map(shq).join(' ');
+      return new Promise((resolve, reject) => {
+        const child = spawn('script', ['-qec', line, '/dev/null'], { cwd: home, env: { ...baseEnv(), ...env, TERM: 'dumb' }, stdio: ['pipe', 'pipe', 'pipe'] });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (d) => (stdout += d));
+        child.stderr.on('data', (d) => (stderr += d));
+        const timer = setTimeout(() => {
+          child.kill('SIGKILL');
+          reject(new Error(`berth ${args.join(' ')} (on a terminal) timed out\n${stdout}`));
+        }, timeoutMs);
+        child.on('exit', (code) => {
+          clearTimeout(timer);
+          resolve({ code, stdout, stderr });
+        });
+        // Typed once the command asks (the question ends with "[y/N] ").
+        const typeWhenAsked = setInterval(() => {
+          if (!/\[y\/N\] /.test(stdout)) return;
+          clearInterval(typeWhenAsked);
+          child.stdin.end(input);
+        }, 50);
+        child.on('exit', () => clearInterval(typeWhenAsked));
+      });
+    },
   };
 }
+
+const shq = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /** The lines of a text, without the empty last one. */
 export const lines = (s: string): string[] => s.split('\n').filter((l) => l !== '');
