@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { bundleDigest, bundleFromRows, readBundleRows } from '../../src/modules/cloud/bundle.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { createProject, createTeam, createUser, type TestOrg, type TestUser } from '../support/factories.js';
+import { startDnsStub, type DnsStub } from '../support/dns-stub.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 import { tgz } from '../uploads/targen.js';
 import { probeModule, probeState, resetFirstChunk, type ProbeState } from './probe.js';
@@ -77,6 +78,8 @@ describe('hosted cloud mode, a linked self-hosted instance, and project transfer
   let cloudOwner: TestUser;
   let team: TestOrg;
   let otherOrg: TestUser;
+  /** The DNS the cloud checks domain TXT records with (a cloud instance always verifies domains). */
+  let dns: DnsStub;
   const SECRET = `s3cr3t-${randomBytes(8).toString('hex')}`;
   /** Everything both servers log, at every level. */
   const logged: string[] = [];
@@ -142,7 +145,8 @@ describe('hosted cloud mode, a linked self-hosted instance, and project transfer
   before(async () => {
     cloudProbe = probeState();
     selfProbe = probeState();
-    cloud = await startTestServer({ flags: { mode: 'cloud' }, build: { modules: [probeModule(cloudProbe)], logger: sink() } });
+    dns = await startDnsStub();
+    cloud = await startTestServer({ flags: { mode: 'cloud' }, env: { BERTH_DNS_SERVERS: dns.server }, build: { modules: [probeModule(cloudProbe)], logger: sink() } });
     cloudOwner = await createUser(cloud);
     self = await startTestServer({
       env: { BERTH_CLOUD_URL: cloud.url, BERTH_CLOUD_TOKEN: cloudOwner.token },
@@ -154,6 +158,7 @@ describe('hosted cloud mode, a linked self-hosted instance, and project transfer
   after(async () => {
     await self?.close();
     await cloud?.close().catch(() => {});
+    await dns?.close();
   });
 
   it('the cloud answers 404 on every self-hosted-only route, and the seed\'s self-hosted-only routes carry the flag', async () => {
@@ -234,12 +239,16 @@ describe('hosted cloud mode, a linked self-hosted instance, and project transfer
     assert.ok(!JSON.stringify(audit).includes(SECRET));
   });
 
-  it('a transfer the cloud refuses (a domain held there) changes nothing on either side', async () => {
+  it('a transfer the cloud refuses (a domain verified there by another project) changes nothing on either side', async () => {
     const other = (await self.api(team.owner.token).post('/api/projects', { name: 'Blog' })).body.data;
     const domain = `blog-${randomBytes(3).toString('hex')}.example.com`;
     assert.equal((await self.api(team.owner.token).post(`/api/projects/${other.id}/connect`, { domain })).status, 200);
     const holder = (await cloud.api(cloudOwner.token).post('/api/projects', { name: 'holder' })).body.data;
-    assert.equal((await cloud.api(cloudOwner.token).post(`/api/projects/${holder.id}/connect`, { domain })).status, 200);
+    const claim = await cloud.api(cloudOwner.token).post(`/api/projects/${holder.id}/domains`, { domain });
+    assert.equal(claim.status, 201, claim.text);
+    dns.txt.set(`_berth-challenge.${domain}`, [claim.body.data.verification.value]);
+    const verified = await cloud.api(cloudOwner.token).post(`/api/projects/${holder.id}/domains/${domain}/verify`);
+    assert.equal(verified.status, 200, verified.text);
     const count = async () => (await cloud.ctx.db.selectFrom('projects').select('id').execute()).length;
     const n = await count();
     const res = await self.api(team.owner.token).post(`/api/projects/${other.id}/transfer/to-cloud`);
@@ -266,6 +275,9 @@ describe('hosted cloud mode, a linked self-hosted instance, and project transfer
     assert.equal(res.body.data.transferred.secrets, 1);
     // The cloud's copy, secrets included, hashes the same as the local one did.
     assert.equal(await digestOn(cloud, cloudOwner.orgId, cloudId), digest);
+    // A domain's proof does not travel: the cloud verifies the copied domain itself (TXT record).
+    const cloudDomains = (await cloud.api(cloudOwner.token).get(`/api/projects/${cloudId}/domains`)).body.data;
+    assert.deepEqual(cloudDomains.map((d: any) => [d.primary, d.verified, d.verification?.type]), [[true, false, 'TXT']]);
     const cloudRow = await cloud.ctx.db.selectFrom('envVars').selectAll().where('projectId', '=', cloudId).where('key', '=', 'API_SECRET').executeTakeFirstOrThrow();
     assert.ok(!cloudRow.value.includes(SECRET), 'the cloud keeps the secret encrypted under its own key');
     const local = await self.ctx.db.selectFrom('projects').selectAll().where('id', '=', projectId).executeTakeFirstOrThrow();
@@ -457,6 +469,7 @@ describe('hosted cloud mode, a linked self-hosted instance, and project transfer
     const { projectId, cloudId } = await cloudShop();
     await changeOnCloud(cloudId);
     const link = await self.ctx.db.selectFrom('cloudLinks').selectAll().where('projectId', '=', projectId).executeTakeFirstOrThrow();
+    const claimBefore = await self.ctx.db.selectFrom('domains').selectAll().where('projectId', '=', projectId).executeTakeFirstOrThrow();
     const cloudDigest = await digestOn(cloud, cloudOwner.orgId, link.cloudProjectId);
     assert.equal((await self.api(team.member.token).post(`/api/projects/${projectId}/transfer/to-self-hosted`)).status, 403);
     const res = await self.api(team.admin.token).post(`/api/projects/${projectId}/transfer/to-self-hosted`);
@@ -476,6 +489,9 @@ describe('hosted cloud mode, a linked self-hosted instance, and project transfer
     const env = await self.api(team.member.token).get(`/api/projects/${projectId}/env`);
     assert.equal(env.status, 200);
     assert.ok(env.body.data.some((v: any) => v.key === 'ADDED_ON_CLOUD'), 'changes made on the cloud came back');
+    // The domain this instance had verified for the project stays verified here (the same claim).
+    const claimAfter = await self.ctx.db.selectFrom('domains').selectAll().where('projectId', '=', projectId).executeTakeFirstOrThrow();
+    assert.deepEqual([claimAfter.domain, claimAfter.verification, claimAfter.verifiedAt], [claimBefore.domain, claimBefore.verification, claimBefore.verifiedAt]);
     const audit = await self.ctx.db.selectFrom('auditEvents').selectAll().where('resourceId', '=', projectId).where('action', '=', 'project.transfer.to_self_hosted').execute();
     assert.equal(audit.length, 1);
   });

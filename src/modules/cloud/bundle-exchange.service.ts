@@ -30,7 +30,7 @@ export async function importBundle(ctx: AppContext, actor: Actor, bundle: Bundle
     const slug = attempt === 0 && !(await wholeProject.slugTaken(ctx.db, base)) ? base : `${base.slice(0, 33)}-${randomString(6)}`;
     try {
       await transaction(ctx.db, async (tx) => {
-        await writeBundle(tx, ctx.keyring, bundle, { orgId: actor.orgId, projectId: id, slug, location: 'local', now: nowIso(), replace: false });
+        await writeBundle(tx, ctx.keyring, bundle, { orgId: actor.orgId, projectId: id, slug, location: 'local', now: nowIso(), replace: false, domainVerification: ctx.config.domainVerification });
         await insertAuditEvent(tx, {
           orgId: actor.orgId,
           actorId: actor.userId,

@@ -3,7 +3,7 @@ import type { Db } from '../../db/client.js';
 import { invalid } from '../../lib/errors.js';
 import { decryptSecret, encryptSecret, type Keyring } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
-import { envAad, wholeProject, type ProjectRows } from '../projects/index.js';
+import { envAad, listDomains, newVerificationValue, wholeProject, type ProjectRows } from '../projects/index.js';
 import { currentForProject } from '../uploads/index.js';
 import type { Bundle } from './bundle.schema.js';
 
@@ -170,6 +170,12 @@ export interface WriteBundleOptions {
   replace: boolean;
   /** Kept from the existing row on replace. */
   createdAt?: string;
+  /**
+   * This instance's domain verification: with `none` the copied domains are verified at once; with
+   * `dns` they must be proven here (a proof made on another instance does not count), except the
+   * claims this project already had verified on this instance (replace), which are kept.
+   */
+  domainVerification: 'none' | 'dns';
 }
 
 /** Writes a bundle's rows, encrypting every secret under this instance's key. Call inside a transaction. */
@@ -201,6 +207,7 @@ export async function writeBundle(tx: Db, keyring: Keyring, b: Bundle, o: WriteB
     resources: JSON.stringify(p.resources),
     updatedAt: o.now,
   };
+  const claims = new Map(o.replace ? (await listDomains(tx, o.orgId, o.projectId)).map((d) => [d.domain, d]) : []);
   if (o.replace) {
     await wholeProject.updateProjectRow(tx, o.orgId, o.projectId, columns);
     await wholeProject.clearProjectRows(tx, o.orgId, o.projectId);
@@ -221,7 +228,20 @@ export async function writeBundle(tx: Db, keyring: Keyring, b: Bundle, o: WriteB
       createdAt: o.now,
       updatedAt: o.now,
     })),
-    domains: b.domains.map((d) => ({ id: newId('dom'), orgId: o.orgId, projectId: id, domain: d.domain, isPrimary: d.primary ? 1 : 0, createdAt: o.now })),
+    domains: b.domains.map((d) => {
+      const had = claims.get(d.domain);
+      return {
+        id: newId('dom'),
+        orgId: o.orgId,
+        projectId: id,
+        domain: d.domain,
+        isPrimary: d.primary ? 1 : 0,
+        verification: had?.verification ?? newVerificationValue(),
+        verifiedAt: had?.verifiedAt ?? (o.domainVerification === 'none' ? o.now : null),
+        tls: had?.tls ?? 'none',
+        createdAt: o.now,
+      };
+    }),
     routeRules: b.routeRules.map((r) => ({
       id: newId('rr'),
       orgId: o.orgId,

@@ -117,7 +117,7 @@ export async function transferToSelfHosted(ctx: AppContext, actor: Actor, row: P
     const current = await findProject(tx, row.orgId, row.id);
     if (!current) throw notFound('project');
     if (current.location !== 'cloud') throw conflict('the project already lives on this instance');
-    await writeBundle(tx, ctx.keyring, bundle, { orgId: row.orgId, projectId: row.id, slug: row.slug, location: 'local', now: nowIso(), replace: true });
+    await writeBundle(tx, ctx.keyring, bundle, { orgId: row.orgId, projectId: row.id, slug: row.slug, location: 'local', now: nowIso(), replace: true, domainVerification: ctx.config.domainVerification });
     const back = await readBundleRows(tx, row.orgId, row.id);
     if (!back || bundleDigest(bundleFromRows(ctx.keyring, back)) !== digest) {
       throw new AppError('INTERNAL', 'the local copy does not match the cloud copy; nothing was changed');

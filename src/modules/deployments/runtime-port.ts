@@ -46,7 +46,8 @@ export async function runtimeState(rt: BerthRuntime, orgId: string, projectId: s
   const p = await projectRuntimeFacts(ctx.db, orgId, projectId);
   if (!p) return null;
   const domains = await listDomains(ctx.db, orgId, projectId);
-  const host = domains.find((d) => d.isPrimary === 1)?.domain ?? `${p.slug}.${ctx.config.appsDomain}`;
+  // The primary custom domain once verified (the edge routes nothing else), else the free domain.
+  const host = domains.find((d) => d.isPrimary === 1 && d.verifiedAt !== null)?.domain ?? `${p.slug}.${ctx.config.appsDomain}`;
   const edgePort = rt.edgePort();
   const url = `http://${host}${edgePort && edgePort !== 80 ? `:${edgePort}` : ''}`;
   const snap = supervisor.snapshot(projectId);

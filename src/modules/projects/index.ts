@@ -34,6 +34,8 @@ export {
 // Changing projects.
 export { createProject, listProjects, loadRecord, useUploadAsSource, projectImporting, type DetectedConfig } from './projects.service.js';
 export { deleteProject } from './deletion.service.js';
+// A fresh domain claim's TXT value (transfers write the claims of a copied project).
+export { newVerificationValue } from './domains.service.js';
 
 // Env vars and services for build-and-run, backups and transfers.
 export { envAad, ENV_KEY_RE, resolveEnvForRuntime } from './env.service.js';

@@ -49,8 +49,9 @@ const projectFields = {
   source: ProjectSourceSchema,
   routes: Type.Object({
     freeDomain: Type.String(),
+    /** The host the project is served at: its primary custom domain once verified, else the free domain. */
     primaryDomain: Type.String(),
-    domains: Type.Array(Type.Object({ domain: Type.String(), primary: Type.Boolean(), createdAt: Type.String() })),
+    domains: Type.Array(Type.Object({ domain: Type.String(), primary: Type.Boolean(), verified: Type.Boolean(), createdAt: Type.String() })),
   }),
   sleepMode: OneOf(['auto_sleep', 'always_on'] as const),
   autoDeploy: Type.Boolean(),
@@ -72,9 +73,16 @@ export function freeDomainOf(ctx: AppContext, slug: string): string {
   return `${slug}.${ctx.config.appsDomain}`;
 }
 
+/**
+ * The host a project is served at: its primary custom domain once verified (the edge routes only
+ * verified domains), else its free domain. The info URL and the record's `primaryDomain` use it.
+ */
+export function servingDomain(ctx: AppContext, slug: string, domains: readonly DomainRow[]): string {
+  return domains.find((d) => d.isPrimary === 1 && d.verifiedAt !== null)?.domain ?? freeDomainOf(ctx, slug);
+}
+
 export function projectRecord(ctx: AppContext, p: ProjectRow, domains: DomainRow[]): ProjectRecord {
   const freeDomain = freeDomainOf(ctx, p.slug);
-  const primary = domains.find((d) => d.isPrimary === 1);
   return {
     id: p.id,
     orgId: p.orgId,
@@ -104,8 +112,8 @@ export function projectRecord(ctx: AppContext, p: ProjectRow, domains: DomainRow
     },
     routes: {
       freeDomain,
-      primaryDomain: primary ? primary.domain : freeDomain,
-      domains: domains.map((d) => ({ domain: d.domain, primary: d.isPrimary === 1, createdAt: d.createdAt })),
+      primaryDomain: servingDomain(ctx, p.slug, domains),
+      domains: domains.map((d) => ({ domain: d.domain, primary: d.isPrimary === 1, verified: d.verifiedAt !== null, createdAt: d.createdAt })),
     },
     sleepMode: p.sleepMode as ProjectRecord['sleepMode'],
     autoDeploy: p.autoDeploy === 1,
@@ -113,6 +121,43 @@ export function projectRecord(ctx: AppContext, p: ProjectRow, domains: DomainRow
     updatedAt: p.updatedAt,
   };
 }
+
+// ---------------------------------------------------------------- domains (contract section 12)
+
+/** The DNS name whose TXT record proves a claim on `domain`. */
+export const challengeName = (domain: string): string => `_berth-challenge.${domain}`;
+
+export const DomainSchema = Type.Object({
+  domain: Type.String(),
+  primary: Type.Boolean(),
+  verified: Type.Boolean(),
+  /** While unverified: the TXT record that proves the claim (`POST .../verify` checks it). */
+  verification: Type.Optional(Type.Object({ type: Type.Literal('TXT'), name: Type.String(), value: Type.String() })),
+  /** The domain's certificate (contract section 14); `none` until the HTTPS work requests one. */
+  tls: Type.Object({ status: OneOf(['none', 'pending', 'issued', 'failed'] as const) }),
+  createdAt: Type.String(),
+});
+export type DomainRecord = Static<typeof DomainSchema>;
+
+export function domainRecord(d: DomainRow): DomainRecord {
+  return {
+    domain: d.domain,
+    primary: d.isPrimary === 1,
+    verified: d.verifiedAt !== null,
+    ...(d.verifiedAt === null ? { verification: { type: 'TXT' as const, name: challengeName(d.domain), value: d.verification } } : {}),
+    tls: { status: d.tls as DomainRecord['tls']['status'] },
+    createdAt: d.createdAt,
+  };
+}
+
+/** DELETE answer: the domain removed, and what the project is served at now (its free domain when the primary went). */
+export const DomainDeletedSchema = Type.Object({
+  domain: Type.String(),
+  deleted: Type.Literal(true),
+  /** `routes.primaryDomain` after the removal. */
+  primaryDomain: Type.String(),
+});
+export type DomainDeleted = Static<typeof DomainDeletedSchema>;
 
 // ---------------------------------------------------------------- environments
 

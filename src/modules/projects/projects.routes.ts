@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { Answer, defineRoute, type ModuleDef } from '../../http/route.js';
 import { configRoutes } from './config.routes.js';
+import { domainRoutes } from './domains.routes.js';
 import { ServiceSchema } from './config.presenters.js';
 import * as deletion from './deletion.service.js';
 import * as environments from './environments.service.js';
@@ -235,7 +236,7 @@ const coreRoutes = [
 
 export const projectsModule: ModuleDef = {
   name: 'projects',
-  routes: [...coreRoutes, ...configRoutes, ...routeRuleRoutes],
+  routes: [...coreRoutes, ...configRoutes, ...routeRuleRoutes, ...domainRoutes],
   resolvers: { project: resolveProject },
   // The `project` resources of grants (GET /api/permissions/resources?type=project, RESOURCE_NOT_IN_ORG checks).
   provides: (ctx) => ({

@@ -156,9 +156,14 @@ export async function listOrgDomains(db: Db, orgId: string): Promise<DomainRow[]
   return db.selectFrom('domains').selectAll().where('orgId', '=', orgId).orderBy('createdAt', 'asc').orderBy('domain', 'asc').execute();
 }
 
-/** Instance-wide lookup (domains are unique across every org). */
-export async function findDomainAnywhere(db: Db, domain: string): Promise<DomainRow | undefined> {
-  return db.selectFrom('domains').selectAll().where('domain', '=', domain).executeTakeFirst();
+/** The project's claim on `domain`, verified or not. */
+export async function findProjectDomain(db: Db, orgId: string, projectId: string, domain: string): Promise<DomainRow | undefined> {
+  return db.selectFrom('domains').selectAll().where('orgId', '=', orgId).where('projectId', '=', projectId).where('domain', '=', domain).executeTakeFirst();
+}
+
+/** The one verified claim on `domain` on the instance, whatever its org (a verified domain belongs to one project). */
+export async function findVerifiedDomain(db: Db, domain: string): Promise<DomainRow | undefined> {
+  return db.selectFrom('domains').selectAll().where('domain', '=', domain).where('verifiedAt', 'is not', null).executeTakeFirst();
 }
 
 export async function insertDomain(db: Db, row: Insertable<DomainsTable>): Promise<void> {
@@ -168,6 +173,17 @@ export async function insertDomain(db: Db, row: Insertable<DomainsTable>): Promi
 export async function setPrimaryDomain(db: Db, orgId: string, projectId: string, domain: string): Promise<void> {
   await db.updateTable('domains').set({ isPrimary: 0 }).where('orgId', '=', orgId).where('projectId', '=', projectId).where('domain', '!=', domain).execute();
   await db.updateTable('domains').set({ isPrimary: 1 }).where('orgId', '=', orgId).where('projectId', '=', projectId).where('domain', '=', domain).execute();
+}
+
+/** Marks the project's claim on `domain` verified (a unique violation when another project verified it first). */
+export async function markDomainVerified(db: Db, orgId: string, projectId: string, domain: string, at: string): Promise<void> {
+  await db.updateTable('domains').set({ verifiedAt: at }).where('orgId', '=', orgId).where('projectId', '=', projectId).where('domain', '=', domain).execute();
+}
+
+/** Removes the project's claim on `domain`; the number of rows removed (0 or 1). */
+export async function deleteDomain(db: Db, orgId: string, projectId: string, domain: string): Promise<number> {
+  const r = await db.deleteFrom('domains').where('orgId', '=', orgId).where('projectId', '=', projectId).where('domain', '=', domain).executeTakeFirst();
+  return Number(r.numDeletedRows);
 }
 
 // ---------------------------------------------------------------- route rules
@@ -332,13 +348,14 @@ export async function projectBySlug(db: Db, slug: string): Promise<EdgeProject |
   return db.selectFrom('projects').select(['id', 'orgId', 'slug', 'status', 'sleepMode', 'location', 'staticSpa', 'staticCleanUrls']).where('slug', '=', slug).executeTakeFirst();
 }
 
-/** The project a custom domain belongs to. */
+/** The project a custom domain belongs to: the one that verified it (an unverified claim routes nothing). */
 export async function projectByDomain(db: Db, domain: string): Promise<EdgeProject | undefined> {
   return db
     .selectFrom('domains')
     .innerJoin('projects', 'projects.id', 'domains.projectId')
     .select(['projects.id', 'projects.orgId', 'projects.slug', 'projects.status', 'projects.sleepMode', 'projects.location', 'projects.staticSpa', 'projects.staticCleanUrls'])
     .where('domains.domain', '=', domain)
+    .where('domains.verifiedAt', 'is not', null)
     .executeTakeFirst();
 }
 

@@ -71,13 +71,24 @@ export interface EnvVarsTable {
   updatedAt: string;
 }
 
+/**
+ * A project's claim on a custom domain (migration 015). A project holds a domain at most once; a
+ * domain is verified by at most one project on the instance (unique index over verified rows), so
+ * unverified claims of different orgs may coexist. The edge routes only verified rows.
+ */
 export interface DomainsTable {
   id: string;
   orgId: string;
   projectId: string;
-  /** ASCII (punycode) lowercase hostname; unique across the instance. */
+  /** ASCII (punycode) lowercase hostname. */
   domain: string;
   isPrimary: number;
+  /** The TXT value of `_berth-challenge.<domain>` that proves the claim (`berth-verify=<32 chars>`). */
+  verification: string;
+  /** When the claim was proven (or added on an instance without verification); null while unverified. */
+  verifiedAt: string | null;
+  /** Certificate state: 'none' (the HTTPS work adds 'pending' | 'issued' | 'failed'). */
+  tls: string;
   createdAt: string;
 }
 

@@ -71,10 +71,13 @@ export async function insertProjectRows(db: Db, rows: NewProjectRows): Promise<v
   if (rows.cloneCredential) await db.insertInto('cloneCredentials').values(rows.cloneCredential).execute();
 }
 
-/** Which of `domains` another project (any org: domains are global) holds. */
+/**
+ * Which of `domains` another project (any org: a verified domain belongs to one project on the
+ * instance) has verified. Unverified claims elsewhere do not count: they block nobody.
+ */
 export async function domainsHeldElsewhere(db: Db, domains: string[], projectId: string | null): Promise<string[]> {
   if (domains.length === 0) return [];
-  let q = db.selectFrom('domains').select('domain').where('domain', 'in', domains);
+  let q = db.selectFrom('domains').select('domain').where('domain', 'in', domains).where('verifiedAt', 'is not', null);
   if (projectId) q = q.where('projectId', '!=', projectId);
   return (await q.execute()).map((r) => r.domain);
 }

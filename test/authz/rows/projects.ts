@@ -1,4 +1,5 @@
 import { randomString } from '../../../src/lib/ids.js';
+import { addDomain } from '../../../src/modules/projects/domains.service.js';
 import { createRule } from '../../../src/modules/projects/route-rules.service.js';
 import { findProject } from '../../../src/modules/projects/projects.store.js';
 import { actorOf, createProject } from '../../support/factories.js';
@@ -15,6 +16,16 @@ export const fixtures: Record<string, Fixture> = {
       const row = (await findProject(world.server.ctx.db, owner.orgId, p.id))!;
       const rule = await createRule(world.server.ctx, actorOf(owner), row, { kind: 'rate-limit', limit: 10, windowSeconds: 60 });
       return { params: { id: p.id, ruleId: rule.id }, grantKeys: [{ type: 'project', id: p.id }] };
+    },
+  },
+  /** A custom domain of a project of org A (or B), named by the path parameter `domain`. */
+  projectDomain: {
+    async make({ world, which }) {
+      const owner = ownerFor(world, which);
+      const p = await createProject(world.server, owner, { name: `mx-dom-${randomString(6)}` });
+      const row = (await findProject(world.server.ctx.db, owner.orgId, p.id))!;
+      const d = await addDomain(world.server.ctx, actorOf(owner), row, { domain: `mx-${randomString(10)}.example.com` });
+      return { params: { id: p.id, domain: d.domain }, grantKeys: [{ type: 'project', id: p.id }] };
     },
   },
 };
@@ -61,6 +72,10 @@ export const rows: MatrixRow[] = [
     body: () => ({ kind: 'postgres', name: `mx-${randomString(6)}`, connectionUrl: 'postgres://u:p@127.0.0.1:5432/db' }),
   },
   { method: 'POST', path: '/api/projects/:id/connect', fixture: P, body: { domain: 'mx-connect.example.com' } },
+  { method: 'GET', path: '/api/projects/:id/domains', fixture: P },
+  { method: 'POST', path: '/api/projects/:id/domains', fixture: P, body: () => ({ domain: `mx-${randomString(10)}.example.com` }) },
+  { method: 'DELETE', path: '/api/projects/:id/domains/:domain', fixture: 'projectDomain', idParam: 'id', fresh: true },
+  { method: 'POST', path: '/api/projects/:id/domains/:domain/verify', fixture: 'projectDomain', idParam: 'id', note: 'already verified on an instance without verification: 200' },
   { method: 'GET', path: '/api/projects/:id/route-rules', fixture: P },
   { method: 'POST', path: '/api/projects/:id/route-rules', fixture: P, body: { kind: 'rate-limit', limit: 5, windowSeconds: 60 } },
   { method: 'PATCH', path: '/api/projects/:id/route-rules/:ruleId', fixture: 'routeRule', idParam: 'id', body: { limit: 7 } },
