@@ -1,189 +1,23 @@
 /**
- * `berth deploy [DIR]`: packs the folder (honouring .gitignore files and a `.berthignore`), uploads
- * it through a folder-upload session with a progress bar on stderr, scans it, ensures the project
- * (creating it, or updating `--project` in place) and prints it.
+ * `berth deploy [DIR]` (contract section 12): packs the folder (pack.ts), uploads it through a
+ * folder-upload session, scans it, ensures the project (the folder's linked one, `--project`, or a
+ * new one), starts a deployment, streams its build log, waits until it is ready (or fails) and prints
+ * the URL. Exit 0 when ready (or queued with `--no-wait`), 1 when it failed or was cancelled or
+ * superseded, 2 on usage errors. The folder is linked to its project in `DIR/.berth/project.json`.
  */
-import { createReadStream, createWriteStream, lstatSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { createReadStream, mkdtempSync, rmSync, statSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import type { Command } from 'commander';
-import { create as tarCreate } from 'tar';
-import { ApiError, savedClient, type ApiClient } from './client.js';
-
-// ---------------------------------------------------------------- ignore rules (a gitignore subset)
-
-interface IgnoreRule {
-  re: RegExp;
-  negate: boolean;
-  dirOnly: boolean;
-}
-
-/** Compiles one gitignore line (relative to the folder holding the ignore file); null for blanks and comments. */
-export function compileIgnoreLine(line: string): IgnoreRule | null {
-  let p = line.replace(/\r$/, '');
-  if (!p.trim() || p.startsWith('#')) return null;
-  p = p.replace(/(?<!\\)\s+$/, '');
-  let negate = false;
-  if (p.startsWith('!')) {
-    negate = true;
-    p = p.slice(1);
-  } else if (p.startsWith('\\!') || p.startsWith('\\#')) p = p.slice(1);
-  const dirOnly = p.endsWith('/');
-  if (dirOnly) p = p.replace(/\/+$/, '');
-  if (!p) return null;
-  const anchored = p.startsWith('/') || p.includes('/');
-  p = p.replace(/^\/+/, '');
-  let re = '';
-  for (let i = 0; i < p.length; i++) {
-    const c = p[i]!;
-    if (c === '*') {
-      if (p[i + 1] === '*' && (i === 0 || p[i - 1] === '/')) {
-        if (p[i + 2] === '/') {
-          re += '(?:.*/)?'; // `**/`: any folders, or none
-          i += 2;
-          continue;
-        }
-        if (i + 2 === p.length) {
-          re += '.*'; // trailing `/**`: everything inside
-          i += 1;
-          continue;
-        }
-      }
-      if (p[i + 1] === '*') i += 1;
-      re += '[^/]*';
-    } else if (c === '?') re += '[^/]';
-    else if (c === '[') {
-      const end = p.indexOf(']', i + 1);
-      if (end < 0) re += '\\[';
-      else {
-        re += '[' + p.slice(i + 1, end).replace(/^!/, '^').replace(/\\/g, '\\\\') + ']';
-        i = end;
-      }
-    } else if (c === '\\' && i + 1 < p.length) re += '\\' + p[++i];
-    else re += c.replace(/[.+^${}()|\\]/g, '\\$&');
-  }
-  const prefix = anchored ? '^' : '^(?:.*/)?';
-  return { re: new RegExp(`${prefix}${re}$`), negate, dirOnly };
-}
-
-/** The rules of one ignore file, bound to the folder (relative to the packed root) holding it. */
-interface IgnoreScope {
-  base: string;
-  rules: IgnoreRule[];
-}
-
-function readRules(file: string): IgnoreRule[] {
-  try {
-    return readFileSync(file, 'utf8').split('\n').map(compileIgnoreLine).filter((r): r is IgnoreRule => !!r);
-  } catch {
-    return [];
-  }
-}
-
-/** Is `rel` (a path relative to the root) ignored by the scopes in effect? The last match wins. */
-export function isIgnored(scopes: IgnoreScope[], rel: string, isDir: boolean): boolean {
-  let ignored = false;
-  for (const s of scopes) {
-    const sub = s.base ? (rel.startsWith(s.base + '/') ? rel.slice(s.base.length + 1) : null) : rel;
-    if (sub === null) continue;
-    for (const r of s.rules) {
-      if (r.dirOnly && !isDir) continue;
-      if (r.re.test(sub)) ignored = !r.negate;
-    }
-  }
-  return ignored;
-}
-
-/** Always left out: version control and installed dependencies (builds install them). */
-const ALWAYS = ['.git/', '.hg/', '.svn/', 'node_modules/', '.DS_Store'].map(compileIgnoreLine).filter((r): r is IgnoreRule => !!r);
-
-export interface PackList {
-  files: string[];
-  skipped: { path: string; reason: string }[];
-}
-
-/**
- * Lists the files to pack under `root`: .gitignore files apply to their folder and below, `.berthignore`
- * at the root applies last. Symlinks are never followed out of the folder: a link to a file inside
- * is packed as that file, links to folders or outside are skipped.
- */
-export function listFiles(root: string): PackList {
-  const realRoot = realpathSync(root);
-  const out: PackList = { files: [], skipped: [] };
-  const berth = { base: '', rules: readRules(path.join(root, '.berthignore')) };
-  const walk = (rel: string, scopes: IgnoreScope[]) => {
-    const abs = path.join(root, rel);
-    const local = readRules(path.join(abs, '.gitignore'));
-    const here = local.length ? [...scopes, { base: rel, rules: local }] : scopes;
-    let names: string[];
-    try {
-      names = readdirSync(abs).sort();
-    } catch {
-      return;
-    }
-    for (const name of names) {
-      const r = rel ? `${rel}/${name}` : name;
-      const st = lstatSync(path.join(root, r));
-      const isDir = st.isDirectory();
-      const all = [{ base: '', rules: ALWAYS }, ...here, berth];
-      if (isIgnored(all, r, isDir)) continue;
-      if (isDir) walk(r, here);
-      else if (st.isFile()) out.files.push(r);
-      else if (st.isSymbolicLink()) {
-        let real: string;
-        try {
-          real = realpathSync(path.join(root, r));
-        } catch {
-          out.skipped.push({ path: r, reason: 'broken symlink' });
-          continue;
-        }
-        if (!real.startsWith(realRoot + path.sep)) out.skipped.push({ path: r, reason: 'symlink leading outside the folder' });
-        else if (statSync(real).isFile()) out.files.push(r);
-        else out.skipped.push({ path: r, reason: 'symlink to a folder' });
-      } else out.skipped.push({ path: r, reason: 'not a regular file' });
-    }
-  };
-  walk('', []);
-  return out;
-}
-
-/** Packs `files` of `root` into a gzipped tarball at `dest`; symlinks in the list are stored as the files they point to. */
-export async function packFiles(root: string, files: string[], dest: string): Promise<number> {
-  if (!files.length) throw new Error('nothing to deploy: every file is ignored');
-  const stream = tarCreate({ gzip: true, cwd: root, portable: true, follow: true, noDirRecurse: true }, files) as unknown as NodeJS.ReadableStream;
-  await pipeline(stream, createWriteStream(dest, { mode: 0o600 }));
-  return statSync(dest).size;
-}
+import { ApiError, readClientConfig, savedClient, type ApiClient } from './client.js';
+import { lookupProject, readLink, writeLink, type ProjectSummary } from './link.js';
+import { action, describeError, EXIT_FAILED, EXIT_OK, note, printJson, UsageError } from './output.js';
+import { human, listFiles, packFiles, ProgressBar } from './pack.js';
+import { readSse } from './sse.js';
 
 // ---------------------------------------------------------------- upload with a progress bar
-
-function human(n: number): string {
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
-  return `${(n / 1024 / 1024).toFixed(1)} MB`;
-}
-
-class Progress {
-  private last = 0;
-  constructor(private readonly total: number) {}
-  update(done: number, force = false): void {
-    const now = Date.now();
-    if (!force && now - this.last < 100) return;
-    this.last = now;
-    const width = 30;
-    const frac = this.total ? Math.min(1, done / this.total) : 1;
-    const bar = '#'.repeat(Math.round(frac * width)).padEnd(width, '-');
-    const line = `uploading [${bar}] ${String(Math.round(frac * 100)).padStart(3)}% ${human(done)}/${human(this.total)}`;
-    process.stderr.write(process.stderr.isTTY ? `\r${line}` : `${line}\n`);
-  }
-  done(): void {
-    this.update(this.total, true);
-    if (process.stderr.isTTY) process.stderr.write('\n');
-  }
-}
 
 interface Target {
   sessionId: string;
@@ -192,11 +26,11 @@ interface Target {
   headers: Record<string, string>;
 }
 
-function uploadFile(target: Target, file: string, size: number): Promise<any> {
+function uploadFile(target: Target, file: string, size: number): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const u = new URL(target.url);
     const mod = u.protocol === 'https:' ? https : http;
-    const progress = new Progress(size);
+    const progress = new ProgressBar('uploading', size, (done) => `${human(done)}/${human(size)}`);
     const req = mod.request(u, { method: target.method, headers: { ...target.headers, 'content-length': String(size) } });
     req.on('response', (res) => {
       const parts: Buffer[] = [];
@@ -230,36 +64,285 @@ function uploadFile(target: Target, file: string, size: number): Promise<any> {
   });
 }
 
-// ---------------------------------------------------------------- the command
+// ---------------------------------------------------------------- records
+
+interface Deployment {
+  id: string;
+  projectId: string;
+  environment: string;
+  status: string;
+  error: string | null;
+  createdAt: string;
+  [k: string]: unknown;
+}
+
+interface LogLine {
+  ts: string;
+  stream: string;
+  line: string;
+}
+
+const TERMINAL = ['ready', 'failed', 'cancelled', 'superseded'];
+/** How often the deployment is read while waiting, and for how long at most. */
+const POLL_MS = 1000;
+const WAIT_MS = 30 * 60 * 1000;
+/** How many build log lines a failure prints. */
+const TAIL_LINES = 20;
 
 const CONFIG_KEYS = ['framework', 'installCommand', 'buildCommand', 'startCommand', 'outputDirectory', 'rootDirectory', 'packageManager', 'runtime', 'port'] as const;
 
 export interface DeployOptions {
   name?: string;
   project?: string;
+  env: string;
+  /** `--no-wait` sets it false. */
+  wait: boolean;
   json?: boolean;
 }
 
-export async function deploy(client: ApiClient, dir: string, opts: DeployOptions): Promise<any> {
-  const root = path.resolve(dir);
-  if (!statSync(root).isDirectory()) throw new Error(`${dir} is not a folder`);
-  const list = listFiles(root);
-  for (const s of list.skipped) process.stderr.write(`skipped ${s.path}: ${s.reason}\n`);
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'berth-deploy-'));
+/** Ctrl-C while waiting: the deployment goes on without us. */
+class Interrupted extends Error {}
+
+/** The saved token, resolved as `savedClient()` resolves it (the SSE request needs the bearer itself). */
+function savedToken(): string | undefined {
+  return process.env.BERTH_TOKEN ?? readClientConfig().token;
+}
+
+const sameServer = (a: string, b: string) => a.replace(/\/+$/, '') === b.replace(/\/+$/, '');
+
+/** A pause that ends early on `signal` or when `wake` is called. */
+function pause(ms: number, signal: AbortSignal): { done: Promise<void>; wake(): void } {
+  let wake = () => {};
+  const done = new Promise<void>((resolve) => {
+    const t = setTimeout(finish, ms);
+    function finish() {
+      clearTimeout(t);
+      signal.removeEventListener('abort', finish);
+      resolve();
+    }
+    wake = finish;
+    signal.addEventListener('abort', finish, { once: true });
+  });
+  return { done, wake };
+}
+
+// ---------------------------------------------------------------- which project
+
+interface Choice {
+  /** The project to update, or null: create one named `name`. */
+  existing: ProjectSummary | null;
+  name: string;
+}
+
+async function chooseProject(client: ApiClient, root: string, opts: DeployOptions): Promise<Choice> {
+  const name = (opts.name ?? path.basename(root)).slice(0, 100) || 'project';
+  if (opts.project) {
+    const hit = await lookupProject(client, opts.project);
+    if (!hit) throw new Error(`no project "${opts.project}" (by id, slug or name) that you can read`);
+    if (opts.name) note(`--name is ignored: deploying to the existing project ${hit.slug}`);
+    return { existing: hit, name };
+  }
+  const link = readLink(root);
+  if (link && sameServer(link.server, client.server)) {
+    const me = await client.request<{ org: { id: string; name: string } | null }>('GET', '/api/auth/me');
+    if (link.orgId !== me.org?.id) {
+      throw new UsageError(
+        `this folder is linked to a project of org ${link.orgId}, but you are signed in to ${me.org ? `${me.org.name} (${me.org.id})` : 'no org'}: ` +
+          `switch with \`berth switch ${link.orgId}\`, or pass --project`,
+      );
+    }
+    const hit = await lookupProject(client, link.projectId);
+    if (!hit) {
+      throw new Error(
+        `the project this folder is linked to (${link.projectId}) is gone or you cannot read it: pass --project, or remove ${path.join(root, '.berth')} to create a new project`,
+      );
+    }
+    if (opts.name) note(`--name is ignored: this folder is linked to the project ${hit.slug}`);
+    return { existing: hit, name };
+  }
+  if (link) note(`this folder is linked to a project on ${link.server}, not ${client.server}: creating a project here (the link will point here)`);
+  return { existing: null, name };
+}
+
+// ---------------------------------------------------------------- waiting
+
+/**
+ * Streams the deployment's build log (SSE) to `out` while reading the deployment until its status
+ * is terminal (the stream may end first, or fail: reading goes on). Answers the final record.
+ */
+async function waitForDeployment(client: ApiClient, deployment: Deployment, out: NodeJS.WritableStream, signal: AbortSignal): Promise<Deployment> {
+  const stream = new AbortController();
+  const stopStream = () => stream.abort();
+  signal.addEventListener('abort', stopStream, { once: true });
+  let wakeNap = () => {};
+  let streamOver = false;
+  let streamOverSeen = false;
+  const streaming = (async () => {
+    try {
+      const res = await fetch(`${client.server}/api/deployments/${encodeURIComponent(deployment.id)}/logs/stream`, {
+        headers: { authorization: `Bearer ${savedToken()}`, accept: 'text/event-stream' },
+        signal: stream.signal,
+      });
+      if (!res.ok || !res.body) {
+        note(`(the build log stream answered ${res.status}: waiting without it)`);
+        return;
+      }
+      await readSse(res.body, (event, data) => {
+        if (event !== 'log') return;
+        try {
+          out.write(`${(JSON.parse(data) as LogLine).line}\n`);
+        } catch {
+          /* not a log line */
+        }
+      });
+    } catch (e) {
+      if (!stream.signal.aborted) note(`(the build log stream broke: ${describeError(e).replace(/^error: /, '')}; waiting without it)`);
+    } finally {
+      streamOver = true;
+      wakeNap();
+    }
+  })();
+
   try {
+    const deadline = Date.now() + WAIT_MS;
+    let status = deployment.status;
+    for (;;) {
+      if (signal.aborted) throw new Interrupted();
+      const now = await client.request<Deployment>('GET', `/api/deployments/${encodeURIComponent(deployment.id)}`);
+      if (now.status !== status && !TERMINAL.includes(now.status)) note(`${now.status}…`);
+      status = now.status;
+      if (TERMINAL.includes(now.status)) {
+        // The stream closes shortly after the deployment is done: let it deliver its last lines.
+        if (!streamOver) await Promise.race([streaming, pause(3000, signal).done]);
+        return now;
+      }
+      if (Date.now() > deadline) throw new Error(`gave up waiting after ${WAIT_MS / 60000} minutes: deployment ${deployment.id} is still ${now.status} and goes on`);
+      // Read again in a second, or at once when the stream has just ended (the deployment is probably done).
+      if (streamOver && !streamOverSeen) {
+        streamOverSeen = true;
+        continue;
+      }
+      const nap = pause(POLL_MS, signal);
+      wakeNap = nap.wake;
+      await nap.done;
+      wakeNap = () => {};
+    }
+  } finally {
+    signal.removeEventListener('abort', stopStream);
+    stream.abort();
+  }
+}
+
+// ---------------------------------------------------------------- the command
+
+export async function deploy(dir: string, opts: DeployOptions): Promise<number> {
+  const root = path.resolve(dir);
+  let isDir = false;
+  try {
+    isDir = statSync(root).isDirectory();
+  } catch {
+    /* missing */
+  }
+  if (!isDir) throw new UsageError(`${dir} is not a folder`);
+  const client = savedClient();
+  const out = opts.json ? process.stderr : process.stdout;
+
+  // Ctrl-C: before the deployment exists, stop (the temporary tarball removed); while waiting, stop waiting.
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'berth-deploy-'));
+  const waiting = new AbortController();
+  let deploymentId: string | null = null;
+  const onSigint = () => {
+    if (deploymentId) return waiting.abort();
+    rmSync(tmp, { recursive: true, force: true });
+    note('\ninterrupted: nothing was deployed');
+    process.exit(130);
+  };
+  process.on('SIGINT', onSigint);
+  try {
+    const target = await chooseProject(client, root, opts);
+
+    // Pack and upload.
+    const list = listFiles(root);
+    for (const s of list.skipped) note(`skipped ${s.path}: ${s.reason}`);
     const archive = path.join(tmp, 'source.tar.gz');
-    const size = await packFiles(root, list.files, archive);
-    process.stderr.write(`packed ${list.files.length} files (${human(size)})\n`);
-    const name = (opts.name ?? path.basename(root)).slice(0, 100) || 'project';
-    const target = await client.request<Target>('POST', '/api/projects/folder/session', { name, sizeBytes: size, ...(opts.project ? { projectId: opts.project } : {}) });
-    await uploadFile(target, archive, size);
-    const scan = await client.request<Record<string, unknown>>('POST', `/api/projects/folder/scan/${target.sessionId}`);
-    process.stderr.write(`detected ${scan.framework ?? scan.runtime ?? 'unknown'}${scan.packageManager ? ` (${scan.packageManager})` : ''}\n`);
+    const size = await packFiles(root, list, archive);
+    note(`packed ${list.files.length} files (${human(list.bytes)}, ${human(size)} compressed)`);
+    const session = await client.request<Target>('POST', '/api/projects/folder/session', {
+      sizeBytes: size,
+      ...(target.existing ? { projectId: target.existing.id } : { name: target.name }),
+    });
+    await uploadFile(session, archive, size);
+    rmSync(tmp, { recursive: true, force: true });
+
+    // Scan, then ensure: a new project takes the detected config; an existing one keeps its own
+    // settings (the server fills the ones it leaves empty from the scan).
+    const scan = await client.request<Record<string, any>>('POST', `/api/projects/folder/scan/${encodeURIComponent(session.sessionId)}`);
+    note(
+      `detected ${scan.framework ?? scan.runtime ?? 'nothing known'}${scan.packageManager ? ` (${scan.packageManager})` : ''}` +
+        `${scan.monorepo ? `, a ${scan.monorepo} workspace` : ''}; build: ${scan.buildCommand ?? '-'}; start: ${scan.startCommand ?? (scan.outputDirectory ? `static files in ${scan.outputDirectory}` : '-')}`,
+    );
     const config: Record<string, unknown> = {};
     for (const k of CONFIG_KEYS) if (scan[k] !== null && scan[k] !== undefined && scan[k] !== '') config[k] = scan[k];
-    const body = { ...config, ...(opts.project ? { projectId: opts.project } : { name }), gitProvider: 'upload', sessionId: target.sessionId };
-    return await client.request<any>('POST', '/api/projects/ensure', body);
+    const body = target.existing
+      ? { projectId: target.existing.id, gitProvider: 'upload', sessionId: session.sessionId }
+      : { name: target.name, ...config, gitProvider: 'upload', sessionId: session.sessionId };
+    const project = await client.request<ProjectSummary>('POST', '/api/projects/ensure', body);
+    note(target.existing ? `updated project ${project.slug} (${project.id})` : `created project ${project.slug} (${project.id})`);
+    // The folder is linked from now on, whatever the build does.
+    const orgId = project.orgId ?? (await client.request<{ org: { id: string } | null }>('GET', '/api/auth/me')).org?.id;
+    if (orgId) writeLink(root, { projectId: project.id, orgId, server: client.server });
+
+    // Deploy.
+    const queued = await client.request<Deployment>('POST', '/api/deployments', { projectId: project.id, environment: opts.env });
+    deploymentId = queued.id;
+    if (!opts.wait) {
+      if (opts.json) printJson({ project, deployment: queued, url: null });
+      else {
+        process.stdout.write(`deployment ${queued.id} ${queued.status}\n`);
+        note(`it goes on without waiting: follow it with \`berth deployments ${project.slug}\``);
+      }
+      return EXIT_OK;
+    }
+    note(`deployment ${queued.id} ${queued.status} (${queued.environment}): streaming the build log`);
+    const started = Date.now();
+    let final: Deployment;
+    try {
+      final = await waitForDeployment(client, queued, out, waiting.signal);
+    } catch (e) {
+      if (!(e instanceof Interrupted)) throw e;
+      note(`\nstopped waiting: deployment ${queued.id} goes on on the server (see \`berth deployments ${project.slug}\`, stop it with \`berth cancel ${queued.id}\`)`);
+      if (opts.json) printJson({ project, deployment: queued, url: null });
+      return 130;
+    }
+
+    if (final.status === 'ready') {
+      let url: string | null = null;
+      if (final.environment === 'production') {
+        const info = await client.request<{ runtime?: { url?: string } | null }>('GET', `/api/projects/${encodeURIComponent(project.id)}/info`);
+        url = info.runtime?.url ?? null;
+      }
+      note(`deployment ${final.id} is ready (${((Date.now() - started) / 1000).toFixed(1)} s)${url ? '' : `; ${final.environment} is not served by the edge`}`);
+      if (opts.json) printJson({ project, deployment: final, url });
+      else if (url) process.stdout.write(`${url}\n`);
+      return EXIT_OK;
+    }
+    if (final.status === 'failed') {
+      note(`deployment ${final.id} failed: ${final.error ?? 'no reason recorded'}`);
+      const tail = await client.request<LogLine[]>('GET', `/api/deployments/${encodeURIComponent(final.id)}/logs?limit=${TAIL_LINES}`).catch(() => [] as LogLine[]);
+      if (tail.length) {
+        note(`last ${tail.length} lines of the build log:`);
+        for (const l of tail) note(`  ${l.line}`);
+      }
+    } else if (final.status === 'superseded') {
+      const by = /superseded by (\S+)/.exec(final.error ?? '')?.[1];
+      note(`deployment ${final.id} was superseded${by ? ` by ${by}` : ''}: a newer deployment of ${final.environment} replaced it`);
+    } else {
+      note(`deployment ${final.id} was ${final.status}`);
+    }
+    if (opts.json) printJson({ project, deployment: final, url: null });
+    return EXIT_FAILED;
   } finally {
+    process.off('SIGINT', onSigint);
     rmSync(tmp, { recursive: true, force: true });
   }
 }
@@ -267,25 +350,17 @@ export async function deploy(client: ApiClient, dir: string, opts: DeployOptions
 export function registerDeployCommand(program: Command): void {
   program
     .command('deploy [dir]')
-    .description('upload a folder (honouring .gitignore and .berthignore), detect its build and create or update the project')
-    .option('--name <name>', 'project name (default: the folder name)')
-    .option('--project <id>', 'update this project in place instead of creating one')
-    .option('--json', 'print the project as JSON')
-    .action(async (dir: string | undefined, opts: DeployOptions) => {
-      try {
-        const p = await deploy(savedClient(), dir ?? '.', opts);
-        if (opts.json) console.log(JSON.stringify(p, null, 2));
-        else {
-          console.log(`project ${p.name} (${p.id})`);
-          console.log(`  framework: ${p.config?.framework ?? '-'}  runtime: ${p.config?.runtime ?? '-'}  package manager: ${p.config?.packageManager ?? '-'}`);
-          console.log(`  build: ${p.config?.buildCommand ?? '-'}  start: ${p.config?.startCommand ?? '-'}`);
-          if (p.routes?.freeDomain) console.log(`  domain: ${p.routes.freeDomain}`);
-          console.log(`  source: uploaded folder; deploy it with POST /api/deployments { "projectId": "${p.id}" }`);
-        }
-      } catch (e) {
-        if (e instanceof ApiError) console.error(`error: ${e.message}${e.field ? ` (${e.field})` : ''} [${e.code}]`);
-        else console.error(`error: ${(e as Error)?.message ?? e}`);
-        process.exit(1);
-      }
-    });
+    .description('deploy a folder: pack it (honouring .gitignore and .berthignore), upload, build, wait until it serves and print the URL')
+    .option('--project <project>', 'deploy to this project (id, slug or name) instead of the folder\'s linked one')
+    .option('--name <name>', 'name of the project to create when the folder is not linked (default: the folder name)')
+    .option('--env <name>', 'environment to deploy', 'production')
+    .option('--no-wait', 'return once the deployment is queued')
+    .option('--json', 'print { project, deployment, url } on stdout (progress on stderr)')
+    .action(
+      action(async (dir: string | undefined, opts: DeployOptions) => {
+        const code = await deploy(dir ?? '.', opts);
+        // Open sockets (keep-alive) must not hold the process: the outcome is known.
+        process.exit(code);
+      }),
+    );
 }

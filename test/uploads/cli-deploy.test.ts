@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { compileIgnoreLine, isIgnored } from '../../src/cli/deploy.js';
+import { listFiles } from '../../src/cli/pack.js';
 import { runCli } from '../support/cli.js';
 import { createUser, type TestUser } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
@@ -47,8 +47,8 @@ after(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-describe('berth deploy [DIR]', () => {
-  it('packs the folder honouring .gitignore and .berthignore, uploads with a progress bar, scans, ensures and prints the project', async () => {
+describe('berth deploy [DIR]: packing and upload', () => {
+  it('packs the folder honouring .gitignore and .berthignore, uploads with progress bars, scans, ensures and links the folder', async () => {
     const app = path.join(work, 'my-site');
     cpSync(path.join(FIX, 'vite-react'), app, { recursive: true });
     mkdirSync(path.join(app, 'src/components'), { recursive: true });
@@ -73,19 +73,27 @@ describe('berth deploy [DIR]', () => {
     symlinkSync(outsideFile, path.join(app, 'leak.txt'));
     symlinkSync('src/main.jsx', path.join(app, 'main-link.jsx'));
 
-    const res = await cli(['deploy', 'my-site', '--json']);
+    // The test server runs no jobs worker: the deployment stays queued, which --no-wait does not mind.
+    const res = await cli(['deploy', 'my-site', '--json', '--no-wait']);
     assert.equal(res.code, 0, res.stderr);
+    assert.match(res.stderr, /packing +\[#+\] 100% 10\/10 files/);
     assert.match(res.stderr, /uploading \[#+\] 100%/);
     assert.match(res.stderr, /skipped leak\.txt: symlink leading outside the folder/);
-    const p = JSON.parse(res.stdout);
+    const { project: p, deployment, url } = JSON.parse(res.stdout);
     assert.equal(p.name, 'my-site');
     assert.equal(p.source.type, 'upload');
     assert.equal(p.config.framework, 'vite');
     assert.equal(p.config.outputDirectory, 'dist');
     assert.equal(p.config.buildCommand, 'npm run build');
+    assert.equal(deployment.projectId, p.id);
+    assert.equal(deployment.status, 'queued');
+    assert.equal(url, null);
+    const link = JSON.parse(readFileSync(path.join(app, '.berth', 'project.json'), 'utf8'));
+    assert.deepEqual(link, { projectId: p.id, orgId: user.orgId, server: server.url });
+    assert.match(readFileSync(path.join(app, '.gitignore'), 'utf8'), /\n\.berth\n$/);
 
     const current = path.join(server.dataDir, 'uploads', p.id, 'current');
-    assert.deepEqual(tree(current), [
+    const first = [
       '.berthignore',
       '.env.example',
       '.gitignore',
@@ -96,20 +104,22 @@ describe('berth deploy [DIR]', () => {
       'src/components/.gitignore',
       'src/components/Button.jsx',
       'src/main.jsx',
-    ]);
+    ];
+    assert.deepEqual(tree(current), first);
 
-    // Deploying again with --project updates the same project in place.
+    // Deploying again from the linked folder updates the same project in place (the link itself is not packed).
     writeFileSync(path.join(app, 'src/extra.jsx'), 'export {}\n');
-    const again = await cli(['deploy', app, '--project', p.id]);
+    const again = await cli(['deploy', app, '--no-wait']);
     assert.equal(again.code, 0, again.stderr);
-    assert.match(again.stdout, new RegExp(`project my-site \\(${p.id}\\)`));
-    assert.ok(existsSync(path.join(current, 'src/extra.jsx')));
+    assert.match(again.stderr, new RegExp(`updated project my-site \\(${p.id}\\)`));
+    assert.match(again.stdout, /^deployment dpl_\S+ queued\n$/);
+    assert.deepEqual(tree(current), [...first, 'src/extra.jsx'].sort());
   });
 
-  it('fails clearly when not logged in or the folder is missing', async () => {
+  it('fails clearly when the folder is missing (usage, 2) or when not logged in (1)', async () => {
     const missing = await cli(['deploy', path.join(work, 'nope')]);
-    assert.equal(missing.code, 1);
-    assert.match(missing.stderr, /error:/);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /error: .*nope is not a folder/);
     const saved = configHome;
     configHome = path.join(work, 'empty-config');
     try {
@@ -120,26 +130,68 @@ describe('berth deploy [DIR]', () => {
       configHome = saved;
     }
   });
+});
 
-  it('the ignore matcher follows gitignore rules', () => {
-    const rules = ['*.log', '/build', 'docs/*.md', '**/tmp', 'a/**/z', '!keep.log', 'cache/'].map(compileIgnoreLine).filter((r) => !!r);
-    const scope = [{ base: '', rules: rules as NonNullable<ReturnType<typeof compileIgnoreLine>>[] }];
-    const cases: [string, boolean, boolean][] = [
-      ['x.log', false, true],
-      ['deep/x.log', false, true],
-      ['keep.log', false, false],
-      ['build', true, true],
-      ['src/build', true, false],
-      ['docs/a.md', false, true],
-      ['docs/sub/a.md', false, false],
-      ['tmp', true, true],
-      ['x/y/tmp', true, true],
-      ['a/z', false, true],
-      ['a/b/c/z', false, true],
-      ['cache', true, true],
-      ['cache', false, false],
-      ['src/index.js', false, false],
-    ];
-    for (const [p, dir, want] of cases) assert.equal(isIgnored(scope, p, dir), want, p);
+describe('which files `berth deploy` packs', () => {
+  function folder(files: Record<string, string>): string {
+    const root = tempDir('berth-pack-');
+    for (const [rel, text] of Object.entries(files)) {
+      mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
+      writeFileSync(path.join(root, rel), text);
+    }
+    return root;
+  }
+
+  it('applies gitignore patterns: anchored, globbed, `**`, folder-only, negation; case-sensitive', () => {
+    const root = folder({
+      '.gitignore': ['*.log', '!keep.log', '/build', 'docs/*.md', '**/tmp', 'a/**/z', 'cache/', 'Secret.txt'].join('\n') + '\n',
+      'x.log': '',
+      'deep/x.log': '',
+      'keep.log': '',
+      'build/out.js': '',
+      'src/build/in.js': '',
+      'docs/a.md': '',
+      'docs/sub/a.md': '',
+      'tmp/t': '',
+      'x/y/tmp/t': '',
+      'a/z': '',
+      'a/b/c/z': '',
+      'cache/c': '',
+      'lib/cache': '',
+      'secret.txt': '',
+      'Secret.txt': '',
+      'src/index.js': '',
+    });
+    try {
+      assert.deepEqual(listFiles(root).files.sort(), ['.gitignore', 'docs/sub/a.md', 'keep.log', 'lib/cache', 'secret.txt', 'src/build/in.js', 'src/index.js']);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('a nested .gitignore applies to its folder and wins over its parents; .berthignore applies last; .git, node_modules and the link are always left out', () => {
+    const root = folder({
+      '.gitignore': '*.log\ndist/\n',
+      '.berthignore': '!dist/\nextra.txt\n!node_modules/\n',
+      'app/.gitignore': '!keep.log\nlocal.txt\n',
+      'app/keep.log': '',
+      'app/other.log': '',
+      'app/local.txt': '',
+      'local.txt': '',
+      'extra.txt': '',
+      'dist/index.html': '',
+      'node_modules/x/index.js': '',
+      'app/node_modules/y/index.js': '',
+      '.git/HEAD': '',
+      '.berth/project.json': '{}',
+      'app/.berth/kept': '',
+    });
+    try {
+      const list = listFiles(root);
+      assert.deepEqual(list.files.sort(), ['.berthignore', '.gitignore', 'app/.berth/kept', 'app/.gitignore', 'app/keep.log', 'dist/index.html', 'local.txt']);
+      assert.equal(list.bytes, ['.berthignore', '.gitignore', 'app/.gitignore'].reduce((n, f) => n + readFileSync(path.join(root, f)).length, 0));
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

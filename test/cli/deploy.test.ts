@@ -1,0 +1,202 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { runCli, startServe, type RunResult, type ServeProcess } from '../support/cli.js';
+import { freshPostgresDatabase, tempDir, usingPostgres } from '../support/harness.js';
+import { waitForDeployment } from '../support/wait.js';
+
+/**
+ * `berth deploy [DIR]` end to end (contract section 12): the real CLI against a real `berth serve`
+ * (jobs, builds and the edge running), signed in with `berth login`.
+ */
+
+/** A tiny Node app without dependencies: `npm start` answers `version <v>` on $PORT. */
+function writeApp(dir: string, version: string, extraScripts: Record<string, string> = {}): string {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'tiny', version: '1.0.0', private: true, scripts: { start: 'node server.js', ...extraScripts } }, null, 2));
+  writeFileSync(
+    path.join(dir, 'server.js'),
+    `require('node:http').createServer((req, res) => res.end('version ${version}')).listen(Number(process.env.PORT), () => console.log('listening'));\n`,
+  );
+  return dir;
+}
+
+/** GET / through the edge proxy, as the host the project's URL names. */
+function viaEdge(url: string): Promise<{ status: number; text: string }> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port: Number(u.port), path: '/', headers: { host: u.host } }, (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode!, text }));
+      })
+      .on('error', reject);
+  });
+}
+
+/** The last line of stdout: the URL a successful deploy prints. */
+const lastLine = (r: RunResult) => r.stdout.trim().split('\n').pop() ?? '';
+
+describe('berth deploy [DIR]', () => {
+  const dataDir = tempDir();
+  const home = tempDir('berth-home-');
+  const work = tempDir('berth-deploy-work-');
+  let serveEnv: Record<string, string>;
+  let pg: { url: string; drop(): Promise<void> } | undefined;
+  let serve: ServeProcess;
+  let token: string;
+  let projectId: string;
+  let slug: string;
+  let url: string;
+
+  /** The CLI's environment: its own config home, no server or token inherited from the test run. */
+  const cliEnv = (configHome = home): NodeJS.ProcessEnv => {
+    const env: NodeJS.ProcessEnv = { ...process.env, ...serveEnv, XDG_CONFIG_HOME: configHome, HOME: configHome };
+    delete env.BERTH_SERVER;
+    delete env.BERTH_TOKEN;
+    return env;
+  };
+  const berth = (args: string[], cwd = work, configHome = home) => runCli(args, { cwd, baseEnv: cliEnv(configHome), timeoutMs: 180000 });
+  const api = async (p: string) => {
+    const res = await fetch(`${serve.url}${p}`, { headers: { authorization: `Bearer ${token}` } });
+    assert.equal(res.status, 200, `${p}: ${res.status}`);
+    return ((await res.json()) as { data: any }).data;
+  };
+
+  before(async () => {
+    serveEnv = { BERTH_DATA_DIR: dataDir, BERTH_SECRET_KEY: randomBytes(32).toString('base64'), BERTH_EDGE_PORT: '0', BERTH_LOG_LEVEL: 'warn' };
+    if (usingPostgres()) {
+      pg = await freshPostgresDatabase();
+      serveEnv.DATABASE_URL = pg.url;
+    } else serveEnv.DATABASE_URL = '';
+    serve = await startServe(['--port', '0', '--host', '127.0.0.1'], serveEnv);
+    const created = await berth(['admin', 'create-user', '--email', 'dev@example.test', '--password', 'dev-password-1']);
+    assert.equal(created.code, 0, created.stderr);
+    token = JSON.parse(created.stdout).token;
+    const login = await runCli(['login', '--server', serve.url, '--email', 'dev@example.test', '--password-stdin'], { cwd: work, baseEnv: cliEnv(), input: 'dev-password-1\n' });
+    assert.equal(login.code, 0, login.stderr);
+  });
+  after(async () => {
+    await serve?.stop();
+    await pg?.drop();
+    for (const d of [dataDir, home, work]) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('deploys a folder: streams the build log, waits until ready, prints the URL the edge serves, links the folder', async () => {
+    const app = writeApp(path.join(work, 'hello-app'), 'one');
+    writeFileSync(path.join(app, '.gitignore'), '*.log\n');
+    const res = await berth(['deploy', 'hello-app']);
+    assert.equal(res.code, 0, res.stderr + res.stdout);
+    assert.match(res.stderr, /packing +\[#+\] 100% 3\/3 files/);
+    assert.match(res.stderr, /uploading \[#+\] 100%/);
+    assert.match(res.stderr, /detected node \(npm\)/);
+    assert.match(res.stdout, /\[berth\] building dpl_/, 'the build log is streamed on stdout');
+    url = lastLine(res);
+    assert.match(url, /^http:\/\/hello-app\.localhost:\d+$/);
+    assert.equal((await viaEdge(url)).text, 'version one');
+
+    const link = JSON.parse(readFileSync(path.join(app, '.berth', 'project.json'), 'utf8'));
+    const me = await api('/api/auth/me');
+    const projects = await api('/api/projects');
+    assert.equal(projects.length, 1);
+    projectId = projects[0].id;
+    slug = projects[0].slug;
+    assert.deepEqual(link, { projectId, orgId: me.org.id, server: serve.url });
+    assert.equal(readFileSync(path.join(app, '.gitignore'), 'utf8'), '*.log\n.berth\n');
+  });
+
+  it('a second deploy from the linked folder updates the same project', async () => {
+    const app = writeApp(path.join(work, 'hello-app'), 'two');
+    const res = await berth(['deploy'], app);
+    assert.equal(res.code, 0, res.stderr + res.stdout);
+    assert.match(res.stderr, new RegExp(`updated project ${slug} \\(${projectId}\\)`));
+    assert.equal(lastLine(res), url);
+    assert.equal((await viaEdge(url)).text, 'version two');
+    assert.equal((await api('/api/projects')).length, 1);
+    const deployments = await api(`/api/projects/${projectId}/deployments`);
+    assert.deepEqual(
+      deployments.map((d: any) => d.status),
+      ['ready', 'ready'],
+    );
+  });
+
+  it('`--project <slug>` from an unlinked copy updates that project; `--json` prints only { project, deployment, url }', async () => {
+    const copy = path.join(work, 'copy');
+    cpSync(path.join(work, 'hello-app'), copy, { recursive: true });
+    rmSync(path.join(copy, '.berth'), { recursive: true });
+    writeApp(copy, 'three');
+    const res = await berth(['deploy', copy, '--project', slug, '--json']);
+    assert.equal(res.code, 0, res.stderr + res.stdout);
+    const out = JSON.parse(res.stdout);
+    assert.deepEqual(Object.keys(out).sort(), ['deployment', 'project', 'url']);
+    assert.equal(out.project.id, projectId);
+    assert.equal(out.deployment.projectId, projectId);
+    assert.equal(out.deployment.status, 'ready');
+    assert.equal(out.url, url);
+    assert.match(res.stderr, /\[berth\] building dpl_/, 'with --json the build log goes to stderr');
+    assert.equal((await viaEdge(url)).text, 'version three');
+    assert.equal((await api('/api/projects')).length, 1);
+    assert.equal((await api(`/api/projects/${projectId}/deployments`)).length, 3);
+    assert.equal(JSON.parse(readFileSync(path.join(copy, '.berth', 'project.json'), 'utf8')).projectId, projectId);
+  });
+
+  it('`--no-wait` returns once the deployment is queued', async () => {
+    const res = await berth(['deploy', '--no-wait', '--json'], path.join(work, 'hello-app'));
+    assert.equal(res.code, 0, res.stderr + res.stdout);
+    const out = JSON.parse(res.stdout);
+    assert.ok(['queued', 'building'].includes(out.deployment.status), out.deployment.status);
+    assert.equal(out.url, null);
+    assert.doesNotMatch(res.stderr, /\[berth\] building/, 'no build log is streamed');
+    // Let it finish before the next case deploys the same project.
+    const done = await waitForDeployment({ get: async (p: string) => ({ body: { data: await api(p) } }) }, out.deployment.id, 120000);
+    assert.equal(done.status, 'ready', done.error);
+  });
+
+  it('a failing build exits 1 with the error and the last lines of the build log on stderr', async () => {
+    const app = writeApp(path.join(work, 'broken-app'), 'x', { build: 'echo BUILD-MARKER-42 && exit 1' });
+    const res = await berth(['deploy', app]);
+    assert.equal(res.code, 1, res.stderr + res.stdout);
+    const [, summary = ''] = res.stderr.split(/deployment dpl_\S+ failed/);
+    assert.match(summary, /last \d+ lines of the build log:/);
+    assert.match(summary, /BUILD-MARKER-42/);
+    assert.doesNotMatch(res.stderr, /\n\s+at .*\(.*\.ts:\d+/, 'no stack trace');
+    assert.ok(existsSync(path.join(app, '.berth', 'project.json')), 'the folder is linked even though the build failed');
+  });
+
+  it('an unknown environment exits 1 with the server message naming the field', async () => {
+    const res = await berth(['deploy', '--env', 'nosuch'], path.join(work, 'hello-app'));
+    assert.equal(res.code, 1, res.stderr + res.stdout);
+    assert.match(res.stderr, /error: .*nosuch.*\(field: environment\)/);
+  });
+
+  it('an unknown option is a usage error (exit 2)', async () => {
+    const res = await berth(['deploy', '--bogus']);
+    assert.equal(res.code, 2, res.stderr);
+    assert.match(res.stderr, /unknown option '--bogus'/);
+  });
+
+  it('a folder linked to a project of another org is a usage error naming it (exit 2)', async () => {
+    const app = writeApp(path.join(work, 'foreign'), 'x');
+    mkdirSync(path.join(app, '.berth'));
+    writeFileSync(path.join(app, '.berth', 'project.json'), JSON.stringify({ projectId: 'prj_elsewhere', orgId: 'org_elsewhere', server: serve.url }));
+    const res = await berth(['deploy', app]);
+    assert.equal(res.code, 2, res.stderr);
+    assert.match(res.stderr, /linked to a project of org org_elsewhere/);
+    assert.equal((await api('/api/projects')).length, 2, 'nothing was created');
+  });
+
+  it('not logged in: exit 1 with the login hint', async () => {
+    const empty = tempDir('berth-nologin-');
+    try {
+      const res = await berth(['deploy', path.join(work, 'hello-app')], work, empty);
+      assert.equal(res.code, 1, res.stderr);
+      assert.match(res.stderr, /not logged in: run `berth login/);
+    } finally {
+      rmSync(empty, { recursive: true, force: true });
+    }
+  });
+});
