@@ -134,7 +134,7 @@ describe('berth backups', () => {
     const res = await cli.run(['backups', 'restore', runId]);
     assert.equal(res.code, 1);
     assert.match(res.stderr, /no terminal to ask on, so pass --yes/);
-    const staged = await server.ctx.db.selectFrom('backup_restores').select('id').where('runId', '=', runId).execute();
+    const staged = await server.ctx.db.selectFrom('backupRestores').select('id').where('runId', '=', runId).execute();
     assert.equal(staged.length, 0);
     assert.equal(readFileSync(path.join(project.volume, 'notes.txt'), 'utf8'), 'version two\n');
   });
@@ -145,7 +145,7 @@ describe('berth backups', () => {
     assert.match(no.stdout, /replaces: the volume service "data" of project keeper/);
     assert.match(no.stdout, /Replace the data now\? \[y\/N\]/);
     assert.match(no.stdout, /not restored: the staged restore was cancelled/);
-    const staged = await server.ctx.db.selectFrom('backup_restores').select(['id', 'status']).where('runId', '=', runId).execute();
+    const staged = await server.ctx.db.selectFrom('backupRestores').select(['id', 'status']).where('runId', '=', runId).execute();
     assert.deepEqual(staged.map((r) => r.status), ['cancelled']);
     assert.equal(readFileSync(path.join(project.volume, 'notes.txt'), 'utf8'), 'version two\n');
     const yes = await cli.runInTerminal(['backups', 'restore', runId], 'y\n');
