@@ -11,7 +11,7 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { ApiError, readClientConfig, savedClient, type ApiClient } from './client.js';
+import { ApiError, savedClient, type ApiClient } from './client.js';
 import { lookupProject, readLink, writeLink, type ProjectSummary } from './link.js';
 import { action, describeError, EXIT_FAILED, EXIT_OK, note, printJson, UsageError } from './output.js';
 import { human, listFiles, packFiles, ProgressBar } from './pack.js';
@@ -103,11 +103,6 @@ export interface DeployOptions {
 /** Ctrl-C while waiting: the deployment goes on without us. */
 class Interrupted extends Error {}
 
-/** The saved token, resolved as `savedClient()` resolves it (the SSE request needs the bearer itself). */
-function savedToken(): string | undefined {
-  return process.env.BERTH_TOKEN ?? readClientConfig().token;
-}
-
 const sameServer = (a: string, b: string) => a.replace(/\/+$/, '') === b.replace(/\/+$/, '');
 
 /** A pause that ends early on `signal` or when `wake` is called. */
@@ -179,15 +174,8 @@ async function waitForDeployment(client: ApiClient, deployment: Deployment, out:
   let streamOverSeen = false;
   const streaming = (async () => {
     try {
-      const res = await fetch(`${client.server}/api/deployments/${encodeURIComponent(deployment.id)}/logs/stream`, {
-        headers: { authorization: `Bearer ${savedToken()}`, accept: 'text/event-stream' },
-        signal: stream.signal,
-      });
-      if (!res.ok || !res.body) {
-        note(`(the build log stream answered ${res.status}: waiting without it)`);
-        return;
-      }
-      await readSse(res.body, (event, data) => {
+      const body = await client.stream(`/api/deployments/${encodeURIComponent(deployment.id)}/logs/stream`, stream.signal);
+      await readSse(body, (event, data) => {
         if (event !== 'log') return;
         try {
           out.write(`${(JSON.parse(data) as LogLine).line}\n`);
@@ -260,6 +248,14 @@ export async function deploy(dir: string, opts: DeployOptions): Promise<number> 
   process.on('SIGINT', onSigint);
   try {
     const target = await chooseProject(client, root, opts);
+    // An environment the project lacks is refused before anything is uploaded (a new project has only production).
+    if (opts.env && opts.env !== 'production') {
+      const envs = target.existing ? await client.request<{ name: string }[]>('GET', `/api/projects/${encodeURIComponent(target.existing.id)}/environments`) : [];
+      if (!envs.some((e) => e.name === opts.env)) {
+        const names = ['production', ...envs.map((e) => e.name).filter((n) => n !== 'production')];
+        throw new Error(`the project has no environment named ${opts.env} (it has: ${names.join(', ')}); create it with POST /api/projects/:id/environments`);
+      }
+    }
 
     // Pack and upload.
     const list = listFiles(root);

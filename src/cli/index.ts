@@ -1,16 +1,16 @@
 #!/usr/bin/env node
 import { Command, Option } from 'commander';
-import { ConfigError, loadConfig } from '../config.js';
-import { migrateToLatest, openDatabase } from '../db/client.js';
+import { ConfigError } from '../config-error.js';
 import { AppError } from '../lib/errors.js';
 import { LockHeldError } from '../lib/lockfile.js';
-import { adminCreateUser } from '../modules/auth/index.js';
-import { serveForever } from '../server.js';
 import { ApiError, apiClient, readClientConfig, savedClient, writeClientConfig } from './client.js';
 import { promptHidden, readStdin } from './prompt.js';
 import { registerClientCommands } from './commands.js';
 import { registerDeployCommand } from './deploy.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail as failWith } from './output.js';
+
+// The server, the store and the modules are imported by the commands that use them (`serve`,
+// `admin`), so the client commands start in a fraction of the time.
 
 // Whatever a berth command writes (the database, the secret key, client config) is its user's alone.
 process.umask(0o077);
@@ -39,6 +39,7 @@ program
   .addOption(new Option('--runtime <driver>', 'how builds and apps run (BERTH_RUNTIME)').choices(['sandbox', 'docker', 'process']))
   .action(async (opts) => {
     try {
+      const [{ loadConfig }, { serveForever }] = await Promise.all([import('../config.js'), import('../server.js')]);
       await serveForever(loadConfig(opts));
     } catch (e) {
       if (e instanceof ConfigError || e instanceof LockHeldError) {
@@ -67,6 +68,7 @@ admin
   .option('--existing', 'the email may already have an account: add it to --org (or a new org) and set --password when given')
   .action(async (opts) => {
     try {
+      const [{ loadConfig }, { migrateToLatest, openDatabase }, { adminCreateUser }] = await Promise.all([import('../config.js'), import('../db/client.js'), import('../modules/auth/index.js')]);
       const config = loadConfig({ dataDir: opts.dataDir });
       const database = openDatabase({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
       try {

@@ -167,10 +167,11 @@ describe('berth deploy [DIR]', () => {
     assert.ok(existsSync(path.join(app, '.berth', 'project.json')), 'the folder is linked even though the build failed');
   });
 
-  it('an unknown environment exits 1 with the server message naming the field', async () => {
+  it('an unknown environment exits 1 naming it and the ones the project has, before anything is uploaded', async () => {
     const res = await berth(['deploy', '--env', 'nosuch'], path.join(work, 'hello-app'));
     assert.equal(res.code, 1, res.stderr + res.stdout);
-    assert.match(res.stderr, /error: .*nosuch.*\(field: environment\)/);
+    assert.match(res.stderr, /error: the project has no environment named nosuch \(it has: production\)/);
+    assert.doesNotMatch(res.stderr, /uploading|packed/, 'nothing was packed or uploaded');
   });
 
   it('an unknown option is a usage error (exit 2)', async () => {
