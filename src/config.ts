@@ -1,5 +1,6 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { ConfigError } from './config-error.js';
 import { loadHardening, type HardeningConfig } from './config-hardening.js';
@@ -127,6 +128,12 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
   if (verificationRaw === 'none' && modeRaw === 'cloud') throw new ConfigError('BERTH_DOMAIN_VERIFICATION=none is refused in cloud mode: tenants sharing an instance must prove they own a domain');
   const domainVerification: DomainVerification = (verificationRaw as DomainVerification | undefined) ?? (modeRaw === 'cloud' ? 'dns' : 'none');
   const dnsServers = (env.BERTH_DNS_SERVERS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  for (const server of dnsServers) {
+    // node:dns takes addresses only: `1.2.3.4`, `1.2.3.4:53`, `::1` or `[::1]:53`.
+    const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(server) ?? /^([^:]+)(?::(\d+))?$/.exec(server) ?? [server, server, undefined];
+    const port = m[2] === undefined ? 53 : Number(m[2]);
+    if (!isIP(m[1] ?? '') || !(port >= 1 && port <= 65535)) throw new ConfigError(`BERTH_DNS_SERVERS must list IP addresses, each with an optional port (got "${server}")`);
+  }
   const trimSlash = (u: string) => u.replace(/\/+$/, '');
   return {
     host,

@@ -224,6 +224,10 @@ describe('git routes', () => {
     await createDeployment(srv, p, { status: 'ready', trigger: 'push', commit: 'aaa111', ref: 'trunk' });
     cs = await c.get(`/api/projects/${p.id}/commit-status`);
     assert.deepEqual(cs.body.data, { branch: 'trunk', deployedCommit: 'aaa111', remoteCommit: 'aaa111', upToDate: true });
+    // What serves counts, not the newest: a newer ready deployment that is not current (rolled back from) is not the deployed commit.
+    await createDeployment(srv, p, { status: 'ready', trigger: 'push', commit: 'bbb222', ref: 'trunk', current: false });
+    cs = await c.get(`/api/projects/${p.id}/commit-status`);
+    assert.equal(cs.body.data.deployedCommit, 'aaa111');
 
     const wd = await c.post(`/api/projects/${p.id}/webhook-domain`, { domain: 'hooks.example.com' });
     assert.equal(wd.status, 200, wd.text);

@@ -10,7 +10,7 @@ import type { Role } from '../../src/authz/roles.js';
 import { transaction } from '../../src/db/client.js';
 import { randomString } from '../../src/lib/ids.js';
 import { adminCreateUser, issueToken } from '../../src/modules/auth/index.js';
-import { insertDeployment } from '../../src/modules/deployments/deployments.store.js';
+import { insertDeployment, markReady } from '../../src/modules/deployments/deployments.store.js';
 import { createDestination as createDestinationRow, createPolicy as createPolicyRow } from '../../src/modules/backups/index.js';
 import { checkGrantShape, writeGrant } from '../../src/modules/permissions/grants.service.js';
 import { createProject as createProjectRow } from '../../src/modules/projects/projects.service.js';
@@ -121,7 +121,7 @@ export async function createPolicy(server: TestServer, user: TestUser, project: 
 export async function createDeployment(
   server: TestServer,
   project: { id: string; orgId: string },
-  fields: { id?: string; status?: string; trigger?: string; commit?: string | null; ref?: string | null; environment?: string; finished?: boolean } = {},
+  fields: { id?: string; status?: string; trigger?: string; commit?: string | null; ref?: string | null; environment?: string; finished?: boolean; current?: boolean } = {},
 ): Promise<string> {
   const now = new Date().toISOString();
   const id = fields.id ?? `dep_${randomString(20)}`;
@@ -145,5 +145,9 @@ export async function createDeployment(
     },
     { deploymentId: id, orgId: project.orgId, projectId: project.id, sourceType: null, uploadDir: null, releaseDir: null, startCommand: null, createdBy: null },
   );
+  // A ready deployment becomes its environment's current release, as a finished build makes it (unless `current: false`).
+  if ((fields.status ?? 'ready') === 'ready' && fields.current !== false) {
+    await markReady(server.ctx.db, { orgId: project.orgId, id, projectId: project.id, environment: fields.environment ?? 'production' }, ['ready'], { finishedAt: now });
+  }
   return id;
 }

@@ -109,12 +109,12 @@ export interface CommitStatus {
   upToDate: boolean;
 }
 
-/** Compares the commit of the last ready production deployment with the remote head of the deploy branch. */
+/** Compares the commit of the production release serving now (after a rollback, not the newest) with the remote head of the deploy branch. */
 export async function commitStatus(ctx: AppContext, row: ProjectRow): Promise<CommitStatus> {
   const port = requireGit(ctx);
   requireLinked(row);
   const branch = row.gitBranch ?? (await port.defaultBranch(ctx, row.orgId, row.gitOwner, row.gitRepo));
-  const deployed = await store.latestDeployment(ctx.db, row.orgId, row.id, { environment: 'production', status: 'ready' });
+  const deployed = await store.latestDeployment(ctx.db, row.orgId, row.id, { environment: 'production', current: true });
   const remoteCommit = await port.headCommit(ctx, row.orgId, row.gitOwner, row.gitRepo, branch);
   const deployedCommit = deployed?.commit ?? null;
   return { branch, deployedCommit, remoteCommit, upToDate: !!deployedCommit && !!remoteCommit && deployedCommit === remoteCommit };

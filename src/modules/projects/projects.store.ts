@@ -273,15 +273,16 @@ export async function listDeployments(
   db: Db,
   orgId: string,
   projectId: string,
-  opts: { limit: number; environment?: string; status?: string },
+  opts: { limit: number; environment?: string; status?: string; current?: boolean },
 ): Promise<DeploymentRow[]> {
   let q = db.selectFrom('deployments').selectAll().where('orgId', '=', orgId).where('projectId', '=', projectId);
   if (opts.environment) q = q.where('environment', '=', opts.environment);
   if (opts.status) q = q.where('status', '=', opts.status);
+  if (opts.current) q = q.where('current', '=', 1);
   return q.orderBy('createdAt', 'desc').orderBy('id', 'desc').limit(opts.limit).execute();
 }
 
-export async function latestDeployment(db: Db, orgId: string, projectId: string, opts: { environment?: string; status?: string } = {}): Promise<DeploymentRow | undefined> {
+export async function latestDeployment(db: Db, orgId: string, projectId: string, opts: { environment?: string; status?: string; current?: boolean } = {}): Promise<DeploymentRow | undefined> {
   const rows = await listDeployments(db, orgId, projectId, { ...opts, limit: 1 });
   return rows[0];
 }

@@ -1,0 +1,32 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.js';
+
+/** Settings of issue 18 (contract section 12): releases kept, domain verification, the DNS servers it asks. */
+describe('configuration of releases and domains', () => {
+  const load = (env: Record<string, string>, mode?: string) => loadConfig({ dataDir: '/tmp/berth-config-test', ...(mode ? { mode } : {}) }, env);
+
+  it('keeps 5 releases by default; BERTH_RELEASES_KEPT takes a whole number from 1 to 100', () => {
+    assert.equal(load({}).releasesKept, 5);
+    assert.equal(load({ BERTH_RELEASES_KEPT: '1' }).releasesKept, 1);
+    for (const bad of ['0', '101', '2.5', 'many']) {
+      assert.throws(() => load({ BERTH_RELEASES_KEPT: bad }), (e: Error) => e instanceof ConfigError && /BERTH_RELEASES_KEPT/.test(e.message), bad);
+    }
+  });
+
+  it('verifies domains with none on a self-hosted instance and dns on a cloud one, which refuses none', () => {
+    assert.equal(load({}).domainVerification, 'none');
+    assert.equal(load({ BERTH_DOMAIN_VERIFICATION: 'dns' }).domainVerification, 'dns');
+    assert.equal(load({}, 'cloud').domainVerification, 'dns');
+    assert.throws(() => load({ BERTH_DOMAIN_VERIFICATION: 'none' }, 'cloud'), /refused in cloud mode/);
+    assert.throws(() => load({ BERTH_DOMAIN_VERIFICATION: 'txt' }), /must be "none" or "dns"/);
+  });
+
+  it('BERTH_DNS_SERVERS lists IP addresses with optional ports; a host name is refused at start-up', () => {
+    assert.deepEqual(load({}).dnsServers, []);
+    assert.deepEqual(load({ BERTH_DNS_SERVERS: '127.0.0.1:5353, 1.1.1.1,::1,[::1]:53' }).dnsServers, ['127.0.0.1:5353', '1.1.1.1', '::1', '[::1]:53']);
+    for (const bad of ['dns.example.com', '127.0.0.1:0', '127.0.0.1:99999', '[::1']) {
+      assert.throws(() => load({ BERTH_DNS_SERVERS: bad }), (e: Error) => e instanceof ConfigError && /BERTH_DNS_SERVERS/.test(e.message), bad);
+    }
+  });
+});
