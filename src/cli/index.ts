@@ -169,7 +169,8 @@ token
     }
   });
 
-registerClientCommands(program);
+// deploy first: it is what most people run, and `berth --help` lists commands in this order.
 registerDeployCommand(program);
+registerClientCommands(program);
 
 await program.parseAsync(process.argv);
