@@ -289,7 +289,9 @@ export async function deploy(dir: string, opts: DeployOptions): Promise<number> 
     if (orgId) writeLink(root, { projectId: project.id, orgId, server: client.server });
 
     // Deploy.
-    const queued = await client.request<Deployment>('POST', '/api/deployments', { projectId: project.id, environment: opts.env });
+    // The session again, as the seed's flow does: the ensure already made it the source (a no-op for
+    // the upload, contract section 12), and the deployment is recorded as triggered by an upload.
+    const queued = await client.request<Deployment>('POST', '/api/deployments', { projectId: project.id, environment: opts.env, sessionId: session.sessionId });
     deploymentId = queued.id;
     if (!opts.wait) {
       if (opts.json) printJson({ project, deployment: queued, url: null });

@@ -14,6 +14,12 @@ import { create as tarCreate } from 'tar';
 /** Always left out, whatever the ignore files say: folders (at any depth) and files by name. */
 const ALWAYS_DIRS = new Set(['.git', '.hg', '.svn', 'node_modules']);
 const ALWAYS_FILES = new Set(['.DS_Store']);
+/**
+ * Left out unless an ignore file brings them back (`!.env.local`): the local-only env files
+ * (`berth env pull` writes `.env.local`; Vercel's CLI leaves out the same names), which hold values
+ * for this machine, often secrets.
+ */
+const DEFAULT_RULES = ['.env.local', '.env.*.local'];
 /** The folder link (`.berth/project.json`) at the root is the CLI's, not the app's. */
 const ROOT_ONLY = new Set(['.berth']);
 
@@ -67,7 +73,8 @@ export interface PackList {
 /**
  * Lists the files to pack under `root`: each .gitignore applies to its folder and below (a deeper
  * one wins), `.berthignore` at the root applies last; `.git`, `.hg`, `.svn`, `node_modules` and
- * `.DS_Store` are always left out, and so is the root's `.berth` (the folder link). Symlinks are
+ * `.DS_Store` are always left out, and so is the root's `.berth` (the folder link); `.env.local` and
+ * `.env.*.local` unless an ignore file brings them back. Symlinks are
  * never followed out of the folder: a link to a file inside is packed as that file, links to
  * folders or outside are skipped (and reported).
  */
@@ -121,7 +128,7 @@ export function listFiles(root: string): PackList {
       } else out.skipped.push({ path: r, reason: 'not a regular file' });
     }
   };
-  walk('', []);
+  walk('', [{ base: '', ig: ignore({ ignorecase: false }).add(DEFAULT_RULES) }]);
   return out;
 }
 

@@ -119,8 +119,11 @@ describe('berth deploy [DIR]', () => {
     assert.equal((await api('/api/projects')).length, 1);
     const deployments = await api(`/api/projects/${projectId}/deployments`);
     assert.deepEqual(
-      deployments.map((d: any) => d.status),
-      ['ready', 'ready'],
+      deployments.map((d: any) => [d.status, d.trigger, d.current]),
+      [
+        ['ready', 'upload', true],
+        ['ready', 'upload', false],
+      ],
     );
   });
 

@@ -169,6 +169,17 @@ describe('which files `berth deploy` packs', () => {
     }
   });
 
+  it('local-only env files (.env.local, .env.*.local) stay home unless an ignore file brings them back', () => {
+    const root = folder({ '.env': 'A=1', '.env.local': 'S=secret', '.env.production.local': 'S=secret', 'web/.env.local': 'S=secret', 'index.js': '' });
+    try {
+      assert.deepEqual(listFiles(root).files.sort(), ['.env', 'index.js']);
+      writeFileSync(path.join(root, '.berthignore'), '!.env.production.local\n');
+      assert.deepEqual(listFiles(root).files.sort(), ['.berthignore', '.env', '.env.production.local', 'index.js']);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   it('a nested .gitignore applies to its folder and wins over its parents; .berthignore applies last; .git, node_modules and the link are always left out', () => {
     const root = folder({
       '.gitignore': '*.log\ndist/\n',
