@@ -6,7 +6,6 @@ process.env.BERTH_HEALTH_TIMEOUT_SECONDS = '10';
 process.env.BERTH_STOP_GRACE_SECONDS = '2';
 
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import { getRuntime } from '../../src/modules/deployments/index.js';
@@ -15,19 +14,11 @@ import { startTestServer, tempDir, type TestServer } from '../support/harness.js
 import { waitForDeployment } from '../support/wait.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';
 import { cliUser, lines, type CliUser } from './commands-support.js';
+import { edgeRequest, type EdgeAnswer } from '../support/http.js';
 
-/** A request to the edge with a given Host header (fetch cannot set Host). */
-function edge(srv: TestServer, host: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: getRuntime(srv.ctx).edgePort(), path: '/', headers: { host }, timeout: 20000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
-    });
-    req.on('error', reject);
-    req.on('timeout', () => req.destroy(new Error('edge request timed out')));
-    req.end();
-  });
+/** A request to the edge of `srv` for `host`. */
+function edge(srv: TestServer, host: string): Promise<EdgeAnswer> {
+  return edgeRequest(getRuntime(srv.ctx).edgePort(), host);
 }
 
 describe('berth deployments and rollback (real deployments)', () => {

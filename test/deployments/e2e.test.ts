@@ -12,11 +12,10 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { freshPostgresDatabase, startTestServer, tempDir, usingPostgres, type TestServer } from '../support/harness.js';
 import { createUser, type TestUser } from '../support/factories.js';
-import type { HttpClient } from '../support/http.js';
+import { type HttpClient, edgeRequest, type EdgeAnswer } from '../support/http.js';
 import { getRuntime } from '../../src/modules/deployments/index.js';
 import { processesWith, writeTinyApp } from '../runtime/app-fixture.js';
 import { waitFor, waitForDeployment } from '../support/wait.js';
@@ -49,18 +48,8 @@ function edgePort(): number {
 }
 
 /** A request to the edge with a given Host header (fetch cannot set Host). */
-function edge(host: string, pathName = '/', opts: { method?: string; body?: string } = {}): Promise<{ status: number; text: string; headers: http.IncomingHttpHeaders }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: edgePort(), path: pathName, method: opts.method ?? 'GET', headers: { host }, timeout: 20000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString(), headers: res.headers }));
-    });
-    req.on('error', reject);
-    req.on('timeout', () => req.destroy(new Error('edge request timed out')));
-    if (opts.body) req.write(opts.body);
-    req.end();
-  });
+function edge(host: string, pathName = '/', opts: { method?: string; body?: string } = {}): Promise<EdgeAnswer> {
+  return edgeRequest(edgePort(), host, pathName, opts);
 }
 
 async function deploy(): Promise<any> {

@@ -2,13 +2,13 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { createUser, type TestUser } from '../support/factories.js';
 import { getRuntime } from '../../src/modules/deployments/index.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';
 import { waitForDeployment } from '../support/wait.js';
+import { edgeRequest, type EdgeAnswer } from '../support/http.js';
 
 let root: string;
 let server: TestServer;
@@ -22,16 +22,8 @@ function git(cwd: string, ...args: string[]): string {
   return execFileSync('git', args, { cwd, env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@e.test', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@e.test' } }).toString().trim();
 }
 
-function edge(host: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    http
-      .get({ host: '127.0.0.1', port: getRuntime(server.ctx).edgePort(), path: '/', headers: { host } }, (res) => {
-        let text = '';
-        res.on('data', (c) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode!, text }));
-      })
-      .on('error', reject);
-  });
+function edge(host: string): Promise<EdgeAnswer> {
+  return edgeRequest(getRuntime(server.ctx).edgePort(), host);
 }
 
 before(async () => {

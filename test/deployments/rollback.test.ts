@@ -11,11 +11,10 @@ process.env.BERTH_STOP_GRACE_SECONDS = '2';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { createDeployment, createProject, createUser, type TestUser } from '../support/factories.js';
-import { assertError, type HttpClient } from '../support/http.js';
+import { assertError, type HttpClient, edgeRequest, type EdgeAnswer } from '../support/http.js';
 import { getRuntime } from '../../src/modules/deployments/index.js';
 import * as m014 from '../../src/db/migrations/014_current_releases.js';
 import { markReady, switchCurrent } from '../../src/modules/deployments/deployments.store.js';
@@ -27,18 +26,9 @@ let server: TestServer;
 let owner: TestUser;
 let api: HttpClient;
 
-/** A request to the edge of `srv` with a given Host header (fetch cannot set Host). */
-function edge(srv: TestServer, host: string, pathName = '/'): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: getRuntime(srv.ctx).edgePort(), path: pathName, headers: { host }, timeout: 20000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
-    });
-    req.on('error', reject);
-    req.on('timeout', () => req.destroy(new Error('edge request timed out')));
-    req.end();
-  });
+/** A request to the edge of `srv` for `host`. */
+function edge(srv: TestServer, host: string, pathName = '/'): Promise<EdgeAnswer> {
+  return edgeRequest(getRuntime(srv.ctx).edgePort(), host, pathName);
 }
 
 async function boot(env: Record<string, string> = {}): Promise<TestServer> {

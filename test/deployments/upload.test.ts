@@ -1,7 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, rmSync } from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import * as tar from 'tar';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
@@ -9,6 +8,7 @@ import { createUser, type TestUser } from '../support/factories.js';
 import { getRuntime } from '../../src/modules/deployments/index.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';
 import { waitForDeployment } from '../support/wait.js';
+import { edgeRequest, type EdgeAnswer } from '../support/http.js';
 
 let root: string;
 let server: TestServer;
@@ -25,16 +25,8 @@ after(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-function edge(host: string, p = '/'): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    http
-      .get({ host: '127.0.0.1', port: getRuntime(server.ctx).edgePort(), path: p, headers: { host } }, (res) => {
-        let text = '';
-        res.on('data', (c) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode!, text }));
-      })
-      .on('error', reject);
-  });
+function edge(host: string, p = '/'): Promise<EdgeAnswer> {
+  return edgeRequest(getRuntime(server.ctx).edgePort(), host, p);
 }
 
 async function upload(version: string): Promise<string> {

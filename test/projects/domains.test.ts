@@ -5,7 +5,6 @@
  * (answered here by a DNS stub on 127.0.0.1).
  */
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { isUniqueViolation } from '../../src/db/client.js';
 import * as m015 from '../../src/db/migrations/015_domain_verification.js';
@@ -14,23 +13,15 @@ import { getRuntime } from '../../src/modules/deployments/index.js';
 import { startDnsStub, type DnsStub } from '../support/dns-stub.js';
 import { createGrant, createProject, createTeam, createUser, type TestOrg, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
-import { assertError } from '../support/http.js';
+import { assertError, edgeRequest } from '../support/http.js';
 import { waitFor } from '../support/wait.js';
 
 const APPS = 'apps.test';
 const uniq = (label: string) => `${label}-${randomString(6)}.example.com`;
 
 /** The status the edge of `server` answers for `host` (404: no project is served there; 503: a project not deployed yet). */
-function edgeStatus(server: TestServer, host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: getRuntime(server.ctx).edgePort(), path: '/', headers: { host }, timeout: 10000 }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-    req.on('timeout', () => req.destroy(new Error('edge request timed out')));
-    req.end();
-  });
+async function edgeStatus(server: TestServer, host: string): Promise<number> {
+  return (await edgeRequest(getRuntime(server.ctx).edgePort(), host, '/', { timeoutMs: 10000 })).status;
 }
 
 /** Waits until the edge routes `host` to a project (a project with no release answers 503) or serves nothing there (404). */

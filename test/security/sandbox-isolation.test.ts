@@ -6,7 +6,6 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { startTestServer, tempDir, usingPostgres, type TestServer } from '../support/harness.js';
@@ -15,6 +14,7 @@ import { getRuntime } from '../../src/modules/deployments/runtime.js';
 import { processesWith, writeTinyApp } from '../runtime/app-fixture.js';
 import { waitFor } from '../support/wait.js';
 import { deployUpload, writeProbe } from './sandbox-probe.js';
+import { edgeRequest, type EdgeAnswer } from '../support/http.js';
 
 const ready = getuidIsRoot() && spawnSync('bwrap', ['--version']).status === 0;
 function getuidIsRoot(): boolean {
@@ -29,16 +29,8 @@ let probe: { projectId: string; slug: string; deployment: any };
 let other: { projectId: string; slug: string; deployment: any };
 const MARKER = `berth-probe-detached-${process.pid}`;
 
-function edge(host: string, p = '/'): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    http
-      .get({ host: '127.0.0.1', port: getRuntime(server.ctx).edgePort(), path: p, headers: { host }, timeout: 20000 }, (res) => {
-        let text = '';
-        res.on('data', (c) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode!, text }));
-      })
-      .on('error', reject);
-  });
+function edge(host: string, p = '/'): Promise<EdgeAnswer> {
+  return edgeRequest(getRuntime(server.ctx).edgePort(), host, p);
 }
 const ask = async (p: string) => (await edge(`${probe.slug}.localhost`, p)).text;
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
 
 export interface HttpResponse<T = any> {
   status: number;
@@ -62,4 +63,28 @@ export function assertError(r: HttpResponse, status: number, code: string, field
   assert.equal(r.body?.error?.code, code, r.text);
   if (field !== undefined) assert.equal(r.body.error.field, field, r.text);
   assert.ok(r.body.error.requestId, 'error carries a requestId');
+}
+
+export interface EdgeAnswer {
+  status: number;
+  text: string;
+  headers: http.IncomingHttpHeaders;
+}
+
+/**
+ * A request to the edge listening on 127.0.0.1:`port`, for the site `host` (fetch cannot set the
+ * Host header), bounded by `timeoutMs` (default 20 s).
+ */
+export function edgeRequest(port: number, host: string, pathName = '/', opts: { method?: string; body?: string; timeoutMs?: number } = {}): Promise<EdgeAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path: pathName, method: opts.method ?? 'GET', headers: { host }, timeout: opts.timeoutMs ?? 20000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString(), headers: res.headers }));
+    });
+    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error('edge request timed out')));
+    if (opts.body) req.write(opts.body);
+    req.end();
+  });
 }
