@@ -49,9 +49,9 @@ export async function rollbackProject(ctx: AppContext, actor: Actor, project: Pr
         moved === 'moved' ? undefined : field,
       );
     }
+    // The edge reads the new pointer from the next request on (a static site is served at once), then the app a server release ran stops.
     rt.invalidate(project.id);
     if (serves && release.staticSite) await rt.supervisor.stop(project.id).catch(() => {});
-    rt.invalidate(project.id);
     if (serves) rt.logs.runtime(project.id).append({ ts: nowIso(), stream: 'stderr', line: `[berth] rolled back to ${release.id}${from ? ` (from ${from.id})` : ''}` });
     return deploymentRecord((await store.findDeployment(ctx.db, actor.orgId, release.id)) ?? release);
   });
