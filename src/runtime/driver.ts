@@ -21,6 +21,16 @@ export interface DriverStatus {
   ready: boolean;
   /** Why it cannot, naming the fix. */
   reason?: string;
+  /** The docker driver only: whether the Docker Engine answers, and its version. */
+  engine?: EngineStatus;
+}
+
+export interface EngineStatus {
+  reachable: boolean;
+  version?: string;
+  apiVersion?: string;
+  /** What is wrong when it does not answer, naming the fix. */
+  error?: string;
 }
 
 /** The uid/gid a project's builds and apps run as (allocated per project, never 0, never the server's). */

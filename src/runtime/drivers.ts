@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import type { RuntimeName } from '../config.js';
 import { detectCgroups } from './cgroups.js';
+import { EngineProbe } from './docker/probe.js';
 import type { Box, DriverStatus, RuntimeDriver } from './driver.js';
 import { DriverUnavailableError } from './driver.js';
 import { ProcessDriver } from './process-driver.js';
@@ -21,15 +22,31 @@ export function instanceKeyOf(dataDir: string): string {
   return createHash('sha256').update(real).digest('hex').slice(0, 12);
 }
 
-/** Stands in for the Docker Engine driver until it lands (contract section 13): never ready. */
+/**
+ * Stands in for the Docker Engine driver until boxes in containers land (contract section 13): never
+ * ready, but its status says whether the engine answers (cached probe, see EngineProbe).
+ */
 class DockerPending implements RuntimeDriver {
   readonly name = 'docker' as const;
   readonly isolation = 'docker' as const;
-  readonly limits = { enforced: false, note: 'the docker runtime is not available in this version' };
-  status(): DriverStatus {
-    return { driver: 'docker', ready: false, reason: 'the docker runtime is not available in this version of Berth: set BERTH_RUNTIME=sandbox' };
+  readonly limits = { enforced: false, note: 'the docker runtime cannot run builds and apps in this version' };
+  private readonly probe = new EngineProbe();
+  constructor() {
+    void this.probe.refresh();
   }
-  async reclaim(): Promise<void> {}
+  status(): DriverStatus {
+    const engine = this.probe.status();
+    return {
+      driver: 'docker',
+      ready: false,
+      reason: 'the docker runtime cannot run builds and apps in this version of Berth yet (only its Docker Engine client is in): set BERTH_RUNTIME=sandbox',
+      engine,
+    };
+  }
+  /** Waits for the first engine probe (bounded), so the first health answer after start has it. */
+  async reclaim(): Promise<void> {
+    await this.probe.refresh();
+  }
   async open(): Promise<Box> {
     throw new DriverUnavailableError(this.status().reason!);
   }

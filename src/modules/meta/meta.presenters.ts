@@ -8,7 +8,22 @@ export const HealthView = Type.Object({
   version: Type.String(),
   database: Type.String({ description: 'sqlite or postgres' }),
   runtime: Type.Object(
-    { driver: Type.String(), ready: Type.Boolean(), reason: Type.Optional(Type.String({ description: 'why it cannot run builds and apps now, naming the fix' })) },
+    {
+      driver: Type.String(),
+      ready: Type.Boolean(),
+      reason: Type.Optional(Type.String({ description: 'why it cannot run builds and apps now, naming the fix' })),
+      engine: Type.Optional(
+        Type.Object(
+          {
+            reachable: Type.Boolean(),
+            version: Type.Optional(Type.String({ description: 'the Docker Engine version, e.g. 20.10.24' })),
+            apiVersion: Type.Optional(Type.String({ description: 'the Engine API version, e.g. 1.41' })),
+            error: Type.Optional(Type.String({ description: 'why the engine does not answer, naming the fix' })),
+          },
+          { description: 'the docker driver only: whether the Docker Engine (DOCKER_HOST, else /var/run/docker.sock) answers; probed at most every 5 s, in the background' },
+        ),
+      ),
+    },
     { description: 'the driver builds and apps run with, and whether it can run them now' },
   ),
   cloud: Type.Object({ linked: Type.Boolean(), reachable: Type.Boolean() }, { description: 'whether this instance is linked to a cloud instance and the link answers (cached 3 s)' }),
