@@ -4,7 +4,7 @@
  * an unverified domain, `verify` exits 1 until the record is there, and refusals exit 1.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it, type TestContext } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { createProject, createUser, type TestProject, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 import { startDnsStub, type DnsStub } from '../support/dns-stub.js';
@@ -16,18 +16,12 @@ describe('berth domains', () => {
   let alice: TestUser;
   let project: TestProject;
   let cli: CliUser;
-  let hasDomains = false;
   const DOMAIN = 'shop.example.test';
 
-  const needsDomains = (t: TestContext): boolean => {
-    if (!hasDomains) t.skip('GET/POST/DELETE /api/projects/:id/domains[/:domain] and POST .../:domain/verify are not on this server yet (contract section 12)');
-    return hasDomains;
-  };
 
   before(async () => {
     dns = await startDnsStub();
     server = await startTestServer({ env: { BERTH_DOMAIN_VERIFICATION: 'dns', BERTH_DNS_SERVERS: dns.server } });
-    hasDomains = ['GET', 'POST'].every((method) => server.app.hasRoute({ method: method as 'GET', url: '/api/projects/:id/domains' })) && server.app.hasRoute({ method: 'POST', url: '/api/projects/:id/domains/:domain/verify' });
     alice = await createUser(server);
     project = await createProject(server, alice, { name: 'Shop' });
     cli = cliUser(server, alice.token);
@@ -37,15 +31,13 @@ describe('berth domains', () => {
     await dns?.close();
   });
 
-  it('`domains ls` on a project without custom domains says so', async (t) => {
-    if (!needsDomains(t)) return;
+  it('`domains ls` on a project without custom domains says so', async () => {
     const res = await cli.run(['domains', 'ls', project.slug]);
     assert.equal(res.code, 0, res.stderr);
     assert.match(res.stdout, /^no custom domains on shop/);
   });
 
-  it('`domains add` adds an unverified domain and prints the TXT record that verifies it', async (t) => {
-    if (!needsDomains(t)) return;
+  it('`domains add` adds an unverified domain and prints the TXT record that verifies it', async () => {
     const res = await cli.run(['domains', 'add', project.slug, DOMAIN, '--primary']);
     assert.equal(res.code, 0, res.stderr);
     assert.equal(res.stdout.trim(), `added ${DOMAIN} to shop (primary) (not verified yet)`);
@@ -55,8 +47,7 @@ describe('berth domains', () => {
     assert.ok(res.stderr.includes(`TXT  _berth-challenge.${DOMAIN}  "${rec.verification.value}"`), res.stderr);
   });
 
-  it('`domains ls` shows domain, primary, verified, TLS and age, and the TXT record; `--json` the records', async (t) => {
-    if (!needsDomains(t)) return;
+  it('`domains ls` shows domain, primary, verified, TLS and age, and the TXT record; `--json` the records', async () => {
     const [table, json] = await Promise.all([cli.run(['domains', 'ls', project.slug]), cli.run(['domains', 'list', project.slug, '--json'])]);
     assert.equal(table.code, 0, table.stderr);
     assert.match(lines(table.stdout)[0]!, /^DOMAIN\s+PRIMARY\s+VERIFIED\s+TLS\s+AGE$/);
@@ -68,8 +59,7 @@ describe('berth domains', () => {
     assert.deepEqual(Object.keys(list[0].verification).sort(), ['name', 'type', 'value']);
   });
 
-  it('`domains verify` exits 1 with the server\'s message until the TXT record exists, then 0', async (t) => {
-    if (!needsDomains(t)) return;
+  it('`domains verify` exits 1 with the server\'s message until the TXT record exists, then 0', async () => {
     const missing = await cli.run(['domains', 'verify', project.slug, DOMAIN]);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /no TXT record at _berth-challenge\.shop\.example\.test .*\(field: domain\)/);
@@ -85,8 +75,7 @@ describe('berth domains', () => {
     assert.equal(table.stderr, '');
   });
 
-  it('`domains add` refusals name the field (1): a bad name, a domain under the free-domain suffix', async (t) => {
-    if (!needsDomains(t)) return;
+  it('`domains add` refusals name the field (1): a bad name, a domain under the free-domain suffix', async () => {
     const [bad, free] = await Promise.all([
       cli.run(['domains', 'add', project.slug, 'not a domain!']),
       cli.run(['domains', 'add', project.slug, `x.${server.config.appsDomain}`]),
@@ -97,8 +86,7 @@ describe('berth domains', () => {
     assert.match(free.stderr, /field: domain/);
   });
 
-  it("`domains` on another org's project is refused (1); missing arguments are usage errors (2)", async (t) => {
-    if (!needsDomains(t)) return;
+  it("`domains` on another org's project is refused (1); missing arguments are usage errors (2)", async () => {
     const bob = await createUser(server);
     const theirs = await createProject(server, bob);
     const [foreign, noDomain, noProject] = await Promise.all([
@@ -112,8 +100,7 @@ describe('berth domains', () => {
     assert.equal(noProject.code, 2);
   });
 
-  it('`domains rm` removes it (0); removing it again is refused (1)', async (t) => {
-    if (!needsDomains(t)) return;
+  it('`domains rm` removes it (0); removing it again is refused (1)', async () => {
     const res = await cli.run(['domains', 'rm', project.slug, DOMAIN]);
     assert.equal(res.code, 0, res.stderr);
     assert.equal(res.stdout.trim(), `removed ${DOMAIN} from shop`);

@@ -7,7 +7,7 @@ process.env.BERTH_STOP_GRACE_SECONDS = '2';
 
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { after, before, describe, it, type TestContext } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { getRuntime } from '../../src/modules/deployments/index.js';
 import { createProject, createUser, type TestUser } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
@@ -28,14 +28,9 @@ describe('berth deployments and rollback (real deployments)', () => {
   let cli: CliUser;
   let d1: string;
   let d2: string;
-  let hasRollback = false;
   const root = tempDir('berth-cli-rollback-');
   const appDir = path.join(root, 'local', 'tiny');
 
-  const needsRollback = (t: TestContext): boolean => {
-    if (!hasRollback) t.skip('POST /api/projects/:id/rollback is not on this server yet (contract section 12)');
-    return hasRollback;
-  };
 
   async function deployReady(): Promise<string> {
     const res = await server.api(owner.token).post('/api/deployments', { projectId: project.id });
@@ -48,7 +43,6 @@ describe('berth deployments and rollback (real deployments)', () => {
   before(async () => {
     server = await startTestServer({ background: true, env: { BERTH_LOCAL_ROOTS: path.join(root, 'local') } });
     await getRuntime(server.ctx).restored;
-    hasRollback = server.app.hasRoute({ method: 'POST', url: '/api/projects/:id/rollback' });
     owner = await createUser(server);
     writeTinyApp(appDir, { version: 'v1' });
     const imported = await server.api(owner.token).post('/api/projects/import', { path: appDir, name: 'tiny' });
@@ -62,8 +56,7 @@ describe('berth deployments and rollback (real deployments)', () => {
   });
   after(() => server?.close());
 
-  it('`deployments` marks the deployment that serves with `*` (and `current: true` in --json)', async (t) => {
-    if (!needsRollback(t)) return;
+  it('`deployments` marks the deployment that serves with `*` (and `current: true` in --json)', async () => {
     const [table, json] = await Promise.all([cli.run(['deployments', project.slug]), cli.run(['deployments', project.slug, '--json'])]);
     assert.equal(table.code, 0, table.stderr);
     const rows = lines(table.stdout);
@@ -74,8 +67,7 @@ describe('berth deployments and rollback (real deployments)', () => {
     assert.deepEqual(list.map((d: any) => [d.id, d.current]), [[d2, true], [d1, false]]);
   });
 
-  it('`rollback PROJECT` serves the ready deployment before the current one again and says so', async (t) => {
-    if (!needsRollback(t)) return;
+  it('`rollback PROJECT` serves the ready deployment before the current one again and says so', async () => {
     const res = await cli.run(['rollback', project.slug]);
     assert.equal(res.code, 0, res.stderr);
     assert.match(lines(res.stdout)[0]!, new RegExp(`^rolled back ${project.slug} \\(production\\): now serving ${d1} `));
@@ -84,8 +76,7 @@ describe('berth deployments and rollback (real deployments)', () => {
     assert.deepEqual(list.filter((d: any) => d.current).map((d: any) => d.id), [d1]);
   });
 
-  it('`rollback PROJECT DEPLOYMENT --json` switches to that deployment and prints it', async (t) => {
-    if (!needsRollback(t)) return;
+  it('`rollback PROJECT DEPLOYMENT --json` switches to that deployment and prints it', async () => {
     const res = await cli.run(['rollback', project.id, d2, '--json']);
     assert.equal(res.code, 0, res.stderr);
     const d = JSON.parse(res.stdout);
@@ -94,8 +85,7 @@ describe('berth deployments and rollback (real deployments)', () => {
     assert.match((await edge(server, `${project.slug}.localhost`)).text, /^hello v2/);
   });
 
-  it('`rollback` refusals: an unknown deployment or another org\'s project (1); no PROJECT (2)', async (t) => {
-    if (!needsRollback(t)) return;
+  it('`rollback` refusals: an unknown deployment or another org\'s project (1); no PROJECT (2)', async () => {
     const stranger = await createUser(server);
     const theirs = await createProject(server, stranger);
     const [unknown, foreign, usage] = await Promise.all([
