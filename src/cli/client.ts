@@ -56,7 +56,7 @@ export interface ApiClient {
 }
 
 /** The error a non-2xx answer's body (the envelope of contract section 3, or whatever came) stands for. */
-function apiErrorOf(res: Response, text: string): ApiError {
+export function apiErrorFrom(status: number, statusText: string, text: string): ApiError {
   let json: any = undefined;
   try {
     json = text ? JSON.parse(text) : undefined;
@@ -64,8 +64,10 @@ function apiErrorOf(res: Response, text: string): ApiError {
     /* not JSON */
   }
   const err = json?.error;
-  return new ApiError(res.status, err?.code ?? 'HTTP_' + res.status, err?.message ?? (text.slice(0, 200) || res.statusText), err?.field);
+  return new ApiError(status, err?.code ?? 'HTTP_' + status, err?.message ?? (text.slice(0, 200) || statusText), err?.field);
 }
+
+const apiErrorOf = (res: Response, text: string): ApiError => apiErrorFrom(res.status, res.statusText, text);
 
 /** A small JSON client over fetch: unwraps `{ data }`, turns the error envelope into ApiError. */
 export function apiClient(server: string, token?: string): ApiClient {

@@ -11,11 +11,11 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { ApiError, savedClient, type ApiClient } from './client.js';
-import { lookupProject, readLink, writeLink, type ProjectSummary } from './link.js';
+import { apiErrorFrom, savedClient, type ApiClient } from './client.js';
+import { lookupProject, readLink, sameServer, writeLink, type ProjectSummary } from './link.js';
 import { action, describeError, EXIT_FAILED, EXIT_OK, note, printJson, UsageError } from './output.js';
 import { human, listFiles, packFiles, ProgressBar } from './pack.js';
-import { readSse } from './sse.js';
+import { followSse } from './sse.js';
 
 // ---------------------------------------------------------------- upload with a progress bar
 
@@ -26,7 +26,7 @@ interface Target {
   headers: Record<string, string>;
 }
 
-function uploadFile(target: Target, file: string, size: number): Promise<unknown> {
+function uploadFile(target: Target, file: string, size: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const u = new URL(target.url);
     const mod = u.protocol === 'https:' ? https : http;
@@ -37,19 +37,9 @@ function uploadFile(target: Target, file: string, size: number): Promise<unknown
       res.on('data', (c: Buffer) => parts.push(c));
       res.on('end', () => {
         const text = Buffer.concat(parts).toString('utf8');
-        let json: any;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
-        if ((res.statusCode ?? 500) >= 400) {
-          const e = json?.error;
-          reject(new ApiError(res.statusCode ?? 500, e?.code ?? `HTTP_${res.statusCode}`, e?.message ?? text.slice(0, 200), e?.field));
-        } else {
-          progress.done();
-          resolve(json?.data ?? json);
-        }
+        if ((res.statusCode ?? 500) >= 400) return reject(apiErrorFrom(res.statusCode ?? 500, res.statusMessage ?? '', text));
+        progress.done();
+        resolve(undefined);
       });
     });
     req.on('error', reject);
@@ -102,8 +92,6 @@ export interface DeployOptions {
 
 /** Ctrl-C while waiting: the deployment goes on without us. */
 class Interrupted extends Error {}
-
-const sameServer = (a: string, b: string) => a.replace(/\/+$/, '') === b.replace(/\/+$/, '');
 
 /** A pause that ends early on `signal` or when `wake` is called. */
 function pause(ms: number, signal: AbortSignal): { done: Promise<void>; wake(): void } {
@@ -174,15 +162,14 @@ async function waitForDeployment(client: ApiClient, deployment: Deployment, out:
   let streamOverSeen = false;
   const streaming = (async () => {
     try {
-      const body = await client.stream(`/api/deployments/${encodeURIComponent(deployment.id)}/logs/stream`, stream.signal);
-      await readSse(body, (event, data) => {
-        if (event !== 'log') return;
-        try {
-          out.write(`${(JSON.parse(data) as LogLine).line}\n`);
-        } catch {
-          /* not a log line */
-        }
-      });
+      await followSse(
+        client,
+        `/api/deployments/${encodeURIComponent(deployment.id)}/logs/stream`,
+        (event, data: LogLine) => {
+          if (event === 'log' && typeof data?.line === 'string') out.write(`${data.line}\n`);
+        },
+        stream.signal,
+      );
     } catch (e) {
       if (!stream.signal.aborted) note(`(the build log stream broke: ${describeError(e).replace(/^error: /, '')}; waiting without it)`);
     } finally {

@@ -14,6 +14,9 @@ export interface FolderLink {
   server: string;
 }
 
+/** Whether two server URLs name the same server (a trailing slash aside). */
+export const sameServer = (a: string, b: string): boolean => a.replace(/\/+$/, '') === b.replace(/\/+$/, '');
+
 export function linkFile(dir: string): string {
   return path.join(path.resolve(dir), '.berth', 'project.json');
 }
@@ -70,7 +73,7 @@ export async function resolveProject(client: ApiClient, ref: string | undefined,
   }
   const link = readLink(dir);
   if (!link) throw new UsageError('name a project (id, slug or name), or run this in a folder linked by `berth deploy`');
-  if (link.server.replace(/\/+$/, '') !== client.server) throw new UsageError(`this folder is linked to a project on ${link.server}, not ${client.server}: name the project`);
+  if (!sameServer(link.server, client.server)) throw new UsageError(`this folder is linked to a project on ${link.server}, not ${client.server}: name the project`);
   const hit = await lookupProject(client, link.projectId);
   if (!hit) throw new Error(`the project this folder is linked to (${link.projectId}) is gone or you cannot read it: deploy again or name a project`);
   return hit;

@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { CLI, runCli, type RunResult } from '../support/cli.js';
+import { cliArgv, runCli, type RunResult } from '../support/cli.js';
 import { tempDir } from '../support/harness.js';
 
 export interface CliUser {
@@ -57,7 +57,7 @@ export function cliUser(server: { url: string }, token: string): CliUser {
     config: () => JSON.parse(readFileSync(configFile, 'utf8')),
     run: (args, opts = {}) => runCli(args, { baseEnv: baseEnv(), env, cwd: opts.cwd ?? home, input: opts.input, timeoutMs: opts.timeoutMs ?? 60000 }),
     start(args, opts = {}) {
-      const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), CLI, ...args], { cwd: opts.cwd ?? home, env: { ...baseEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, cliArgv(args), { cwd: opts.cwd ?? home, env: { ...baseEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';
       let err = '';
       child.stdout!.on('data', (d) => (out += d));
@@ -79,7 +79,7 @@ export function cliUser(server: { url: string }, token: string): CliUser {
       };
     },
     runInTerminal(args, input, timeoutMs = 60000) {
-      const line = [process.execPath, '--import', import.meta.resolve('tsx'), CLI, ...args].map(shq).join(' ');
+      const line = [process.execPath, ...cliArgv(args)].map(shq).join(' ');
       return new Promise((resolve, reject) => {
         const child = spawn('script', ['-qec', line, '/dev/null'], { cwd: home, env: { ...baseEnv(), ...env, TERM: 'dumb' }, stdio: ['pipe', 'pipe', 'pipe'] });
         let stdout = '';

@@ -4,6 +4,11 @@ import path from 'node:path';
 export const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..');
 export const CLI = path.join(ROOT, 'src/cli/index.ts');
 
+/** The arguments of `node` that run `berth <args>` from the sources (through tsx). */
+export function cliArgv(args: string[]): string[] {
+  return ['--import', import.meta.resolve('tsx'), CLI, ...args];
+}
+
 export interface RunResult {
   code: number | null;
   stdout: string;
@@ -16,7 +21,7 @@ export interface RunResult {
  */
 export function runCli(args: string[], opts: { env?: Record<string, string>; baseEnv?: NodeJS.ProcessEnv; cwd?: string; input?: string; timeoutMs?: number } = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), CLI, ...args], { cwd: opts.cwd ?? ROOT, env: { ...(opts.baseEnv ?? process.env), ...opts.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, cliArgv(args), { cwd: opts.cwd ?? ROOT, env: { ...(opts.baseEnv ?? process.env), ...opts.env }, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -44,7 +49,7 @@ export interface ServeProcess {
 /** Starts `berth serve` and waits for its `api listening on` line. */
 export function startServe(args: string[], env: Record<string, string>, timeoutMs = 60000): Promise<ServeProcess> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, cliArgv(['serve', ...args]), { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
     const timer = setTimeout(() => {

@@ -192,9 +192,9 @@ async function releaseStaticSite(
   if (!(await store.transition(ctx.db, orgId, id, ['building'], { status: 'deploying', commit }))) return;
   const ready = await rt.releaseSwap(project.id, async () => {
     if (!(await store.markReady(ctx.db, { orgId, id, projectId: project.id, environment }, ['deploying']))) return false;
+    // The edge serves the files from the next request on (its routes read the pointer), then the app a server release ran stops.
     rt.invalidate(project.id);
     if (environment === 'production') await rt.supervisor.stop(project.id).catch(() => {});
-    rt.invalidate(project.id);
     return true;
   });
   if (!ready) return;

@@ -16,13 +16,8 @@ const DEADLINE_MS = 6000;
  */
 export async function lookupTxt(servers: readonly string[], name: string): Promise<TxtLookup> {
   const resolver = new Resolver({ timeout: ATTEMPT_TIMEOUT_MS, tries: TRIES });
-  if (servers.length) {
-    try {
-      resolver.setServers([...servers]);
-    } catch (e) {
-      return { kind: 'failed', reason: `BERTH_DNS_SERVERS is not a list of IP[:port] (${(e as Error).message})` };
-    }
-  }
+  // Checked at start-up (config.ts): addresses with optional ports, as setServers takes them.
+  if (servers.length) resolver.setServers([...servers]);
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => {

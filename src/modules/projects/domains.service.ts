@@ -37,6 +37,11 @@ export function newVerificationValue(): string {
   return `berth-verify=${randomString(32)}`;
 }
 
+/** The audit entry of a change to the project's domains, in the change's transaction. */
+function auditDomain(tx: Db, actor: Actor, row: ProjectRow, action: string, details: Record<string, unknown>): Promise<void> {
+  return insertAuditEvent(tx, { orgId: row.orgId, actorId: actor.userId, action, resourceType: 'project', resourceId: row.id, details });
+}
+
 const heldElsewhere = (domain: string) => conflict(`${domain} is already verified by another project on this instance`, 'domain');
 const notHeld = (domain: string) => new AppError('NOT_FOUND', `this project has no domain ${domain}`, { field: 'domain' });
 
@@ -89,14 +94,7 @@ export async function addDomain(ctx: AppContext, actor: Actor, row: ProjectRow, 
       const now = nowIso();
       const claim = await insertClaim(ctx, tx, row, domain, primary, now);
       await store.updateProject(tx, row.orgId, row.id, { updatedAt: now });
-      await insertAuditEvent(tx, {
-        orgId: row.orgId,
-        actorId: actor.userId,
-        action: 'project.domain.add',
-        resourceType: 'project',
-        resourceId: row.id,
-        details: { domain, primary, verified: claim.verifiedAt !== null },
-      });
+      await auditDomain(tx, actor, row, 'project.domain.add', { domain, primary, verified: claim.verifiedAt !== null });
       return claim;
     });
     return domainRecord(claim);
@@ -121,14 +119,7 @@ export async function connectDomain(ctx: AppContext, actor: Actor, row: ProjectR
       const claim = own ?? (await insertClaim(ctx, tx, row, domain, true, now));
       if (own) await store.setPrimaryDomain(tx, row.orgId, row.id, domain);
       await store.updateProject(tx, row.orgId, row.id, { updatedAt: now });
-      await insertAuditEvent(tx, {
-        orgId: row.orgId,
-        actorId: actor.userId,
-        action: 'project.domain.connect',
-        resourceType: 'project',
-        resourceId: row.id,
-        details: { domain, added: !own, verified: claim.verifiedAt !== null },
-      });
+      await auditDomain(tx, actor, row, 'project.domain.connect', { domain, added: !own, verified: claim.verifiedAt !== null });
     });
   } catch (e) {
     if (isUniqueViolation(e)) throw await claimConflict(ctx, row, domain);
@@ -147,14 +138,7 @@ export async function removeDomain(ctx: AppContext, actor: Actor, row: ProjectRo
     const own = await store.findProjectDomain(tx, row.orgId, row.id, domain);
     if (!own || (await store.deleteDomain(tx, row.orgId, row.id, domain)) === 0) throw notHeld(domain);
     await store.updateProject(tx, row.orgId, row.id, { updatedAt: nowIso() });
-    await insertAuditEvent(tx, {
-      orgId: row.orgId,
-      actorId: actor.userId,
-      action: 'project.domain.remove',
-      resourceType: 'project',
-      resourceId: row.id,
-      details: { domain, wasPrimary: own.isPrimary === 1, wasVerified: own.verifiedAt !== null },
-    });
+    await auditDomain(tx, actor, row, 'project.domain.remove', { domain, wasPrimary: own.isPrimary === 1, wasVerified: own.verifiedAt !== null });
     const rest = await store.listDomains(tx, row.orgId, row.id);
     return { domain, deleted: true as const, primaryDomain: servingDomain(ctx, row.slug, rest) };
   });
@@ -196,14 +180,7 @@ export async function verifyDomain(ctx: AppContext, actor: Actor, row: ProjectRo
       if (current.verifiedAt !== null) return current;
       await store.markDomainVerified(tx, row.orgId, row.id, domain, now);
       await store.updateProject(tx, row.orgId, row.id, { updatedAt: now });
-      await insertAuditEvent(tx, {
-        orgId: row.orgId,
-        actorId: actor.userId,
-        action: 'project.domain.verify',
-        resourceType: 'project',
-        resourceId: row.id,
-        details: { domain, method },
-      });
+      await auditDomain(tx, actor, row, 'project.domain.verify', { domain, method });
       return { ...current, verifiedAt: now };
     });
     return domainRecord(verified);
