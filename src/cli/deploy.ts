@@ -15,6 +15,7 @@ import { apiErrorFrom, savedClient, type ApiClient } from './client.js';
 import { lookupProject, readLink, sameServer, writeLink, type ProjectSummary } from './link.js';
 import { action, describeError, EXIT_FAILED, EXIT_OK, note, printJson, UsageError } from './output.js';
 import { human, listFiles, packFiles, ProgressBar } from './pack.js';
+import type { Deployment, LogLine } from './commands/deployments.js';
 import { followSse } from './sse.js';
 
 // ---------------------------------------------------------------- upload with a progress bar
@@ -54,23 +55,7 @@ function uploadFile(target: Target, file: string, size: number): Promise<void> {
   });
 }
 
-// ---------------------------------------------------------------- records
-
-interface Deployment {
-  id: string;
-  projectId: string;
-  environment: string;
-  status: string;
-  error: string | null;
-  createdAt: string;
-  [k: string]: unknown;
-}
-
-interface LogLine {
-  ts: string;
-  stream: string;
-  line: string;
-}
+// ---------------------------------------------------------------- waiting: limits
 
 const TERMINAL = ['ready', 'failed', 'cancelled', 'superseded'];
 /** How often the deployment is read while waiting, and for how long at most. */

@@ -4,7 +4,7 @@ import { resolveProject, type ProjectSummary } from '../link.js';
 import { action, note, printJson, printTable } from '../output.js';
 import { age, clip, positiveInt, seg } from './shared.js';
 
-/** A deployment record (contract section 6), with `current: true` on the one serving (section 12). */
+/** A deployment record (contract section 6), `current` on the one serving (section 12). */
 export interface Deployment {
   id: string;
   projectId: string;
@@ -17,12 +17,14 @@ export interface Deployment {
   startedAt: string | null;
   finishedAt: string | null;
   error: string | null;
-  current?: boolean;
+  current: boolean;
 }
 
-/** The records with `current` as a boolean (a server that does not send it yet: false). */
-function withCurrent(list: Deployment[]): Deployment[] {
-  return list.map((d) => ({ ...d, current: d.current === true }));
+/** One log line of a build or an app (contract sections 5 and 6). */
+export interface LogLine {
+  ts: string;
+  stream: 'stdout' | 'stderr';
+  line: string;
 }
 
 /** What a deployment was built from, shortly: the commit, else the ref, else its trigger. */
@@ -40,21 +42,6 @@ async function listDeployments(client: ApiClient, projectId: string, q: { limit?
   return client.request<Deployment[]>('GET', `/api/projects/${seg(projectId)}/deployments${query ? `?${query}` : ''}`);
 }
 
-/**
- * After a rollback answered, waits (bounded) until the deployment is the current one. A server whose
- * records carry no `current` field cannot say: then there is nothing to wait for.
- */
-async function waitCurrent(client: ApiClient, p: ProjectSummary, d: Deployment, timeoutMs = 60_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const list = await listDeployments(client, p.id, { environment: d.environment, limit: 200 });
-    if (!list.some((x) => x.current !== undefined)) return;
-    if (list.find((x) => x.id === d.id)?.current === true) return;
-    if (Date.now() > end) throw new Error(`the rollback of ${p.slug} to ${d.id} did not take effect within ${timeoutMs / 1000} s`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
 /** `berth deployments [PROJECT]`, `berth rollback PROJECT [DEPLOYMENT]`, `berth cancel DEPLOYMENT`. */
 export function registerDeploymentCommands(program: Command): void {
   program
@@ -68,7 +55,7 @@ export function registerDeploymentCommands(program: Command): void {
         const limit = positiveInt('--limit', opts.limit, 200);
         const client = savedClient();
         const p = await resolveProject(client, ref);
-        const list = withCurrent(await listDeployments(client, p.id, { limit, environment: opts.environment }));
+        const list = await listDeployments(client, p.id, { limit, environment: opts.environment });
         if (opts.json) return printJson(list);
         if (list.length === 0) return void console.log(`no deployments of ${p.slug} yet`);
         printTable([
@@ -87,9 +74,9 @@ export function registerDeploymentCommands(program: Command): void {
       action(async (ref: string, deploymentId: string | undefined, opts: { json?: boolean }) => {
         const client = savedClient();
         const p = await resolveProject(client, ref);
+        // The answer comes once the swap is done: the deployment it names serves (`current: true`).
         const d = await client.request<Deployment>('POST', `/api/projects/${seg(p.id)}/rollback`, deploymentId ? { deploymentId } : {});
-        await waitCurrent(client, p, d);
-        if (opts.json) return printJson({ ...d, current: true });
+        if (opts.json) return printJson(d);
         console.log(`rolled back ${p.slug} (${d.environment}): now serving ${d.id} (${source(d)}, built ${age(d.finishedAt ?? d.createdAt)} ago)`);
         const info = await client.request<{ runtime?: { url?: string | null } }>('GET', `/api/projects/${seg(p.id)}/info`).catch(() => null);
         if (info?.runtime?.url) console.log(info.runtime.url);

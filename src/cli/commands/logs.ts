@@ -3,14 +3,9 @@ import { savedClient } from '../client.js';
 import { resolveProject } from '../link.js';
 import { action, note } from '../output.js';
 import { followSse } from '../sse.js';
+import type { LogLine } from './deployments.js';
 import { parseSince, positiveInt, seg } from './shared.js';
 
-/** One log line (contract sections 5 and 6). */
-interface LogLine {
-  ts: string;
-  stream: 'stdout' | 'stderr';
-  line: string;
-}
 
 /**
  * `berth logs [PROJECT] [--follow] [--since T] [--build DEPLOYMENT] [-n N] [--json]`: the project's
