@@ -48,7 +48,7 @@ export function dotenvText(vars: EnvVar[], header: string): { text: string; unwr
     const q = dotenvValue(v.value);
     if (q === null) {
       unwritable.push(v.key);
-      lines.push(`# ${v.key}: its value mixes quotes and line breaks that no .env quoting keeps whole; copy it from the dashboard`, `${v.key}=`);
+      lines.push(`# ${v.key}: its value mixes quotes and line breaks that no .env quoting keeps whole; read it with berth env list`, `${v.key}=`);
     } else lines.push(`${v.key}=${q}`);
   }
   return { text: lines.join('\n') + '\n', unwritable };
