@@ -11,12 +11,16 @@ import { StartError, type ReleaseSpec, type Upstream } from './release-spec.js';
 /** One running process group of a release, in its own box. */
 export interface Instance {
   spec: ReleaseSpec;
-  box: Box;
+  /** What stops it: a box, or a container / service (the docker driver). */
+  box: Pick<Box, 'signalAll' | 'dispose'>;
   upstream: Upstream;
-  pid: number;
+  /** The main process on the host (none for a Swarm service). */
+  pid?: number;
   startedAt: string;
   stopping: boolean;
   exited: Promise<{ code: number | null; signal: string | null }>;
+  /** Lets go of it without stopping it (apps that survive a server shutdown, AppRunner.survivesShutdown). */
+  detach?(): void;
 }
 
 export interface InstanceDeps {

@@ -1,5 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { Limits } from './cgroups.js';
+import type { Instance, InstanceDeps } from './app-instance.js';
+import type { ReleaseSpec } from './release-spec.js';
 
 /**
  * The runtime driver interface: how a build step or an app runs. The supervisor (apps) and the build
@@ -54,6 +56,8 @@ export interface BoxSpec {
   homeDir?: string;
   /** The port the app listens on (apps only); the only port reachable from outside the box. */
   port?: number;
+  /** The build plan's runtime (`node`, `python`, ...): the docker driver runs build steps on its base image (BERTH_IMAGE_<RUNTIME>). */
+  runtime?: string;
 }
 
 export interface ExecOptions {
@@ -104,6 +108,62 @@ export interface RuntimeDriver {
   open(spec: BoxSpec): Promise<Box>;
   /** Whether a host folder is visible inside the driver's boxes (PATH entries a build can use); all when absent. */
   sees?(hostDir: string): boolean;
+  /**
+   * The PATH of the driver's boxes when they do not run the host's programs (docker: the base image's);
+   * the build then checks no host programs or Node versions (the image has its own).
+   */
+  readonly boxPath?: string;
+  /** Drivers whose releases are images (docker): builds end in an image. */
+  readonly images?: ImageBuilder;
+  /** Drivers whose releases are images (docker): apps run from the release's image. */
+  readonly apps?: AppRunner;
+}
+
+/** One image build: a Dockerfile (the project's, or one Berth generated) over a context folder. */
+export interface ImageBuildInput {
+  /** The build context (host folder). */
+  contextDir: string;
+  /** The Dockerfile as a host path (the project's own; its `.dockerignore` rules apply)... */
+  dockerfile?: string;
+  /** ...or the text of one Berth generated (the context's `.dockerignore` is then not applied). */
+  dockerfileText?: string;
+  /** `berth/<project-slug>:<deployment-id>`. */
+  tag: string;
+  /** Plain variables, as build args (a Dockerfile uses those it declares with ARG). */
+  buildArgs: Record<string, string>;
+  /** Secret variables, as BuildKit secrets (`RUN --mount=type=secret,id=NAME`): never layers or args. */
+  secrets: Record<string, string>;
+  labels: Record<string, string>;
+  signal: AbortSignal;
+  /** When the build must be done (ms since the epoch). */
+  deadline: number;
+  /** Every output line, already redacted. */
+  log(stream: 'stdout' | 'stderr', line: string): void;
+}
+
+export interface ImageBuilder {
+  /** The base image build steps and generated images of a runtime use, or null when none is configured. */
+  baseImage(runtime: string): string | null;
+  /** Builds and tags the image; throws an Error saying why (cancelled, timed out, the failing step). */
+  build(input: ImageBuildInput): Promise<void>;
+  /** Removes images (pruned releases); missing ones are fine. */
+  remove(tags: string[]): Promise<void>;
+}
+
+/** Runs releases that are images (ReleaseSpec.image): containers, or Swarm services. */
+export interface AppRunner {
+  /** Apps keep running when the server stops; the next start adopts them (never a second copy). */
+  readonly survivesShutdown: boolean;
+  /**
+   * Starts the release (or adopts the container a previous run of this server left running for the
+   * same deployment) and resolves once it answers its health check; throws StartError otherwise,
+   * leaving nothing running.
+   */
+  start(spec: ReleaseSpec, deps: InstanceDeps): Promise<Instance>;
+  /** Removes the apps of this server that nothing adopted since it started (after the restore). */
+  sweepUnadopted(): Promise<void>;
+  /** Removes whatever the project has in the engine (its network, its service): the project is gone. */
+  forgetProject?(projectId: string): Promise<void>;
 }
 
 export class DriverUnavailableError extends Error {

@@ -29,6 +29,18 @@ export interface ReleaseSpec {
   port: number;
   /** `PATH` of the app given the folder it runs in and the release's root (as the box shows them). */
   path(cwdInside: string, rootInside: string): string;
+  /**
+   * The release's image (docker driver): `berth/<project-slug>:<deployment-id>`. Its `/app` holds
+   * `appRoot` (plan images) or whatever its Dockerfile put there.
+   */
+  image?: string;
+  /**
+   * The image's own ENTRYPOINT/CMD runs (a Dockerfile build without a project start command), not
+   * `steps`; `cwd` is then the image's own working directory.
+   */
+  imageCommand?: boolean;
+  /** Replicas (Swarm services; `resources.production.replicas`, default 1). */
+  replicas?: number;
 }
 
 /** Where the edge sends a request: the app's address as the server reaches it. */

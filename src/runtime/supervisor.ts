@@ -198,9 +198,22 @@ export class Supervisor {
     this.slots.delete(projectId);
   }
 
-  /** Stops every app (server shutdown). */
+  /**
+   * Server shutdown: stops every app, except those the driver keeps running for the next start to
+   * adopt (containers: AppRunner.survivesShutdown), which are let go of as they run.
+   */
   async stopAll(): Promise<void> {
     this.closed = true;
+    if (this.opts.driver.apps?.survivesShutdown) {
+      for (const slot of this.slots.values()) {
+        this.clearRestart(slot);
+        slot.generation++;
+        if (slot.current?.spec.image && slot.current.detach) {
+          slot.current.detach();
+          slot.current = null;
+        }
+      }
+    }
     await Promise.all([...this.slots.keys()].map((id) => this.stop(id, 'stopped').catch(() => {})));
   }
 
@@ -310,14 +323,20 @@ export class Supervisor {
 
   private async startInstance(spec: ReleaseSpec): Promise<Instance> {
     if (this.closed) throw new StartError('the server is shutting down');
-    return startInstance(spec, {
+    const deps = {
       logs: this.opts.logs,
       driver: this.opts.driver,
       baseEnv: this.opts.baseEnv,
       healthTimeoutMs: this.opts.healthTimeoutMs,
       graceMs: this.opts.graceMs,
-      boxName: (projectId) => `app-${projectId}-${++this.seq}`,
-    });
+      boxName: (projectId: string) => `app-${projectId}-${++this.seq}`,
+    };
+    // A release that is an image (docker driver) runs as a container or a Swarm service.
+    if (spec.image) {
+      if (!this.opts.driver.apps) throw new StartError(`the release is an image (${spec.image}) and the ${this.opts.driver.name} runtime cannot run images: run Berth with BERTH_RUNTIME=docker, or deploy again`);
+      return this.opts.driver.apps.start(spec, deps);
+    }
+    return startInstance(spec, deps);
   }
 
   private stopInstance(inst: Instance): Promise<void> {
