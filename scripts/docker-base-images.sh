@@ -2,12 +2,15 @@
 # Builds the base images the docker runtime's tests run on, locally (no registry is reachable in CI):
 #   berth-base/node:20   the host's Node 20 binary and the shared libraries it needs, busybox (sh, env,
 #                        ls, cat, mkdir, rm, cp, mv, id, sleep, wget), CA certificates, a non-root user
-#                        `app` (uid/gid 1000) it runs as, /tmp 1777.
-# Idempotent: an image built from the same node version is kept (label berth.node); pass --force to
-# rebuild. Needs root (the files' owners) and a Docker Engine (DOCKER_HOST or /var/run/docker.sock).
+#                        `app` (uid/gid 1000) it runs as, /tmp 1777, and the host's npm (npm, npx) and
+#                        corepack from /usr/lib/node_modules (same paths as on a Debian/NodeSource host).
+# Idempotent: an image built from the same node version and the same recipe is kept (labels berth.node
+# and berth.base; bump base_rev when the recipe changes); pass --force to rebuild. Needs root (the files' owners) and a Docker Engine (DOCKER_HOST or /var/run/docker.sock).
 set -euo pipefail
 
 image=berth-base/node:20
+# The recipe's revision (label berth.base): 2 added npm, npx and corepack.
+base_rev=2
 force=0
 for arg in "$@"; do
   case "$arg" in
@@ -41,10 +44,25 @@ if ldd "$busybox" >/dev/null 2>&1; then
 fi
 certs=/etc/ssl/certs/ca-certificates.crt
 if [ ! -f "$certs" ]; then echo "docker-base-images: no $certs: install ca-certificates" >&2; exit 1; fi
+# npm and corepack as the host installed them beside node (/usr/lib/node_modules/<name>/...).
+npm_cli=$(command -v npm || true)
+if [ -z "$npm_cli" ]; then echo "docker-base-images: no npm on PATH: install npm" >&2; exit 1; fi
+npm_cli=$(readlink -f "$npm_cli")
+npm_dir=$(dirname "$(dirname "$npm_cli")")
+if [ "$(basename "$npm_dir")" != npm ] || [ ! -f "$npm_dir/bin/npx-cli.js" ]; then
+  echo "docker-base-images: npm at $npm_cli is not a node_modules/npm install" >&2; exit 1
+fi
+corepack_dir=""
+corepack_cli=$(command -v corepack || true)
+if [ -n "$corepack_cli" ]; then
+  corepack_cli=$(readlink -f "$corepack_cli")
+  corepack_dir=$(dirname "$(dirname "$corepack_cli")")
+  if [ "$(basename "$corepack_dir")" != corepack ]; then corepack_dir=""; fi
+fi
 
 if [ "$force" = 0 ]; then
-  have=$("$docker" image inspect --format '{{ index .Config.Labels "berth.node" }}' "$image" 2>/dev/null || true)
-  if [ "$have" = "$node_version" ]; then
+  have=$("$docker" image inspect --format '{{ index .Config.Labels "berth.node" }} {{ index .Config.Labels "berth.base" }}' "$image" 2>/dev/null || true)
+  if [ "$have" = "$node_version $base_rev" ]; then
     echo "docker-base-images: $image is there (node $node_version)"
     exit 0
   fi
@@ -68,6 +86,17 @@ for applet in sh env ls cat mkdir rm cp mv id sleep wget; do
   ln -s busybox "$root/bin/$applet"
 done
 ln -s /bin/env "$root/usr/bin/env"
+
+# npm (and npx) at the host's path, linked from /usr/local/bin like a Node install does; corepack too.
+mkdir -p "$root$(dirname "$npm_dir")"
+cp -a "$npm_dir" "$root$npm_dir"
+ln -s "$npm_dir/bin/npm-cli.js" "$root/usr/local/bin/npm"
+ln -s "$npm_dir/bin/npx-cli.js" "$root/usr/local/bin/npx"
+if [ -n "$corepack_dir" ]; then
+  mkdir -p "$root$(dirname "$corepack_dir")"
+  cp -a "$corepack_dir" "$root$corepack_dir"
+  ln -s "$corepack_cli" "$root/usr/local/bin/corepack"
+fi
 
 install -m 0644 "$certs" "$root/etc/ssl/certs/ca-certificates.crt"
 cat >"$root/etc/passwd" <<'EOF'
@@ -93,5 +122,6 @@ tar --numeric-owner -C "$root" -cf - . | "$docker" import \
   --change 'WORKDIR /home/app' \
   --change 'CMD ["node"]' \
   --change "LABEL berth.node=$node_version" \
+  --change "LABEL berth.base=$base_rev" \
   - "$image" >/dev/null
-echo "docker-base-images: built $image (node $node_version)"
+echo "docker-base-images: built $image (node $node_version, npm $("$node_bin" -p "require('$npm_dir/package.json').version"))"
