@@ -1,0 +1,259 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, constants as fsConstants, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { ImageBuilder, ImageBuildInput } from '../driver.js';
+import { redactedLines } from '../app-output.js';
+import { Redactor } from '../redact.js';
+import type { DockerEngine } from './engine.js';
+
+/**
+ * The docker runtime's image builder (contract section 13): `docker build` of the 20.10 CLI with
+ * BuildKit over a context folder, for the project's own Dockerfile or one Berth generated from the
+ * build plan. The CLI runs with an argument array and an environment of its own (PATH, DOCKER_HOST,
+ * DOCKER_BUILDKIT, an empty DOCKER_CONFIG, the secret values), never the server's. Secrets go in as
+ * BuildKit secrets read from the CLI's environment (`--secret id=K,env=...`): never an argument, a
+ * build arg, a label or a layer; every output line is redacted of them before it reaches the log.
+ */
+
+/** The base image of each runtime when `BERTH_IMAGE_<RUNTIME>` does not name one. */
+export const DEFAULT_BASE_IMAGES: Readonly<Record<string, string>> = {
+  node: 'node:20-bookworm-slim',
+  bun: 'oven/bun:1',
+  python: 'python:3.12-slim-bookworm',
+  go: 'golang:1.22-bookworm',
+  ruby: 'ruby:3.3-slim-bookworm',
+  php: 'php:8.2-cli-bookworm',
+  rust: 'rust:1-slim-bookworm',
+  static: 'node:20-bookworm-slim',
+};
+
+/** The environment variable naming a runtime's base image: `BERTH_IMAGE_NODE`, `BERTH_IMAGE_PYTHON`, ... */
+export function baseImageVar(runtime: string): string {
+  return `BERTH_IMAGE_${runtime.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`;
+}
+
+/** The docker CLI that builds (its 20.10 release has BuildKit built in; newer ones need buildx). */
+export const DEFAULT_DOCKER_CLI = '/usr/bin/docker';
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+const INSTALL_HINT = 'install docker.io (its docker CLI builds images)';
+/** The last output lines kept to say why a build failed. */
+const TAIL_LINES = 40;
+const MAX_MESSAGE = 600;
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/** Secrets larger than this go to the CLI as files (`src=`) rather than environment variables (`env=`). */
+const MAX_ENV_SECRET = 64 * 1024;
+
+export interface GeneratedDockerfileOptions {
+  base: string;
+  uid: number;
+  gid: number;
+  /** Where the app's commands run inside the image (default `/app`). */
+  workdir?: string;
+}
+
+/**
+ * The Dockerfile of the image Berth makes from a built plan: the release folder (built on the host
+ * by the build steps) copied to `/app`, owned by the project's identity, which the image runs as.
+ * No CMD: Berth gives the command when it starts the container.
+ */
+export function generatedDockerfile(opts: GeneratedDockerfileOptions): string {
+  const { base, uid, gid } = opts;
+  const workdir = opts.workdir ?? '/app';
+  if (!base || /[\s\x00-\x1f\x7f]/.test(base)) throw new Error(`the base image "${base}" is not an image reference`);
+  for (const [name, v] of [
+    ['uid', uid],
+    ['gid', gid],
+  ] as const) {
+    if (!Number.isInteger(v) || v < 0) throw new Error(`the ${name} of a generated image must be a non-negative integer (it is ${v})`);
+  }
+  if (!workdir.startsWith('/') || /[\x00-\x1f\x7f]/.test(workdir)) throw new Error(`the workdir "${workdir}" of a generated image must be an absolute path on one line`);
+  return [`FROM ${base}`, `COPY --chown=${uid}:${gid} . /app`, `WORKDIR ${workdir}`, `USER ${uid}:${gid}`, ''].join('\n');
+}
+
+export interface DockerImageBuilderOptions {
+  /** For DOCKER_HOST, BERTH_IMAGE_<RUNTIME>, BERTH_DOCKER_CLI and PATH. */
+  env: NodeJS.ProcessEnv;
+  engine: DockerEngine;
+  instanceKey: string;
+}
+
+/** One field of a `--secret` value: the CLI reads it as CSV, so a field with a comma or quote is quoted. */
+function csvField(s: string): string {
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+export class DockerImageBuilder implements ImageBuilder {
+  private readonly env: NodeJS.ProcessEnv;
+  private readonly engine: DockerEngine;
+  readonly instanceKey: string;
+
+  constructor(opts: DockerImageBuilderOptions) {
+    this.env = opts.env;
+    this.engine = opts.engine;
+    this.instanceKey = opts.instanceKey;
+  }
+
+  baseImage(runtime: string): string | null {
+    const configured = this.env[baseImageVar(runtime)]?.trim();
+    if (configured) return configured;
+    return Object.hasOwn(DEFAULT_BASE_IMAGES, runtime) ? DEFAULT_BASE_IMAGES[runtime]! : null;
+  }
+
+  /** The docker CLI to run: `BERTH_DOCKER_CLI`, else /usr/bin/docker when it is there, else `docker` on PATH. */
+  cli(): string {
+    const configured = this.env.BERTH_DOCKER_CLI?.trim();
+    if (configured) return configured;
+    try {
+      accessSync(DEFAULT_DOCKER_CLI, fsConstants.X_OK);
+      return DEFAULT_DOCKER_CLI;
+    } catch {
+      return 'docker';
+    }
+  }
+
+  async build(input: ImageBuildInput): Promise<void> {
+    if (!input.dockerfile === !input.dockerfileText) throw new Error('an image build takes either a Dockerfile path or a generated Dockerfile text');
+    if (input.signal.aborted) throw new Error('the build was cancelled');
+    if (Date.now() >= input.deadline) throw new Error('the image build timed out');
+
+    const secretValues = Object.values(input.secrets);
+    const redactor = new Redactor(secretValues);
+    const work = mkdtempSync(path.join(os.tmpdir(), 'berth-image-build-'));
+    try {
+      // A DOCKER_CONFIG of its own: no credentials, contexts or plugins of the server's user.
+      const configDir = path.join(work, 'config');
+      mkdirSync(configDir, { mode: 0o700 });
+      writeFileSync(path.join(configDir, 'config.json'), '{}\n', { mode: 0o600 });
+
+      let dockerfile = input.dockerfile ? path.resolve(input.dockerfile) : '';
+      if (input.dockerfileText !== undefined) {
+        // Outside the context, with a Dockerfile-specific ignore file beside it: BuildKit reads
+        // `<Dockerfile>.dockerignore` instead of the context's `.dockerignore`, so a generated image
+        // gets the whole built release (node_modules, build output) whatever the project ignores.
+        const dir = path.join(work, 'dockerfile');
+        mkdirSync(dir, { mode: 0o700 });
+        dockerfile = path.join(dir, 'Dockerfile');
+        writeFileSync(dockerfile, input.dockerfileText, { mode: 0o600 });
+        writeFileSync(path.join(dir, 'Dockerfile.dockerignore'), '.git\n', { mode: 0o600 });
+      }
+
+      const childEnv: Record<string, string> = {
+        PATH: this.env.PATH || DEFAULT_PATH,
+        DOCKER_BUILDKIT: '1',
+        DOCKER_CONFIG: configDir,
+      };
+      if (this.env.DOCKER_HOST) childEnv.DOCKER_HOST = this.env.DOCKER_HOST;
+      const args = ['build', '--progress=plain', '--pull=false', '-t', input.tag, '-f', dockerfile];
+      for (const [k, v] of Object.entries(input.labels)) args.push('--label', `${k}=${v}`);
+      for (const [k, v] of Object.entries(input.buildArgs)) args.push('--build-arg', `${k}=${v}`);
+      Object.entries(input.secrets).forEach(([k, v], i) => {
+        const id = csvField(`id=${k}`);
+        if (v.includes('\0') || Buffer.byteLength(v) > MAX_ENV_SECRET) {
+          // Too big for one environment string (Linux caps each at 128 KiB), or not one at all: a
+          // file in the build's own 0700 folder, removed with it.
+          const dir = path.join(work, 'secrets');
+          mkdirSync(dir, { recursive: true, mode: 0o700 });
+          const file = path.join(dir, String(i));
+          writeFileSync(file, v, { mode: 0o600 });
+          args.push('--secret', `${id},${csvField(`src=${file}`)}`);
+          return;
+        }
+        // The value reaches the CLI through its environment under a name of ours, never an argument.
+        const envName = `BERTH_BUILD_SECRET_${i}`;
+        childEnv[envName] = v;
+        args.push('--secret', `${id},env=${envName}`);
+      });
+      args.push(path.resolve(input.contextDir));
+
+      await this.run(this.cli(), args, childEnv, input, redactor);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  }
+
+  private run(cli: string, args: string[], env: Record<string, string>, input: ImageBuildInput, redactor: Redactor): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const tail: string[] = [];
+      let stopped: 'cancelled' | 'timeout' | null = null;
+      let spawnError: NodeJS.ErrnoException | null = null;
+
+      let child: ChildProcess;
+      try {
+        child = spawn(cli, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      } catch (e) {
+        // Node names an argument or variable it refuses, with its value: redact it.
+        return reject(new Error(`cannot run the docker CLI (${cli}): ${redactor.redactString((e as Error).message)}`));
+      }
+      redactedLines(child, Object.values(input.secrets), (_stream, line) => {
+        tail.push(line);
+        if (tail.length > TAIL_LINES) tail.shift();
+        input.log('stdout', line);
+      });
+
+      const stop = (why: 'cancelled' | 'timeout') => {
+        if (stopped) return;
+        stopped = why;
+        // BuildKit cancels the build in the daemon when the CLI's session goes away.
+        child.kill('SIGKILL');
+      };
+      const onAbort = () => stop('cancelled');
+      input.signal.addEventListener('abort', onAbort, { once: true });
+      // setTimeout takes at most 2^31-1 ms (24 days); a longer delay would fire at once.
+      const timer = setTimeout(() => stop('timeout'), Math.min(MAX_TIMER_MS, Math.max(0, input.deadline - Date.now())));
+
+      child.on('error', (e: NodeJS.ErrnoException) => {
+        spawnError = e;
+      });
+      child.on('close', (code) => {
+        clearTimeout(timer);
+        input.signal.removeEventListener('abort', onAbort);
+        if (stopped === 'cancelled') return reject(new Error('the build was cancelled'));
+        if (stopped === 'timeout') return reject(new Error('the image build timed out'));
+        if (spawnError) {
+          if (spawnError.code === 'ENOENT') return reject(new Error(`no docker CLI (${cli}): ${INSTALL_HINT}`));
+          return reject(new Error(`cannot run the docker CLI (${cli}): ${redactor.redactString(spawnError.message)}: ${INSTALL_HINT}`));
+        }
+        if (code === 0) return resolve();
+        reject(new Error(failureMessage(cli, tail)));
+      });
+    });
+  }
+
+  async remove(tags: string[]): Promise<void> {
+    let failure: Error | null = null;
+    for (const tag of tags) {
+      try {
+        await this.engine.api.getImage(tag).remove({ force: false, noprune: false });
+      } catch (e) {
+        const status = (e as { statusCode?: number }).statusCode;
+        // Gone already, or still used by a container (the next prune takes it).
+        if (status === 404 || status === 409) continue;
+        failure ??= new Error(`cannot remove the image ${tag}: ${(e as Error).message}`);
+      }
+    }
+    if (failure) throw failure;
+  }
+}
+
+/**
+ * Why a build failed, from the CLI's last (already redacted) lines: BuildKit ends a failed build with
+ * ` > [2/4] RUN ...:` between `------` rules (the failing step), then the error itself.
+ */
+function failureMessage(cli: string, tail: string[]): string {
+  const text = tail.join('\n');
+  if (/buildx component is missing/i.test(text)) {
+    return `the docker CLI at ${cli} cannot build with BuildKit: ${INSTALL_HINT}, or point BERTH_DOCKER_CLI at a docker 20.10 CLI`;
+  }
+  const lines = tail.map((l) => l.trim()).filter((l) => l && l !== '------');
+  let step: string | null = null;
+  for (const l of lines) {
+    const m = /^> (.*):$/.exec(l);
+    if (m) step = m[1]!;
+  }
+  const last = lines.at(-1) ?? 'the docker CLI exited without saying why';
+  const errLine = [...lines].reverse().find((l) => /^#\d+ ERROR: /.test(l));
+  const reason = last.startsWith('> ') && errLine ? errLine.replace(/^#\d+ ERROR: /, '') : last;
+  const msg = step ? `the Dockerfile build failed at ${step}: ${reason}` : `the Dockerfile build failed: ${reason}`;
+  return msg.length > MAX_MESSAGE ? `${msg.slice(0, MAX_MESSAGE - 1)}…` : msg;
+}
