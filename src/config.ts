@@ -55,6 +55,14 @@ export interface Config {
   domainVerification: DomainVerification;
   /** DNS servers (`host[:port]`) the TXT check asks (BERTH_DNS_SERVERS, comma-separated); the system's when empty. */
   dnsServers: string[];
+  /** The docker runtime (contract section 13): Swarm services (BERTH_DOCKER_SWARM=1) and the registry images go through (BERTH_REGISTRY). */
+  docker: DockerConfig;
+}
+
+export interface DockerConfig {
+  swarm: boolean;
+  /** `host[:port][/path]` every Swarm node can pull from; null: images stay on the machine that built them. */
+  registry: string | null;
 }
 
 export type DomainVerification = 'none' | 'dns';
@@ -128,6 +136,14 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
   if (verificationRaw === 'none' && modeRaw === 'cloud') throw new ConfigError('BERTH_DOMAIN_VERIFICATION=none is refused in cloud mode: tenants sharing an instance must prove they own a domain');
   const domainVerification: DomainVerification = (verificationRaw as DomainVerification | undefined) ?? (modeRaw === 'cloud' ? 'dns' : 'none');
   const dnsServers = (env.BERTH_DNS_SERVERS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const swarmRaw = env.BERTH_DOCKER_SWARM ?? '';
+  if (!['', '0', '1', 'true', 'false'].includes(swarmRaw)) throw new ConfigError(`BERTH_DOCKER_SWARM must be 1 or 0 (got "${swarmRaw}")`);
+  const swarm = swarmRaw === '1' || swarmRaw === 'true';
+  if (swarm && runtime !== 'docker') throw new ConfigError('BERTH_DOCKER_SWARM=1 needs the docker runtime: set BERTH_RUNTIME=docker');
+  const registry = (env.BERTH_REGISTRY ?? '').trim().replace(/\/+$/, '') || null;
+  if (registry && !/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:\d{1,5})?(\/[a-z0-9._-]+)*$/i.test(registry)) {
+    throw new ConfigError(`BERTH_REGISTRY must be a registry address like registry.example.com:5000 (host, optional port and path; no scheme) (got "${registry}")`);
+  }
   for (const server of dnsServers) {
     // node:dns takes addresses only: `1.2.3.4`, `1.2.3.4:53`, `::1` or `[::1]:53`.
     const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(server) ?? /^([^:]+)(?::(\d+))?$/.exec(server) ?? [server, server, undefined];
@@ -170,6 +186,7 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
     releasesKept,
     domainVerification,
     dnsServers,
+    docker: { swarm, registry },
   };
 }
 

@@ -49,6 +49,10 @@ export interface BuildInput {
   commands: BuildCommands;
   /** The build plan of the fetched source's app folder (detection, given by the caller). */
   plan(appDir: string): PlanInput;
+  /** Drivers whose releases are images (docker): the release image's tag, `berth/<project-slug>:<deployment-id>`. */
+  imageTag?: string;
+  /** The project's `config.dockerfile` (relative to the app folder; null: `Dockerfile`). */
+  dockerfile?: string | null;
   /** The project's `nodeVersion` option, when set (honoured or the build fails). */
   nodeVersion?: string | null;
   /** The port the app must listen on ($PORT). */
@@ -79,6 +83,10 @@ export interface BuildResult {
   static: { dir: string; spa: boolean } | null;
   /** Variables the plan sets (a folder's railpack.json), for the app too. */
   variables: Record<string, string>;
+  /** The release image (docker driver), or null when the release runs from its folder. */
+  image: string | null;
+  /** The image's own ENTRYPOINT/CMD runs (a Dockerfile without a project start command). */
+  imageCommand: boolean;
 }
 
 /**
@@ -149,14 +157,39 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
   const start = own.startCommand ?? plan.start;
   const outputDirectory = own.outputDirectory ?? plan.static?.outputDirectory ?? null;
   const isStatic = !start && !!(plan.static || own.outputDirectory);
+  const images = input.driver.images;
+  const imageBuild = (contextDir: string, dockerfile: { path: string } | { text: string }): Promise<string> =>
+    buildReleaseImage(images!, input, contextDir, dockerfile, deadline, (stream, line) => input.log(stream, redact.redactString(line)));
+
+  // ---- a Dockerfile (docker driver): the image is the release
+  if (images && (plan.runtime === 'docker' || input.dockerfile)) {
+    const name = input.dockerfile ?? 'Dockerfile';
+    const file = path.resolve(appDir, name);
+    if (!inside(file, srcDir) || !existsSync(file)) throw new BuildError(`the Dockerfile ${name} does not exist in the source: set config.dockerfile to the Dockerfile's path below the root directory`);
+    note(`plan: docker, building ${name}${own.startCommand ? `; the project's start command replaces its CMD: ${own.startCommand}` : ''}`);
+    const image = await imageBuild(appDir, { path: file });
+    note(`build finished; image ${image}`);
+    return { commit, appRoot: srcDir, appDir, startCommand: own.startCommand ?? null, static: null, variables: {}, image, imageCommand: !own.startCommand };
+  }
+
   note(`plan: ${plan.runtime}${plan.version ? ` ${plan.version.value} (${plan.version.source})` : ''}${isStatic ? `, a static site from ${outputDirectory}` : ''}`);
   if (plan.runtime === 'docker' && !own.startCommand) throw new BuildError(DOCKER_MESSAGE);
   if (!start && !isStatic) throw new BuildError(noStartMessage(plan.runtime));
 
   // ---- what the host must offer, checked before anything runs
-  // Only the PATH folders the build's box can see (the sandbox shows the system folders, not /root).
-  const hostPath = (input.baseEnv.PATH ?? '').split(path.delimiter).filter((d) => d && (input.driver.sees?.(d) ?? true)).join(path.delimiter);
-  checkHost(plan, { hostPath, nodeVersion: input.nodeVersion ?? null, start, port: input.port }, note);
+  let hostPath: string;
+  if (input.driver.boxPath !== undefined) {
+    // Boxes run on an image (docker): its programs and Node version, not the host's.
+    hostPath = input.driver.boxPath;
+    const base = images?.baseImage(plan.runtime);
+    if (images && !base) throw new BuildError(`no base image for the ${plan.runtime} runtime: set ${baseImageVariable(plan.runtime)} to an image with its toolchain`);
+    if (base) note(`build image: ${base}`);
+    checkStart(start, input.port);
+  } else {
+    // Only the PATH folders the build's box can see (the sandbox shows the system folders, not /root).
+    hostPath = (input.baseEnv.PATH ?? '').split(path.delimiter).filter((d) => d && (input.driver.sees?.(d) ?? true)).join(path.delimiter);
+    checkHost(plan, { hostPath, nodeVersion: input.nodeVersion ?? null, start, port: input.port }, note);
+  }
 
   // ---- toolchains, install and build, in one box
   const tools = plan.tools ?? [];
@@ -194,7 +227,7 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
   if (steps.length || tools.length) {
     let box: Box;
     try {
-      box = await input.driver.open({ kind: 'build', projectId: input.projectId, name: `build-${input.deploymentId}`, identity: input.identity, limits: input.limits, appDir: srcDir, homeDir });
+      box = await input.driver.open({ kind: 'build', projectId: input.projectId, name: `build-${input.deploymentId}`, identity: input.identity, limits: input.limits, appDir: srcDir, homeDir, runtime: plan.runtime });
     } catch (e) {
       throw new BuildError(`the build cannot run: ${(e as Error).message}`);
     }
@@ -217,10 +250,69 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
     const out = path.resolve(appDir, outputDirectory ?? '.');
     if (!inside(out, srcDir) || !existsSync(out)) throw new BuildError(`the build left no output directory ${outputDirectory}: set static.outputDirectory to the folder the build writes`);
     note(`build finished; a static site from ${outputDirectory}`);
-    return { commit, appRoot: srcDir, appDir, startCommand: null, static: { dir: out, spa: plan.static?.spa ?? false }, variables };
+    return { commit, appRoot: srcDir, appDir, startCommand: null, static: { dir: out, spa: plan.static?.spa ?? false }, variables, image: null, imageCommand: false };
+  }
+  if (images) {
+    // The built folder becomes the release image, on the runtime's base image, owned by the project's uid.
+    const owner = input.identity ? `${input.identity.uid}:${input.identity.gid}` : '1000:1000';
+    const text = [`FROM ${images.baseImage(plan.runtime)!}`, `COPY --chown=${owner} . /app`, 'WORKDIR /app', `USER ${owner}`, ''].join('\n');
+    note('packing the build into the release image');
+    const image = await imageBuild(srcDir, { text });
+    note(`build finished; image ${image}; start command: ${start}`);
+    return { commit, appRoot: srcDir, appDir, startCommand: start!, static: null, variables, image, imageCommand: false };
   }
   note(`build finished; start command: ${start}`);
-  return { commit, appRoot: srcDir, appDir, startCommand: start!, static: null, variables };
+  return { commit, appRoot: srcDir, appDir, startCommand: start!, static: null, variables, image: null, imageCommand: false };
+}
+
+/** `BERTH_IMAGE_<RUNTIME>`: the setting that names a runtime's base image. */
+export function baseImageVariable(runtime: string): string {
+  return `BERTH_IMAGE_${runtime.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`;
+}
+
+/**
+ * Builds the release image through the driver's image builder: plain variables as build args, secret
+ * ones as BuildKit secrets (never a layer or an arg), the output into the build log, bounded by the
+ * build's deadline and cancelled with it. Answers the image's tag.
+ */
+async function buildReleaseImage(
+  images: NonNullable<RuntimeDriver['images']>,
+  input: BuildInput,
+  contextDir: string,
+  dockerfile: { path: string } | { text: string },
+  deadline: number,
+  log: (stream: LogStream, line: string) => void,
+): Promise<string> {
+  if (!input.imageTag) throw new BuildError('internal error: no image tag for a docker build');
+  const secretValues = new Set(input.secrets);
+  const buildArgs: Record<string, string> = {};
+  const secrets: Record<string, string> = {};
+  for (const [k, v] of Object.entries(input.env)) (secretValues.has(v) ? secrets : buildArgs)[k] = v;
+  try {
+    await images.build({
+      contextDir,
+      ...('path' in dockerfile ? { dockerfile: dockerfile.path } : { dockerfileText: dockerfile.text }),
+      tag: input.imageTag,
+      buildArgs,
+      secrets,
+      labels: { 'berth.project': input.projectId, 'berth.deployment': input.deploymentId },
+      signal: input.signal,
+      deadline,
+      log,
+    });
+  } catch (e) {
+    throw new BuildError(new Redactor(input.secrets).redactString((e as Error).message));
+  }
+  return input.imageTag;
+}
+
+/** A start command that pins a port other than the app's $PORT fails the build before anything runs. */
+function checkStart(start: string | null, port: number): void {
+  if (!start) return;
+  const fixed = fixedPort(start);
+  if (fixed !== null && fixed !== port) {
+    throw new BuildError(`the start command listens on port ${fixed}, but the app must listen on $PORT (${port}): write $PORT instead of ${fixed} in the start command, or set the project's port to ${fixed}`);
+  }
 }
 
 /**
@@ -241,12 +333,7 @@ function checkHost(plan: PlanInput, host: { hostPath: string; nodeVersion: strin
       note(`${wanted.source} asks for Node.js ${wanted.value}; this host offers ${offered}, which the build and the app use`);
     }
   }
-  if (host.start) {
-    const fixed = fixedPort(host.start);
-    if (fixed !== null && fixed !== host.port) {
-      throw new BuildError(`the start command listens on port ${fixed}, but the app must listen on $PORT (${host.port}): write $PORT instead of ${fixed} in the start command, or set the project's port to ${fixed}`);
-    }
-  }
+  checkStart(host.start, host.port);
 }
 
 const joined = (steps: string[]): string | null => (steps.length ? steps.join(' && ') : null);

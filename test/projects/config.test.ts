@@ -33,7 +33,7 @@ describe('resources', () => {
     const r = await api(team.member).get(`/api/projects/${p.id}/resources`);
     assert.equal(r.status, 200);
     assert.deepEqual(r.body.data, {
-      production: { cpuCores: 1, memoryMb: 512, diskMb: 1024 },
+      production: { cpuCores: 1, memoryMb: 512, diskMb: 1024, replicas: 1 },
       build: { cpuCores: 2, memoryMb: 2048, diskMb: 4096 },
       sleepMode: 'always_on',
       port: 3000,
@@ -44,7 +44,7 @@ describe('resources', () => {
     const p = await createProject(server, team.owner);
     const r = await api(team.member).patch(`/api/projects/${p.id}/resources`, { production: { cpuCores: 2.5 }, sleepMode: 'auto_sleep', port: 8080 });
     assert.equal(r.status, 200, r.text);
-    assert.deepEqual(r.body.data.production, { cpuCores: 2.5, memoryMb: 512, diskMb: 1024 });
+    assert.deepEqual(r.body.data.production, { cpuCores: 2.5, memoryMb: 512, diskMb: 1024, replicas: 1 });
     assert.equal(r.body.data.sleepMode, 'auto_sleep');
     assert.equal(r.body.data.port, 8080);
     const a = await api(team.member).post(`/api/projects/${p.id}/resources`, { build: { memoryMb: 4096 } });
@@ -68,9 +68,11 @@ describe('resources', () => {
     assertError(await api(team.member).patch(u, { production: { memoryMb: 32 } }), 400, 'VALIDATION_FAILED', 'production.memoryMb');
     assertError(await api(team.member).patch(u, { build: { memoryMb: 70000 } }), 400, 'VALIDATION_FAILED', 'build.memoryMb');
     assertError(await api(team.member).patch(u, { production: { diskMb: 100 } }), 400, 'VALIDATION_FAILED', 'production.diskMb');
+    assertError(await api(team.member).patch(u, { production: { replicas: 0 } }), 400, 'VALIDATION_FAILED', 'production.replicas');
     assertError(await api(team.member).patch(u, { port: 0 }), 400, 'VALIDATION_FAILED', 'port');
     assertError(await api(team.member).patch(u, { sleepMode: 'sometimes' }), 400, 'VALIDATION_FAILED', 'sleepMode');
     assert.equal((await api(team.member).patch(u, { production: { cpuCores: 4 } })).body.data.production.cpuCores, 4);
+    assert.equal((await api(team.member).patch(u, { production: { replicas: 3 } })).body.data.production.replicas, 3);
   });
 
   it('sleep-mode sets the mode by its own route', async () => {

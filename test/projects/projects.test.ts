@@ -63,6 +63,7 @@ describe('POST /api/projects', () => {
       port: 8080,
       packageManager: null,
       runtime: null,
+      dockerfile: null,
       static: { outputDirectory: '.next', spa: null, cleanUrls: false },
     });
     assert.deepEqual(p.source, { type: 'git', gitProvider: 'github', gitOwner: 'acme', gitRepo: 'shop', gitBranch: 'main', localPath: null });
@@ -113,6 +114,7 @@ describe('POST /api/projects', () => {
     assertError(await c.post('/api/projects', { name: 'x', gitOwner: 'acme' }), 400, 'VALIDATION_FAILED', 'gitRepo');
     assertError(await c.post('/api/projects', { name: 'x', gitOwner: 'a b', gitRepo: 'r' }), 400, 'VALIDATION_FAILED', 'gitOwner');
     assertError(await c.post('/api/projects', { name: 'x', rootDirectory: '../etc' }), 400, 'VALIDATION_FAILED', 'rootDirectory');
+    assertError(await c.post('/api/projects', { name: 'x', dockerfile: '/etc/Dockerfile' }), 400, 'VALIDATION_FAILED', 'dockerfile');
     const bad = await c.request('POST', '/api/projects', '{not json');
     assert.equal(bad.status, 400);
   });

@@ -13,6 +13,7 @@ import * as m011 from './011_stream_token_credential.js';
 import * as m012 from './012_upload_stored_bytes.js';
 import * as m013 from './013_static_sites.js';
 import * as m014 from './014_current_releases.js';
+import * as m016 from './016_images.js';
 import * as m015 from './015_domain_verification.js';
 
 /**
@@ -35,4 +36,5 @@ export const migrations: Record<string, Migration> = {
   '013_static_sites': m013,
   '014_current_releases': m014,
   '015_domain_verification': m015,
+  '016_images': m016,
 };

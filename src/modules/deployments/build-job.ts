@@ -59,6 +59,11 @@ async function buildSource(ctx: AppContext, orgId: string, project: ProjectRow, 
   throw new BuildError('the project has no source');
 }
 
+/** The release image of a deployment under the docker runtime (contract section 13). */
+export function imageTagOf(projectSlug: string, deploymentId: string): string {
+  return `berth/${projectSlug.toLowerCase()}:${deploymentId}`;
+}
+
 /** Builds and deploys one deployment (the job of kind BUILD_JOB). */
 export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId: string; orgId: string }, jobSignal: AbortSignal): Promise<void> {
   const { deploymentId: id, orgId } = payload;
@@ -104,6 +109,8 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
       commands: { installCommand: project.installCommand, buildCommand: project.buildCommand, startCommand: project.startCommand, rootDirectory: project.rootDirectory, outputDirectory: project.outputDirectory },
       plan: (appDir) => planBuild(path.join(buildDir(ctx, project.id, id), 'src'), appDir),
       nodeVersion: project.nodeVersion,
+      imageTag: rt.driver.images ? imageTagOf(project.slug, id) : undefined,
+      dockerfile: project.dockerfile,
       port: Number(project.port) > 0 ? Number(project.port) : 3000,
       env: resolved.env,
       secrets,
@@ -119,14 +126,20 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
       await releaseStaticSite(ctx, orgId, project, id, d.environment, result.commit, result.static, log);
       return;
     }
-    await store.updateBuild(ctx.db, orgId, id, { releaseDir: result.appDir, startCommand: result.startCommand, planVariables: Object.keys(result.variables).length ? JSON.stringify(result.variables) : null });
+    await store.updateBuild(ctx.db, orgId, id, {
+      releaseDir: result.appDir,
+      startCommand: result.startCommand,
+      planVariables: Object.keys(result.variables).length ? JSON.stringify(result.variables) : null,
+      image: result.image,
+      imageCommand: result.imageCommand ? 1 : null,
+    });
     if (!(await store.transition(ctx.db, orgId, id, ['building'], { status: 'deploying', commit: result.commit }))) return;
 
     const current = await findProject(ctx.db, orgId, project.id);
     if (d.environment === 'production' && current && current.status === 'enabled') {
       log('stdout', '[berth] starting the new release and waiting for its health check');
       const fresh = await resolveEnvForRuntime(ctx, project.id, 'production');
-      const releaseSpec = await rt.releases.releaseSpec(orgId, project.id, id, result.appDir, result.startCommand!, current, { ...result.variables, ...fresh.env }, fresh.secrets);
+      const releaseSpec = await rt.releases.releaseSpec(orgId, project.id, id, result.appDir, result.startCommand, current, { ...result.variables, ...fresh.env }, fresh.secrets, { image: result.image, imageCommand: result.imageCommand });
       // One swap at a time per project (a rollback waits): the app started here and the current pointer agree.
       const ok = await rt.releaseSwap(project.id, async () => {
         try {

@@ -94,14 +94,14 @@ export async function inFlightIdsOfProject(db: Db, projectId: string): Promise<s
 }
 
 /** A deployment with what its build recorded about the release (folder, start command, static site, plan variables). */
-export type ReleaseRow = DeploymentRow & { releaseDir: string | null; startCommand: string | null; staticSite: string | null; planVariables: string | null };
+export type ReleaseRow = DeploymentRow & { releaseDir: string | null; startCommand: string | null; staticSite: string | null; planVariables: string | null; image: string | null; imageCommand: number | null };
 
 function releases(db: Db, orgId: string) {
   return db
     .selectFrom('deployments')
     .innerJoin('deploymentBuilds', 'deploymentBuilds.deploymentId', 'deployments.id')
     .selectAll('deployments')
-    .select(['deploymentBuilds.releaseDir', 'deploymentBuilds.startCommand', 'deploymentBuilds.staticSite', 'deploymentBuilds.planVariables'])
+    .select(['deploymentBuilds.releaseDir', 'deploymentBuilds.startCommand', 'deploymentBuilds.staticSite', 'deploymentBuilds.planVariables', 'deploymentBuilds.image', 'deploymentBuilds.imageCommand'])
     .where('deployments.orgId', '=', orgId);
 }
 
@@ -209,15 +209,15 @@ export async function switchCurrent(
 }
 
 /** Release folders of a project other than `keep` (pruned after a successful deploy). */
-export async function oldReleaseDirs(db: Db, orgId: string, projectId: string, keep: string[]): Promise<{ deploymentId: string; releaseDir: string }[]> {
+export async function oldReleaseDirs(db: Db, orgId: string, projectId: string, keep: string[]): Promise<{ deploymentId: string; releaseDir: string; image: string | null }[]> {
   const rows = await db
     .selectFrom('deploymentBuilds')
-    .select(['deploymentId', 'releaseDir'])
+    .select(['deploymentId', 'releaseDir', 'image'])
     .where('orgId', '=', orgId)
     .where('projectId', '=', projectId)
     .where('releaseDir', 'is not', null)
     .execute();
-  return rows.filter((r) => !keep.includes(r.deploymentId)).map((r) => ({ deploymentId: r.deploymentId, releaseDir: r.releaseDir! }));
+  return rows.filter((r) => !keep.includes(r.deploymentId)).map((r) => ({ deploymentId: r.deploymentId, releaseDir: r.releaseDir!, image: r.image }));
 }
 
 /** The releases a project keeps: the newest `keep` ready deployments of each environment, and each environment's current one. */

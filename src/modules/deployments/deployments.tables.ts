@@ -44,6 +44,10 @@ export interface DeploymentBuildsTable {
   staticSite: string | null;
   /** JSON of the variables the build plan set (railpack.json); the project's own variables win over them. */
   planVariables: string | null;
+  /** The image the release runs from under the docker runtime (016_images); null: it runs from `releaseDir`. */
+  image: string | null;
+  /** 1 when the image's own ENTRYPOINT/CMD runs (a Dockerfile build without a project start command). */
+  imageCommand: number | null;
   createdBy: string | null;
 }
 

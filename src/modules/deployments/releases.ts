@@ -52,16 +52,19 @@ export class Releases {
 
   /** The spec a release of the project runs with (the project's production env over its plan's variables), or null when it runs no process. */
   async specOf(orgId: string, projectId: string, rel: store.ReleaseRow): Promise<ReleaseSpec | null> {
-    if (!rel.releaseDir || !rel.startCommand) return null;
+    if (!rel.releaseDir || (!rel.startCommand && !rel.image)) return null;
     const project = await projectRunSettings(this.ctx.db, orgId, projectId);
     if (!project) return null;
     const { env, secrets } = await resolveEnvForRuntime(this.ctx, projectId, 'production');
-    return this.releaseSpec(orgId, projectId, rel.id, rel.releaseDir, rel.startCommand, project, { ...planVariables(rel.planVariables), ...env }, secrets);
+    return this.releaseSpec(orgId, projectId, rel.id, rel.releaseDir, rel.startCommand, project, { ...planVariables(rel.planVariables), ...env }, secrets, {
+      image: rel.image,
+      imageCommand: rel.imageCommand === 1,
+    });
   }
 
   /** Whether a release's folder is still on disk (pruned releases cannot serve again). */
   isKept(rel: store.ReleaseRow): boolean {
-    return !!rel.releaseDir && existsSync(rel.releaseDir) && (!!rel.staticSite || !!rel.startCommand);
+    return !!rel.releaseDir && existsSync(rel.releaseDir) && (!!rel.staticSite || !!rel.startCommand || !!rel.image);
   }
 
   /** The spec of one release (its folder and start command) with the project's env and limits. */
@@ -70,10 +73,11 @@ export class Releases {
     projectId: string,
     deploymentId: string,
     appDir: string,
-    command: string,
+    command: string | null,
     project: { resources: string; port: number },
     env: Record<string, string>,
     secrets: string[],
+    image: { image: string | null; imageCommand: boolean } = { image: null, imageCommand: false },
   ): Promise<ReleaseSpec> {
     const base = baseEnv();
     return {
@@ -82,7 +86,8 @@ export class Releases {
       deploymentId,
       appRoot: this.releaseRootOf(appDir),
       cwd: appDir,
-      steps: (finalEnv) => startSteps(appDir, command, finalEnv),
+      steps: (finalEnv) => (command ? startSteps(appDir, command, finalEnv) : []),
+      ...(image.image ? { image: image.image, imageCommand: image.imageCommand || !command, replicas: replicasOf(project.resources) } : {}),
       env,
       secrets,
       dataDir: this.volumeDir(projectId),
@@ -114,7 +119,7 @@ export class Releases {
    * use (the supervisor hands the volume to it, the build the source).
    */
   async identityOf(orgId: string, projectId: string): Promise<Identity | null> {
-    if (this.driver.isolation !== 'sandbox' || process.getuid?.() !== 0) return null;
+    if (this.driver.isolation === 'none' || process.getuid?.() !== 0) return null;
     const uid = await store.sandboxUid(this.ctx.db, orgId, projectId, uidBase(), nowIso());
     return { uid, gid: uid };
   }
@@ -155,8 +160,19 @@ export class Releases {
       const rel = path.relative(base, dir).split(path.sep);
       if (rel.length < 2) continue;
       rmSync(path.join(base, rel[0]!, rel[1]!), { recursive: true, force: true });
+      if (r.image) await this.driver.images?.remove([r.image]).catch(() => {});
       await store.updateBuild(this.ctx.db, orgId, r.deploymentId, { releaseDir: null });
     }
+  }
+}
+
+/** `resources.production.replicas` (Swarm services), default 1. */
+function replicasOf(resources: string): number {
+  try {
+    const n = Number(JSON.parse(resources)?.production?.replicas);
+    return Number.isInteger(n) && n >= 1 ? Math.min(n, 100) : 1;
+  } catch {
+    return 1;
   }
 }
 

@@ -34,6 +34,7 @@ export function projectsRuntimePort(rt: BerthRuntime): RuntimePort {
       for (const id of await store.inFlightIdsOfProject(ctx.db, projectId)) rt.building.get(id)?.abort();
       await supervisor.stop(projectId, 'stopped');
       supervisor.forget(projectId);
+      await rt.driver.apps?.forgetProject?.(projectId).catch((err) => ctx.log.warn({ projectId, err: (err as Error).message }, 'could not remove the project\'s containers'));
       rt.logs.removeProject(projectId);
       rt.requests.forget(projectId);
     },

@@ -158,6 +158,8 @@ export class BerthRuntime {
         }
       }),
     );
+    // Containers a previous run left that no release adopted (a project since disabled, slept or deleted) go.
+    await this.driver.apps?.sweepUnadopted().catch((err) => this.ctx.log.warn({ err: (err as Error).message }, 'could not remove the containers nothing adopted'));
   }
 
   private persist(projectId: string, snap: RuntimeSnapshot): void {

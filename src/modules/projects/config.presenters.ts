@@ -63,7 +63,8 @@ export const WebhookDomainSchema = Type.Object({ webhookDomain: NullableStr(), w
 const LimitsSchema = Type.Object({ cpuCores: Type.Number(), memoryMb: Type.Number(), diskMb: Type.Number() });
 
 export const ResourcesSchema = Type.Object({
-  production: LimitsSchema,
+  /** `replicas`: the tasks of the app's Swarm service (docker runtime with BERTH_DOCKER_SWARM=1; 1 elsewhere). */
+  production: Type.Object({ cpuCores: Type.Number(), memoryMb: Type.Number(), diskMb: Type.Number(), replicas: Type.Integer() }),
   build: LimitsSchema,
   sleepMode: OneOf(['auto_sleep', 'always_on'] as const),
   port: Type.Integer(),

@@ -9,7 +9,7 @@ import { checkBranch, checkGitOwner, checkGitRepo, checkRelativeDir } from './va
 export const DEFAULT_PORT = 3000;
 
 export const DEFAULT_RESOURCES = {
-  production: { cpuCores: 1, memoryMb: 512, diskMb: 1024 },
+  production: { cpuCores: 1, memoryMb: 512, diskMb: 1024, replicas: 1 },
   build: { cpuCores: 2, memoryMb: 2048, diskMb: 4096 },
 };
 
@@ -29,6 +29,8 @@ export interface ProjectInput {
   port?: number;
   packageManager?: string | null;
   runtime?: string | null;
+  /** config.dockerfile (contract section 13): the Dockerfile to build, relative to the root directory. */
+  dockerfile?: string | null;
   /** config.static (contract section 11); null clears it. */
   static?: { outputDirectory?: string | null; spa?: boolean | null; cleanUrls?: boolean | null } | null;
 }
@@ -51,6 +53,7 @@ export type ConfigColumns = Pick<
   | 'runtime'
   | 'staticSpa'
   | 'staticCleanUrls'
+  | 'dockerfile'
   | 'sourceType'
   | 'localPath'
 >;
@@ -74,6 +77,7 @@ export function blankConfig(localPath: string | null): ConfigColumns {
     runtime: null,
     staticSpa: null,
     staticCleanUrls: null,
+    dockerfile: null,
     sourceType: 'none',
     localPath,
   };
@@ -97,7 +101,7 @@ export function mergeInput(base: ConfigColumns, input: ProjectInput): ConfigColu
     if (v !== undefined) out[k] = v === null ? null : v.trim();
   };
   for (const k of ['framework', 'buildCommand', 'installCommand', 'startCommand', 'packageManager', 'runtime'] as const) str(k);
-  for (const k of ['outputDirectory', 'rootDirectory'] as const) {
+  for (const k of ['outputDirectory', 'rootDirectory', 'dockerfile'] as const) {
     const v = emptyToNull(input[k]);
     if (v !== undefined) out[k] = v === null ? null : checkRelativeDir(v, k);
   }

@@ -25,6 +25,8 @@ export const ProjectConfigSchema = Type.Object({
   port: Type.Integer(),
   packageManager: NullableStr(),
   runtime: NullableStr(),
+  /** The Dockerfile the docker runtime builds, relative to the root directory (contract section 13); null: `Dockerfile`. */
+  dockerfile: NullableStr(),
   /** How the edge serves the project's static releases (contract section 11); `spa: null` is the plan's default. */
   static: Type.Object({ outputDirectory: NullableStr(), spa: Type.Union([Type.Boolean(), Type.Null()]), cleanUrls: Type.Boolean() }),
 });
@@ -100,6 +102,7 @@ export function projectRecord(ctx: AppContext, p: ProjectRow, domains: DomainRow
       port: p.port,
       packageManager: p.packageManager,
       runtime: p.runtime,
+      dockerfile: p.dockerfile,
       static: { outputDirectory: p.outputDirectory, spa: p.staticSpa === null ? null : p.staticSpa === 1, cleanUrls: p.staticCleanUrls === 1 },
     },
     source: {

@@ -30,6 +30,7 @@ function projectFields() {
     port: opt(Type.Integer({ minimum: 1, maximum: 65535 })),
     packageManager: opt(NStr(32)),
     runtime: opt(NStr(32)),
+    dockerfile: opt(NStr(512)),
     static: opt(
       Type.Union([
         Obj({ outputDirectory: opt(NStr(512)), spa: opt(Type.Union([Type.Boolean(), Type.Null()])), cleanUrls: opt(Type.Union([Type.Boolean(), Type.Null()])) }),
@@ -85,8 +86,16 @@ const Limits = Obj({
   diskMb: opt(Type.Integer({ minimum: 128, maximum: 16_777_216 })),
 });
 
+/** Production adds `replicas`: Swarm services run that many tasks (contract section 13). */
+const ProductionLimits = Obj({
+  cpuCores: opt(Type.Number({ exclusiveMinimum: 0, maximum: 4 })),
+  memoryMb: opt(Type.Integer({ minimum: 64, maximum: 65536 })),
+  diskMb: opt(Type.Integer({ minimum: 128, maximum: 16_777_216 })),
+  replicas: opt(Type.Integer({ minimum: 1, maximum: 20 })),
+});
+
 export const ResourcesBody = Obj({
-  production: opt(Limits),
+  production: opt(ProductionLimits),
   build: opt(Limits),
   sleepMode: opt(Enum(SLEEP_MODES)),
   port: opt(Type.Integer({ minimum: 1, maximum: 65535 })),

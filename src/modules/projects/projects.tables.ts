@@ -26,6 +26,8 @@ export interface ProjectsTable {
   /** config.static: 1/0, or null for the plan's default. */
   staticSpa: number | null;
   staticCleanUrls: number | null;
+  /** config.dockerfile: the Dockerfile the docker runtime builds, relative to the root directory (null: `Dockerfile`). */
+  dockerfile: string | null;
   // source
   sourceType: string; // 'git' | 'local' | 'upload' | 'none'
   gitProvider: string | null;

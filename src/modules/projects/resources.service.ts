@@ -14,24 +14,29 @@ export interface Limits {
   diskMb: number;
 }
 
+/** Production's limits add the Swarm service's replicas. */
+export interface ProductionLimits extends Limits {
+  replicas: number;
+}
+
 export type SleepMode = 'auto_sleep' | 'always_on';
 
 export interface ResourcesRecord {
-  production: Limits;
+  production: ProductionLimits;
   build: Limits;
   sleepMode: SleepMode;
   port: number;
 }
 
 export interface ResourcesPatch {
-  production?: Partial<Limits>;
+  production?: Partial<ProductionLimits>;
   build?: Partial<Limits>;
   sleepMode?: SleepMode;
   port?: number;
 }
 
-function stored(row: ProjectRow): { production: Limits; build: Limits } {
-  let parsed: Partial<{ production: Partial<Limits>; build: Partial<Limits> }> = {};
+function stored(row: ProjectRow): { production: ProductionLimits; build: Limits } {
+  let parsed: Partial<{ production: Partial<ProductionLimits>; build: Partial<Limits> }> = {};
   try {
     parsed = JSON.parse(row.resources);
   } catch {
@@ -48,7 +53,10 @@ export function resourcesOf(row: ProjectRow): ResourcesRecord {
 }
 
 /** Contract section 5's ranges, checked again here so that every caller (not only HTTP) gets them. */
-function checkLimits(l: Partial<Limits>, prefix: string): void {
+function checkLimits(l: Partial<ProductionLimits>, prefix: string): void {
+  if (l.replicas !== undefined && !(prefix === 'production' && Number.isInteger(l.replicas) && l.replicas >= 1 && l.replicas <= 20)) {
+    throw invalid(`${prefix}.replicas`, prefix === 'production' ? 'production.replicas must be a whole number from 1 to 20' : `${prefix}.replicas is not a setting: only production has replicas`);
+  }
   if (l.cpuCores !== undefined && !(Number.isFinite(l.cpuCores) && l.cpuCores > 0 && l.cpuCores <= 4)) {
     throw invalid(`${prefix}.cpuCores`, `${prefix}.cpuCores must be greater than 0 and at most 4`);
   }
