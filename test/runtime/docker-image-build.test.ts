@@ -126,6 +126,7 @@ test("a project's Dockerfile (outside the context) builds with the context's .do
   const info = await engine.api.getImage(tag).inspect();
   assert.equal(info.Config.Labels?.['berth.project'], 'p1');
   assert.equal(info.Config.Labels?.['berth.kind'], 'build');
+  assert.equal(info.Config.Labels?.['berth.instance'], 'test', "the builder's instance key labels every image");
   assert.ok(out.lines.some((l) => /\[3\/3\] RUN ls -a \/app/.test(l)), 'the log carries BuildKit\'s progress');
 });
 
@@ -293,10 +294,20 @@ test('the CLI gets an argument array and an environment of its own: no server va
     const args = out.lines.filter((l) => l.startsWith('arg:')).map((l) => l.slice(4));
     const env = out.lines.filter((l) => l.startsWith('env:')).map((l) => l.slice(4));
     const config = env.find((l) => l.startsWith('DOCKER_CONFIG='))!.slice('DOCKER_CONFIG='.length);
-    assert.deepEqual(args.slice(0, 6), ['build', '--progress=plain', '--pull=false', '-t', 'berth/p:d1', '-f']);
-    assert.match(args[6]!, /\/Dockerfile$/);
-    assert.ok(!args[6]!.startsWith(ctx), 'a generated Dockerfile lies outside the context');
-    assert.deepEqual(args.slice(7), ['--label', 'berth.kind=build', '--build-arg', 'PLAIN=v 1', '--secret', 'id=TOKEN,env=BERTH_BUILD_SECRET_0', '--secret', '"id=ODD,ID",env=BERTH_BUILD_SECRET_1', '--secret', `id=BIG,src=${path.join(path.dirname(config), 'secrets', '2')}`, ctx]);
+    assert.deepEqual(args.slice(0, 4), ['build', '--progress=plain', '--pull=false', '--tag=berth/p:d1']);
+    const dockerfile = args[4]!.replace(/^--file=/, '');
+    assert.match(dockerfile, /^\/.*\/Dockerfile$/);
+    assert.ok(!dockerfile.startsWith(ctx), 'a generated Dockerfile lies outside the context');
+    assert.deepEqual(args.slice(5), [
+      '--label=berth.instance=k',
+      '--label=berth.kind=build',
+      '--build-arg=PLAIN=v 1',
+      '--secret=id=TOKEN,env=BERTH_BUILD_SECRET_0',
+      '--secret="id=ODD,ID",env=BERTH_BUILD_SECRET_1',
+      `--secret=id=BIG,src=${path.join(path.dirname(config), 'secrets', '2')}`,
+      '--',
+      ctx,
+    ]);
     const names = env.map((l) => l.split('=')[0]).filter((n) => n !== 'PWD' && n !== 'SHLVL' && n !== '_');
     assert.deepEqual(names.sort(), ['BERTH_BUILD_SECRET_0', 'BERTH_BUILD_SECRET_1', 'DOCKER_BUILDKIT', 'DOCKER_CONFIG', 'DOCKER_HOST', 'PATH']);
     assert.ok(env.includes('BERTH_BUILD_SECRET_0=********'), 'secret values reach the CLI (and are masked in the log)');
@@ -306,7 +317,7 @@ test('the CLI gets an argument array and an environment of its own: no server va
     assert.ok(!out.lines.join('\n').includes('b'.repeat(64)));
     // The DOCKER_CONFIG folder, the secret files and the generated Dockerfile are removed afterwards.
     assert.throws(() => readdirSync(path.dirname(config)), /ENOENT/);
-    assert.throws(() => readFileSync(args[6]!), /ENOENT/);
+    assert.throws(() => readFileSync(dockerfile), /ENOENT/);
   } finally {
     delete process.env.BERTH_TEST_SERVER_ONLY;
   }

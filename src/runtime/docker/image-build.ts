@@ -144,9 +144,11 @@ export class DockerImageBuilder implements ImageBuilder {
         DOCKER_CONFIG: configDir,
       };
       if (this.env.DOCKER_HOST) childEnv.DOCKER_HOST = this.env.DOCKER_HOST;
-      const args = ['build', '--progress=plain', '--pull=false', '-t', input.tag, '-f', dockerfile];
-      for (const [k, v] of Object.entries(input.labels)) args.push('--label', `${k}=${v}`);
-      for (const [k, v] of Object.entries(input.buildArgs)) args.push('--build-arg', `${k}=${v}`);
+      // `--flag=value` throughout: a value that starts with `-` is never read as a flag.
+      const args = ['build', '--progress=plain', '--pull=false', `--tag=${input.tag}`, `--file=${dockerfile}`];
+      const labels = { 'berth.instance': this.instanceKey, ...input.labels };
+      for (const [k, v] of Object.entries(labels)) args.push(`--label=${k}=${v}`);
+      for (const [k, v] of Object.entries(input.buildArgs)) args.push(`--build-arg=${k}=${v}`);
       Object.entries(input.secrets).forEach(([k, v], i) => {
         const id = csvField(`id=${k}`);
         if (v.includes('\0') || Buffer.byteLength(v) > MAX_ENV_SECRET) {
@@ -156,15 +158,15 @@ export class DockerImageBuilder implements ImageBuilder {
           mkdirSync(dir, { recursive: true, mode: 0o700 });
           const file = path.join(dir, String(i));
           writeFileSync(file, v, { mode: 0o600 });
-          args.push('--secret', `${id},${csvField(`src=${file}`)}`);
+          args.push(`--secret=${id},${csvField(`src=${file}`)}`);
           return;
         }
         // The value reaches the CLI through its environment under a name of ours, never an argument.
         const envName = `BERTH_BUILD_SECRET_${i}`;
         childEnv[envName] = v;
-        args.push('--secret', `${id},env=${envName}`);
+        args.push(`--secret=${id},env=${envName}`);
       });
-      args.push(path.resolve(input.contextDir));
+      args.push('--', path.resolve(input.contextDir));
 
       await this.run(this.cli(), args, childEnv, input, redactor);
     } finally {
