@@ -14,6 +14,14 @@ describe('configuration of releases and domains', () => {
     }
   });
 
+  it('runs Swarm services only with the docker runtime; BERTH_REGISTRY is a registry address without a scheme', () => {
+    assert.deepEqual(load({}).docker, { swarm: false, registry: null });
+    assert.deepEqual(load({ BERTH_RUNTIME: 'docker', BERTH_DOCKER_SWARM: '1', BERTH_REGISTRY: 'registry.example.com:5000/team/' }).docker, { swarm: true, registry: 'registry.example.com:5000/team' });
+    assert.throws(() => load({ BERTH_DOCKER_SWARM: '1' }), /needs the docker runtime/);
+    assert.throws(() => load({ BERTH_RUNTIME: 'docker', BERTH_DOCKER_SWARM: 'yes' }), /BERTH_DOCKER_SWARM must be 1 or 0/);
+    assert.throws(() => load({ BERTH_REGISTRY: 'https://registry.example.com' }), /BERTH_REGISTRY must be a registry address/);
+  });
+
   it('verifies domains with none on a self-hosted instance and dns on a cloud one, which refuses none', () => {
     assert.equal(load({}).domainVerification, 'none');
     assert.equal(load({ BERTH_DOMAIN_VERIFICATION: 'dns' }).domainVerification, 'dns');
