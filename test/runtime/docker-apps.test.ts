@@ -202,7 +202,7 @@ test('an app container answers its health check at its address on the project ne
     assert.equal(info.Config.Env.some((e) => e.startsWith('NODE_EXTRA_CA_CERTS=')), false);
     assert.deepEqual(Object.keys(info.NetworkSettings.Networks), [`berth-${key}-${p}`]);
     const network = await engine.api.getNetwork(`berth-${key}-${p}`).inspect();
-    assert.equal(network.Options['com.docker.network.bridge.name'], bridgeName(key, p!));
+    assert.equal(network.Options?.['com.docker.network.bridge.name'], bridgeName(key, p!));
     assert.match(bridgeName(key, p!), /^bbr[0-9a-f]{12}$/);
 
     // Output goes into the runtime log, line by line, secrets redacted.
@@ -273,7 +273,7 @@ test('two projects cannot reach each other, the host reaches both, and an app ca
     const hostResolves = spawnSync('getent', ['hosts', 'registry.npmjs.org']).status === 0;
     if (hostResolves) assert.equal(dns.ok, true, JSON.stringify(dns));
     if (driver.ctx!.networks.hostRulesApply) {
-      const gateway = (await engine.api.getNetwork(`berth-${key}-${pb}`).inspect()).IPAM.Config[0].Gateway as string;
+      const gateway = (await engine.api.getNetwork(`berth-${key}-${pb}`).inspect()).IPAM!.Config![0]!.Gateway as string;
       const port = (hostServer.address() as net.AddressInfo).port;
       const toHost = await get(b, `/connect/${gateway}/${port}`);
       assert.equal(toHost.ok, false, 'the app reaches the host');
@@ -310,17 +310,32 @@ test('an app that never answers is stopped and removed, and the start fails sayi
   assert.match(runtimeLog(p), /\[berth\] start step "sh" exited with code 4/);
 });
 
-test('a Dockerfile image runs its own CMD and WORKDIR as uid 1000 when it names no user', withEngine, async () => {
+test("a Dockerfile image runs its own CMD and WORKDIR as the image's user (named, resolved from its /etc/passwd for /data); a plan release as the project's identity", withEngine, async () => {
   const p = projects[3]!;
-  const inst = await driver.apps.start(spec(p, { deploymentId: `dpl_${p}_img`, imageCommand: true, steps: () => assert.fail('no steps for an image command') }), deps());
+  const identity = { uid: 201234, gid: 201234 };
+  const dataDir = path.join(root, 'volumes', p, 'image-data');
+  const inst = await driver.apps.start(spec(p, { deploymentId: `dpl_${p}_img`, imageCommand: true, identity, dataDir, steps: () => assert.fail('no steps for an image command') }), deps());
   try {
     const me = await get(inst, '/');
-    assert.equal(me.uid, 1000);
+    assert.equal(me.uid, 1000, 'USER app of the image');
     assert.equal(me.cwd, '/app');
     assert.equal(me.env.PATH, '/usr/local/bin:/usr/bin:/bin', 'the image PATH');
+    assert.equal(me.env.HOME, '/home/app', "the image's HOME");
     assert.equal(me.env.DATA_DIR, '/data');
+    assert.deepEqual(await get(inst, '/data'), { n: 1 });
+    if (asRoot) assert.equal(statSync(dataDir).uid, 1000);
   } finally {
     await stopInstance(inst, 2000);
+  }
+  const own = await driver.apps.start(spec(p, { deploymentId: `dpl_${p}_own`, identity }), deps());
+  try {
+    const me = await get(own, '/');
+    assert.deepEqual([me.uid, me.gid], [201234, 201234]);
+    assert.equal(me.status.CapEff, '0000000000000000');
+    if (asRoot) assert.equal(statSync(spec(p).dataDir).uid, 201234);
+    assert.equal((await get(own, '/data')).n > 0, true, 'the volume is writable for the project');
+  } finally {
+    await stopInstance(own, 2000);
   }
 });
 

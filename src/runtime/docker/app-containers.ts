@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import type Docker from 'dockerode';
@@ -119,22 +119,19 @@ export class ContainerApps implements AppRunner {
 
     // Who it runs as: the image's own user (a Dockerfile that sets one), else the project's, else 1000:1000.
     const imageUser = (img.Config?.User ?? '').trim();
-    const user = spec.imageCommand && imageUser ? imageUser : userOf(spec.identity);
+    const user = spec.imageCommand && imageUser ? imageUser : userOf(spec.identity, root);
     let owner: Identity | null = numericUser(user);
     if (!owner) owner = await this.resolveUser(image, user);
 
     // The project's volume belongs to that user.
     try {
       mkdirSync(spec.dataDir, { recursive: true, mode: 0o700 });
-      if (owner && ownerOf(spec.dataDir) !== owner.uid) {
-        if (root) await chownTree(spec.dataDir, owner);
-        // A server that is not root cannot hand it over: the folder (below the 0700 data dir) is opened instead.
-        else chmodSync(spec.dataDir, 0o777);
-      }
+      if (owner && root && ownerOf(spec.dataDir) !== owner.uid) await chownTree(spec.dataDir, owner);
     } catch (e) {
-      throw this.fail(note, `the app cannot start: the volume ${path.basename(spec.dataDir)} cannot be prepared: ${(e as Error).message}`);
+      throw this.fail(note, `the app cannot start: the volume cannot be prepared: ${(e as Error).message}`);
     }
     if (!owner) note(`the image's user "${user}" is not in its /etc/passwd: /data may not be writable for it`);
+    else if (!root && ownerOf(spec.dataDir) !== owner.uid) note(`/data belongs to uid ${ownerOf(spec.dataDir)} and the app runs as ${user}: it may not be writable (run Berth as root to hand it over)`);
 
     const rel = path.relative(spec.appRoot, spec.cwd);
     const cwdInside = rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? path.posix.join('/app', ...rel.split(path.sep)) : '/app';

@@ -23,7 +23,7 @@ import type { DockerEngine } from './engine.js';
 
 /** PATH in build boxes (the base image's programs, never the host's). */
 export const BOX_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
-/** Who builds and plan images run as when the project has no identity of its own. */
+/** Who builds and plan images run as when the project has no identity of its own (the server is root). */
 export const DEFAULT_USER = '1000:1000';
 /** How much of an app's output the engine keeps on disk (json-file, rotated): enough to adopt it. */
 const LOG_CONFIG = { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '2' } };
@@ -72,8 +72,14 @@ export function baseImageFromEnv(runtime: string, env: NodeJS.ProcessEnv = proce
   return runtime === 'node' ? 'node:20-bookworm-slim' : null;
 }
 
-export function userOf(identity: Identity | null | undefined): string {
-  return identity ? `${identity.uid}:${identity.gid}` : DEFAULT_USER;
+/**
+ * The user of a build step or a plan image: the project's identity, else 1000:1000; a server that is
+ * not root cannot hand folders to another uid, so its containers run as its own (never 0) uid instead.
+ */
+export function userOf(identity: Identity | null | undefined, root = process.getuid?.() === 0): string {
+  if (identity) return `${identity.uid}:${identity.gid}`;
+  if (!root && process.getuid && process.getgid) return `${process.getuid()}:${process.getgid()}`;
+  return DEFAULT_USER;
 }
 
 /** `uid[:gid]` as numbers (a named user is null: it means something only inside its image). */
@@ -320,7 +326,7 @@ export function runOneOff(engine: DockerEngine, create: Docker.ContainerCreateOp
  * Forwarding (outbound internet, the engine's isolation between networks) is the engine's.
  */
 export class ProjectNetworks {
-  private readonly made = new Map<string, Promise<string>>();
+  private readonly inflight = new Map<string, Promise<string>>();
   private firewall: Promise<void> | null = null;
 
   constructor(
@@ -339,13 +345,14 @@ export class ProjectNetworks {
     return networkName(this.key, projectId);
   }
 
-  /** The project's network (made when missing); its name. */
+  /** The project's network (made when missing: one look-up, and one create at a time per project); its name. */
   ensure(projectId: string): Promise<string> {
-    let p = this.made.get(projectId);
+    let p = this.inflight.get(projectId);
     if (!p) {
       p = this.create(projectId);
-      this.made.set(projectId, p);
-      p.catch(() => this.made.delete(projectId));
+      this.inflight.set(projectId, p);
+      const done = () => this.inflight.delete(projectId);
+      p.then(done, done);
     }
     return p;
   }
@@ -376,7 +383,6 @@ export class ProjectNetworks {
 
   /** Removes the project's network (its containers must be gone); a missing one is fine. */
   async remove(projectId: string): Promise<void> {
-    this.made.delete(projectId);
     const name = this.nameOf(projectId);
     try {
       await this.engine.api.getNetwork(name).remove();

@@ -95,7 +95,7 @@ export class DockerDriver implements RuntimeDriver {
   }
 
   /** Nothing of the host is visible inside a container. */
-  sees(): boolean {
+  sees(_hostDir: string): boolean {
     return false;
   }
 
@@ -139,7 +139,7 @@ export class DockerDriver implements RuntimeDriver {
     const runtime = spec.runtime ?? 'node';
     const image = this.images ? this.images.baseImage(runtime) : baseImageFromEnv(runtime, this.env);
     if (!image) throw new DriverUnavailableError(`no base image for the ${runtime} runtime: set ${baseImageVariable(runtime)} to an image the Docker Engine has`);
-    const user = userOf(spec.identity);
+    const user = userOf(spec.identity, this.ctx.root);
     // The container's user owns the source and HOME it writes (the server is root: it can hand them over).
     if (this.ctx.root) {
       const id = numericUser(user)!;
