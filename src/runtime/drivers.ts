@@ -2,9 +2,8 @@ import { createHash } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import type { RuntimeName } from '../config.js';
 import { detectCgroups } from './cgroups.js';
-import { EngineProbe } from './docker/probe.js';
-import type { Box, DriverStatus, RuntimeDriver } from './driver.js';
-import { DriverUnavailableError } from './driver.js';
+import { DockerDriver, type DockerDriverOptions } from './docker/docker-driver.js';
+import type { ImageBuilder, RuntimeDriver } from './driver.js';
 import { ProcessDriver } from './process-driver.js';
 import { SandboxDriver, findSandboxBins } from './sandbox-driver.js';
 
@@ -22,39 +21,15 @@ export function instanceKeyOf(dataDir: string): string {
   return createHash('sha256').update(real).digest('hex').slice(0, 12);
 }
 
-/**
- * Stands in for the Docker Engine driver until boxes in containers land (contract section 13): never
- * ready, but its status says whether the engine answers (cached probe, see EngineProbe).
- */
-class DockerPending implements RuntimeDriver {
-  readonly name = 'docker' as const;
-  readonly isolation = 'docker' as const;
-  readonly limits = { enforced: false, note: 'the docker runtime cannot run builds and apps in this version' };
-  private readonly probe = new EngineProbe();
-  constructor() {
-    void this.probe.refresh();
-  }
-  status(): DriverStatus {
-    const engine = this.probe.status();
-    return {
-      driver: 'docker',
-      ready: false,
-      reason: 'the docker runtime cannot run builds and apps in this version of Berth yet (only its Docker Engine client is in): set BERTH_RUNTIME=sandbox',
-      engine,
-    };
-  }
-  /** Waits for the first engine probe (bounded), so the first health answer after start has it. */
-  async reclaim(): Promise<void> {
-    await this.probe.refresh();
-  }
-  async open(): Promise<Box> {
-    throw new DriverUnavailableError(this.status().reason!);
-  }
+/** Plugs what the docker driver builds images with (DockerImageBuilder) and runs apps with (the Swarm runner). */
+export interface DriverParts {
+  images?: ImageBuilder;
+  apps?: DockerDriverOptions['apps'];
 }
 
-export function createDriver(name: RuntimeName, dataDir: string): RuntimeDriver {
+export function createDriver(name: RuntimeName, dataDir: string, parts: DriverParts = {}): RuntimeDriver {
   const key = instanceKeyOf(dataDir);
-  if (name === 'docker') return new DockerPending();
+  if (name === 'docker') return new DockerDriver({ key, dataDir, images: parts.images, apps: parts.apps });
   const cgroups = detectCgroups();
   const bins = findSandboxBins();
   if (name === 'process') return new ProcessDriver(cgroups, key, bins.cgexec);
