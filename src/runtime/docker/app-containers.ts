@@ -24,6 +24,7 @@ import {
   ownerOf,
   runOneOff,
   statusOf,
+  swarmTask,
   userOf,
   waitExit,
   type DockerContext,
@@ -69,7 +70,7 @@ export class ContainerApps implements AppRunner {
     }
     const net = networks.nameOf(spec.projectId);
     for (const c of list) {
-      if (this.mine.has(c.Id)) continue;
+      if (this.mine.has(c.Id) || swarmTask(c.Labels)) continue;
       const name = (c.Names[0] ?? c.Id).replace(/^\//, '');
       const container = engine.api.getContainer(c.Id);
       this.mine.add(c.Id);
@@ -356,7 +357,7 @@ export class ContainerApps implements AppRunner {
     const names = (c: Docker.ContainerInfo) => c.Names.map((x) => x.replace(/^\//, ''));
     await Promise.all(
       list
-        .filter((c) => !this.mine.has(c.Id) && !names(c).some((x) => this.pending.has(x)))
+        .filter((c) => !this.mine.has(c.Id) && !swarmTask(c.Labels) && !names(c).some((x) => this.pending.has(x)))
         .map((c) =>
           engine.api
             .getContainer(c.Id)
@@ -371,7 +372,7 @@ export class ContainerApps implements AppRunner {
     const { engine, key, networks } = this.ctx;
     const list = await engine.api.listContainers({ all: true, filters: labelFilter({ 'berth.instance': key, 'berth.project': projectId }) });
     await Promise.all(
-      list.map(async (c) => {
+      list.filter((c) => !swarmTask(c.Labels)).map(async (c) => {
         this.mine.delete(c.Id);
         await engine.api
           .getContainer(c.Id)

@@ -51,6 +51,11 @@ export function labelFilter(labels: Record<string, string>): { label: string[] }
   return { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) };
 }
 
+/** A task container of a Swarm service: the Swarm runner's, never touched by the container runner or reclaim. */
+export function swarmTask(labels: Record<string, string> | undefined): boolean {
+  return !!labels && 'com.docker.swarm.service.id' in labels;
+}
+
 export function networkName(key: string, projectId: string): string {
   return `berth-${key}-${projectId}`;
 }

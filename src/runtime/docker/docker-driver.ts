@@ -20,6 +20,7 @@ import {
   ownerOf,
   ProjectNetworks,
   runOneOff,
+  swarmTask,
   userOf,
   type DockerContext,
   type OneOffProcess,
@@ -116,7 +117,7 @@ export class DockerDriver implements RuntimeDriver {
     }
     await Promise.all(
       list
-        .filter((c) => c.Labels['berth.kind'] !== 'app' || c.State !== 'running')
+        .filter((c) => !swarmTask(c.Labels) && (c.Labels['berth.kind'] !== 'app' || c.State !== 'running'))
         .map((c) =>
           engine.api
             .getContainer(c.Id)
