@@ -1,0 +1,307 @@
+import net from 'node:net';
+import type Docker from 'dockerode';
+
+/** Where one running task of a Swarm service answers: its node's address and the port published there. */
+export interface Backend {
+  host: string;
+  port: number;
+}
+
+/** How long one connection attempt to a task may take before the next task is tried. */
+const CONNECT_TIMEOUT_MS = 2000;
+/** How long a client connection waits in all for a task that accepts it (a rolling update, a moving task). */
+const CONNECT_BUDGET_MS = 10_000;
+/** A task that closes a connection this soon without answering is taken as gone: the next one gets the bytes. */
+const RETRY_WINDOW_MS = 1000;
+/** The most of a client's first bytes kept for such a retry (a request's head and a small body). */
+const REPLAY_MAX_BYTES = 64 * 1024;
+
+/**
+ * A TCP load balancer on one local port in front of the tasks of a Swarm service (the Swarm routing
+ * mesh needs IPVS in the kernel, which not every machine has; this needs nothing). Each client
+ * connection goes to the next task in turn; a task that refuses or does not answer is skipped (a task a
+ * rolling update just stopped), and when none accepts, the task list is refreshed and tried again until
+ * CONNECT_BUDGET_MS. The edge is its only client: the instance's `upstream` is this port.
+ */
+export class TcpBalancer {
+  private readonly server: net.Server;
+  private readonly sockets = new Set<net.Socket>();
+  private next = 0;
+  private closed = false;
+
+  constructor(
+    /** The tasks now (read on every connection). */
+    private readonly backends: () => Backend[],
+    /** Asks for a fresh task list (resolves when it is there). */
+    private readonly refresh: () => Promise<void>,
+  ) {
+    this.server = net.createServer({ pauseOnConnect: true, allowHalfOpen: true }, (client) => void this.accept(client));
+    this.server.on('error', () => {});
+  }
+
+  /** Listens on `host` and an ephemeral port; answers the port. */
+  listen(host: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(0, host, () => {
+        this.server.off('error', reject);
+        resolve((this.server.address() as net.AddressInfo).port);
+      });
+    });
+  }
+
+  /**
+   * Stops accepting; connections already open may finish for `drainMs`, then they are cut (a deploy
+   * swap: the edge's requests in flight on the old instance's port complete).
+   */
+  close(drainMs = 0): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.server.close();
+    const cut = () => {
+      for (const s of this.sockets) s.destroy();
+    };
+    if (drainMs <= 0 || !this.sockets.size) cut();
+    else setTimeout(cut, drainMs).unref();
+  }
+
+  private track(s: net.Socket): void {
+    this.sockets.add(s);
+    s.once('close', () => this.sockets.delete(s));
+  }
+
+  /**
+   * One client connection: to the next task that accepts it. Until the task sends its first byte, what
+   * the client sent is kept (up to REPLAY_MAX_BYTES): a task that closes the connection at once without
+   * answering (it was being stopped by a rolling update: the engine's port proxy accepts, then finds
+   * nothing behind it) is replaced by the next one, which gets the same bytes.
+   */
+  private async accept(client: net.Socket): Promise<void> {
+    client.on('error', () => {});
+    this.track(client);
+    const kept: Buffer[] = [];
+    let keptBytes = 0;
+    let replayable = true;
+    let answered = false;
+    let clientEnded = false;
+    let upstream: net.Socket | null = null;
+    client.on('data', (c: Buffer) => {
+      if (!answered) {
+        keptBytes += c.length;
+        if (keptBytes <= REPLAY_MAX_BYTES) kept.push(c);
+        else replayable = false;
+      }
+      const up = upstream;
+      if (up && !up.destroyed && !up.write(c)) {
+        client.pause();
+        up.once('drain', () => client.resume());
+      }
+    });
+    client.on('end', () => {
+      clientEnded = true;
+      upstream?.end();
+    });
+    client.once('close', () => upstream?.destroy());
+
+    const deadline = Date.now() + CONNECT_BUDGET_MS;
+    let delay = 50;
+    while (!client.destroyed && !this.closed && Date.now() < deadline) {
+      const list = this.backends();
+      let retry = false;
+      for (let i = 0; i < list.length && !client.destroyed; i++) {
+        const b = list[this.next++ % list.length]!;
+        const up = await connect(b, Math.min(CONNECT_TIMEOUT_MS, Math.max(100, deadline - Date.now())));
+        if (!up) continue;
+        if (client.destroyed) return void up.destroy();
+        const outcome = await this.relay(client, up, kept, clientEnded, (u) => (upstream = u), () => (answered = true));
+        if (outcome === 'done') return;
+        if (!replayable || client.destroyed) return void client.destroy();
+        retry = true;
+        break;
+      }
+      if (retry) continue;
+      await Promise.race([this.refresh().catch(() => {}), new Promise((r) => setTimeout(r, 2000))]);
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(500, delay * 2);
+    }
+    client.destroy();
+  }
+
+  /**
+   * Relays between the client and one task until the task's side closes: `retry` when it closed within
+   * RETRY_WINDOW_MS without a byte of answer, `done` otherwise (the client's side is then ended).
+   */
+  private relay(
+    client: net.Socket,
+    up: net.Socket,
+    kept: Buffer[],
+    clientEnded: boolean,
+    setUpstream: (u: net.Socket | null) => void,
+    setAnswered: () => void,
+  ): Promise<'done' | 'retry'> {
+    return new Promise((resolve) => {
+      this.track(up);
+      const at = Date.now();
+      let answered = false;
+      up.on('error', () => {});
+      for (const c of kept) up.write(c);
+      if (clientEnded) up.end();
+      setUpstream(up);
+      client.resume();
+      up.on('data', (c: Buffer) => {
+        if (!answered) {
+          answered = true;
+          kept.length = 0;
+          setAnswered();
+        }
+        if (!client.write(c)) {
+          up.pause();
+          client.once('drain', () => up.resume());
+        }
+      });
+      up.on('end', () => {
+        if (answered) client.end();
+      });
+      up.once('close', (hadError: boolean) => {
+        setUpstream(null);
+        if (!answered && Date.now() - at < RETRY_WINDOW_MS) return resolve('retry');
+        // A task that broke off mid-answer: the client sees a reset, not a short answer.
+        if (hadError) client.destroy();
+        else client.end();
+        resolve('done');
+      });
+    });
+  }
+}
+
+/** A connected socket to `b`, or null when it refuses, fails or does not answer within `timeoutMs`. */
+function connect(b: Backend, timeoutMs: number): Promise<net.Socket | null> {
+  return new Promise((resolve) => {
+    const s = net.connect({ host: b.host, port: b.port, allowHalfOpen: true });
+    const timer = setTimeout(() => {
+      s.destroy();
+      resolve(null);
+    }, timeoutMs);
+    s.once('connect', () => {
+      clearTimeout(timer);
+      s.removeAllListeners('error');
+      resolve(s);
+    });
+    s.once('error', () => {
+      clearTimeout(timer);
+      s.destroy();
+      resolve(null);
+    });
+  });
+}
+
+/** How often the running tasks of the watched services are read while a balancer is open. */
+const TASKS_POLL_MS = 1000;
+
+/**
+ * The running tasks of the Swarm services Berth balances, read from the engine every TASKS_POLL_MS
+ * while any service is watched (one task list for all of them) and on demand. A task is a backend
+ * once the engine says it runs and wants it running; its address is its node's and the port the
+ * engine published there.
+ */
+export class TaskBackends {
+  private readonly current = new Map<string, Backend[]>();
+  private readonly watchers = new Map<string, number>();
+  private readonly nodes = new Map<string, string>();
+  private timer: NodeJS.Timeout | null = null;
+  private inflight: Promise<void> | null = null;
+
+  constructor(private readonly api: Docker) {}
+
+  /** Starts reading `service`'s tasks; answers the function that stops it. */
+  watch(service: string): () => void {
+    this.watchers.set(service, (this.watchers.get(service) ?? 0) + 1);
+    if (!this.timer) {
+      this.timer = setInterval(() => void this.refresh().catch(() => {}), TASKS_POLL_MS);
+      this.timer.unref();
+    }
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const n = (this.watchers.get(service) ?? 1) - 1;
+      if (n > 0) this.watchers.set(service, n);
+      else {
+        this.watchers.delete(service);
+        this.current.delete(service);
+      }
+      if (!this.watchers.size && this.timer) {
+        clearInterval(this.timer);
+        this.timer = null;
+      }
+    };
+  }
+
+  get(service: string): Backend[] {
+    return this.current.get(service) ?? [];
+  }
+
+  /** Reads the tasks now (or joins the read in flight). */
+  refresh(): Promise<void> {
+    if (this.inflight) return this.inflight;
+    this.inflight = this.read().finally(() => {
+      this.inflight = null;
+    });
+    return this.inflight;
+  }
+
+  private async read(): Promise<void> {
+    const names = [...this.watchers.keys()];
+    if (!names.length) return;
+    const services = (await this.api.listServices({ filters: { name: names } })) as Docker.Service[];
+    const nameOf = new Map<string, string>();
+    for (const s of services) if (s.Spec?.Name && this.watchers.has(s.Spec.Name)) nameOf.set(s.ID, s.Spec.Name);
+    const tasks = nameOf.size ? ((await this.api.listTasks({ filters: { 'desired-state': ['running'] } })) as SwarmTask[]) : [];
+    const found = new Map<string, Backend[]>(names.map((n) => [n, []]));
+    for (const t of tasks) {
+      const name = t.ServiceID ? nameOf.get(t.ServiceID) : undefined;
+      if (!name || t.Status?.State !== 'running' || t.DesiredState !== 'running' || !t.NodeID) continue;
+      const port = t.Status.PortStatus?.Ports?.find((p) => p.PublishMode === 'host' && p.PublishedPort)?.PublishedPort;
+      if (!port) continue;
+      const host = await this.nodeAddress(t.NodeID);
+      if (host) found.get(name)!.push({ host, port });
+    }
+    for (const [name, list] of found) if (this.watchers.has(name)) this.current.set(name, list);
+  }
+
+  /** A node's address (its advertise address; a manager's without the port when the engine says 0.0.0.0). */
+  private async nodeAddress(id: string): Promise<string | null> {
+    if (!this.nodes.has(id)) {
+      const nodes = (await this.api.listNodes()) as SwarmNode[];
+      for (const n of nodes) {
+        let addr = n.Status?.Addr;
+        if (!addr || addr === '0.0.0.0') addr = n.ManagerStatus?.Addr?.replace(/:\d+$/, '');
+        if (addr) this.nodes.set(n.ID, addr);
+      }
+    }
+    return this.nodes.get(id) ?? null;
+  }
+}
+
+/** The fields of a task and a node this reads (dockerode's types leave them out). */
+export interface SwarmTask {
+  ID: string;
+  ServiceID?: string;
+  NodeID?: string;
+  DesiredState?: string;
+  Spec?: { ContainerSpec?: { Image?: string } };
+  Status?: {
+    Timestamp?: string;
+    State?: string;
+    Message?: string;
+    Err?: string;
+    ContainerStatus?: { ExitCode?: number };
+    PortStatus?: { Ports?: { PublishMode?: string; PublishedPort?: number; TargetPort?: number }[] };
+  };
+}
+
+interface SwarmNode {
+  ID: string;
+  Status?: { Addr?: string };
+  ManagerStatus?: { Addr?: string };
+}
