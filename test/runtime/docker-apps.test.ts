@@ -12,7 +12,9 @@ import { parseCommand } from '../../src/runtime/command.js';
 import { DockerDriver } from '../../src/runtime/docker/docker-driver.js';
 import { DockerEngine } from '../../src/runtime/docker/engine.js';
 import { bridgeName, labelFilter } from '../../src/runtime/docker/containers.js';
+import { createLogger } from '../../src/lib/logger.js';
 import { LogStore } from '../../src/runtime/logs.js';
+import { Supervisor } from '../../src/runtime/supervisor.js';
 import { StartError, type ReleaseSpec } from '../../src/runtime/release-spec.js';
 import { tempDir } from '../support/harness.js';
 import { waitFor } from '../support/wait.js';
@@ -293,6 +295,26 @@ test('a crash resolves exited, and the exited container is removed', withEngine,
   const r = await inst.exited;
   assert.deepEqual(r, { code: 3, signal: null });
   await waitFor(async () => ((await containersOf(p)).length === 0 ? true : null), 'the crashed container removed');
+});
+
+test('the supervisor replaces a crashed container with a new one, and lets containers run on at shutdown', withEngine, async () => {
+  const p = projects[3]!;
+  const sup = new Supervisor({ logs, driver, log: createLogger('silent'), baseEnv: { LANG: 'C.UTF-8' }, healthTimeoutMs: 15000, graceMs: 2000 });
+  await sup.deploy(spec(p, { deploymentId: `dpl_${p}_sup` }));
+  const first = sup.upstreamNow(p)!;
+  const [before] = await containersOf(p);
+  await new Promise((r) => http.get({ host: first.host, port: first.port, path: '/crash' }, r));
+  const snap = await waitFor(() => {
+    const s = sup.snapshot(p);
+    return s?.state === 'running' && s.restarts === 1 ? s : null;
+  }, 'the restart');
+  assert.equal(snap.deploymentId, `dpl_${p}_sup`);
+  const now = await containersOf(p);
+  assert.equal(now.length, 1);
+  assert.notEqual(now[0]!.Id, before!.Id);
+  await sup.stopAll();
+  assert.equal((await containersOf(p, false)).length, 1, 'still running after the shutdown');
+  await engine.api.getContainer(now[0]!.Id).remove({ force: true });
 });
 
 test('an app that never answers is stopped and removed, and the start fails saying why', withEngine, async () => {
