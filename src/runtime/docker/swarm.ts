@@ -501,11 +501,16 @@ export class SwarmApps implements AppRunner {
       if (statusOf(e) !== 404) throw e;
     }
     const deadline = Date.now() + graceMs + REMOVE_WAIT_MS;
+    const filters = { label: [`com.docker.swarm.service.id=${id}`] };
     while (Date.now() < deadline) {
       const tasks = ((await this.api.listTasks().catch(() => [])) as SwarmTask[]).filter((t) => t.ServiceID === id && t.Status?.State === 'running');
-      const containers = await this.api.listContainers({ filters: { label: [`com.docker.swarm.service.id=${id}`] } }).catch(() => []);
-      if (!tasks.length && !containers.length) return;
+      const containers = await this.api.listContainers({ filters }).catch(() => []);
+      if (!tasks.length && !containers.length) break;
       await sleep(POLL_MS);
+    }
+    // The engine (20.10) leaves the containers of a job's completed tasks behind: those on this node go.
+    for (const c of await this.api.listContainers({ all: true, filters: { ...filters, status: ['exited', 'created', 'dead'] } }).catch(() => [])) {
+      await this.api.getContainer(c.Id).remove({ force: true }).catch(() => {});
     }
   }
 

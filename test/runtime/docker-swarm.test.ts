@@ -1,0 +1,368 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import type Docker from 'dockerode';
+import { DockerEngine } from '../../src/runtime/docker/engine.js';
+import { SwarmApps } from '../../src/runtime/docker/swarm.js';
+import type { Instance, InstanceDeps } from '../../src/runtime/app-instance.js';
+import type { RuntimeDriver } from '../../src/runtime/driver.js';
+import type { CommandStep } from '../../src/runtime/command.js';
+import { LogStore } from '../../src/runtime/logs.js';
+import { StartError, type ReleaseSpec, type Upstream } from '../../src/runtime/release-spec.js';
+import { tempDir } from '../support/harness.js';
+import { waitFor } from '../support/wait.js';
+
+// Swarm mode of the docker runtime (contract section 13) on a real single-node swarm: the engine of
+// the machine, put into swarm mode for the file when it is not (and taken out again afterwards).
+const DOCKER = '/usr/bin/docker';
+const BASE_IMAGE = 'berth-base/node:20';
+const IMAGES = { one: 'berth-test/swarm:1', two: 'berth-test/swarm:2', broken: 'berth-test/swarm:broken' };
+
+const engine = DockerEngine.fromEnv();
+let skipReason = await engine.ping().then(
+  () => null,
+  (e: Error) => `no Docker Engine answers (${e.message})`,
+);
+// The suite does not touch the database: one run (the SQLite pass) is enough.
+if (!skipReason && process.env.DATABASE_URL) skipReason = 'it does not use the database (it runs on the SQLite pass)';
+if (skipReason) console.log(`# test/runtime/docker-swarm: skipping the Swarm tests: ${skipReason}`);
+const withSwarm = { skip: skipReason ?? false };
+
+const key = randomBytes(6).toString('hex');
+const projectId = `prj_sw${randomBytes(3).toString('hex')}`;
+let root: string;
+let logs: LogStore;
+let initialized = false;
+let hadGwBridge = true;
+let apps: SwarmApps;
+
+function docker(args: string[], opts: { input?: string; cwd?: string } = {}): string {
+  const r = spawnSync(DOCKER, args, { encoding: 'utf8', timeout: 120_000, env: { ...process.env, DOCKER_BUILDKIT: '1' }, ...opts });
+  assert.equal(r.status, 0, `docker ${args.join(' ')}: ${r.stdout}\n${r.stderr}`);
+  return r.stdout.trim();
+}
+
+before(async () => {
+  if (skipReason) return;
+  root = tempDir('berth-swarm-');
+  logs = new LogStore(root);
+  const info = (await engine.api.info()) as { Swarm?: { LocalNodeState?: string; ControlAvailable?: boolean } };
+  if (info.Swarm?.LocalNodeState !== 'active') {
+    hadGwBridge = !!(await engine.api.getNetwork('docker_gwbridge').inspect().catch(() => null));
+    docker(['swarm', 'init', '--advertise-addr', '127.0.0.1']);
+    initialized = true;
+  } else assert.ok(info.Swarm.ControlAvailable, 'the engine is in a swarm but not a manager');
+  if (!(await engine.api.getImage(BASE_IMAGE).inspect().catch(() => null))) {
+    const r = spawnSync('bash', [path.resolve('scripts/docker-base-images.sh')], { encoding: 'utf8', timeout: 120_000 });
+    assert.equal(r.status, 0, r.stderr);
+  }
+  // Two versions of an app that answers "<version> <hostname>" on $PORT, and one that exits at once.
+  const ctx = path.join(root, 'image');
+  mkdirSync(ctx);
+  writeFileSync(
+    path.join(ctx, 'server.js'),
+    `const http = require('node:http');
+const os = require('node:os');
+const server = http.createServer((req, res) => {
+  res.setHeader('connection', 'close');
+  res.end(process.env.VERSION + ' ' + os.hostname() + ' ' + (process.env.GREETING || '') + '\\n');
+});
+server.listen(Number(process.env.PORT), process.env.HOST);
+process.on('SIGTERM', () => server.close(() => process.exit(0)));
+`,
+  );
+  writeFileSync(path.join(ctx, 'Dockerfile'), `FROM ${BASE_IMAGE}\nARG VERSION\nENV VERSION=$VERSION\nCOPY server.js /srv/server.js\nUSER 1000:1000\nCMD ["node", "/srv/server.js"]\n`);
+  docker(['build', '-q', '--build-arg', 'VERSION=1', '-t', IMAGES.one, ctx]);
+  docker(['build', '-q', '--build-arg', 'VERSION=2', '-t', IMAGES.two, ctx]);
+  docker(['build', '-q', '-t', IMAGES.broken, '-'], { input: `FROM ${BASE_IMAGE}\nCMD ["node", "-e", "console.error('broken on purpose'); process.exit(3)"]\n` });
+  apps = new SwarmApps({ engine, instanceKey: key });
+});
+
+after(async () => {
+  if (skipReason) return;
+  const services = (await engine.api.listServices({ filters: { label: [`berth.instance=${key}`] } }).catch(() => [])) as Docker.Service[];
+  for (const s of services) await engine.api.getService(s.ID).remove().catch(() => {});
+  // The engine removes a removed service's containers a little later; the images can go after them.
+  await waitFor(async () => !(await engine.api.listContainers({ all: true, filters: { label: [`berth.instance=${key}`] } })).length, 'the test services to be gone', 20_000, 250).catch(async (e: Error) => {
+    const left = await engine.api.listContainers({ all: true, filters: { label: [`berth.instance=${key}`] } });
+    console.log(`# ${e.message}: ${left.map((c) => `${c.Image} ${c.Status} ${c.Labels['com.docker.swarm.service.name']}`).join('; ')}`);
+  });
+  await engine.api.getNetwork(`berth-${key}-${projectId}`).remove().catch(() => {});
+  if (initialized) {
+    spawnSync(DOCKER, ['swarm', 'leave', '--force'], { timeout: 60_000 });
+    if (!hadGwBridge) spawnSync(DOCKER, ['network', 'rm', 'docker_gwbridge'], { timeout: 60_000 });
+  }
+  for (const image of Object.values(IMAGES)) spawnSync(DOCKER, ['rmi', image], { timeout: 60_000 });
+  logs.closeAll();
+  rmSync(root, { recursive: true, force: true });
+});
+
+function deps(): InstanceDeps {
+  return {
+    logs,
+    // SwarmApps never asks the driver (the docker driver it belongs to hands it over).
+    driver: null as unknown as RuntimeDriver,
+    baseEnv: { LANG: 'C.UTF-8', PATH: '/usr/bin:/bin', TZ: 'UTC' },
+    healthTimeoutMs: 20_000,
+    graceMs: 2000,
+    boxName: (id) => `app-${id}`,
+  };
+}
+
+function spec(image: string, deploymentId: string, extra: Partial<ReleaseSpec> = {}): ReleaseSpec {
+  const appRoot = path.join(root, 'rel', deploymentId);
+  mkdirSync(appRoot, { recursive: true });
+  return {
+    projectId,
+    orgId: 'org_swarm',
+    deploymentId,
+    appRoot,
+    cwd: appRoot,
+    steps: () => [{ argv: ['node', '/srv/server.js'], env: {} }],
+    env: { GREETING: 'hello', API_KEY: 'swarm-secret-value' },
+    secrets: ['swarm-secret-value'],
+    dataDir: path.join(root, 'volumes', projectId, 'data'),
+    limits: { cpuCores: 0.5, memoryMb: 128, pidsMax: 64 },
+    identity: null,
+    port: 3000,
+    path: () => '/usr/local/bin:/usr/bin:/bin',
+    image,
+    replicas: 2,
+    ...extra,
+  };
+}
+
+/** One GET on a fresh connection: the body, or the error. */
+function get(u: Upstream): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: u.host, port: u.port, path: '/', agent: false, timeout: 5000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => (res.statusCode === 200 ? resolve(body.trim()) : reject(new Error(`status ${res.statusCode}`))));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.on('error', reject);
+  });
+}
+
+async function service(): Promise<(Docker.Service & { Spec: Docker.ServiceSpec }) | null> {
+  return (engine.api.getService(`berth-${key}-${projectId}`).inspect() as Promise<Docker.Service & { Spec: Docker.ServiceSpec }>).catch(() => null);
+}
+
+function containerSpecOf(s: Docker.Service & { Spec: Docker.ServiceSpec }): Docker.ContainerSpec {
+  return (s.Spec.TaskTemplate as Docker.ContainerTaskSpec).ContainerSpec!;
+}
+
+let inst1: Instance;
+let inst2: Instance;
+
+test('a release runs as a Swarm service with two replicas, hardened, and both replicas answer through the published address', withSwarm, async () => {
+  const s1 = spec(IMAGES.one, 'dpl_one', {
+    // A step before the server (a migration) runs once, as a job, with the volume at /data.
+    steps: (env): CommandStep[] => [
+      { argv: ['node', '-e', 'require("fs").writeFileSync("/data/migrated", process.env.BERTH_DEPLOYMENT_ID + " " + process.env.DATA_DIR)'], env: {} },
+      { argv: ['node', '/srv/server.js'], env: { STEP_PORT: env.PORT! } },
+    ],
+  });
+  const t0 = Date.now();
+  inst1 = await apps.start(s1, deps());
+  console.log(`# swarm: a new service of 2 replicas answered in ${Date.now() - t0} ms`);
+  assert.equal(inst1.pid, undefined);
+  assert.equal(inst1.upstream.host, '127.0.0.1');
+  assert.equal(readFileSync(path.join(s1.dataDir, 'migrated'), 'utf8'), 'dpl_one /data');
+
+  const svc = (await service())!;
+  assert.deepEqual(svc.Spec.Labels, { 'berth.instance': key, 'berth.project': projectId, 'berth.kind': 'app', 'berth.deployment': 'dpl_one' });
+  assert.equal(svc.Spec.Mode?.Replicated?.Replicas, 2);
+  assert.deepEqual(svc.Spec.UpdateConfig, { Parallelism: 1, FailureAction: 'rollback', Monitor: 5e9, MaxFailureRatio: 0, Order: 'start-first' });
+  const cs = containerSpecOf(svc);
+  assert.equal(cs.Image, IMAGES.one);
+  assert.deepEqual(cs.CapabilityDrop, ['ALL']);
+  assert.equal(cs.User, '1000:1000');
+  assert.deepEqual(cs.Command, ['node', '/srv/server.js']);
+  assert.ok(cs.Env!.includes('DATA_DIR=/data') && cs.Env!.includes('HOME=/tmp') && cs.Env!.includes('HOST=0.0.0.0') && cs.Env!.includes('PORT=3000') && cs.Env!.includes('STEP_PORT=3000'));
+  const names = cs.Env!.map((e) => e.slice(0, e.indexOf('='))).sort();
+  const expected = ['LANG', 'TZ', 'PATH', 'HOME', 'HOST', 'NODE_ENV', 'GREETING', 'API_KEY', 'PORT', 'DATA_DIR', 'BERTH_PROJECT_ID', 'BERTH_DEPLOYMENT_ID', 'STEP_PORT'];
+  assert.deepEqual(
+    names.filter((n) => !/^(COREPACK_|DENO_DIR|PYTHON)/.test(n)),
+    expected.sort(),
+    'what Berth passes, never the server environment',
+  );
+  assert.deepEqual((svc.Spec.TaskTemplate as Docker.ContainerTaskSpec).Resources?.Limits, { MemoryBytes: 128 * 1024 * 1024, NanoCPUs: 5e8, Pids: 64 });
+  assert.equal((await engine.api.getNetwork(`berth-${key}-${projectId}`).inspect()).Driver, 'overlay');
+  // What each task's container got from the engine.
+  const containers = await engine.api.listContainers({ filters: { label: [`com.docker.swarm.service.name=berth-${key}-${projectId}`] } });
+  assert.equal(containers.length, 2);
+  const hc = (await engine.api.getContainer(containers[0]!.Id).inspect()).HostConfig;
+  assert.deepEqual(hc.CapDrop, ['ALL']);
+  assert.equal(hc.PidsLimit, 64);
+  assert.equal(hc.Init, true);
+  assert.equal(hc.Privileged, false);
+
+  const hosts = new Set<string>();
+  for (let i = 0; i < 12; i++) {
+    const [version, host, greeting] = (await get(inst1.upstream)).split(' ');
+    assert.equal(version, '1');
+    assert.equal(greeting, 'hello');
+    hosts.add(host!);
+  }
+  assert.equal(hosts.size, 2, `requests spread over both tasks: ${[...hosts].join(', ')}`);
+});
+
+test('a deploy rolls the service start-first to the new image while every request keeps answering', withSwarm, async () => {
+  let rolling = true;
+  const seen = new Map<string, number>();
+  const failures: string[] = [];
+  const loop = (async () => {
+    while (rolling) {
+      try {
+        const v = (await get(inst1.upstream)).split(' ')[0]!;
+        seen.set(v, (seen.get(v) ?? 0) + 1);
+      } catch (e) {
+        failures.push((e as Error).message);
+      }
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  })();
+  const t0 = Date.now();
+  try {
+    inst2 = await apps.start(spec(IMAGES.two, 'dpl_two', { imageCommand: true }), deps());
+  } finally {
+    // A few more requests on the old address after the roll: it now reaches the new tasks.
+    await new Promise((r) => setTimeout(r, 300));
+    rolling = false;
+    await loop;
+  }
+  console.log(`# swarm: the rolling update of 2 replicas took ${Date.now() - t0} ms; ${[...seen].map(([v, n]) => `${n} answers of ${v}`).join(', ')}`);
+  assert.deepEqual(failures, [], 'no request failed during the roll');
+  assert.ok(seen.get('1')! > 0 && seen.get('2')! > 0, 'answers of both versions during the roll');
+
+  const svc = (await service())!;
+  assert.equal(svc.UpdateStatus?.State, 'completed');
+  const cs = containerSpecOf(svc);
+  assert.equal(cs.Image, IMAGES.two);
+  assert.equal(cs.Command, undefined, "the image's own CMD runs");
+  assert.equal(svc.Spec.Labels?.['berth.deployment'], 'dpl_two');
+  const hosts = new Set<string>();
+  for (let i = 0; i < 12; i++) {
+    const [version, host] = (await get(inst2.upstream)).split(' ');
+    assert.equal(version, '2');
+    hosts.add(host!);
+  }
+  assert.equal(hosts.size, 2);
+
+  // The old instance's dispose leaves the service alone: it runs the newer release now.
+  await inst1.box.dispose();
+  assert.equal(containerSpecOf((await service())!).Image, IMAGES.two);
+  assert.equal((await get(inst2.upstream)).split(' ')[0], '2');
+});
+
+test('an update whose tasks exit at once is rolled back by the engine: start rejects with a StartError and the running release keeps answering', withSwarm, async () => {
+  const before = (await service())!;
+  const t0 = Date.now();
+  await assert.rejects(apps.start(spec(IMAGES.broken, 'dpl_broken', { imageCommand: true }), deps()), (e: Error) => {
+    assert.ok(e instanceof StartError, e.message);
+    assert.match(e.message, /^the update to dpl_broken was rolled back: .*non-zero exit \(3\)/);
+    return true;
+  });
+  console.log(`# swarm: the failed update was rolled back in ${Date.now() - t0} ms`);
+  const svc = (await service())!;
+  assert.equal(containerSpecOf(svc).Image, IMAGES.two);
+  assert.equal(svc.ID, before.ID);
+  for (let i = 0; i < 6; i++) assert.equal((await get(inst2.upstream)).split(' ')[0], '2');
+  const lines = logs.runtime(projectId).read().map((l) => l.line);
+  assert.ok(lines.some((l) => l.includes('[berth] the update to dpl_broken was rolled back')), lines.join('\n'));
+  assert.ok(
+    lines.some((l) => l.includes('broken on purpose')),
+    "the failing tasks' output is in the app's log",
+  );
+  assert.ok(!lines.some((l) => l.includes('swarm-secret-value')));
+});
+
+test('a restarted server adopts the service that runs the release (no update, no second service); a sweep removes what nothing adopted', withSwarm, async () => {
+  const before = (await service())!;
+  const restarted = new SwarmApps({ engine, instanceKey: key });
+  const adopted = await restarted.start(spec(IMAGES.two, 'dpl_two', { imageCommand: true }), deps());
+  const after = (await service())!;
+  assert.equal(after.ID, before.ID);
+  assert.equal(after.Version?.Index, before.Version?.Index, 'no update');
+  assert.equal((await engine.api.listServices({ filters: { label: [`berth.instance=${key}`] } })).length, 1);
+  assert.equal((await get(adopted.upstream)).split(' ')[0], '2');
+  await restarted.sweepUnadopted();
+  assert.ok(await service(), 'the sweep of the server that adopted it keeps it');
+  adopted.detach!();
+  inst2.detach!();
+
+  // The next server adopts nothing: its sweep removes the service.
+  const next = new SwarmApps({ engine, instanceKey: key });
+  await next.sweepUnadopted();
+  assert.equal(await service(), null);
+  await next.forgetProject(projectId);
+  await assert.rejects(engine.api.getNetwork(`berth-${key}-${projectId}`).inspect(), /404|no such network|not found/i);
+});
+
+// ---- the registry (Debian's docker-registry, run as a child on a free loopback port)
+
+const registryBin = '/usr/bin/docker-registry';
+const withRegistry = { skip: skipReason ?? (existsSync(registryBin) ? false : 'no docker-registry (apt-get install docker-registry)') };
+if (!skipReason && !existsSync(registryBin)) console.log('# test/runtime/docker-swarm: skipping the registry test: no /usr/bin/docker-registry (apt-get install docker-registry)');
+
+async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as net.AddressInfo).port;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+test('with a registry, the image is pushed there and the service runs the pushed name; dispose removes the service', withRegistry, async () => {
+  const port = await freePort();
+  const dir = path.join(root, 'registry');
+  mkdirSync(path.join(dir, 'data'), { recursive: true });
+  writeFileSync(path.join(dir, 'config.yml'), `version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: ${dir}/data\nhttp:\n  addr: 127.0.0.1:${port}\n`);
+  const registry: ChildProcess = spawn(registryBin, ['serve', path.join(dir, 'config.yml')], { stdio: 'ignore' });
+  const remote = `127.0.0.1:${port}/${IMAGES.one}`;
+  const pushed = new SwarmApps({ engine, instanceKey: key, registry: `127.0.0.1:${port}` });
+  try {
+    await waitFor(() => fetch(`http://127.0.0.1:${port}/v2/`).then((r) => r.ok), 'the registry to answer', 10_000, 100);
+    const t0 = Date.now();
+    const inst = await pushed.start(spec(IMAGES.one, 'dpl_reg', { replicas: 1 }), deps());
+    console.log(`# swarm: push to the registry and a new service took ${Date.now() - t0} ms`);
+    const catalog = (await (await fetch(`http://127.0.0.1:${port}/v2/_catalog`)).json()) as { repositories: string[] };
+    assert.deepEqual(catalog.repositories, ['berth-test/swarm']);
+    const svc = (await service())!;
+    assert.equal(containerSpecOf(svc).Image, remote);
+    assert.equal((await get(inst.upstream)).split(' ')[0], '1');
+
+    let exited = false;
+    void inst.exited.then(() => (exited = true));
+    await inst.box.dispose();
+    assert.equal(await service(), null);
+    await waitFor(() => exited, 'exited to resolve once the service is removed', 2000);
+    await pushed.forgetProject(projectId);
+  } finally {
+    registry.kill('SIGTERM');
+    spawnSync(DOCKER, ['rmi', remote], { timeout: 60_000 });
+  }
+});
+
+test('a registry that does not answer fails the start with a StartError naming the registry, and nothing runs', withSwarm, async () => {
+  const port = await freePort();
+  const broken = new SwarmApps({ engine, instanceKey: key, registry: `127.0.0.1:${port}` });
+  await assert.rejects(broken.start(spec(IMAGES.one, 'dpl_noreg', { replicas: 1 }), deps()), (e: Error) => {
+    assert.ok(e instanceof StartError);
+    console.log(`# swarm: ${e.message}`);
+    assert.match(e.message, new RegExp(`^could not push berth-test/swarm:1 to the registry 127\\.0\\.0\\.1:${port}: `));
+    return true;
+  });
+  assert.equal(await service(), null);
+  spawnSync(DOCKER, ['rmi', `127.0.0.1:${port}/${IMAGES.one}`], { timeout: 60_000 });
+  await broken.forgetProject(projectId);
+});
