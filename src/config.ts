@@ -63,6 +63,8 @@ export interface DockerConfig {
   swarm: boolean;
   /** `host[:port][/path]` every Swarm node can pull from; null: images stay on the machine that built them. */
   registry: string | null;
+  /** `BERTH_IMAGE_<RUNTIME>` settings: the base image of each runtime's build steps and generated images. */
+  baseImages: Record<string, string>;
 }
 
 export type DomainVerification = 'none' | 'dns';
@@ -186,7 +188,7 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
     releasesKept,
     domainVerification,
     dnsServers,
-    docker: { swarm, registry },
+    docker: { swarm, registry, baseImages: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => /^BERTH_IMAGE_[A-Z0-9_]+$/.test(e[0]) && !!e[1]?.trim())) },
   };
 }
 

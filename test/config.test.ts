@@ -15,8 +15,8 @@ describe('configuration of releases and domains', () => {
   });
 
   it('runs Swarm services only with the docker runtime; BERTH_REGISTRY is a registry address without a scheme', () => {
-    assert.deepEqual(load({}).docker, { swarm: false, registry: null });
-    assert.deepEqual(load({ BERTH_RUNTIME: 'docker', BERTH_DOCKER_SWARM: '1', BERTH_REGISTRY: 'registry.example.com:5000/team/' }).docker, { swarm: true, registry: 'registry.example.com:5000/team' });
+    assert.deepEqual(load({}).docker, { swarm: false, registry: null, baseImages: {} });
+    assert.deepEqual(load({ BERTH_RUNTIME: 'docker', BERTH_DOCKER_SWARM: '1', BERTH_REGISTRY: 'registry.example.com:5000/team/' }).docker, { swarm: true, registry: 'registry.example.com:5000/team', baseImages: {} });
     assert.throws(() => load({ BERTH_DOCKER_SWARM: '1' }), /needs the docker runtime/);
     assert.throws(() => load({ BERTH_RUNTIME: 'docker', BERTH_DOCKER_SWARM: 'yes' }), /BERTH_DOCKER_SWARM must be 1 or 0/);
     assert.throws(() => load({ BERTH_REGISTRY: 'https://registry.example.com' }), /BERTH_REGISTRY must be a registry address/);

@@ -1,8 +1,11 @@
 import { createHash } from 'node:crypto';
 import { realpathSync } from 'node:fs';
-import type { RuntimeName } from '../config.js';
+import type { DockerConfig, RuntimeName } from '../config.js';
 import { detectCgroups } from './cgroups.js';
 import { DockerDriver, type DockerDriverOptions } from './docker/docker-driver.js';
+import { DockerEngine } from './docker/engine.js';
+import { DockerImageBuilder } from './docker/image-build.js';
+import { SwarmApps } from './docker/swarm.js';
 import type { ImageBuilder, RuntimeDriver } from './driver.js';
 import { ProcessDriver } from './process-driver.js';
 import { SandboxDriver, findSandboxBins } from './sandbox-driver.js';
@@ -27,9 +30,24 @@ export interface DriverParts {
   apps?: DockerDriverOptions['apps'];
 }
 
-export function createDriver(name: RuntimeName, dataDir: string, parts: DriverParts = {}): RuntimeDriver {
+/**
+ * The driver of BERTH_RUNTIME. The docker driver builds images with the docker CLI's BuildKit
+ * (DockerImageBuilder) and runs apps as containers, or as Swarm services with BERTH_DOCKER_SWARM=1.
+ */
+export function createDriver(name: RuntimeName, dataDir: string, parts: DriverParts = {}, docker: DockerConfig = { swarm: false, registry: null, baseImages: {} }): RuntimeDriver {
   const key = instanceKeyOf(dataDir);
-  if (name === 'docker') return new DockerDriver({ key, dataDir, images: parts.images, apps: parts.apps });
+  if (name === 'docker') {
+    let images = parts.images;
+    if (!images) {
+      try {
+        images = new DockerImageBuilder({ env: { ...process.env, ...docker.baseImages }, engine: DockerEngine.fromEnv(), instanceKey: key });
+      } catch {
+        /* a DOCKER_HOST the engine client refuses: the driver's status says why */
+      }
+    }
+    const apps = parts.apps ?? (docker.swarm ? (ctx: { engine: DockerEngine; key: string }) => new SwarmApps({ engine: ctx.engine, instanceKey: ctx.key, registry: docker.registry ?? undefined }) : undefined);
+    return new DockerDriver({ key, dataDir, images, apps });
+  }
   const cgroups = detectCgroups();
   const bins = findSandboxBins();
   if (name === 'process') return new ProcessDriver(cgroups, key, bins.cgexec);

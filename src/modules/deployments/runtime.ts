@@ -44,7 +44,7 @@ export class BerthRuntime {
 
   constructor(readonly ctx: AppContext) {
     this.logs = new LogStore(ctx.config.dataDir);
-    this.driver = createDriver(ctx.config.runtime, ctx.config.dataDir);
+    this.driver = createDriver(ctx.config.runtime, ctx.config.dataDir, {}, ctx.config.docker);
     this.supervisor = new Supervisor({
       logs: this.logs,
       driver: this.driver,

@@ -1,0 +1,247 @@
+/**
+ * The docker runtime end to end (issue 19, contract section 13), on the real Docker Engine: a
+ * Dockerfile app and a plan-built Node app deploy, answer through the edge, keep their data across a
+ * redeploy, cannot reach each other, run without root or capabilities, and a server restart adopts
+ * their containers instead of starting second copies. Skips with the reason when no engine answers
+ * or the base image is missing (CI builds it: scripts/docker-base-images.sh).
+ */
+process.env.BERTH_HEALTH_TIMEOUT_SECONDS = '20';
+process.env.BERTH_STOP_GRACE_SECONDS = '2';
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { freshPostgresDatabase, startTestServer, tempDir, usingPostgres, type TestServer } from '../support/harness.js';
+import { createUser, type TestUser } from '../support/factories.js';
+import { type HttpClient, edgeRequest } from '../support/http.js';
+import { getRuntime } from '../../src/modules/deployments/index.js';
+import { DockerEngine } from '../../src/runtime/docker/engine.js';
+import { instanceKeyOf } from '../../src/runtime/drivers.js';
+import { writeTinyApp } from '../runtime/app-fixture.js';
+import { waitForDeployment } from '../support/wait.js';
+
+const BASE = 'berth-base/node:20';
+const SECRET = 'sk-docker-' + randomBytes(12).toString('hex');
+const engine = DockerEngine.fromEnv();
+const skip = await engine.ping().then(
+  async () => ((await engine.api.getImage(BASE).inspect().then(() => true, () => false)) ? null : `the base image ${BASE} is missing (scripts/docker-base-images.sh builds it)`),
+  (e: Error) => `no Docker Engine answers (${e.message})`,
+);
+if (skip) console.log(`# test/deployments/docker: skipping: ${skip}`);
+const opts = { skip: skip ?? false };
+
+/** The Dockerfile app: its own server, answering what the tests probe from inside its container. */
+const SERVER = `
+const http = require('node:http');
+const net = require('node:net');
+const fs = require('node:fs');
+const path = require('node:path');
+http.createServer((req, res) => {
+  const parts = req.url.split('/').filter(Boolean);
+  if (parts[0] === 'count') {
+    const f = path.join(process.env.DATA_DIR, 'count');
+    const n = (fs.existsSync(f) ? Number(fs.readFileSync(f, 'utf8')) : 0) + 1;
+    fs.writeFileSync(f, String(n));
+    return res.end(String(n));
+  }
+  if (parts[0] === 'status') {
+    const s = fs.readFileSync('/proc/self/status', 'utf8');
+    const pick = (k) => (new RegExp('^' + k + ':\\\\s*(\\\\S+)', 'm').exec(s) || [])[1];
+    return res.end(JSON.stringify({ uid: process.getuid(), capEff: pick('CapEff'), noNewPrivs: pick('NoNewPrivs') }));
+  }
+  if (parts[0] === 'exists') return res.end(String(fs.existsSync('/' + parts.slice(1).join('/'))));
+  if (parts[0] === 'probe') {
+    const sock = net.connect({ host: parts[1], port: Number(parts[2]) });
+    const done = (what) => { sock.destroy(); if (!res.headersSent) res.end(what); };
+    sock.once('connect', () => done('reachable'));
+    sock.once('error', () => done('unreachable'));
+    sock.setTimeout(1500, () => done('unreachable'));
+    return;
+  }
+  res.end('docker app ' + (process.env.GREETING || '') + ' on ' + process.env.PORT);
+}).listen(Number(process.env.PORT), () => console.log('listening on ' + process.env.PORT));
+process.on('SIGTERM', () => process.exit(0));
+`;
+
+// BuildKit's cache key leaves secret values out: the run marker makes this step run (and print) every time.
+const DOCKERFILE = `FROM ${BASE}
+RUN --mount=type=secret,id=API_KEY,uid=1000 sh -c 'echo "the secret is $(cat /run/secrets/API_KEY) (run ${randomBytes(4).toString('hex')})"'
+COPY . /srv
+WORKDIR /srv
+CMD ["node", "server.js"]
+`;
+
+let root: string;
+let dataDir: string;
+let pg: { url: string; drop(): Promise<void> } | undefined;
+let secretKey: string;
+let server: TestServer;
+let owner: TestUser;
+let api: HttpClient;
+const projects: Record<'docker' | 'plan', { id: string; slug: string }> = {} as never;
+
+async function boot(): Promise<TestServer> {
+  const s = await startTestServer({
+    background: true,
+    dataDir,
+    databaseUrl: pg?.url,
+    env: { BERTH_SECRET_KEY: secretKey, BERTH_LOCAL_ROOTS: path.join(root, 'local'), BERTH_RUNTIME: 'docker', BERTH_IMAGE_NODE: BASE, BERTH_RELEASES_KEPT: '1' },
+  });
+  await getRuntime(s.ctx).restored;
+  return s;
+}
+
+const edge = (which: 'docker' | 'plan', pathName = '/') => edgeRequest(getRuntime(server.ctx).edgePort(), `${projects[which].slug}.localhost`, pathName);
+
+async function deploy(which: 'docker' | 'plan'): Promise<any> {
+  const res = await api.post('/api/deployments', { projectId: projects[which].id });
+  assert.equal(res.status, 202, res.text);
+  const done = await waitForDeployment(api, res.body.data.id, 180000);
+  assert.equal(done.status, 'ready', `${done.error}\n${(await buildLog(done.id)).slice(-3000)}`);
+  return done;
+}
+
+async function buildLog(id: string): Promise<string> {
+  const r = await api.get(`/api/deployments/${id}/logs`);
+  return (r.body.data ?? []).map((l: any) => l.line).join('\n');
+}
+
+function appContainers(projectId: string) {
+  return engine.api.listContainers({ all: true, filters: { label: [`berth.project=${projectId}`, 'berth.kind=app'] } });
+}
+
+before(async () => {
+  if (skip) return;
+  root = tempDir('berth-docker-');
+  dataDir = path.join(root, 'data');
+  mkdirSync(dataDir, { recursive: true });
+  secretKey = randomBytes(32).toString('base64');
+  if (usingPostgres()) pg = await freshPostgresDatabase();
+  const dockerDir = path.join(root, 'local', 'dockerfile-app');
+  mkdirSync(dockerDir, { recursive: true });
+  writeFileSync(path.join(dockerDir, 'server.js'), SERVER);
+  writeFileSync(path.join(dockerDir, 'Dockerfile'), DOCKERFILE);
+  writeFileSync(path.join(dockerDir, 'notes.local'), 'not for the image\n');
+  writeFileSync(path.join(dockerDir, '.dockerignore'), 'notes.local\n');
+  const planDir = writeTinyApp(path.join(root, 'local', 'plan-app'), { version: 'v1' });
+  writeFileSync(path.join(planDir, 'build.js'), "require('fs').writeFileSync('built.txt', 'ok');\n");
+
+  server = await boot();
+  owner = await createUser(server);
+  api = server.api(owner.token);
+  for (const [which, dir, body] of [
+    ['docker', dockerDir, { name: 'Docker App' }],
+    ['plan', planDir, { name: 'Plan App', buildCommand: 'node build.js', startCommand: 'npm start' }],
+  ] as const) {
+    const created = await api.post('/api/projects', body);
+    assert.equal(created.status, 201, created.text);
+    projects[which] = { id: created.body.data.id, slug: created.body.data.slug };
+    await server.ctx.db.updateTable('projects').set({ sourceType: 'local', localPath: dir }).where('id', '=', created.body.data.id).execute();
+  }
+  const env = await api.patch(`/api/projects/${projects.docker.id}/env`, {
+    environment: 'production',
+    upserts: [
+      { key: 'GREETING', value: 'hi', isSecret: false },
+      { key: 'API_KEY', value: SECRET, isSecret: true },
+    ],
+    deletes: [],
+  });
+  assert.equal(env.status, 200, env.text);
+});
+
+after(async () => {
+  if (skip) return;
+  await server?.close();
+  // The containers outlive a server that stops (the next start adopts them): remove them, their networks and images.
+  const key = instanceKeyOf(dataDir);
+  for (const c of await engine.api.listContainers({ all: true, filters: { label: [`berth.instance=${key}`] } })) await engine.api.getContainer(c.Id).remove({ force: true }).catch(() => {});
+  for (const n of await engine.api.listNetworks({ filters: { label: [`berth.instance=${key}`] } })) await engine.api.getNetwork(n.Id).remove().catch(() => {});
+  for (const p of Object.values(projects)) {
+    for (const i of await engine.api.listImages({ filters: { label: [`berth.project=${p.id}`] } })) await engine.api.getImage(i.Id).remove({ force: true }).catch(() => {});
+  }
+  await pg?.drop();
+  rmSync(root, { recursive: true, force: true });
+});
+
+test('a Dockerfile app builds with its secret as a BuildKit secret (never in the log or the image) and answers through the edge', opts, async () => {
+  const d = await deploy('docker');
+  const res = await edge('docker');
+  assert.equal(res.status, 200, res.text);
+  assert.equal(res.text, 'docker app hi on 3000');
+  const log = await buildLog(d.id);
+  assert.match(log, /the secret is \*+/);
+  assert.ok(!log.includes(SECRET), 'the build log holds the secret');
+  const tag = `berth/${projects.docker.slug}:${d.id}`;
+  const history = await engine.api.getImage(tag).history();
+  assert.ok(!JSON.stringify(history).includes(SECRET), 'the image history holds the secret');
+  assert.ok(!JSON.stringify(await engine.api.getImage(tag).inspect()).includes(SECRET), 'the image config holds the secret');
+  // .dockerignore is honoured: the ignored file is not in the image.
+  assert.equal((await edge('docker', '/exists/srv/notes.local')).text, 'false');
+  assert.equal((await edge('docker', '/exists/srv/server.js')).text, 'true');
+});
+
+test('the container runs as the project\'s own user, without capabilities, with no-new-privileges and the project\'s limits', opts, async () => {
+  const status = JSON.parse((await edge('docker', '/status')).text);
+  assert.notEqual(status.uid, 0);
+  assert.equal(status.capEff, '0000000000000000');
+  assert.equal(status.noNewPrivs, '1');
+  const [c] = await appContainers(projects.docker.id);
+  assert.ok(c, 'no app container');
+  const info = await engine.api.getContainer(c.Id).inspect();
+  assert.equal(info.HostConfig.Memory, 512 * 1024 * 1024);
+  assert.equal(info.HostConfig.NanoCpus, 1e9);
+  assert.ok((info.HostConfig.PidsLimit ?? 0) > 0);
+  assert.deepEqual(info.HostConfig.CapDrop, ['ALL']);
+  assert.ok(info.HostConfig.SecurityOpt?.includes('no-new-privileges'));
+  // Nothing of the data dir but the project's own volume is mounted.
+  for (const m of info.Mounts) assert.ok(m.Destination === '/data' || !String(m.Source).startsWith(dataDir), `mounted ${m.Source}`);
+});
+
+test('a plan-built Node app runs from an image Berth packed on the base image', opts, async () => {
+  const d = await deploy('plan');
+  const res = await edge('plan');
+  assert.equal(res.status, 200, res.text);
+  assert.match(res.text, /^hello v1/);
+  const image = await engine.api.getImage(`berth/${projects.plan.slug}:${d.id}`).inspect();
+  assert.equal(image.Config.Labels?.['berth.deployment'], d.id);
+  assert.match(await buildLog(d.id), /build image: berth-base\/node:20/);
+});
+
+test('data in /data survives a redeploy; the replaced release\'s image is pruned', opts, async () => {
+  const before = await api.get(`/api/projects/${projects.docker.id}/deployments`);
+  const first = before.body.data[0].id;
+  assert.equal((await edge('docker', '/count')).text, '1');
+  assert.equal((await edge('docker', '/count')).text, '2');
+  const d = await deploy('docker');
+  assert.notEqual(d.id, first);
+  assert.equal((await edge('docker', '/count')).text, '3');
+  // BERTH_RELEASES_KEPT=1: the first release's image went with its folder.
+  await assert.rejects(engine.api.getImage(`berth/${projects.docker.slug}:${first}`).inspect());
+  assert.equal((await appContainers(projects.docker.id)).filter((c) => c.State === 'running').length, 1);
+});
+
+test('one project\'s container cannot reach another\'s; the edge reaches both', opts, async () => {
+  const rt = getRuntime(server.ctx);
+  const plan = rt.supervisor.upstreamNow(projects.plan.id);
+  assert.ok(plan, 'the plan app is not running');
+  assert.equal((await edge('docker', `/probe/${plan.host}/${plan.port}`)).text, 'unreachable');
+  assert.equal((await edge('plan')).status, 200);
+  const self = rt.supervisor.upstreamNow(projects.docker.id)!;
+  assert.equal((await edge('docker', `/probe/${self.host}/${self.port}`)).text, 'reachable');
+});
+
+test('a server restart adopts the running containers instead of starting second copies', opts, async () => {
+  const ids = async () => (await appContainers(projects.docker.id)).filter((c) => c.State === 'running').map((c) => c.Id).sort();
+  const running = await ids();
+  assert.equal(running.length, 1);
+  await server.close();
+  // The app keeps running while the server is down.
+  assert.deepEqual(await ids(), running);
+  server = await boot();
+  api = server.api(owner.token);
+  assert.equal((await edge('docker', '/count')).text, '4');
+  assert.deepEqual(await ids(), running);
+  assert.equal((await edge('plan')).status, 200);
+});
