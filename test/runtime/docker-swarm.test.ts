@@ -21,7 +21,7 @@ import { waitFor } from '../support/wait.js';
 // the machine, put into swarm mode for the file when it is not (and taken out again afterwards).
 const DOCKER = '/usr/bin/docker';
 const BASE_IMAGE = 'berth-base/node:20';
-const IMAGES = { one: 'berth-test/swarm:1', two: 'berth-test/swarm:2', broken: 'berth-test/swarm:broken' };
+const IMAGES = { one: 'berth-test/swarm:1', two: 'berth-test/swarm:2', broken: 'berth-test/swarm:broken', deaf: 'berth-test/swarm:deaf' };
 
 const engine = DockerEngine.fromEnv();
 let skipReason = await engine.ping().then(
@@ -80,6 +80,7 @@ process.on('SIGTERM', () => server.close(() => process.exit(0)));
   docker(['build', '-q', '--build-arg', 'VERSION=1', '-t', IMAGES.one, ctx]);
   docker(['build', '-q', '--build-arg', 'VERSION=2', '-t', IMAGES.two, ctx]);
   docker(['build', '-q', '-t', IMAGES.broken, '-'], { input: `FROM ${BASE_IMAGE}\nCMD ["node", "-e", "console.error('broken on purpose'); process.exit(3)"]\n` });
+  docker(['build', '-q', '-t', IMAGES.deaf, '-'], { input: `FROM ${BASE_IMAGE}\nCMD ["node", "-e", "setInterval(() => {}, 1000)"]\n` });
   apps = new SwarmApps({ engine, instanceKey: key });
 });
 
@@ -284,6 +285,20 @@ test('an update whose tasks exit at once is rolled back by the engine: start rej
     "the failing tasks' output is in the app's log",
   );
   assert.ok(!lines.some((l) => l.includes('swarm-secret-value')));
+});
+
+test('an update whose tasks run but never answer is rolled back by Berth after the health check', withSwarm, async () => {
+  const t0 = Date.now();
+  await assert.rejects(apps.start(spec(IMAGES.deaf, 'dpl_deaf', { imageCommand: true }), { ...deps(), healthTimeoutMs: 3000 }), (e: Error) => {
+    assert.ok(e instanceof StartError, e.message);
+    assert.match(e.message, /^the app did not become healthy: it did not answer on port \d+ within 3 s/);
+    return true;
+  });
+  console.log(`# swarm: the unhealthy update was rolled back in ${Date.now() - t0} ms`);
+  const svc = (await service())!;
+  assert.equal(containerSpecOf(svc).Image, IMAGES.two);
+  assert.equal(svc.Spec.Labels?.['berth.deployment'], 'dpl_two');
+  for (let i = 0; i < 4; i++) assert.equal((await get(inst2.upstream)).split(' ')[0], '2');
 });
 
 test('a restarted server adopts the service that runs the release (no update, no second service); a sweep removes what nothing adopted', withSwarm, async () => {

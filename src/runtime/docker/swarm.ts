@@ -425,6 +425,11 @@ export class SwarmApps implements AppRunner {
         );
       });
       if (error) throw new Error(error);
+      // The registry's name on this engine only pins the image (pruning removes the release's own tag): the nodes pull it.
+      await this.api
+        .getImage(remote)
+        .remove({ noprune: true })
+        .catch(() => {});
     } catch (e) {
       throw fail(`could not push ${local} to the registry ${this.registry}: ${(e as Error).message}`);
     }
