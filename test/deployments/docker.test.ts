@@ -20,7 +20,7 @@ import { getRuntime } from '../../src/modules/deployments/index.js';
 import { DockerEngine } from '../../src/runtime/docker/engine.js';
 import { instanceKeyOf } from '../../src/runtime/drivers.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';
-import { waitForDeployment } from '../support/wait.js';
+import { waitFor, waitForDeployment } from '../support/wait.js';
 
 const BASE = 'berth-base/node:20';
 const SECRET = 'sk-docker-' + randomBytes(12).toString('hex');
@@ -244,4 +244,15 @@ test('a server restart adopts the running containers instead of starting second 
   assert.equal((await edge('docker', '/count')).text, '4');
   assert.deepEqual(await ids(), running);
   assert.equal((await edge('plan')).status, 200);
+});
+
+test('deleting a project removes its containers, network and images', opts, async () => {
+  const { id } = projects.plan;
+  assert.ok((await appContainers(id)).length >= 1);
+  const del = await api.delete(`/api/projects/${id}`);
+  assert.ok(del.status === 200 || del.status === 204, del.text);
+  const key = instanceKeyOf(dataDir);
+  await waitFor(async () => ((await appContainers(id)).length === 0 ? true : null), 'the containers to go', 15000);
+  assert.deepEqual(await engine.api.listImages({ filters: { label: [`berth.project=${id}`] } }), []);
+  assert.deepEqual((await engine.api.listNetworks({ filters: { label: [`berth.instance=${key}`, `berth.project=${id}`] } })).map((n) => n.Name), []);
 });

@@ -383,6 +383,15 @@ export class ContainerApps implements AppRunner {
       }),
     );
     await networks.remove(projectId);
+    // Its release images go too (they carry the project's label from the build).
+    for (const img of await engine.api.listImages({ filters: labelFilter({ 'berth.instance': key, 'berth.project': projectId }) })) {
+      await engine.api
+        .getImage(img.Id)
+        .remove({ force: true })
+        .catch((e) => {
+          if (statusOf(e) !== 404) throw e;
+        });
+    }
   }
 }
 
