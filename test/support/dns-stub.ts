@@ -3,8 +3,9 @@ import dnsPacket from 'dns-packet';
 
 /**
  * A tiny authoritative DNS server for tests, on UDP 127.0.0.1 and a free port: it answers TXT
- * questions from `txt` (name -> values; a name listed in `servfail` answers SERVFAIL) and NXDOMAIN
- * for everything else. Point Berth at it with `BERTH_DNS_SERVERS: stub.server`.
+ * questions from `txt` and A questions from `a` (name -> values; a name listed in `servfail` answers
+ * SERVFAIL; a name held in either map answers other types with no records) and NXDOMAIN for
+ * everything else. Point Berth at it with `BERTH_DNS_SERVERS: stub.server`.
  */
 export interface DnsStub {
   /** `127.0.0.1:<port>`, as BERTH_DNS_SERVERS takes it. */
@@ -12,6 +13,8 @@ export interface DnsStub {
   port: number;
   /** TXT records by lowercase name (no trailing dot); change it at any time. */
   txt: Map<string, string[]>;
+  /** A records (IPv4 addresses) by lowercase name (no trailing dot); change it at any time. */
+  a: Map<string, string[]>;
   /** Names that answer SERVFAIL (a broken upstream). */
   servfail: Set<string>;
   /** Every question asked, as `TYPE name`. */
@@ -22,6 +25,7 @@ export interface DnsStub {
 export async function startDnsStub(): Promise<DnsStub> {
   const socket = dgram.createSocket('udp4');
   const txt = new Map<string, string[]>();
+  const a = new Map<string, string[]>();
   const servfail = new Set<string>();
   const queries: string[] = [];
   socket.on('message', (msg, rinfo) => {
@@ -36,10 +40,17 @@ export async function startDnsStub(): Promise<DnsStub> {
     const name = q.name.toLowerCase().replace(/\.$/, '');
     queries.push(`${q.type} ${name}`);
     const values = txt.get(name);
+    const addresses = a.get(name);
     // rcode in the flags' low bits: 0 NOERROR, 2 SERVFAIL, 3 NXDOMAIN.
-    const rcode = servfail.has(name) ? 2 : values ? 0 : 3;
+    const rcode = servfail.has(name) ? 2 : values || addresses ? 0 : 3;
     const answers: dnsPacket.Answer[] =
-      rcode === 0 && q.type === 'TXT' ? values!.map((v) => ({ type: 'TXT' as const, name: q.name, ttl: 1, class: 'IN' as const, data: [v] })) : [];
+      rcode !== 0
+        ? []
+        : q.type === 'TXT' && values
+          ? values.map((v) => ({ type: 'TXT' as const, name: q.name, ttl: 1, class: 'IN' as const, data: [v] }))
+          : q.type === 'A' && addresses
+            ? addresses.map((ip) => ({ type: 'A' as const, name: q.name, ttl: 1, class: 'IN' as const, data: ip }))
+            : [];
     const response = dnsPacket.encode({
       type: 'response',
       id: query.id,
@@ -58,6 +69,7 @@ export async function startDnsStub(): Promise<DnsStub> {
     server: `127.0.0.1:${port}`,
     port,
     txt,
+    a,
     servfail,
     queries,
     close: () => new Promise<void>((resolve) => socket.close(() => resolve())),
