@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import { DockerEngine } from '../../src/runtime/docker/engine.js';
@@ -47,13 +48,44 @@ function docker(args: string[], opts: { input?: string; cwd?: string } = {}): st
   return r.stdout.trim();
 }
 
+// Two runs of this file at once (two test commands on one machine) would share the swarm, and the one
+// that initialized it would take it down under the other: runs take turns through a lock file.
+const LOCK = path.join(os.tmpdir(), 'berth-docker-swarm-test.lock');
+let locked = false;
+
+async function takeLock(): Promise<void> {
+  await waitFor(
+    () => {
+      try {
+        writeFileSync(LOCK, String(process.pid), { flag: 'wx' });
+        return true;
+      } catch {
+        const holder = Number(readFileSync(LOCK, 'utf8'));
+        try {
+          if (holder) process.kill(holder, 0);
+          return false;
+        } catch {
+          rmSync(LOCK, { force: true }); // its run is gone
+          return false;
+        }
+      }
+    },
+    'the other run of the Swarm tests to finish',
+    150_000,
+    500,
+  );
+  locked = true;
+}
+
 before(async () => {
   if (skipReason) return;
+  await takeLock();
   root = tempDir('berth-swarm-');
   logs = new LogStore(root);
   const info = (await engine.api.info()) as { Swarm?: { LocalNodeState?: string; ControlAvailable?: boolean } };
   if (info.Swarm?.LocalNodeState !== 'active') {
     hadGwBridge = !!(await engine.api.getNetwork('docker_gwbridge').inspect().catch(() => null));
+    assert.match((await new SwarmApps({ engine, instanceKey: key }).unavailable())!, /^BERTH_DOCKER_SWARM=1 but the Docker Engine is not in a swarm: run docker swarm init/);
     docker(['swarm', 'init', '--advertise-addr', '127.0.0.1']);
     initialized = true;
   } else assert.ok(info.Swarm.ControlAvailable, 'the engine is in a swarm but not a manager');
@@ -85,7 +117,7 @@ process.on('SIGTERM', () => server.close(() => process.exit(0)));
 });
 
 after(async () => {
-  if (skipReason) return;
+  if (skipReason || !locked) return;
   const services = (await engine.api.listServices({ filters: { label: [`berth.instance=${key}`] } }).catch(() => [])) as Docker.Service[];
   for (const s of services) await engine.api.getService(s.ID).remove().catch(() => {});
   // The engine removes a removed service's containers a little later; the images can go after them.
@@ -93,14 +125,15 @@ after(async () => {
     const left = await engine.api.listContainers({ all: true, filters: { label: [`berth.instance=${key}`] } });
     console.log(`# ${e.message}: ${left.map((c) => `${c.Image} ${c.Status} ${c.Labels['com.docker.swarm.service.name']}`).join('; ')}`);
   });
-  await engine.api.getNetwork(`berth-${key}-${projectId}`).remove().catch(() => {});
+  for (const n of [`berth-${key}-${projectId}`, `berth-${key}-${projectId}-swarm`]) await engine.api.getNetwork(n).remove().catch(() => {});
   if (initialized) {
     spawnSync(DOCKER, ['swarm', 'leave', '--force'], { timeout: 60_000 });
     if (!hadGwBridge) spawnSync(DOCKER, ['network', 'rm', 'docker_gwbridge'], { timeout: 60_000 });
   }
   for (const image of Object.values(IMAGES)) spawnSync(DOCKER, ['rmi', image], { timeout: 60_000 });
-  logs.closeAll();
+  logs?.closeAll();
   rmSync(root, { recursive: true, force: true });
+  if (locked && readFileSync(LOCK, 'utf8') === String(process.pid)) rmSync(LOCK, { force: true });
 });
 
 function deps(): InstanceDeps {
@@ -172,6 +205,9 @@ test('a release runs as a Swarm service with two replicas, hardened, and both re
       { argv: ['node', '/srv/server.js'], env: { STEP_PORT: env.PORT! } },
     ],
   });
+  assert.equal(await apps.unavailable(), null, 'the engine is a Swarm manager');
+  // The project's bridge is there already (its build ran as containers on the manager).
+  await engine.api.createNetwork({ Name: `berth-${key}-${projectId}`, Driver: 'bridge', Labels: { 'berth.instance': key } });
   const t0 = Date.now();
   inst1 = await apps.start(s1, deps());
   console.log(`# swarm: a new service of 2 replicas answered in ${Date.now() - t0} ms`);
@@ -197,7 +233,10 @@ test('a release runs as a Swarm service with two replicas, hardened, and both re
     'what Berth passes, never the server environment',
   );
   assert.deepEqual((svc.Spec.TaskTemplate as Docker.ContainerTaskSpec).Resources?.Limits, { MemoryBytes: 128 * 1024 * 1024, NanoCPUs: 5e8, Pids: 64 });
-  assert.equal((await engine.api.getNetwork(`berth-${key}-${projectId}`).inspect()).Driver, 'overlay');
+  const overlay = await engine.api.getNetwork(`berth-${key}-${projectId}-swarm`).inspect();
+  assert.equal(overlay.Driver, 'overlay');
+  assert.equal(overlay.Attachable, false);
+  assert.equal(overlay.Labels?.['berth.project'], projectId);
   // What each task's container got from the engine.
   const containers = await engine.api.listContainers({ filters: { label: [`com.docker.swarm.service.name=berth-${key}-${projectId}`] } });
   assert.equal(containers.length, 2);
@@ -320,7 +359,7 @@ test('a restarted server adopts the service that runs the release (no update, no
   await next.sweepUnadopted();
   assert.equal(await service(), null);
   await next.forgetProject(projectId);
-  await assert.rejects(engine.api.getNetwork(`berth-${key}-${projectId}`).inspect(), /404|no such network|not found/i);
+  await assert.rejects(engine.api.getNetwork(`berth-${key}-${projectId}-swarm`).inspect(), /404|no such network|not found/i);
 });
 
 // ---- the registry (Debian's docker-registry, run as a child on a free loopback port)

@@ -17,9 +17,18 @@ const SECOND_NS = 1_000_000_000;
 /** After each task of a rolling update, how long the engine watches it before it counts as updated. */
 export const UPDATE_MONITOR_NS = 5 * SECOND_NS;
 
-/** `berth-<key>-<projectId>`: the project's service and its overlay network. */
+/** `berth-<key>-<projectId>`: the project's service. */
 export function swarmName(instanceKey: string, projectId: string): string {
   return `berth-${instanceKey}-${projectId}`;
+}
+
+/**
+ * `berth-<key>-<projectId>-swarm`: the project's overlay network. Not the bridge's name: builds still run
+ * as containers on the manager, on the project's bridge `berth-<key>-<projectId>`, and the engine refuses
+ * an overlay of the same name ("already exists") while a service cannot join a bridge ("no such network").
+ */
+export function overlayName(instanceKey: string, projectId: string): string {
+  return `${swarmName(instanceKey, projectId)}-swarm`;
 }
 
 /** The labels on everything Berth creates (the same names as the container driver's, written here for the service). */

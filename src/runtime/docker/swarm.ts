@@ -20,6 +20,7 @@ import {
   serviceSpec,
   swarmLabels,
   swarmName,
+  overlayName,
   taskPlan,
   taskResources,
   taskUser,
@@ -29,7 +30,7 @@ import {
 
 /**
  * Apps as Swarm services (BERTH_DOCKER_SWARM=1, contract section 13): one replicated service per
- * project (`berth-<key>-<projectId>`) on the project's overlay network, updated in place for each
+ * project (`berth-<key>-<projectId>`) on the project's overlay network (`…-swarm`), updated in place for each
  * deploy (start-first, one task at a time, rolled back by the engine when a new task fails), with the
  * images pushed to BERTH_REGISTRY so every node can pull them. The edge reaches the tasks through a
  * balancer Berth runs on `publishHost` (see swarm-balancer.ts). Services outlive the server; the next
@@ -84,6 +85,21 @@ export class SwarmApps implements AppRunner {
     this.backends = new TaskBackends(this.api);
   }
 
+  /**
+   * Why apps cannot run as services on this engine (it is not a Swarm manager), naming the fix; null
+   * when it can. For the driver's status.
+   */
+  async unavailable(): Promise<string | null> {
+    try {
+      const info = (await this.api.info()) as { Swarm?: { LocalNodeState?: string; ControlAvailable?: boolean } };
+      if (info.Swarm?.LocalNodeState !== 'active') return 'BERTH_DOCKER_SWARM=1 but the Docker Engine is not in a swarm: run docker swarm init on this machine (docs/scale-out.md)';
+      if (!info.Swarm.ControlAvailable) return 'BERTH_DOCKER_SWARM=1 but the Docker Engine is a swarm worker: run Berth against a manager (docs/scale-out.md)';
+      return null;
+    } catch (e) {
+      return `cannot ask the Docker Engine whether it is a Swarm manager: ${(e as Error).message}`;
+    }
+  }
+
   start(spec: ReleaseSpec, deps: InstanceDeps): Promise<Instance> {
     if (!spec.image) return Promise.reject(new StartError('the release has no image to run as a Swarm service'));
     return this.locked(spec.projectId, () =>
@@ -112,6 +128,7 @@ export class SwarmApps implements AppRunner {
   async forgetProject(projectId: string): Promise<void> {
     await this.locked(projectId, async () => {
       const name = swarmName(this.key, projectId);
+      const network = overlayName(this.key, projectId);
       this.stopFollower(projectId);
       for (const n of [name, `${name}-step`]) {
         const s = await this.inspect(n);
@@ -122,11 +139,11 @@ export class SwarmApps implements AppRunner {
       const deadline = Date.now() + REMOVE_WAIT_MS * 2;
       for (;;) {
         try {
-          await this.api.getNetwork(name).remove();
+          await this.api.getNetwork(network).remove();
           return;
         } catch (e) {
           if (statusOf(e) === 404) return;
-          if (Date.now() > deadline) throw new Error(`could not remove the network ${name}: ${(e as Error).message}`);
+          if (Date.now() > deadline) throw new Error(`could not remove the network ${network}: ${(e as Error).message}`);
           await sleep(POLL_MS * 2);
         }
       }
@@ -143,6 +160,7 @@ export class SwarmApps implements AppRunner {
       return new StartError(message);
     };
     const name = swarmName(this.key, spec.projectId);
+    const network = overlayName(this.key, spec.projectId);
     const image = this.registry ? `${this.registry}/${spec.image!}` : spec.image!;
     const replicas = Math.max(1, Math.floor(spec.replicas ?? 1));
     const healthMs = deps.healthTimeoutMs ?? 30_000;
@@ -170,8 +188,8 @@ export class SwarmApps implements AppRunner {
       return this.serve(spec, deps, { name, id: existing.ID, image, since }, note, fail, undo);
     }
 
-    await this.ensureNetwork(name, spec.projectId).catch((e: Error) => {
-      throw fail(`could not create the overlay network ${name}: ${e.message}`);
+    await this.ensureNetwork(network, spec.projectId).catch((e: Error) => {
+      throw fail(`could not create the overlay network ${network}: ${e.message}`);
     });
     let info: Docker.ImageInspectInfo;
     try {
@@ -199,7 +217,7 @@ export class SwarmApps implements AppRunner {
 
     // Steps before the last one (migrations, ...) run once, as a job, before the service changes.
     for (const step of plan.before) {
-      const r = await this.runJob(`${name}-step`, step, { ...plan.env, ...step.env }, { container, resources, network: name, placement, spec, logFile, deadline: Date.now() + healthMs });
+      const r = await this.runJob(`${name}-step`, step, { ...plan.env, ...step.env }, { container, resources, network, placement, spec, logFile, deadline: Date.now() + healthMs });
       if (!r.ok) throw fail(r.reason);
     }
 
@@ -208,7 +226,7 @@ export class SwarmApps implements AppRunner {
       labels: swarmLabels(this.key, spec.projectId, 'app', spec.deploymentId),
       container: container(plan.env, plan.command, 'app'),
       resources,
-      network: name,
+      network,
       replicas,
       port: spec.port,
       placement,
