@@ -121,6 +121,8 @@ export async function startInstance(spec: ReleaseSpec, deps: InstanceDeps): Prom
 /** SIGTERM to the app's processes, SIGKILL to the whole box after the grace period; the box is freed. */
 export async function stopInstance(inst: Instance, graceMs = 5000): Promise<void> {
   inst.stopping = true;
+  // No process of its own (a Swarm service): its dispose stops it, with the grace the service was given.
+  if (inst.pid === undefined && inst.spec.image) return inst.box.dispose();
   inst.box.signalAll('SIGTERM');
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([inst.exited, new Promise((r) => (timer = setTimeout(r, graceMs)))]);

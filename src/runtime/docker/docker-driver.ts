@@ -66,6 +66,8 @@ export class DockerDriver implements RuntimeDriver {
   private readonly configError: string | null = null;
   private readonly dataDir: string | null;
   private readonly env: NodeJS.ProcessEnv;
+  /** Why the app runner cannot run apps on this engine (Swarm mode on an engine that is no manager). */
+  private appsReason: string | null = null;
 
   constructor(opts: DockerDriverOptions) {
     this.env = opts.env ?? process.env;
@@ -92,6 +94,7 @@ export class DockerDriver implements RuntimeDriver {
     const engine = this.probe.status();
     if (this.configError) return { driver: 'docker', ready: false, reason: this.configError, engine };
     if (!engine.reachable) return { driver: 'docker', ready: false, reason: `the docker runtime needs a Docker Engine: ${engine.error ?? 'it does not answer'}`, engine };
+    if (this.appsReason) return { driver: 'docker', ready: false, reason: this.appsReason, engine };
     return { driver: 'docker', ready: true, engine };
   }
 
@@ -108,6 +111,8 @@ export class DockerDriver implements RuntimeDriver {
   async reclaim(): Promise<void> {
     await Promise.race([this.probe.refresh(), new Promise((r) => setTimeout(r, FIRST_PROBE_MS).unref())]);
     if (!this.ctx || !this.probe.status().reachable) return;
+    // The Swarm runner needs a manager: asked once at start, shown in the status until the next start.
+    this.appsReason = (await (this.apps as { unavailable?(): Promise<string | null> }).unavailable?.()) ?? null;
     const { engine, key } = this.ctx;
     let list: Docker.ContainerInfo[];
     try {
