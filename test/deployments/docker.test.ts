@@ -17,20 +17,14 @@ import { freshPostgresDatabase, startTestServer, tempDir, usingPostgres, type Te
 import { createUser, type TestUser } from '../support/factories.js';
 import { type HttpClient, edgeRequest } from '../support/http.js';
 import { getRuntime } from '../../src/modules/deployments/index.js';
-import { DockerEngine } from '../../src/runtime/docker/engine.js';
+import { BASE_IMAGE, dockerSuite } from '../support/docker.js';
 import { instanceKeyOf } from '../../src/runtime/drivers.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';
 import { waitFor, waitForDeployment } from '../support/wait.js';
 
-const BASE = 'berth-base/node:20';
+const BASE = BASE_IMAGE;
 const SECRET = 'sk-docker-' + randomBytes(12).toString('hex');
-const engine = DockerEngine.fromEnv();
-const skip = await engine.ping().then(
-  async () => ((await engine.api.getImage(BASE).inspect().then(() => true, () => false)) ? null : `the base image ${BASE} is missing (scripts/docker-base-images.sh builds it)`),
-  (e: Error) => `no Docker Engine answers (${e.message})`,
-);
-if (skip) console.log(`# test/deployments/docker: skipping: ${skip}`);
-const opts = { skip: skip ?? false };
+const { engine, skip, withEngine: opts } = await dockerSuite('test/deployments/docker', { image: BASE_IMAGE });
 
 /** The Dockerfile app: its own server, answering what the tests probe from inside its container. */
 const SERVER = `

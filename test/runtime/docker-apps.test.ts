@@ -10,7 +10,6 @@ import type Docker from 'dockerode';
 import { stopInstance, type Instance, type InstanceDeps } from '../../src/runtime/app-instance.js';
 import { parseCommand } from '../../src/runtime/command.js';
 import { DockerDriver } from '../../src/runtime/docker/docker-driver.js';
-import { DockerEngine } from '../../src/runtime/docker/engine.js';
 import { bridgeName, labelFilter } from '../../src/runtime/docker/containers.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { LogStore } from '../../src/runtime/logs.js';
@@ -18,18 +17,11 @@ import { Supervisor } from '../../src/runtime/supervisor.js';
 import { StartError, type ReleaseSpec } from '../../src/runtime/release-spec.js';
 import { tempDir } from '../support/harness.js';
 import { waitFor } from '../support/wait.js';
+import { BASE_IMAGE, DOCKER, dockerSuite } from '../support/docker.js';
 
 // Apps as containers (ContainerApps) on the real Docker Engine: from a small image built here on
 // berth-base/node:20 (scripts/docker-base-images.sh), each project on its own network.
-const BASE_IMAGE = 'berth-base/node:20';
-const DOCKER = '/usr/bin/docker';
-const engine = DockerEngine.fromEnv();
-const noEngine = await engine.ping().then(
-  () => null,
-  (e: Error) => `no Docker Engine answers (${e.message})`,
-);
-if (noEngine) console.log(`# test/runtime/docker-apps: skipping the container tests: ${noEngine}`);
-const withEngine = { skip: noEngine ?? false };
+const { engine, skip: noEngine, withEngine } = await dockerSuite('test/runtime/docker-apps');
 
 const run = randomBytes(3).toString('hex');
 const IMAGE = `berth-test/app-${run}:1`;

@@ -7,20 +7,13 @@ import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
 import type { BoxProcess, BoxSpec } from '../../src/runtime/driver.js';
 import { DockerDriver } from '../../src/runtime/docker/docker-driver.js';
-import { DockerEngine } from '../../src/runtime/docker/engine.js';
 import { labelFilter } from '../../src/runtime/docker/containers.js';
 import { tempDir } from '../support/harness.js';
+import { BASE_IMAGE, DOCKER, dockerSuite } from '../support/docker.js';
 
 // The docker driver's build boxes on the real Docker Engine: each exec is one container of the
 // runtime's base image (berth-base/node:20, scripts/docker-base-images.sh) over the source at /app.
-const BASE_IMAGE = 'berth-base/node:20';
-const engine = DockerEngine.fromEnv();
-const noEngine = await engine.ping().then(
-  () => null,
-  (e: Error) => `no Docker Engine answers (${e.message})`,
-);
-if (noEngine) console.log(`# test/runtime/docker-driver: skipping the engine tests: ${noEngine}`);
-const withEngine = { skip: noEngine ?? false };
+const { engine, skip: noEngine, withEngine } = await dockerSuite('test/runtime/docker-driver');
 
 const run = randomBytes(3).toString('hex');
 const key = `dkdrv${run}`;

@@ -7,15 +7,9 @@ import { rmSync } from 'node:fs';
 import { DockerEngine, demuxLogs, engineTarget, EngineError } from '../../src/runtime/docker/engine.js';
 import { startTestServer, tempDir } from '../support/harness.js';
 import { waitFor } from '../support/wait.js';
+import { BASE_IMAGE, DOCKER, dockerSuite } from '../support/docker.js';
 
-const BASE_IMAGE = 'berth-base/node:20';
-const engine = DockerEngine.fromEnv();
-const noEngine = await engine.ping().then(
-  () => null,
-  (e: Error) => `no Docker Engine answers (${e.message})`,
-);
-if (noEngine) console.log(`# test/runtime/docker-engine: skipping the engine tests: ${noEngine}`);
-const withEngine = { skip: noEngine ?? false };
+const { engine, skip: noEngine, withEngine } = await dockerSuite('test/runtime/docker-engine');
 
 test('the engine answers ping and version (an Engine API version of at least 1.41)', withEngine, async () => {
   await engine.ping();

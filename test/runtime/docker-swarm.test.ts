@@ -17,21 +17,17 @@ import { LogStore } from '../../src/runtime/logs.js';
 import { StartError, type ReleaseSpec, type Upstream } from '../../src/runtime/release-spec.js';
 import { tempDir } from '../support/harness.js';
 import { waitFor } from '../support/wait.js';
+import { BASE_IMAGE, DOCKER, dockerSuite } from '../support/docker.js';
 
 // Swarm mode of the docker runtime (contract section 13) on a real single-node swarm: the engine of
 // the machine, put into swarm mode for the file when it is not (and taken out again afterwards).
-const DOCKER = '/usr/bin/docker';
-const BASE_IMAGE = 'berth-base/node:20';
 const IMAGES = { one: 'berth-test/swarm:1', two: 'berth-test/swarm:2', broken: 'berth-test/swarm:broken', deaf: 'berth-test/swarm:deaf' };
 
-const engine = DockerEngine.fromEnv();
-let skipReason = await engine.ping().then(
-  () => null,
-  (e: Error) => `no Docker Engine answers (${e.message})`,
-);
 // The suite does not touch the database: one run (the SQLite pass) is enough.
-if (!skipReason && process.env.DATABASE_URL) skipReason = 'it does not use the database (it runs on the SQLite pass)';
-if (skipReason) console.log(`# test/runtime/docker-swarm: skipping the Swarm tests: ${skipReason}`);
+const onPostgres = process.env.DATABASE_URL ? 'it does not use the database (it runs on the SQLite pass)' : null;
+if (onPostgres) console.log(`# test/runtime/docker-swarm: skipping the Swarm tests: ${onPostgres}`);
+const { engine, skip: noEngine } = onPostgres ? { engine: DockerEngine.fromEnv(), skip: null } : await dockerSuite('test/runtime/docker-swarm');
+const skipReason = onPostgres ?? noEngine;
 const withSwarm = { skip: skipReason ?? false };
 
 const key = randomBytes(6).toString('hex');

@@ -5,6 +5,7 @@ import type { CommandStep } from '../command.js';
 import type { Identity } from '../driver.js';
 import type { ReleaseSpec } from '../release-spec.js';
 import { toolchainEnv } from '../toolchains.js';
+import { labelsOf, networkName } from './containers.js';
 
 /**
  * The Swarm service a release runs as (contract section 13, BERTH_DOCKER_SWARM=1): names, labels,
@@ -18,9 +19,11 @@ const SECOND_NS = 1_000_000_000;
 export const UPDATE_MONITOR_NS = 5 * SECOND_NS;
 
 /** `berth-<key>-<projectId>`: the project's service. */
-export function swarmName(instanceKey: string, projectId: string): string {
-  return `berth-${instanceKey}-${projectId}`;
-}
+/** The service of a project: the same name as its container network (`networkName`). */
+export const swarmName = networkName;
+
+/** The labels on everything Berth creates (the container driver's). */
+export const swarmLabels = labelsOf;
 
 /**
  * `berth-<key>-<projectId>-swarm`: the project's overlay network. Not the bridge's name: builds still run
@@ -29,16 +32,6 @@ export function swarmName(instanceKey: string, projectId: string): string {
  */
 export function overlayName(instanceKey: string, projectId: string): string {
   return `${swarmName(instanceKey, projectId)}-swarm`;
-}
-
-/** The labels on everything Berth creates (the same names as the container driver's, written here for the service). */
-export function swarmLabels(instanceKey: string, projectId: string, kind: 'app' | 'step', deploymentId?: string): Record<string, string> {
-  return {
-    'berth.instance': instanceKey,
-    'berth.project': projectId,
-    'berth.kind': kind,
-    ...(deploymentId ? { 'berth.deployment': deploymentId } : {}),
-  };
 }
 
 /** `image:tag` without the `@sha256:...` the engine may pin a service's image to. */
@@ -54,14 +47,6 @@ export function imageName(ref: string | undefined): string {
 export function taskUser(imageUser: string | undefined, identity: Identity | null): string {
   if (imageUser && imageUser.trim()) return imageUser.trim();
   return identity ? `${identity.uid}:${identity.gid}` : '1000:1000';
-}
-
-/** The numeric owner of a `uid[:gid]` user, or null for a user name (resolved inside the image only). */
-export function numericUser(user: string): Identity | null {
-  const m = /^(\d+)(?::(\d+))?$/.exec(user);
-  if (!m) return null;
-  const uid = Number(m[1]);
-  return { uid, gid: m[2] !== undefined ? Number(m[2]) : uid };
 }
 
 /** PATH entries of `first`, then those of `then` not already there (no empty entries: no current directory). */

@@ -10,13 +10,13 @@ import { chownTree } from '../identity.js';
 import type { LogFile } from '../logs.js';
 import { redactText } from '../redact.js';
 import { StartError, type ReleaseSpec, type Upstream } from '../release-spec.js';
+import { numericUser, statusOf } from './containers.js';
 import { demuxLogs, type DockerEngine } from './engine.js';
 import { TaskBackends, TcpBalancer, type SwarmTask } from './swarm-balancer.js';
 import {
   containerSpec,
   imageName,
   jobSpec,
-  numericUser,
   serviceSpec,
   swarmLabels,
   swarmName,
@@ -630,9 +630,6 @@ function taskError(tasks: SwarmTask[]): string | null {
   return failed[0]?.Status?.Err ?? null;
 }
 
-function statusOf(e: unknown): number | undefined {
-  return (e as { statusCode?: number }).statusCode;
-}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
