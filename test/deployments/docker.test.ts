@@ -6,6 +6,7 @@
  * or the base image is missing (CI builds it: scripts/docker-base-images.sh).
  */
 process.env.BERTH_HEALTH_TIMEOUT_SECONDS = '20';
+process.env.BERTH_SLEEP_IDLE_SECONDS = '1';
 process.env.BERTH_STOP_GRACE_SECONDS = '2';
 
 import { after, before, test } from 'node:test';
@@ -238,6 +239,21 @@ test('a server restart adopts the running containers instead of starting second 
   assert.equal((await edge('docker', '/count')).text, '4');
   assert.deepEqual(await ids(), running);
   assert.equal((await edge('plan')).status, 200);
+});
+
+test('an idle auto_sleep app\'s container is stopped; the next request starts one from the cached image', opts, async () => {
+  const { id } = projects.docker;
+  const info = async () => (await api.get(`/api/projects/${id}/info`)).body.data.runtime;
+  assert.equal((await info()).isolation, 'docker');
+  assert.equal((await api.post(`/api/projects/${id}/sleep-mode`, { sleepMode: 'auto_sleep' })).status, 200);
+  await waitFor(async () => ((await info()).state === 'sleeping' ? true : null), 'the app to sleep', 15000, 200);
+  // The state is sleeping from the moment the stop begins; the container goes within the stop grace.
+  await waitFor(async () => ((await appContainers(id)).filter((c) => c.State === 'running').length === 0 ? true : null), 'the container to stop', 10000, 200);
+  const res = await edge('docker', '/count');
+  assert.equal(res.status, 200);
+  assert.equal(res.text, '5');
+  assert.equal((await info()).state, 'running');
+  assert.equal((await api.post(`/api/projects/${id}/sleep-mode`, { sleepMode: 'always_on' })).status, 200);
 });
 
 test('deleting a project removes its containers, network and images', opts, async () => {
