@@ -55,8 +55,28 @@ export interface Config {
   domainVerification: DomainVerification;
   /** DNS servers (`host[:port]`) the TXT check asks (BERTH_DNS_SERVERS, comma-separated); the system's when empty. */
   dnsServers: string[];
+  /** HTTPS at the edge and ACME certificates (contract section 14). */
+  https: HttpsConfig;
   /** The docker runtime (contract section 13): Swarm services (BERTH_DOCKER_SWARM=1) and the registry images go through (BERTH_REGISTRY). */
   docker: DockerConfig;
+}
+
+export interface HttpsConfig {
+  /** BERTH_HTTPS_PORT: the edge's TLS listener; null (the default): no TLS listener, no certificates requested. */
+  port: number | null;
+  /** BERTH_ACME_DIRECTORY_URL (default Let's Encrypt's production directory). */
+  acmeDirectoryUrl: string;
+  /** BERTH_ACME_EMAIL: the ACME account's contact, when given. */
+  acmeEmail: string | null;
+  /** BERTH_ACME_CA_FILE: a CA (PEM file) to trust for the ACME directory (a test CA such as Pebble's). */
+  acmeCaFile: string | null;
+  /** BERTH_WILDCARD_CERT_FILE / _KEY_FILE: the certificate of the free domains (`*.<BERTH_APPS_DOMAIN>`). */
+  wildcardCertFile: string | null;
+  wildcardKeyFile: string | null;
+  /** BERTH_DNS_PROVIDER: the DNS-01 plug-in (`cloudflare`), null: HTTP-01 only. */
+  dnsProvider: 'cloudflare' | null;
+  /** BERTH_CLOUDFLARE_API_TOKEN (a secret: never logged or answered). */
+  cloudflareApiToken: string | null;
 }
 
 export interface DockerConfig {
@@ -138,6 +158,28 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
   if (verificationRaw === 'none' && modeRaw === 'cloud') throw new ConfigError('BERTH_DOMAIN_VERIFICATION=none is refused in cloud mode: tenants sharing an instance must prove they own a domain');
   const domainVerification: DomainVerification = (verificationRaw as DomainVerification | undefined) ?? (modeRaw === 'cloud' ? 'dns' : 'none');
   const dnsServers = (env.BERTH_DNS_SERVERS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const httpsPortRaw = (env.BERTH_HTTPS_PORT ?? '').trim();
+  const httpsPort = httpsPortRaw === '' ? null : Number(httpsPortRaw);
+  if (httpsPort !== null && !(Number.isInteger(httpsPort) && httpsPort >= 0 && httpsPort <= 65535)) throw new ConfigError(`BERTH_HTTPS_PORT must be a port number from 0 to 65535 (got "${httpsPortRaw}")`);
+  const acmeDirectoryUrl = (env.BERTH_ACME_DIRECTORY_URL ?? '').trim() || 'https://acme-v02.api.letsencrypt.org/directory';
+  if (!/^https?:\/\/[^\s]+$/.test(acmeDirectoryUrl)) throw new ConfigError(`BERTH_ACME_DIRECTORY_URL must be an http(s) URL (got "${acmeDirectoryUrl}")`);
+  const wildcardCertFile = (env.BERTH_WILDCARD_CERT_FILE ?? '').trim() || null;
+  const wildcardKeyFile = (env.BERTH_WILDCARD_KEY_FILE ?? '').trim() || null;
+  if (!!wildcardCertFile !== !!wildcardKeyFile) throw new ConfigError('BERTH_WILDCARD_CERT_FILE and BERTH_WILDCARD_KEY_FILE go together: set both or neither');
+  const dnsProviderRaw = (env.BERTH_DNS_PROVIDER ?? '').trim();
+  if (dnsProviderRaw && dnsProviderRaw !== 'cloudflare') throw new ConfigError(`BERTH_DNS_PROVIDER must be "cloudflare" (got "${dnsProviderRaw}")`);
+  const cloudflareApiToken = (env.BERTH_CLOUDFLARE_API_TOKEN ?? '').trim() || null;
+  if (dnsProviderRaw === 'cloudflare' && !cloudflareApiToken) throw new ConfigError('BERTH_DNS_PROVIDER=cloudflare needs BERTH_CLOUDFLARE_API_TOKEN (a token with Zone:Read and DNS:Edit)');
+  const https: HttpsConfig = {
+    port: httpsPort,
+    acmeDirectoryUrl,
+    acmeEmail: (env.BERTH_ACME_EMAIL ?? '').trim() || null,
+    acmeCaFile: (env.BERTH_ACME_CA_FILE ?? '').trim() || null,
+    wildcardCertFile,
+    wildcardKeyFile,
+    dnsProvider: dnsProviderRaw === 'cloudflare' ? 'cloudflare' : null,
+    cloudflareApiToken,
+  };
   const swarmRaw = env.BERTH_DOCKER_SWARM ?? '';
   if (!['', '0', '1', 'true', 'false'].includes(swarmRaw)) throw new ConfigError(`BERTH_DOCKER_SWARM must be 1 or 0 (got "${swarmRaw}")`);
   const swarm = swarmRaw === '1' || swarmRaw === 'true';
@@ -188,6 +230,7 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
     releasesKept,
     domainVerification,
     dnsServers,
+    https,
     docker: { swarm, registry, baseImages: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => /^BERTH_IMAGE_[A-Z0-9_]+$/.test(e[0]) && !!e[1]?.trim())) },
   };
 }

@@ -40,8 +40,23 @@ export interface Ports {
   projectReads: ProjectReads | null;
   /** The backups area's per-server state (event bus, local abort handles, webhook rate limit); its own use only. */
   backups: BackupsRuntime | null;
+  /** Certificates of verified domains (certificates area, contract section 14): what the edge's TLS listener and HTTP-01 answers read. */
+  certificates: CertificatesPort | null;
   /** This server's GitHub App installation tokens (gitprovider area), cached and counted; its own use only. */
   githubTokens: InstallationTokenCache | null;
+}
+
+export interface CertificatesPort {
+  /**
+   * The certificate (PEM chain) and key for a TLS server name: the domain's own, else a wildcard
+   * `*.<parent>` one, else the free domains' wildcard files; null when there is none. Served from a
+   * per-server cache that `invalidate` (and a change on any instance) refreshes.
+   */
+  forServerName(name: string): Promise<{ cert: string; key: string } | null>;
+  /** The key authorization of a pending HTTP-01 challenge token (any instance's order), or null. */
+  http01(token: string): Promise<string | null>;
+  /** A domain became verified (or was added verified): request its certificate in the background. */
+  requested(ctx: AppContext, orgId: string, projectId: string, domain: string): Promise<void>;
 }
 
 /** Installation tokens by `${apiUrl}|${installationId}`, kept until shortly before they expire, and how many were minted. */
@@ -97,6 +112,7 @@ export function emptyPorts(): Ports {
     cloneTokens: null,
     runtime: null,
     runtimeHost: null,
+    certificates: null,
     cloud: null,
     projectDependents: [],
     uploadSource: null,
