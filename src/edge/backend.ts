@@ -11,6 +11,10 @@ export interface EdgeTarget {
    * (after the route rules), and `upstream` is never asked.
    */
   static?: StaticSite | null;
+  /** Plain HTTP answers 308 to `https://` (config.httpsRedirect, resolved: on only with a TLS listener). */
+  httpsRedirect?: boolean;
+  /** Responses over TLS carry `Strict-Transport-Security` (config.hsts). */
+  hsts?: boolean;
 }
 
 /** A static site's ready deployment, as the edge serves it (src/edge/static-site.ts). */
@@ -28,6 +32,13 @@ export interface EdgeBackend {
   lookup(host: string): EdgeTarget | null | Promise<EdgeTarget | null>;
   /** The address of the project's running app; wakes a sleeping app (held until healthy). Throws when it cannot serve. */
   upstream(projectId: string): EdgeUpstream | Promise<EdgeUpstream>;
+  /**
+   * The key authorization of a pending ACME HTTP-01 challenge token, or null (404). Absent: the edge
+   * does not answer challenges (no certificates), and the path goes to the project like any other.
+   */
+  acmeChallenge?(token: string): Promise<string | null>;
+  /** The port the edge's TLS listener is reached on (redirects name it when it is not 443); null: none. */
+  httpsPort?(): number | null;
 }
 
 /** Where a project's app is reached (its sandbox's address or loopback); `key` is `host:port`. */

@@ -14,7 +14,7 @@ import { edgeLimitsFromEnv, type EdgeLimits } from './limits.js';
 import { normalizeTarget, pathOfTarget } from './normalize.js';
 import { OpenRequests } from './open-requests.js';
 import type { RequestEntry, RequestLog } from './requests.js';
-import { HOP_BY_HOP, REQUEST_DROP, forwardedProto, hostOf, logPath, pathOf } from './request-head.js';
+import { ACME_CHALLENGE_PREFIX, HOP_BY_HOP, REQUEST_DROP, acmeChallengeToken, forwardedProto, hostHeader, hostOf, httpsLocation, isSecure, logPath, pathOf } from './request-head.js';
 import { evaluateRules, RateCounter } from './rules.js';
 import { serveStatic } from './static-site.js';
 import { handleUpgrade, type UpgradeContext } from './upgrade.js';
@@ -27,7 +27,11 @@ export { hostOf } from './request-head.js';
  * The edge proxy: a node:http server that routes by `Host` to the project's running app, streams
  * bodies both ways, passes WebSocket upgrades through, adds `X-Forwarded-For/-Proto/-Host`, enforces
  * the project's route rules, and records every request. A static site's files it serves itself
- * (src/edge/static-site.ts).
+ * (src/edge/static-site.ts). On plain HTTP it answers ACME HTTP-01 challenges and redirects projects
+ * with `httpsRedirect` to `https://`.
+ *
+ * The TLS listener (src/edge/https.ts) hands its HTTP/1.1 connections to this same `server` and its
+ * HTTP/2 requests to `handleRequest`: one request path for all three (see there).
  */
 export class EdgeServer {
   readonly server: http.Server;
@@ -60,7 +64,7 @@ export class EdgeServer {
         // How often node:http looks for connections over those timeouts (its default is 30 s).
         connectionsCheckingInterval: Math.max(50, Math.min(5000, Math.round(headersTimeoutMs / 4))),
       },
-      (req, res) => void this.handle(req, res),
+      (req, res) => void this.handleRequest(req, res),
     );
     this.server.on('connection', (socket: net.Socket) => countConnection(socket, this.connections, this.limits));
     const upgrade: UpgradeContext = { server: this.server, backend, requests, log, limits: this.limits, counter: this.counter, upgrades: this.upgrades, open: this.open };
@@ -71,6 +75,14 @@ export class EdgeServer {
       const timeout = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
       socket.end(`HTTP/1.1 ${timeout ? '408 Request Timeout' : '400 Bad Request'}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
     });
+  }
+
+  /**
+   * Counts a client connection under its address for the per-address cap (the TLS listener's
+   * connections, at the end of their handshake; counting one twice is a no-op).
+   */
+  countClient(socket: Duplex): void {
+    countConnection(socket, this.connections, this.limits);
   }
 
   /** Open client connections of a socket address (tests and diagnostics). */
@@ -101,15 +113,31 @@ export class EdgeServer {
     await this.pools.close();
   }
 
-  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  /**
+   * One request, over plain HTTP/1.1, HTTP/1.1 over TLS, or HTTP/2 (node:http2's compatibility
+   * request and response, passed as these types: this code keeps to what both offer, and writes no
+   * connection-specific header when `req.httpVersionMajor` is 2).
+   */
+  async handleRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const started = performance.now();
+    const h2 = req.httpVersionMajor === 2;
     // Over the per-address connection cap: one 503, then the connection closes.
     if (isOverCap(req.socket)) {
       const body = page('Too many connections', OVER_CAP);
-      res.shouldKeepAlive = false;
-      res.writeHead(503, { 'content-type': 'text/html; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), 'cache-control': 'no-store', 'retry-after': '5', connection: 'close' });
+      const headers: http.OutgoingHttpHeaders = { 'content-type': 'text/html; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), 'cache-control': 'no-store', 'retry-after': '5' };
+      if (!h2) {
+        res.shouldKeepAlive = false;
+        headers.connection = 'close';
+      }
+      res.writeHead(503, headers);
       res.end(body);
+      if (h2) (req as unknown as { stream: { session?: { close(): void } } }).stream.session?.close();
       return;
+    }
+    const secure = isSecure(req);
+    // ACME HTTP-01 (plain HTTP, any host): before the host's project, its rules and any redirect.
+    if (!secure && this.backend.acmeChallenge && req.url?.startsWith(ACME_CHALLENGE_PREFIX) && (req.method === 'GET' || req.method === 'HEAD')) {
+      return this.answerChallenge(req, res);
     }
     const ip = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], this.limits.trustedProxies);
     // The normalised request-target (path and query) the app is sent, and its path that rules see.
@@ -133,11 +161,21 @@ export class EdgeServer {
       finish(status);
     };
     try {
-      const host = hostOf(req.headers.host);
+      const authority = hostHeader(req);
+      const host = hostOf(authority);
       const found = host ? this.backend.lookup(host) : null;
       const target = found instanceof Promise ? await found : found;
       if (!target) return answer(404, 'No project here', host ? `No project is served at ${host}. Check the domain, or connect it to a project.` : 'The request named no host.');
       projectId = target.projectId;
+      // HTTP/2 has no upgrades and the edge offers no extended CONNECT: a CONNECT is refused.
+      if (h2 && req.method === 'CONNECT') return answer(405, 'Method not allowed', 'The edge does not tunnel CONNECT requests.');
+      if (!secure && target.httpsRedirect) {
+        const to = normalizeTarget(req.url ?? '/');
+        if (to === null) return answer(400, 'Bad request', BAD_PATH);
+        const location = httpsLocation(host, this.backend.httpsPort?.() ?? null, to);
+        return answer(308, 'Moved to HTTPS', `This site is served at ${location}.`, { location });
+      }
+      if (secure && target.hsts) res.setHeader('strict-transport-security', 'max-age=31536000');
       if (target.unavailable) return answer(503, 'Project unavailable', target.unavailable, { 'retry-after': '30' });
       forwardTo = normalizeTarget(req.url ?? '/');
       if (forwardTo === null) return answer(400, 'Bad request', BAD_PATH);
@@ -167,11 +205,13 @@ export class EdgeServer {
       const headers: Record<string, string | string[]> = {};
       for (const k in req.headers) {
         const v = req.headers[k];
-        if (v !== undefined && !REQUEST_DROP.has(k)) headers[k] = v;
+        if (v !== undefined && !REQUEST_DROP.has(k) && k.charCodeAt(0) !== 58 /* ':' HTTP/2 pseudo-headers */) headers[k] = v;
       }
+      // HTTP/2 names the host in `:authority`; the app gets it as `Host`.
+      if (headers.host === undefined && authority !== undefined) headers.host = authority;
       headers['x-forwarded-for'] = ip;
       headers['x-forwarded-proto'] = forwardedProto(req, this.limits.trustedProxies);
-      headers['x-forwarded-host'] = req.headers.host ?? host;
+      headers['x-forwarded-host'] = authority ?? host;
       headers['x-real-ip'] = ip;
       // A client that goes away aborts the upstream request: the response itself is the abort
       // signal undici listens to (an EventEmitter; cheaper than an AbortController per request).
@@ -194,7 +234,7 @@ export class EdgeServer {
       res.once('close', this.open.open(target.projectId));
       let status = 502;
       const hasBody = req.method !== 'GET' && req.method !== 'HEAD' && (req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined);
-      if (hasBody) this.watchBody(req, res);
+      if (hasBody) this.watchBody(req, res, h2);
       this.pools.get(upstream, undici).stream(
         { path: forwardTo, method: (req.method ?? 'GET') as Dispatcher.HttpMethod, headers, body: hasBody ? req : null, signal: res as unknown as AbortSignal },
         ({ statusCode, headers: upHeaders }) => {
@@ -226,11 +266,35 @@ export class EdgeServer {
     }
   }
 
+  /** `GET /.well-known/acme-challenge/<token>`: the key authorization (text/plain), else 404. */
+  private async answerChallenge(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const token = acmeChallengeToken(req.url);
+    let body: string | null = null;
+    try {
+      body = token ? await this.backend.acmeChallenge!(token) : null;
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'edge: could not read an ACME challenge');
+    }
+    const status = body === null ? 404 : 200;
+    const text = body ?? 'No such ACME challenge.';
+    if (res.headersSent || res.destroyed) return;
+    res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': String(Buffer.byteLength(text)), 'cache-control': 'no-store' });
+    res.end(req.method === 'HEAD' ? undefined : text);
+  }
+
   /**
    * A request body idle longer than the limit cuts the connection. The socket's idle timer runs only
    * while the body arrives: once it is in, a slow app may take its time to answer.
    */
-  private watchBody(req: http.IncomingMessage, res: http.ServerResponse): void {
+  private watchBody(req: http.IncomingMessage, res: http.ServerResponse, h2: boolean): void {
+    if (h2) {
+      // HTTP/2: the stream's own idle timer (the connection carries other streams).
+      req.setTimeout(this.limits.bodyIdleMs, () => req.destroy());
+      req.once('end', () => {
+        if (!res.writableFinished) req.setTimeout(0);
+      });
+      return;
+    }
     const socket = req.socket;
     req.setTimeout(this.limits.bodyIdleMs, () => socket.destroy());
     req.once('end', () => {

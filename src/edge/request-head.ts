@@ -25,6 +25,23 @@ export function hostOf(header: string | undefined): string {
   return /^[a-z0-9.-]+$/.test(h) ? h : '';
 }
 
+/** The path prefix of ACME HTTP-01 challenges (RFC 8555 section 8.3), answered by the edge itself on plain HTTP. */
+export const ACME_CHALLENGE_PREFIX = '/.well-known/acme-challenge/';
+
+/** The token of an ACME HTTP-01 challenge request-target, or null when it is none (or malformed). */
+export function acmeChallengeToken(url: string | undefined): string | null {
+  if (!url || !url.startsWith(ACME_CHALLENGE_PREFIX)) return null;
+  const q = url.indexOf('?');
+  const token = url.slice(ACME_CHALLENGE_PREFIX.length, q >= 0 ? q : undefined);
+  return /^[A-Za-z0-9_-]{1,256}$/.test(token) ? token : null;
+}
+
+/** The `https://` URL a plain-HTTP request is redirected to: the host, the TLS port unless 443, the request-target. */
+export function httpsLocation(host: string, port: number | null, target: string): string {
+  const h = host.includes(':') ? `[${host}]` : host;
+  return `https://${h}${port === null || port === 443 ? '' : `:${port}`}${target}`;
+}
+
 /** A path as the request log keeps it: at most 2048 characters. */
 export function logPath(p: string): string {
   return p.length > 2048 ? p.slice(0, 2048) : p;
@@ -42,7 +59,18 @@ export function asksClose(connection: string | undefined): boolean {
   return !!connection && /(?:^|,)\s*close\s*(?:,|$)/i.test(connection);
 }
 
-/** The X-Forwarded-Proto sent on: `https` only when a trusted proxy says so. */
+/** Did the request come over the edge's own TLS listener (HTTP/1.1 or HTTP/2)? */
+export function isSecure(req: http.IncomingMessage): boolean {
+  return (req.socket as { encrypted?: boolean } | null)?.encrypted === true;
+}
+
+/** The host a request names: `Host`, else HTTP/2's `:authority`. */
+export function hostHeader(req: http.IncomingMessage): string | undefined {
+  return req.headers.host ?? (req.headers[':authority'] as string | undefined);
+}
+
+/** The X-Forwarded-Proto sent on: `https` over the edge's TLS listener, or when a trusted proxy says so. */
 export function forwardedProto(req: http.IncomingMessage, trusted: TrustedProxies): string {
+  if (isSecure(req)) return 'https';
   return trusted.size > 0 && req.headers['x-forwarded-proto'] === 'https' && trusted.trusts(req.socket.remoteAddress) ? 'https' : 'http';
 }

@@ -10,7 +10,7 @@ import type { EdgeLimits } from './limits.js';
 import { normalizeTarget, pathOfTarget } from './normalize.js';
 import type { OpenRequests } from './open-requests.js';
 import type { RequestLog } from './requests.js';
-import { HOP_BY_HOP, UPGRADE_DROP, asksClose, forwardedProto, hostOf, logPath, pathOf } from './request-head.js';
+import { HOP_BY_HOP, UPGRADE_DROP, asksClose, forwardedProto, hostHeader, hostOf, httpsLocation, isSecure, logPath, pathOf } from './request-head.js';
 import { evaluateRules, type RateCounter } from './rules.js';
 
 /** What an upgrade request needs of the edge server that received it. */
@@ -47,9 +47,16 @@ export async function handleUpgrade(edge: UpgradeContext, req: http.IncomingMess
   };
   if (isOverCap(socket)) return refuse(503, OVER_CAP);
   try {
-    const host = hostOf(req.headers.host);
+    const host = hostOf(hostHeader(req));
     const target = host ? await edge.backend.lookup(host) : null;
     if (!target) return refuse(404, 'no project here');
+    if (target.httpsRedirect && !isSecure(req)) {
+      const to = normalizeTarget(req.url ?? '/');
+      if (to === null) return refuse(400, BAD_PATH, target.projectId);
+      const location = httpsLocation(host, edge.backend.httpsPort?.() ?? null, to);
+      if (socket.writable) socket.end(`HTTP/1.1 308 Permanent Redirect\r\nConnection: close\r\nLocation: ${location}\r\nContent-Length: 0\r\n\r\n`);
+      return record(target.projectId, 308, 0);
+    }
     if (target.unavailable) return refuse(503, target.unavailable, target.projectId);
     const forwardTo = normalizeTarget(req.url ?? '/');
     if (forwardTo === null) return refuse(400, BAD_PATH, target.projectId);

@@ -64,6 +64,8 @@ describe('POST /api/projects', () => {
       packageManager: null,
       runtime: null,
       dockerfile: null,
+      httpsRedirect: null,
+      hsts: false,
       static: { outputDirectory: '.next', spa: null, cleanUrls: false },
     });
     assert.deepEqual(p.source, { type: 'git', gitProvider: 'github', gitOwner: 'acme', gitRepo: 'shop', gitBranch: 'main', localPath: null });

@@ -11,7 +11,7 @@ const ROUTE_TTL_MS = 400;
 /** Older than this, a cached answer is not served while it is refreshed (rule changes: within 1 s). */
 const ROUTE_STALE_MS = 800;
 
-type RouteValue = { project: EdgeProject; hasRelease: boolean; rules: CompiledRule[]; static: StaticSite | null };
+type RouteValue = { project: EdgeProject; hasRelease: boolean; rules: CompiledRule[]; static: StaticSite | null; httpsRedirect: boolean; hsts: boolean };
 
 interface RouteEntry {
   at: number;
@@ -53,7 +53,25 @@ export class EdgeRoutes {
     if (!project || project.location !== 'local') return null;
     const rel = await store.currentRelease(this.ctx.db, project.orgId, project.id, 'production');
     const rules = compileRules(await listRouteRules(this.ctx.db, project.orgId, project.id));
-    return { project, hasRelease: !!rel, rules, static: staticSiteOf(project, rel) };
+    return { project, hasRelease: !!rel, rules, static: staticSiteOf(project, rel), httpsRedirect: await this.redirects(host, project), hsts: project.hsts === 1 };
+  }
+
+  /**
+   * Does plain HTTP to this host answer 308 to https:// (contract section 14)? Only with a TLS
+   * listener; `config.httpsRedirect` true or false says, null (the default) is true once the host has
+   * a certificate. A certificates port that fails means no redirect: plain HTTP keeps working.
+   */
+  private async redirects(host: string, project: EdgeProject): Promise<boolean> {
+    if (this.ctx.config.https.port === null) return false;
+    if (project.httpsRedirect !== null) return project.httpsRedirect === 1;
+    const certs = this.ctx.ports.certificates;
+    if (!certs) return false;
+    try {
+      return (await certs.forServerName(host)) !== null;
+    } catch (err) {
+      this.ctx.log.warn({ err: (err as Error).message, host }, 'edge: could not ask for the certificate of a host');
+      return false;
+    }
   }
 
   /**
@@ -108,9 +126,9 @@ export class EdgeRoutes {
     if (v.project.status !== 'enabled') unavailable = 'This project is disabled.';
     else if (!v.hasRelease) unavailable = 'This project has not been deployed yet.';
     else if (!v.static && this.supervisor.stateOf(v.project.id) === 'failed') unavailable = 'The app failed to start; check its logs.';
-    if (unavailable) return { projectId: v.project.id, unavailable, rules: v.rules };
+    if (unavailable) return { projectId: v.project.id, unavailable, rules: v.rules, httpsRedirect: v.httpsRedirect, hsts: v.hsts };
     if (!entry.ok || entry.ok.rules !== v.rules) {
-      entry.ok = { projectId: v.project.id, unavailable: null, rules: v.rules, static: v.static };
+      entry.ok = { projectId: v.project.id, unavailable: null, rules: v.rules, static: v.static, httpsRedirect: v.httpsRedirect, hsts: v.hsts };
     }
     return entry.ok;
   }

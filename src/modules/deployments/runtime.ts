@@ -1,4 +1,5 @@
 import type { AppContext } from '../../context.js';
+import { EdgeTls } from '../../edge/https.js';
 import { EdgeServer } from '../../edge/proxy.js';
 import { RequestLog } from '../../edge/requests.js';
 import { nowIso } from '../../lib/ids.js';
@@ -33,6 +34,9 @@ export class BerthRuntime {
   readonly building = new Map<string, AbortController>();
   edge: EdgeServer | null = null;
   edgeUrl: string | null = null;
+  /** The edge's TLS listener (BERTH_HTTPS_PORT set), else null. */
+  https: EdgeTls | null = null;
+  httpsUrl: string | null = null;
   /** Resolves when the apps that ran before the last shutdown are back (tests wait on it). */
   restored: Promise<void> = Promise.resolve();
   private readonly routes: EdgeRoutes;
@@ -101,6 +105,8 @@ export class BerthRuntime {
       {
         lookup: (host) => this.routes.lookup(host),
         upstream: (projectId) => this.upstream(projectId),
+        ...(this.ctx.ports.certificates ? { acmeChallenge: (token: string) => this.ctx.ports.certificates?.http01(token) ?? Promise.resolve(null) } : {}),
+        httpsPort: () => this.https?.port() ?? null,
       },
       this.requests,
       this.ctx.log,
@@ -118,6 +124,23 @@ export class BerthRuntime {
     this.edge = edge;
     const h = addr.host.includes(':') ? `[${addr.host}]` : addr.host;
     this.edgeUrl = `http://${h}:${addr.port}`;
+    const httpsPort = this.ctx.config.https.port;
+    if (httpsPort !== null) {
+      const tlsEdge = new EdgeTls(edge, () => this.ctx.ports.certificates, this.ctx.log);
+      try {
+        const a = await tlsEdge.listen(this.ctx.config.edgeHost, httpsPort);
+        this.httpsUrl = `https://${h}:${a.port}`;
+      } catch (e) {
+        await edge.close();
+        this.edge = null;
+        const code = (e as NodeJS.ErrnoException).code;
+        throw new Error(
+          `the edge's TLS listener cannot listen on ${this.ctx.config.edgeHost}:${httpsPort}` +
+            (code === 'EADDRINUSE' ? ': the port is in use (set BERTH_HTTPS_PORT, 0 picks a free one)' : `: ${(e as Error).message}`),
+        );
+      }
+      this.https = tlsEdge;
+    }
     const tick = Math.max(200, Math.min(5000, Math.floor(sleepIdleMs() / 4)));
     this.sweeper = setInterval(() => void this.sweep().catch((err) => this.ctx.log.warn({ err }, 'sleep sweep failed')), tick);
     this.sweeper.unref();
@@ -132,7 +155,7 @@ export class BerthRuntime {
     this.shuttingDown = true;
     if (this.sweeper) clearInterval(this.sweeper);
     for (const c of this.building.values()) c.abort();
-    await this.edge?.close();
+    await Promise.all([this.https?.close(), this.edge?.close()]);
     await this.supervisor.stopAll();
     this.logs.closeAll();
   }
@@ -211,6 +234,11 @@ export class BerthRuntime {
       },
       this.healthTimeoutMs + 5000,
     );
+  }
+
+  /** The port the edge's TLS listener listens on (its configured one before it listens; null: none). */
+  httpsPort(): number | null {
+    return this.https?.port() ?? this.ctx.config.https.port;
   }
 
   /** The port the edge listens on (its configured one before it listens). */

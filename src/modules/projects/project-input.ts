@@ -31,6 +31,10 @@ export interface ProjectInput {
   runtime?: string | null;
   /** config.dockerfile (contract section 13): the Dockerfile to build, relative to the root directory. */
   dockerfile?: string | null;
+  /** config.httpsRedirect (contract section 14); null: the default (on once the host has a certificate). */
+  httpsRedirect?: boolean | null;
+  /** config.hsts (contract section 14); null: off. */
+  hsts?: boolean | null;
   /** config.static (contract section 11); null clears it. */
   static?: { outputDirectory?: string | null; spa?: boolean | null; cleanUrls?: boolean | null } | null;
 }
@@ -54,6 +58,8 @@ export type ConfigColumns = Pick<
   | 'staticSpa'
   | 'staticCleanUrls'
   | 'dockerfile'
+  | 'httpsRedirect'
+  | 'hsts'
   | 'sourceType'
   | 'localPath'
 >;
@@ -78,6 +84,8 @@ export function blankConfig(localPath: string | null): ConfigColumns {
     staticSpa: null,
     staticCleanUrls: null,
     dockerfile: null,
+    httpsRedirect: null,
+    hsts: null,
     sourceType: 'none',
     localPath,
   };
@@ -119,6 +127,8 @@ export function mergeInput(base: ConfigColumns, input: ProjectInput): ConfigColu
     if (st.cleanUrls !== undefined) out.staticCleanUrls = st.cleanUrls === null ? null : st.cleanUrls ? 1 : 0;
   }
   if (input.port !== undefined) out.port = input.port;
+  if (input.httpsRedirect !== undefined) out.httpsRedirect = input.httpsRedirect === null ? null : input.httpsRedirect ? 1 : 0;
+  if (input.hsts !== undefined) out.hsts = input.hsts === null ? null : input.hsts ? 1 : 0;
   const owner = emptyToNull(input.gitOwner);
   if (owner !== undefined) out.gitOwner = owner === null ? null : checkGitOwner(owner, 'gitOwner');
   const repo = emptyToNull(input.gitRepo);

@@ -27,6 +27,10 @@ export const ProjectConfigSchema = Type.Object({
   runtime: NullableStr(),
   /** The Dockerfile the docker runtime builds, relative to the root directory (contract section 13); null: `Dockerfile`. */
   dockerfile: NullableStr(),
+  /** Plain HTTP answers 308 to https:// (contract section 14); null: the default, on once the project's host has a certificate. */
+  httpsRedirect: Type.Union([Type.Boolean(), Type.Null()]),
+  /** Responses over TLS carry `Strict-Transport-Security` (contract section 14). */
+  hsts: Type.Boolean(),
   /** How the edge serves the project's static releases (contract section 11); `spa: null` is the plan's default. */
   static: Type.Object({ outputDirectory: NullableStr(), spa: Type.Union([Type.Boolean(), Type.Null()]), cleanUrls: Type.Boolean() }),
 });
@@ -103,6 +107,8 @@ export function projectRecord(ctx: AppContext, p: ProjectRow, domains: DomainRow
       packageManager: p.packageManager,
       runtime: p.runtime,
       dockerfile: p.dockerfile,
+      httpsRedirect: p.httpsRedirect === null ? null : p.httpsRedirect === 1,
+      hsts: p.hsts === 1,
       static: { outputDirectory: p.outputDirectory, spa: p.staticSpa === null ? null : p.staticSpa === 1, cleanUrls: p.staticCleanUrls === 1 },
     },
     source: {

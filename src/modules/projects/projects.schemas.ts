@@ -31,6 +31,8 @@ function projectFields() {
     packageManager: opt(NStr(32)),
     runtime: opt(NStr(32)),
     dockerfile: opt(NStr(512)),
+    httpsRedirect: opt(Type.Union([Type.Boolean(), Type.Null()])),
+    hsts: opt(Type.Union([Type.Boolean(), Type.Null()])),
     static: opt(
       Type.Union([
         Obj({ outputDirectory: opt(NStr(512)), spa: opt(Type.Union([Type.Boolean(), Type.Null()])), cleanUrls: opt(Type.Union([Type.Boolean(), Type.Null()])) }),

@@ -342,11 +342,11 @@ export async function envVarNames(db: Db, orgId: string, projectId: string): Pro
 // ---------------------------------------------------------------- the build-and-run area's reads
 
 /** What the edge and the runtime read of a project. */
-export type EdgeProject = Pick<ProjectRow, 'id' | 'orgId' | 'slug' | 'status' | 'sleepMode' | 'location' | 'staticSpa' | 'staticCleanUrls'>;
+export type EdgeProject = Pick<ProjectRow, 'id' | 'orgId' | 'slug' | 'status' | 'sleepMode' | 'location' | 'staticSpa' | 'staticCleanUrls' | 'httpsRedirect' | 'hsts'>;
 
 /** The project a free domain (`<slug>.<appsDomain>`) names. Hosts are global across orgs by nature. */
 export async function projectBySlug(db: Db, slug: string): Promise<EdgeProject | undefined> {
-  return db.selectFrom('projects').select(['id', 'orgId', 'slug', 'status', 'sleepMode', 'location', 'staticSpa', 'staticCleanUrls']).where('slug', '=', slug).executeTakeFirst();
+  return db.selectFrom('projects').select(['id', 'orgId', 'slug', 'status', 'sleepMode', 'location', 'staticSpa', 'staticCleanUrls', 'httpsRedirect', 'hsts']).where('slug', '=', slug).executeTakeFirst();
 }
 
 /** The project a custom domain belongs to: the one that verified it (an unverified claim routes nothing). */
@@ -354,7 +354,7 @@ export async function projectByDomain(db: Db, domain: string): Promise<EdgeProje
   return db
     .selectFrom('domains')
     .innerJoin('projects', 'projects.id', 'domains.projectId')
-    .select(['projects.id', 'projects.orgId', 'projects.slug', 'projects.status', 'projects.sleepMode', 'projects.location', 'projects.staticSpa', 'projects.staticCleanUrls'])
+    .select(['projects.id', 'projects.orgId', 'projects.slug', 'projects.status', 'projects.sleepMode', 'projects.location', 'projects.staticSpa', 'projects.staticCleanUrls', 'projects.httpsRedirect', 'projects.hsts'])
     .where('domains.domain', '=', domain)
     .where('domains.verifiedAt', 'is not', null)
     .executeTakeFirst();
@@ -362,7 +362,7 @@ export async function projectByDomain(db: Db, domain: string): Promise<EdgeProje
 
 /** One project of `orgId` as the edge and the runtime read it. */
 export async function edgeProject(db: Db, orgId: string, id: string): Promise<EdgeProject | undefined> {
-  return db.selectFrom('projects').select(['id', 'orgId', 'slug', 'status', 'sleepMode', 'location', 'staticSpa', 'staticCleanUrls']).where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+  return db.selectFrom('projects').select(['id', 'orgId', 'slug', 'status', 'sleepMode', 'location', 'staticSpa', 'staticCleanUrls', 'httpsRedirect', 'hsts']).where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
 }
 
 /**
@@ -372,7 +372,7 @@ export async function edgeProject(db: Db, orgId: string, id: string): Promise<Ed
 export async function projectsToRestore<TB extends keyof DB>(db: Db, withRelease: SelectQueryBuilder<DB, TB, { projectId: string }>): Promise<EdgeProject[]> {
   return db
     .selectFrom('projects')
-    .select(['id', 'orgId', 'slug', 'status', 'sleepMode', 'location', 'staticSpa', 'staticCleanUrls'])
+    .select(['id', 'orgId', 'slug', 'status', 'sleepMode', 'location', 'staticSpa', 'staticCleanUrls', 'httpsRedirect', 'hsts'])
     .where('status', '=', 'enabled')
     .where('location', '=', 'local')
     .where('id', 'in', withRelease)

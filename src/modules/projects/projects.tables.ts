@@ -28,6 +28,10 @@ export interface ProjectsTable {
   staticCleanUrls: number | null;
   /** config.dockerfile: the Dockerfile the docker runtime builds, relative to the root directory (null: `Dockerfile`). */
   dockerfile: string | null;
+  /** config.httpsRedirect: 1/0, or null for the default (redirect once the project's host has a certificate). */
+  httpsRedirect: number | null;
+  /** config.hsts: 1/0 (null: off). */
+  hsts: number | null;
   // source
   sourceType: string; // 'git' | 'local' | 'upload' | 'none'
   gitProvider: string | null;

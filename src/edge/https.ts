@@ -1,0 +1,128 @@
+import type http from 'node:http';
+import http2 from 'node:http2';
+import type net from 'node:net';
+import tls from 'node:tls';
+import type { Logger } from 'pino';
+import type { EdgeServer } from './proxy.js';
+
+/** Where the TLS listener gets a server name's certificate (the certificates area's port). */
+export interface EdgeCertificates {
+  forServerName(name: string): Promise<{ cert: string; key: string } | null>;
+}
+
+/** Secure contexts kept (one per certificate); past this the cache starts over. */
+const MAX_CONTEXTS = 2000;
+/** An HTTP/2 connection idle this long is closed gracefully (GOAWAY; open streams finish). */
+const H2_IDLE_MS = 30_000;
+
+/**
+ * The edge's TLS listener (contract section 14): terminates TLS with SNI and hands the decrypted
+ * connection to the same request handling as plain HTTP.
+ *
+ * - SNI: `SNICallback` asks the certificates port for the server name; its PEM pair becomes a
+ *   `SecureContext`, cached per certificate. No certificate (or no SNI): the handshake fails.
+ * - ALPN `h2` and `http/1.1`. An HTTP/1.1 connection (or one without ALPN) is given to the plain edge's
+ *   own node:http server (`edge.server.emit('connection', tlsSocket)`), exactly as node:https does: the
+ *   same timeouts, request handler, WebSocket upgrades, connection cap and closing. An `h2` connection
+ *   goes to a node:http2 server whose compatibility requests reach `edge.handleRequest`, the same
+ *   handler (which writes no connection-specific headers over HTTP/2, and offers no upgrade there).
+ * - TLS 1.2 minimum, Node's default cipher list (its OpenSSL's modern defaults: ECDHE with AES-GCM or
+ *   ChaCha20-Poly1305 first), the server's cipher order. No OCSP stapling.
+ */
+export class EdgeTls {
+  readonly server: tls.Server;
+  private readonly h2: http2.Http2Server;
+  private readonly contexts = new Map<string, tls.SecureContext>();
+  private readonly sessions = new Set<http2.ServerHttp2Session>();
+
+  constructor(
+    private readonly edge: EdgeServer,
+    private readonly certificates: () => EdgeCertificates | null,
+    private readonly log: Logger,
+  ) {
+    this.h2 = http2.createServer({}, (req, res) => void edge.handleRequest(req as unknown as http.IncomingMessage, res as unknown as http.ServerResponse));
+    this.h2.on('session', (session: http2.ServerHttp2Session) => {
+      this.sessions.add(session);
+      session.once('close', () => this.sessions.delete(session));
+      session.setTimeout(H2_IDLE_MS, () => session.close());
+    });
+    this.server = tls.createServer({
+      ALPNProtocols: ['h2', 'http/1.1'],
+      minVersion: 'TLSv1.2',
+      honorCipherOrder: true,
+      handshakeTimeout: Math.max(1000, edge.limits.headersTimeoutMs),
+      SNICallback: (servername, cb) => this.sni(servername, cb),
+    });
+    this.server.on('secureConnection', (socket: tls.TLSSocket) => {
+      edge.countClient(socket);
+      if (socket.alpnProtocol === 'h2') this.h2.emit('connection', socket);
+      else edge.server.emit('connection', socket);
+    });
+    // A handshake that fails (no certificate for the name, a bad client) costs the connection only.
+    this.server.on('tlsClientError', (err: Error, socket: tls.TLSSocket) => {
+      this.log.debug({ err: err.message, servername: (socket as tls.TLSSocket & { servername?: string }).servername }, 'edge TLS handshake failed');
+      socket.destroy();
+    });
+  }
+
+  private sni(servername: string, cb: (err: Error | null, ctx?: tls.SecureContext) => void): void {
+    const name = servername.toLowerCase().replace(/\.$/, '');
+    const port = this.certificates();
+    if (!port) return cb(new Error('no certificates are configured'));
+    port.forServerName(name).then(
+      (pair) => {
+        if (!pair) return cb(new Error(`no certificate for ${name}`));
+        let ctx = this.contexts.get(pair.cert);
+        if (!ctx) {
+          try {
+            ctx = tls.createSecureContext({ cert: pair.cert, key: pair.key, minVersion: 'TLSv1.2', honorCipherOrder: true });
+          } catch (err) {
+            this.log.error({ err: (err as Error).message, servername: name }, 'edge: the certificate of a server name cannot be used');
+            return cb(new Error(`the certificate for ${name} cannot be used`));
+          }
+          if (this.contexts.size >= MAX_CONTEXTS) this.contexts.clear();
+          this.contexts.set(pair.cert, ctx);
+        }
+        cb(null, ctx);
+      },
+      (err: Error) => {
+        this.log.warn({ err: err.message, servername: name }, 'edge: could not read the certificate of a server name');
+        cb(new Error(`no certificate for ${name}`));
+      },
+    );
+  }
+
+  listen(host: string, port: number): Promise<{ host: string; port: number }> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        const a = this.server.address() as net.AddressInfo | null;
+        resolve({ host, port: a ? a.port : port });
+      });
+    });
+  }
+
+  /** The bound port (null before it listens). */
+  port(): number | null {
+    const a = this.server.address();
+    return a && typeof a === 'object' ? a.port : null;
+  }
+
+  /**
+   * Stops accepting, closes HTTP/2 connections gracefully (destroyed after 2 s). The HTTP/1.1 ones
+   * belong to the edge's node:http server, which its own close ends.
+   */
+  async close(): Promise<void> {
+    const closed = new Promise<void>((resolve) => (this.server.listening ? this.server.close(() => resolve()) : resolve()));
+    for (const s of this.sessions) s.close();
+    const timer = setTimeout(() => {
+      for (const s of this.sessions) s.destroy();
+    }, 2000);
+    timer.unref();
+    await Promise.race([closed, new Promise((r) => setTimeout(r, 2500).unref())]);
+    clearTimeout(timer);
+    for (const s of this.sessions) s.destroy();
+    this.contexts.clear();
+  }
+}
