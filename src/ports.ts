@@ -57,6 +57,20 @@ export interface CertificatesPort {
   http01(token: string): Promise<string | null>;
   /** A domain became verified (or was added verified): request its certificate in the background. */
   requested(ctx: AppContext, orgId: string, projectId: string, domain: string): Promise<void>;
+  /** A project's domain was removed: its certificate goes (the scheduler's sweep also removes leftovers). */
+  removed?(ctx: AppContext, orgId: string, projectId: string, domain: string): Promise<void>;
+  /** The `tls` of the org's domains in the domain answers (contract section 14), by domain; `none` when absent. */
+  tls?(ctx: AppContext, orgId: string, domains: readonly string[]): Promise<Map<string, DomainTls>>;
+  /** Drops what this server cached for `domain` (after it got a new certificate). */
+  invalidate?(domain: string): void;
+}
+
+/** A domain's certificate as the domain answers show it. */
+export interface DomainTls {
+  status: 'none' | 'pending' | 'issued' | 'failed';
+  expiresAt?: string;
+  issuer?: string;
+  error?: string;
 }
 
 /** Installation tokens by `${apiUrl}|${installationId}`, kept until shortly before they expire, and how many were minted. */

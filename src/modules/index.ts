@@ -8,6 +8,7 @@ import { uploadsModule } from './uploads/index.js';
 import { gitproviderModule } from './gitprovider/index.js';
 import { deploymentsModule } from './deployments/index.js';
 import { cloudModule } from './cloud/index.js';
+import { certificatesModule } from './certificates/index.js';
 
 /** Every area's module, in registration order. Add a new area here. */
-export const areaModules: ModuleDef[] = [authModule, permissionsModule, auditModule, projectsModule, uploadsModule, gitproviderModule, deploymentsModule, backupsModule, cloudModule];
+export const areaModules: ModuleDef[] = [authModule, permissionsModule, auditModule, projectsModule, uploadsModule, gitproviderModule, deploymentsModule, backupsModule, cloudModule, certificatesModule];

@@ -15,6 +15,7 @@ import * as m013 from './013_static_sites.js';
 import * as m014 from './014_current_releases.js';
 import * as m016 from './016_images.js';
 import * as m015 from './015_domain_verification.js';
+import * as m017 from './017_certificates.js';
 import * as m018 from './018_https_config.js';
 
 /**
@@ -38,5 +39,6 @@ export const migrations: Record<string, Migration> = {
   '014_current_releases': m014,
   '015_domain_verification': m015,
   '016_images': m016,
+  '017_certificates': m017,
   '018_https_config': m018,
 };

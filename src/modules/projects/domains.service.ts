@@ -45,9 +45,36 @@ function auditDomain(tx: Db, actor: Actor, row: ProjectRow, action: string, deta
 const heldElsewhere = (domain: string) => conflict(`${domain} is already verified by another project on this instance`, 'domain');
 const notHeld = (domain: string) => new AppError('NOT_FOUND', `this project has no domain ${domain}`, { field: 'domain' });
 
+/** The domains' `tls` from the certificates area (its port); `none` without an HTTPS port or that area. */
+async function tlsOf(ctx: AppContext, orgId: string, domains: readonly string[]): Promise<Map<string, DomainRecord['tls']>> {
+  const port = ctx.ports.certificates;
+  if (ctx.config.https.port === null || !port?.tls) return new Map();
+  return port.tls(ctx, orgId, domains);
+}
+
+/** The answer for some of the project's claims, each with its `tls`. */
+async function domainRecords(ctx: AppContext, orgId: string, rows: DomainRow[]): Promise<DomainRecord[]> {
+  const tls = await tlsOf(ctx, orgId, rows.map((r) => r.domain));
+  return rows.map((r) => domainRecord(r, tls.get(r.domain)));
+}
+
+/**
+ * A claim became verified (or was added verified): its certificate is requested when the instance
+ * serves HTTPS. After the commit; a failure to enqueue is logged (the certificates scheduler finds
+ * verified domains without a certificate within a minute).
+ */
+async function certificateWanted(ctx: AppContext, claim: DomainRow): Promise<void> {
+  if (ctx.config.https.port === null || claim.verifiedAt === null || !ctx.ports.certificates) return;
+  try {
+    await ctx.ports.certificates.requested(ctx, claim.orgId, claim.projectId, claim.domain);
+  } catch (e) {
+    ctx.log.error({ err: e, domain: claim.domain }, 'requesting the certificate failed; the scheduler retries');
+  }
+}
+
 /** GET domains: the project's claims, oldest first. */
 export async function listDomains(ctx: AppContext, row: ProjectRow): Promise<DomainRecord[]> {
-  return (await store.listDomains(ctx.db, row.orgId, row.id)).map(domainRecord);
+  return domainRecords(ctx, row.orgId, await store.listDomains(ctx.db, row.orgId, row.id));
 }
 
 /**
@@ -97,7 +124,8 @@ export async function addDomain(ctx: AppContext, actor: Actor, row: ProjectRow, 
       await auditDomain(tx, actor, row, 'project.domain.add', { domain, primary, verified: claim.verifiedAt !== null });
       return claim;
     });
-    return domainRecord(claim);
+    await certificateWanted(ctx, claim);
+    return (await domainRecords(ctx, row.orgId, [claim]))[0]!;
   } catch (e) {
     if (isUniqueViolation(e)) throw await claimConflict(ctx, row, domain);
     throw e;
@@ -113,14 +141,16 @@ export async function connectDomain(ctx: AppContext, actor: Actor, row: ProjectR
   const domain = checkCustomDomain(ctx, input);
   checkNotFreeDomain(ctx, row, domain);
   try {
-    await transaction(ctx.db, async (tx) => {
+    const added = await transaction(ctx.db, async (tx) => {
       const now = nowIso();
       const own = await store.findProjectDomain(tx, row.orgId, row.id, domain);
       const claim = own ?? (await insertClaim(ctx, tx, row, domain, true, now));
       if (own) await store.setPrimaryDomain(tx, row.orgId, row.id, domain);
       await store.updateProject(tx, row.orgId, row.id, { updatedAt: now });
       await auditDomain(tx, actor, row, 'project.domain.connect', { domain, added: !own, verified: claim.verifiedAt !== null });
+      return own ? null : claim;
     });
+    if (added) await certificateWanted(ctx, added);
   } catch (e) {
     if (isUniqueViolation(e)) throw await claimConflict(ctx, row, domain);
     throw e;
@@ -134,7 +164,7 @@ export async function connectDomain(ctx: AppContext, actor: Actor, row: ProjectR
  */
 export async function removeDomain(ctx: AppContext, actor: Actor, row: ProjectRow, input: string): Promise<DomainDeleted> {
   const domain = checkCustomDomain(ctx, input);
-  return transaction(ctx.db, async (tx) => {
+  const answer = await transaction(ctx.db, async (tx) => {
     const own = await store.findProjectDomain(tx, row.orgId, row.id, domain);
     if (!own || (await store.deleteDomain(tx, row.orgId, row.id, domain)) === 0) throw notHeld(domain);
     await store.updateProject(tx, row.orgId, row.id, { updatedAt: nowIso() });
@@ -142,6 +172,13 @@ export async function removeDomain(ctx: AppContext, actor: Actor, row: ProjectRo
     const rest = await store.listDomains(tx, row.orgId, row.id);
     return { domain, deleted: true as const, primaryDomain: servingDomain(ctx, row.slug, rest) };
   });
+  // Its certificate goes too (after the commit; the certificates scheduler removes what this misses).
+  try {
+    await ctx.ports.certificates?.removed?.(ctx, row.orgId, row.id, domain);
+  } catch (e) {
+    ctx.log.error({ err: e, domain }, 'removing the certificate failed; the scheduler retries');
+  }
+  return answer;
 }
 
 /**
@@ -154,7 +191,7 @@ export async function verifyDomain(ctx: AppContext, actor: Actor, row: ProjectRo
   const domain = checkCustomDomain(ctx, input);
   const own = await store.findProjectDomain(ctx.db, row.orgId, row.id, domain);
   if (!own) throw notHeld(domain);
-  if (own.verifiedAt !== null) return domainRecord(own);
+  if (own.verifiedAt !== null) return (await domainRecords(ctx, row.orgId, [own]))[0]!;
   const holder = await store.findVerifiedDomain(ctx.db, domain);
   if (holder && holder.projectId !== row.id) throw heldElsewhere(domain);
 
@@ -183,7 +220,8 @@ export async function verifyDomain(ctx: AppContext, actor: Actor, row: ProjectRo
       await auditDomain(tx, actor, row, 'project.domain.verify', { domain, method });
       return { ...current, verifiedAt: now };
     });
-    return domainRecord(verified);
+    await certificateWanted(ctx, verified);
+    return (await domainRecords(ctx, row.orgId, [verified]))[0]!;
   } catch (e) {
     if (isUniqueViolation(e)) throw heldElsewhere(domain);
     throw e;

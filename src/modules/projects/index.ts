@@ -28,6 +28,7 @@ export {
   projectOrgAnyOrg,
   projectStatusAnyOrg,
   sleepModesOf,
+  verifiedDomainsAnyOrg,
   type EdgeProject,
 } from './projects.store.js';
 

@@ -142,19 +142,27 @@ export const DomainSchema = Type.Object({
   verified: Type.Boolean(),
   /** While unverified: the TXT record that proves the claim (`POST .../verify` checks it). */
   verification: Type.Optional(Type.Object({ type: Type.Literal('TXT'), name: Type.String(), value: Type.String() })),
-  /** The domain's certificate (contract section 14); `none` until the HTTPS work requests one. */
-  tls: Type.Object({ status: OneOf(['none', 'pending', 'issued', 'failed'] as const) }),
+  /**
+   * The domain's certificate (contract section 14), from the certificates area: `none` without one (or
+   * without an HTTPS port); `expiresAt` and `issuer` of the certificate held; `error` of the last failure.
+   */
+  tls: Type.Object({
+    status: OneOf(['none', 'pending', 'issued', 'failed'] as const),
+    expiresAt: Type.Optional(Type.String()),
+    issuer: Type.Optional(Type.String()),
+    error: Type.Optional(Type.String()),
+  }),
   createdAt: Type.String(),
 });
 export type DomainRecord = Static<typeof DomainSchema>;
 
-export function domainRecord(d: DomainRow): DomainRecord {
+export function domainRecord(d: DomainRow, tls: DomainRecord['tls'] = { status: 'none' }): DomainRecord {
   return {
     domain: d.domain,
     primary: d.isPrimary === 1,
     verified: d.verifiedAt !== null,
     ...(d.verifiedAt === null ? { verification: { type: 'TXT' as const, name: challengeName(d.domain), value: d.verification } } : {}),
-    tls: { status: d.tls as DomainRecord['tls']['status'] },
+    tls,
     createdAt: d.createdAt,
   };
 }

@@ -180,6 +180,11 @@ export async function markDomainVerified(db: Db, orgId: string, projectId: strin
   await db.updateTable('domains').set({ verifiedAt: at }).where('orgId', '=', orgId).where('projectId', '=', projectId).where('domain', '=', domain).execute();
 }
 
+/** Every verified domain on the instance with its project (the certificates area's scheduler; system-wide by design). */
+export async function verifiedDomainsAnyOrg(db: Db): Promise<Pick<DomainRow, 'orgId' | 'projectId' | 'domain'>[]> {
+  return db.selectFrom('domains').select(['orgId', 'projectId', 'domain']).where('verifiedAt', 'is not', null).execute();
+}
+
 /** Removes the project's claim on `domain`; the number of rows removed (0 or 1). */
 export async function deleteDomain(db: Db, orgId: string, projectId: string, domain: string): Promise<number> {
   const r = await db.deleteFrom('domains').where('orgId', '=', orgId).where('projectId', '=', projectId).where('domain', '=', domain).executeTakeFirst();

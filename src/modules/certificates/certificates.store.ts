@@ -1,0 +1,98 @@
+import type { Insertable, Selectable, Updateable } from 'kysely';
+import type { Db } from '../../db/client.js';
+import type { AcmeAccountsTable, AcmeChallengesTable, CertificatesTable } from './certificates.tables.js';
+
+/**
+ * SQL on the certificates area's tables. A certificate is an org's record: its queries are scoped by
+ * org. The edge's lookups by name (`...AnyOrg`: a TLS server name or an HTTP-01 token names no org,
+ * like the edge's host lookups) and the scheduler's sweep are instance-wide by nature.
+ */
+
+export type CertificateRow = Selectable<CertificatesTable>;
+export type AcmeAccountRow = Selectable<AcmeAccountsTable>;
+
+// ---------------------------------------------------------------- certificates (an org's)
+
+export async function findCertificate(db: Db, orgId: string, domain: string): Promise<CertificateRow | undefined> {
+  return db.selectFrom('certificates').selectAll().where('orgId', '=', orgId).where('domain', '=', domain).executeTakeFirst();
+}
+
+/** The org's certificates of `domains` (the domain answers' `tls`). */
+export async function certificatesOf(db: Db, orgId: string, domains: readonly string[]): Promise<CertificateRow[]> {
+  if (domains.length === 0) return [];
+  return db.selectFrom('certificates').selectAll().where('orgId', '=', orgId).where('domain', 'in', [...domains]).execute();
+}
+
+export async function insertCertificate(db: Db, row: Insertable<CertificatesTable>): Promise<void> {
+  await db.insertInto('certificates').values(row).execute();
+}
+
+export async function updateCertificate(db: Db, orgId: string, domain: string, set: Updateable<CertificatesTable>): Promise<number> {
+  const r = await db.updateTable('certificates').set(set).where('orgId', '=', orgId).where('domain', '=', domain).executeTakeFirst();
+  return Number(r.numUpdatedRows);
+}
+
+/**
+ * Takes the row's next attempt: moves `nextAttemptAt` from `seen` to `until` only when nobody else
+ * moved it since it was read (two schedulers, or a request and the scheduler, enqueue one job).
+ */
+export async function claimAttempt(db: Db, orgId: string, domain: string, seen: string | null, until: string): Promise<boolean> {
+  let q = db.updateTable('certificates').set({ nextAttemptAt: until }).where('orgId', '=', orgId).where('domain', '=', domain);
+  q = seen === null ? q.where('nextAttemptAt', 'is', null) : q.where('nextAttemptAt', '=', seen);
+  return Number((await q.executeTakeFirst()).numUpdatedRows) === 1;
+}
+
+export async function deleteCertificate(db: Db, orgId: string, domain: string): Promise<number> {
+  const r = await db.deleteFrom('certificates').where('orgId', '=', orgId).where('domain', '=', domain).executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+// ---------------------------------------------------------------- instance-wide reads (the edge, the scheduler)
+
+/** The certificate rows of the names `names` (a server name and its `*.<parent>`) that hold a certificate, whatever their org. */
+export async function servableCertificatesAnyOrg(db: Db, names: readonly string[]): Promise<Pick<CertificateRow, 'domain' | 'certPem' | 'keySealed' | 'expiresAt' | 'updatedAt'>[]> {
+  return db
+    .selectFrom('certificates')
+    .select(['domain', 'certPem', 'keySealed', 'expiresAt', 'updatedAt'])
+    .where('domain', 'in', [...names])
+    .where('certPem', 'is not', null)
+    .where('keySealed', 'is not', null)
+    .execute();
+}
+
+/** Every certificate row's schedule (the scheduler's pass), whatever its org. */
+export async function certificateSchedulesAnyOrg(db: Db): Promise<Pick<CertificateRow, 'orgId' | 'projectId' | 'domain' | 'status' | 'expiresAt' | 'nextAttemptAt'>[]> {
+  return db.selectFrom('certificates').select(['orgId', 'projectId', 'domain', 'status', 'expiresAt', 'nextAttemptAt']).execute();
+}
+
+// ---------------------------------------------------------------- ACME accounts and challenges (the instance's)
+
+export async function findAccount(db: Db, directoryUrl: string): Promise<AcmeAccountRow | undefined> {
+  return db.selectFrom('acmeAccounts').selectAll().where('directoryUrl', '=', directoryUrl).executeTakeFirst();
+}
+
+export async function insertAccount(db: Db, row: AcmeAccountRow): Promise<void> {
+  await db.insertInto('acmeAccounts').values(row).execute();
+}
+
+export async function deleteAccount(db: Db, directoryUrl: string): Promise<void> {
+  await db.deleteFrom('acmeAccounts').where('directoryUrl', '=', directoryUrl).execute();
+}
+
+export async function insertChallenge(db: Db, row: Selectable<AcmeChallengesTable>): Promise<void> {
+  await db.insertInto('acmeChallenges').values(row).execute();
+}
+
+export async function deleteChallenge(db: Db, token: string): Promise<void> {
+  await db.deleteFrom('acmeChallenges').where('token', '=', token).execute();
+}
+
+/** The key authorization of a pending HTTP-01 token (any org's order: a token names no org). */
+export async function challengeAnyOrg(db: Db, token: string, now: string): Promise<string | undefined> {
+  const row = await db.selectFrom('acmeChallenges').select('keyAuthorization').where('token', '=', token).where('expiresAt', '>', now).executeTakeFirst();
+  return row?.keyAuthorization;
+}
+
+export async function deleteExpiredChallenges(db: Db, now: string): Promise<void> {
+  await db.deleteFrom('acmeChallenges').where('expiresAt', '<=', now).execute();
+}

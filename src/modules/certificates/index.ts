@@ -1,0 +1,8 @@
+/**
+ * The certificates area's surface (contract section 14). Other areas reach its work through
+ * `ctx.ports.certificates` (src/ports.ts); the module, and the two entry points tests and the CLI
+ * may drive directly, are exported here.
+ */
+export { certificatesModule } from './certificates.module.js';
+export { issueCertificate, type IssueOutcome } from './issue.service.js';
+export { renewDueCertificates } from './schedule.js';

@@ -1,0 +1,88 @@
+import type { AppContext } from '../../context.js';
+import { nowIso } from '../../lib/ids.js';
+import { verifiedDomainsAnyOrg } from '../projects/index.js';
+import * as store from './certificates.store.js';
+import { ensureRow, issueCertificate } from './issue.service.js';
+
+/**
+ * When certificates are requested (contract section 14): at once when a domain becomes verified
+ * (the projects area calls `ctx.ports.certificates.requested`), and by a leader-only ticker every
+ * minute for verified domains without a certificate, certificates expiring within 30 days, and
+ * failed ones whose backoff ran out. Each attempt is one job (`certificates.issue`, claimed once);
+ * `nextAttemptAt` is moved ahead while it is queued so that no second job is enqueued for it.
+ */
+
+export const ISSUE_JOB = 'certificates.issue';
+export const RENEW_TICKER = 'certificates.renew';
+export const RENEW_EVERY_MS = 60_000;
+/** Renew this long before expiry. */
+export const RENEW_BEFORE_MS = 30 * 24 * 3600_000;
+/** While a job is queued or running, the row's next attempt is held this far ahead (a lost job is retried after it). */
+const IN_FLIGHT_MS = 15 * 60_000;
+
+/** Enqueues an attempt for the row unless one is already queued (the row's `nextAttemptAt` moved from `seen`). */
+async function enqueueAttempt(ctx: AppContext, orgId: string, domain: string, seen: string | null): Promise<boolean> {
+  const until = new Date(Date.now() + IN_FLIGHT_MS).toISOString();
+  if (!(await store.claimAttempt(ctx.db, orgId, domain, seen, until))) return false;
+  await ctx.jobs.enqueue(ISSUE_JOB, { domain }, { orgId, maxAttempts: 1 });
+  return true;
+}
+
+/** `requested`: the domain's row (pending when new) and an attempt now. Nothing without an HTTPS port. */
+export async function certificateRequested(ctx: AppContext, orgId: string, projectId: string, domain: string): Promise<void> {
+  if (ctx.config.https.port === null) return;
+  const row = await ensureRow(ctx, orgId, projectId, domain);
+  if (row.status === 'issued' && row.expiresAt && Date.parse(row.expiresAt) - Date.now() > RENEW_BEFORE_MS) return;
+  const inFlight = row.nextAttemptAt !== null && row.nextAttemptAt > nowIso() && row.status === 'pending';
+  if (!inFlight) await enqueueAttempt(ctx, orgId, domain, row.nextAttemptAt);
+}
+
+/** `removed`: the project's domain went, and its certificate with it. */
+export async function certificateRemoved(ctx: AppContext, orgId: string, projectId: string, domain: string): Promise<void> {
+  const row = await store.findCertificate(ctx.db, orgId, domain);
+  if (row && row.projectId === projectId) await store.deleteCertificate(ctx.db, orgId, domain);
+}
+
+/** The job: one attempt. A failure is recorded on the row (and retried by the ticker), so the job itself succeeds. */
+export async function runIssueJob(ctx: AppContext, payload: { domain: string }): Promise<void> {
+  await issueCertificate(ctx, payload.domain);
+}
+
+/**
+ * The ticker's pass: requests certificates of verified domains that have none, renews those that
+ * expire within 30 days, retries failed ones whose backoff ran out, removes the certificates of
+ * domains no project verifies any more, and drops expired challenges. Answers what it enqueued.
+ */
+export async function renewDueCertificates(ctx: AppContext): Promise<{ enqueued: string[]; removed: string[] }> {
+  const enqueued: string[] = [];
+  const removed: string[] = [];
+  const now = nowIso();
+  await store.deleteExpiredChallenges(ctx.db, now);
+  if (ctx.config.https.port === null) return { enqueued, removed };
+  const verified = new Map((await verifiedDomainsAnyOrg(ctx.db)).map((d) => [d.domain, d]));
+  const rows = await store.certificateSchedulesAnyOrg(ctx.db);
+  const held = new Set<string>();
+  const renewBefore = new Date(Date.now() + RENEW_BEFORE_MS).toISOString();
+  for (const row of rows) {
+    const owner = verified.get(row.domain);
+    if (!owner || owner.orgId !== row.orgId || owner.projectId !== row.projectId) {
+      // Wildcard rows (`*.<parent>`) belong to no domain claim; none are made yet (DNS-01 wiring is to come).
+      if (!row.domain.startsWith('*.')) {
+        await store.deleteCertificate(ctx.db, row.orgId, row.domain);
+        ctx.ports.certificates?.invalidate?.(row.domain);
+        removed.push(row.domain);
+      }
+      continue;
+    }
+    held.add(row.domain);
+    const due = row.nextAttemptAt === null || row.nextAttemptAt <= now;
+    const wanted = row.status === 'pending' || row.status === 'failed' || (row.status === 'issued' && (row.expiresAt === null || row.expiresAt <= renewBefore));
+    if (due && wanted && (await enqueueAttempt(ctx, row.orgId, row.domain, row.nextAttemptAt))) enqueued.push(row.domain);
+  }
+  for (const d of verified.values()) {
+    if (held.has(d.domain)) continue;
+    await certificateRequested(ctx, d.orgId, d.projectId, d.domain);
+    enqueued.push(d.domain);
+  }
+  return { enqueued, removed };
+}
