@@ -1,8 +1,10 @@
 /**
  * Certificates from a real ACME server (contract section 14): Debian's Pebble validating HTTP-01
- * against a DNS stub that resolves the test domains to 127.0.0.1. The HTTP-01 answers come from a
- * tiny HTTP server here that asks `ctx.ports.certificates.http01(token)`, standing in for the edge's
- * challenge route (written separately). Berth trusts Pebble's HTTPS through BERTH_ACME_CA_FILE.
+ * against a DNS stub that resolves the test domains to 127.0.0.1. In most tests the HTTP-01 answers
+ * come from a tiny HTTP server here that asks `ctx.ports.certificates.http01(token)` (so a test can
+ * answer wrongly, and the scheduler's pass is driven by the test, not by a running scheduler); the
+ * last test goes through the edge itself (HTTP-01 on its plain port, the certificate served over TLS).
+ * Berth trusts Pebble's HTTPS through BERTH_ACME_CA_FILE.
  */
 import assert from 'node:assert/strict';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
@@ -10,12 +12,14 @@ import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
+import tls from 'node:tls';
 import { randomString } from '../../src/lib/ids.js';
 import { renewDueCertificates } from '../../src/modules/certificates/index.js';
 import { startDnsStub } from '../support/dns-stub.js';
 import { createProject, createUser } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { freePort, startPebble } from '../support/pebble.js';
+import { waitFor } from '../support/wait.js';
 
 const TIMEOUT = 90_000;
 
@@ -230,4 +234,53 @@ test('without an HTTPS port no certificate is requested and domains answer tls n
   assert.equal(await server.ctx.db.selectFrom('jobs').select('id').where('kind', '=', 'certificates.issue').executeTakeFirst(), undefined);
   assert.deepEqual(await renewDueCertificates(server.ctx), { enqueued: [], removed: [] });
   assert.equal(await server.ctx.db.selectFrom('certificates').select('id').executeTakeFirst(), undefined);
+});
+
+test('end to end: the edge answers Pebble\'s HTTP-01 on its plain HTTP port and then serves the issued certificate over TLS', { timeout: TIMEOUT }, async (t) => {
+  const dns = await startDnsStub();
+  t.after(() => dns.close());
+  const [edgePort, httpsPort] = [await freePort(), await freePort()];
+  const pebble = await startPebble({ dnsServer: dns.server, httpPort: edgePort });
+  t.after(() => pebble.stop());
+  const caFile = path.join(tempDir('berth-acme-ca-'), 'pebble-ca.pem');
+  writeFileSync(caFile, pebble.caCertPem);
+  const server = await startTestServer({
+    background: true,
+    env: {
+      BERTH_EDGE_PORT: String(edgePort),
+      BERTH_HTTPS_PORT: String(httpsPort),
+      BERTH_ACME_DIRECTORY_URL: pebble.directoryUrl,
+      BERTH_ACME_CA_FILE: caFile,
+      BERTH_APPS_DOMAIN: 'apps.berth-acme.test',
+    },
+  });
+  t.after(() => server.close());
+  const owner = await createUser(server);
+  const project = await createProject(server, owner);
+  const domain = `edge-${randomString(6).toLowerCase()}.berth-acme.test`;
+  dns.a.set(domain, ['127.0.0.1']);
+  const r = await server.api(owner.token).post(`/api/projects/${project.id}/domains`, { domain });
+  assert.equal(r.status, 201, r.text);
+
+  const row = () => server.ctx.db.selectFrom('certificates').selectAll().where('domain', '=', domain).executeTakeFirst();
+  await waitFor(async () => ['issued', 'failed'].includes((await row())?.status ?? ''), 'the certificate to be issued by the worker', 30_000);
+  const stored = (await row())!;
+  assert.equal(stored.status, 'issued', String(stored.error));
+
+  const rootPem = await pebble.rootCertPem();
+  const peer = await waitFor(
+    () =>
+      new Promise<tls.PeerCertificate | false>((resolve) => {
+        const socket = tls.connect({ host: '127.0.0.1', port: httpsPort, servername: domain, ca: rootPem, timeout: 5000 }, () => {
+          const cert = socket.authorized ? socket.getPeerCertificate() : false;
+          socket.end();
+          resolve(cert);
+        });
+        socket.on('error', () => resolve(false));
+        socket.on('timeout', () => socket.destroy());
+      }),
+    'the edge to serve the certificate over TLS (trusted through Pebble\'s root)',
+    10_000,
+  );
+  assert.equal(peer.serialNumber.toLowerCase(), new X509Certificate(stored.certPem!).serialNumber.toLowerCase());
 });
