@@ -130,6 +130,29 @@ test("a project's Dockerfile (outside the context) builds with the context's .do
   assert.ok(out.lines.some((l) => /\[3\/3\] RUN ls -a \/app/.test(l)), 'the log carries BuildKit\'s progress');
 });
 
+test("a Dockerfile's context written owner-only (Berth's umask 077) is copied readable by the image's non-root user, executables kept", withEngine, async () => {
+  const ctx = folder('umask', { 'server.txt': 'served\n', 'sub/deep.txt': 'deep\n', 'run.sh': '#!/bin/sh\necho ran\n', 'Dockerfile': `FROM ${BASE_IMAGE}\nCOPY . /srv\n` });
+  for (const [rel, mode] of [
+    ['server.txt', 0o600],
+    ['sub/deep.txt', 0o600],
+    ['run.sh', 0o700],
+    ['Dockerfile', 0o600],
+    ['sub', 0o700],
+    ['.', 0o700],
+  ] as const) {
+    chmodSync(path.join(ctx, rel), mode);
+  }
+  const tag = `${repo}:umask`;
+  await builder.build(input({ tag, contextDir: ctx, dockerfile: path.join(ctx, 'Dockerfile') }));
+  // The base image runs as `app` (uid 1000); COPY without --chown makes the files root's.
+  const cat = await runIn(tag, ['cat', '/srv/server.txt', '/srv/sub/deep.txt']);
+  assert.equal(cat.code, 0, cat.stderr);
+  assert.equal(cat.stdout, 'served\ndeep\n');
+  const exec = await runIn(tag, ['/srv/run.sh']);
+  assert.equal(exec.code, 0, exec.stderr);
+  assert.equal(exec.stdout, 'ran\n');
+});
+
 test('a build secret reaches a RUN --mount=type=secret step, yet never the image, its history or the build log', withEngine, async () => {
   const secret = `tok-${randomBytes(12).toString('hex')}`;
   const sha = createHash('sha256').update(secret).digest('hex');

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants as fsConstants, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants as fsConstants, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ImageBuilder, ImageBuildInput } from '../driver.js';
@@ -168,6 +168,7 @@ export class DockerImageBuilder implements ImageBuilder {
       });
       args.push('--', path.resolve(input.contextDir));
 
+      if (input.dockerfile) await readableContext(input.contextDir);
       await this.run(this.cli(), args, childEnv, input, redactor);
     } finally {
       rmSync(work, { recursive: true, force: true });
@@ -236,6 +237,32 @@ export class DockerImageBuilder implements ImageBuilder {
     }
     if (failure) throw failure;
   }
+}
+
+/**
+ * Gives a project Dockerfile's context the modes a checkout made with umask 022 has (files 0644,
+ * folders and executables 0755): Berth writes sources under umask 077, so their files are 0600, and
+ * a `COPY` without `--chown` (root-owned files, modes kept) would leave them unreadable to the
+ * image's non-root user. Berth builds from a release folder in the data dir, below folders only root
+ * can enter: nothing else on the host can read it. `chmod -R` never follows the links it meets
+ * inside; a context reached through a link is left alone.
+ */
+function readableContext(dir: string): Promise<void> {
+  const resolved = path.resolve(dir);
+  try {
+    if (realpathSync(resolved) !== resolved) return Promise.resolve();
+  } catch {
+    return Promise.resolve();
+  }
+  return new Promise((resolve, reject) => {
+    const child = spawn('chmod', ['-R', 'go+rX', '--', resolved], { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: '/usr/bin:/bin' } });
+    let err = '';
+    child.stderr!.on('data', (c: Buffer) => {
+      if (err.length < 1000) err += c.toString();
+    });
+    child.once('error', reject);
+    child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`could not make the build context readable: ${err.trim() || `exit ${code}`}`))));
+  });
 }
 
 /**
