@@ -14,6 +14,7 @@ const BENCHES: Record<string, [string, string]> = {
   edge: ['edge.ts', 'edgeBench'],
   backups: ['backups.ts', 'backupsBench'],
   detect: ['detect.ts', 'detectBench'],
+  docker: ['docker.ts', 'dockerBench'],
 };
 
 const wanted = process.argv.slice(2);
