@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { Limits } from './cgroups.js';
 import { CommandError, parseCommand, type CommandStep } from './command.js';
@@ -147,7 +147,8 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
   let appDir = srcDir;
   if (input.commands.rootDirectory) {
     const rd = path.resolve(srcDir, input.commands.rootDirectory.replace(/^\/+/, ''));
-    if (!inside(rd, srcDir) || !existsSync(rd)) throw new BuildError(`the root directory ${input.commands.rootDirectory} does not exist in the source`);
+    // Resolved through links: a source's link to a host folder (`app -> /etc`) never becomes the app folder or a build context.
+    if (!inside(rd, srcDir) || !existsSync(rd) || !within(rd, srcDir)) throw new BuildError(`the root directory ${input.commands.rootDirectory} does not exist in the source`);
     appDir = rd;
   }
   const plan = input.plan(appDir);
@@ -165,7 +166,7 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
   if (images && (plan.runtime === 'docker' || input.dockerfile)) {
     const name = input.dockerfile ?? 'Dockerfile';
     const file = path.resolve(appDir, name);
-    if (!inside(file, srcDir) || !existsSync(file)) throw new BuildError(`the Dockerfile ${name} does not exist in the source: set config.dockerfile to the Dockerfile's path below the root directory`);
+    if (!inside(file, srcDir) || !existsSync(file) || !within(file, srcDir)) throw new BuildError(`the Dockerfile ${name} does not exist in the source: set config.dockerfile to the Dockerfile's path below the root directory`);
     note(`plan: docker, building ${name}${own.startCommand ? `; the project's start command replaces its CMD: ${own.startCommand}` : ''}`);
     const image = await imageBuild(appDir, { path: file });
     note(`build finished; image ${image}`);
@@ -263,6 +264,17 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
   }
   note(`build finished; start command: ${start}`);
   return { commit, appRoot: srcDir, appDir, startCommand: start!, static: null, variables, image: null, imageCommand: false };
+}
+
+/** Whether `p`, with every link resolved, is `root` or below it (root resolved too). */
+function within(p: string, root: string): boolean {
+  try {
+    const real = realpathSync(p);
+    const base = realpathSync(root);
+    return real === base || real.startsWith(base + path.sep);
+  } catch {
+    return false;
+  }
 }
 
 /** `BERTH_IMAGE_<RUNTIME>`: the setting that names a runtime's base image. */
