@@ -77,6 +77,8 @@ export interface HttpsConfig {
   dnsProvider: 'cloudflare' | null;
   /** BERTH_CLOUDFLARE_API_TOKEN (a secret: never logged or answered). */
   cloudflareApiToken: string | null;
+  /** BERTH_CLOUDFLARE_API_URL: the API's origin (default `https://api.cloudflare.com`; tests point it at a fake). */
+  cloudflareApiUrl: string;
 }
 
 export interface DockerConfig {
@@ -179,6 +181,7 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
     wildcardKeyFile,
     dnsProvider: dnsProviderRaw === 'cloudflare' ? 'cloudflare' : null,
     cloudflareApiToken,
+    cloudflareApiUrl: ((env.BERTH_CLOUDFLARE_API_URL ?? '').trim() || 'https://api.cloudflare.com').replace(/\/+$/, ''),
   };
   const swarmRaw = env.BERTH_DOCKER_SWARM ?? '';
   if (!['', '0', '1', 'true', 'false'].includes(swarmRaw)) throw new ConfigError(`BERTH_DOCKER_SWARM must be 1 or 0 (got "${swarmRaw}")`);

@@ -55,6 +55,11 @@ export interface CertificatesPort {
   forServerName(name: string): Promise<{ cert: string; key: string } | null>;
   /** The key authorization of a pending HTTP-01 challenge token (any instance's order), or null. */
   http01(token: string): Promise<string | null>;
+  /**
+   * The TLS-ALPN-01 challenge certificate and key (RFC 8737) of a name with a pending challenge (any
+   * instance's order), or null: what the edge's TLS listener answers an `acme-tls/1` handshake with.
+   */
+  tlsAlpn01?(name: string): Promise<{ cert: string; key: string } | null>;
   /** A domain became verified (or was added verified): request its certificate in the background. */
   requested(ctx: AppContext, orgId: string, projectId: string, domain: string): Promise<void>;
   /** A project's domain was removed: its certificate goes (the scheduler's sweep also removes leftovers). */

@@ -8,7 +8,12 @@ import type { EdgeServer } from './proxy.js';
 /** Where the TLS listener gets a server name's certificate (the certificates area's port). */
 export interface EdgeCertificates {
   forServerName(name: string): Promise<{ cert: string; key: string } | null>;
+  /** The TLS-ALPN-01 challenge certificate of a name with a pending challenge (RFC 8737), or null. */
+  tlsAlpn01?(name: string): Promise<{ cert: string; key: string } | null>;
 }
+
+/** The ALPN protocol of TLS-ALPN-01 validation (RFC 8737). */
+export const ACME_TLS_ALPN = 'acme-tls/1';
 
 /** Secure contexts kept (one per certificate); past this the cache starts over. */
 const MAX_CONTEXTS = 2000;
@@ -28,12 +33,20 @@ const H2_IDLE_MS = 30_000;
  *   handler (which writes no connection-specific headers over HTTP/2, and offers no upgrade there).
  * - TLS 1.2 minimum, Node's default cipher list (its OpenSSL's modern defaults: ECDHE with AES-GCM or
  *   ChaCha20-Poly1305 first), the server's cipher order. No OCSP stapling.
+ * - TLS-ALPN-01 (RFC 8737): a ClientHello offering `acme-tls/1` is a validation; `ALPNCallback`
+ *   selects `acme-tls/1` and marks the socket, then the SNI callback (OpenSSL runs it after ALPN
+ *   selection; Node calls both with the socket as `this`) answers with the name's challenge
+ *   certificate from the certificates port (none pending: the handshake fails), and the connection
+ *   is closed once the handshake is done. Otherwise the server's preference: `h2`, then `http/1.1`;
+ *   a client offering neither gets `no_application_protocol`, as with `ALPNProtocols`.
  */
 export class EdgeTls {
   readonly server: tls.Server;
   private readonly h2: http2.Http2Server;
   private readonly contexts = new Map<string, tls.SecureContext>();
   private readonly sessions = new Set<http2.ServerHttp2Session>();
+  /** Handshakes that selected `acme-tls/1`. */
+  private readonly acmeSockets = new WeakSet<object>();
 
   constructor(
     private readonly edge: EdgeServer,
@@ -46,14 +59,33 @@ export class EdgeTls {
       session.once('close', () => this.sessions.delete(session));
       session.setTimeout(H2_IDLE_MS, () => session.close());
     });
+    const acmeSockets = this.acmeSockets;
+    const self = this;
     this.server = tls.createServer({
-      ALPNProtocols: ['h2', 'http/1.1'],
+      ALPNCallback(this: unknown, { protocols }: { servername: string; protocols: string[] }): string | undefined {
+        if (protocols.includes(ACME_TLS_ALPN)) {
+          if (this && typeof this === 'object') acmeSockets.add(this);
+          return ACME_TLS_ALPN;
+        }
+        if (protocols.includes('h2')) return 'h2';
+        if (protocols.includes('http/1.1')) return 'http/1.1';
+        return undefined;
+      },
       minVersion: 'TLSv1.2',
       honorCipherOrder: true,
       handshakeTimeout: Math.max(1000, edge.limits.headersTimeoutMs),
-      SNICallback: (servername, cb) => this.sni(servername, cb),
-    });
+      SNICallback(this: unknown, servername: string, cb: (err: Error | null, ctx?: tls.SecureContext) => void) {
+        if (this && typeof this === 'object' && acmeSockets.has(this)) self.alpnChallenge(servername, cb);
+        else self.sni(servername, cb);
+      },
+    } as tls.TlsOptions);
     this.server.on('secureConnection', (socket: tls.TLSSocket) => {
+      if (socket.alpnProtocol === ACME_TLS_ALPN) {
+        // A validation: the handshake (with the challenge certificate) was the whole answer.
+        socket.end();
+        socket.setTimeout(2000, () => socket.destroy());
+        return;
+      }
       edge.countClient(socket);
       if (socket.alpnProtocol === 'h2') this.h2.emit('connection', socket);
       else edge.server.emit('connection', socket);
@@ -88,6 +120,28 @@ export class EdgeTls {
       (err: Error) => {
         this.log.warn({ err: err.message, servername: name }, 'edge: could not read the certificate of a server name');
         cb(new Error(`no certificate for ${name}`));
+      },
+    );
+  }
+
+  /** An `acme-tls/1` handshake: the name's pending TLS-ALPN-01 certificate (never cached), else no certificate. */
+  private alpnChallenge(servername: string, cb: (err: Error | null, ctx?: tls.SecureContext) => void): void {
+    const name = servername.toLowerCase().replace(/\.$/, '');
+    const port = this.certificates();
+    if (!port?.tlsAlpn01) return cb(new Error('TLS-ALPN-01 is not answered here'));
+    port.tlsAlpn01(name).then(
+      (pair) => {
+        if (!pair) return cb(new Error(`no TLS-ALPN-01 challenge is pending for ${name}`));
+        try {
+          cb(null, tls.createSecureContext({ cert: pair.cert, key: pair.key, minVersion: 'TLSv1.2' }));
+        } catch (err) {
+          this.log.error({ err: (err as Error).message, servername: name }, 'edge: the TLS-ALPN-01 certificate of a server name cannot be used');
+          cb(new Error(`the TLS-ALPN-01 certificate for ${name} cannot be used`));
+        }
+      },
+      (err: Error) => {
+        this.log.warn({ err: err.message, servername: name }, 'edge: could not read the TLS-ALPN-01 challenge of a server name');
+        cb(new Error(`no TLS-ALPN-01 challenge for ${name}`));
       },
     );
   }

@@ -17,6 +17,8 @@ import * as m016 from './016_images.js';
 import * as m015 from './015_domain_verification.js';
 import * as m017 from './017_certificates.js';
 import * as m018 from './018_https_config.js';
+import * as m019 from './019_acme_alpn.js';
+import * as m020 from './020_instance_certificates.js';
 
 /**
  * Every migration, in order. Names sort; add new ones at the end with the next number.
@@ -41,4 +43,6 @@ export const migrations: Record<string, Migration> = {
   '016_images': m016,
   '017_certificates': m017,
   '018_https_config': m018,
+  '019_acme_alpn': m019,
+  '020_instance_certificates': m020,
 };

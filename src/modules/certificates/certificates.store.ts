@@ -1,6 +1,6 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import type { Db } from '../../db/client.js';
-import type { AcmeAccountsTable, AcmeChallengesTable, CertificatesTable } from './certificates.tables.js';
+import type { AcmeAccountsTable, AcmeChallengesTable, CertificatesTable, InstanceCertificatesTable } from './certificates.tables.js';
 
 /**
  * SQL on the certificates area's tables. A certificate is an org's record: its queries are scoped by
@@ -10,6 +10,8 @@ import type { AcmeAccountsTable, AcmeChallengesTable, CertificatesTable } from '
 
 export type CertificateRow = Selectable<CertificatesTable>;
 export type AcmeAccountRow = Selectable<AcmeAccountsTable>;
+export type InstanceCertificateRow = Selectable<InstanceCertificatesTable>;
+export type AcmeChallengeRow = Selectable<AcmeChallengesTable>;
 
 // ---------------------------------------------------------------- certificates (an org's)
 
@@ -79,7 +81,7 @@ export async function deleteAccount(db: Db, directoryUrl: string): Promise<void>
   await db.deleteFrom('acmeAccounts').where('directoryUrl', '=', directoryUrl).execute();
 }
 
-export async function insertChallenge(db: Db, row: Selectable<AcmeChallengesTable>): Promise<void> {
+export async function insertChallenge(db: Db, row: Insertable<AcmeChallengesTable>): Promise<void> {
   await db.insertInto('acmeChallenges').values(row).execute();
 }
 
@@ -89,10 +91,83 @@ export async function deleteChallenge(db: Db, token: string): Promise<void> {
 
 /** The key authorization of a pending HTTP-01 token (any org's order: a token names no org). */
 export async function challengeAnyOrg(db: Db, token: string, now: string): Promise<string | undefined> {
-  const row = await db.selectFrom('acmeChallenges').select('keyAuthorization').where('token', '=', token).where('expiresAt', '>', now).executeTakeFirst();
+  const row = await db
+    .selectFrom('acmeChallenges')
+    .select('keyAuthorization')
+    .where('token', '=', token)
+    .where('kind', '=', 'http-01')
+    .where('expiresAt', '>', now)
+    .executeTakeFirst();
   return row?.keyAuthorization;
 }
 
+/** The newest pending TLS-ALPN-01 challenge certificate of `domain` (any org's order). */
+export async function alpnChallengeAnyOrg(db: Db, domain: string, now: string): Promise<Pick<AcmeChallengeRow, 'token' | 'certPem' | 'keySealed'> | undefined> {
+  return db
+    .selectFrom('acmeChallenges')
+    .select(['token', 'certPem', 'keySealed'])
+    .where('kind', '=', 'tls-alpn-01')
+    .where('domain', '=', domain)
+    .where('expiresAt', '>', now)
+    .where('certPem', 'is not', null)
+    .where('keySealed', 'is not', null)
+    .orderBy('expiresAt', 'desc')
+    .executeTakeFirst();
+}
+
+/** Makes a challenge row due for the next pass's cleanup (a DNS-01 record whose removal failed). */
+export async function expireChallenge(db: Db, token: string, at: string): Promise<void> {
+  await db.updateTable('acmeChallenges').set({ expiresAt: at }).where('token', '=', token).execute();
+}
+
+/** Expired DNS-01 rows that still name a published record (an order that crashed or could not remove it). */
+export async function expiredDnsChallenges(db: Db, now: string): Promise<Pick<AcmeChallengeRow, 'token' | 'recordName' | 'recordId'>[]> {
+  return db
+    .selectFrom('acmeChallenges')
+    .select(['token', 'recordName', 'recordId'])
+    .where('kind', '=', 'dns-01')
+    .where('expiresAt', '<=', now)
+    .where('recordId', 'is not', null)
+    .execute();
+}
+
+/** Drops expired challenges (DNS-01 rows that still name a record are left to `expiredDnsChallenges`' caller). */
 export async function deleteExpiredChallenges(db: Db, now: string): Promise<void> {
-  await db.deleteFrom('acmeChallenges').where('expiresAt', '<=', now).execute();
+  await db
+    .deleteFrom('acmeChallenges')
+    .where('expiresAt', '<=', now)
+    .where((eb) => eb.or([eb('kind', '!=', 'dns-01'), eb('recordId', 'is', null)]))
+    .execute();
+}
+
+// ---------------------------------------------------------------- the instance's own certificates (free-domain wildcard)
+
+export async function findInstanceCertificate(db: Db, domain: string): Promise<InstanceCertificateRow | undefined> {
+  return db.selectFrom('instanceCertificates').selectAll().where('domain', '=', domain).executeTakeFirst();
+}
+
+export async function insertInstanceCertificate(db: Db, row: InstanceCertificateRow): Promise<void> {
+  await db.insertInto('instanceCertificates').values(row).execute();
+}
+
+export async function updateInstanceCertificate(db: Db, domain: string, set: Updateable<InstanceCertificatesTable>): Promise<void> {
+  await db.updateTable('instanceCertificates').set(set).where('domain', '=', domain).execute();
+}
+
+/** Like `claimAttempt`, for an instance certificate. */
+export async function claimInstanceAttempt(db: Db, domain: string, seen: string | null, until: string): Promise<boolean> {
+  let q = db.updateTable('instanceCertificates').set({ nextAttemptAt: until }).where('domain', '=', domain);
+  q = seen === null ? q.where('nextAttemptAt', 'is', null) : q.where('nextAttemptAt', '=', seen);
+  return Number((await q.executeTakeFirst()).numUpdatedRows) === 1;
+}
+
+/** The instance certificate of `domain` when it holds one (the edge's lookup). */
+export async function servableInstanceCertificate(db: Db, domain: string): Promise<Pick<InstanceCertificateRow, 'domain' | 'certPem' | 'keySealed' | 'expiresAt' | 'updatedAt'> | undefined> {
+  return db
+    .selectFrom('instanceCertificates')
+    .select(['domain', 'certPem', 'keySealed', 'expiresAt', 'updatedAt'])
+    .where('domain', '=', domain)
+    .where('certPem', 'is not', null)
+    .where('keySealed', 'is not', null)
+    .executeTakeFirst();
 }

@@ -37,16 +37,46 @@ export interface AcmeAccountsTable {
   createdAt: string;
 }
 
-/** Pending HTTP-01 challenges, so that any instance's edge can answer them. */
+/** Pending challenges, so that any instance's edge can answer them (migrations 017, 019). */
 export interface AcmeChallengesTable {
   token: string;
+  /** HTTP-01: what the edge answers at the token's path; TLS-ALPN-01: what the certificate's acmeIdentifier hashes; DNS-01: the TXT value. */
   keyAuthorization: string;
+  /** The name validated (a wildcard's base name for DNS-01). */
   domain: string;
   expiresAt: string;
+  /** `http-01` | `tls-alpn-01` | `dns-01`. */
+  kind: string;
+  /** TLS-ALPN-01: the self-signed challenge certificate (public). */
+  certPem: string | null;
+  /** TLS-ALPN-01: its key (PEM) sealed with `acme-challenge:<token>`. */
+  keySealed: string | null;
+  /** DNS-01: the TXT record's name (`_acme-challenge.<base>`). */
+  recordName: string | null;
+  /** DNS-01: the provider's id of the record (to remove it, also after a crash). */
+  recordId: string | null;
+}
+
+/** The instance's own certificates (migration 020): the free domains' wildcard `*.<apps domain>`; no org, no project. */
+export interface InstanceCertificatesTable {
+  domain: string;
+  /** pending | issued | failed, as a project's certificate. */
+  status: string;
+  certPem: string | null;
+  /** The private key (PEM) sealed with encryptSecret(keyring, key, `certificate:<domain>`). */
+  keySealed: string | null;
+  issuer: string | null;
+  expiresAt: string | null;
+  error: string | null;
+  attempts: number;
+  nextAttemptAt: string | null;
+  createdAt: string;
+  updatedAt: string;
 }
 
 export interface CertificateTables {
   certificates: CertificatesTable;
   acmeAccounts: AcmeAccountsTable;
   acmeChallenges: AcmeChallengesTable;
+  instanceCertificates: InstanceCertificatesTable;
 }

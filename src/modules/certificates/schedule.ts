@@ -2,7 +2,8 @@ import type { AppContext } from '../../context.js';
 import { nowIso } from '../../lib/ids.js';
 import { verifiedDomainsAnyOrg } from '../projects/index.js';
 import * as store from './certificates.store.js';
-import { ensureRow, issueCertificate } from './issue.service.js';
+import { dnsProviderFor, freeDomainWildcard } from './dns.js';
+import { ensureInstanceRow, ensureRow, issueCertificate, issueFreeDomainWildcard } from './issue.service.js';
 
 /**
  * When certificates are requested (contract section 14): at once when a domain becomes verified
@@ -10,6 +11,9 @@ import { ensureRow, issueCertificate } from './issue.service.js';
  * minute for verified domains without a certificate, certificates expiring within 30 days, and
  * failed ones whose backoff ran out. Each attempt is one job (`certificates.issue`, claimed once);
  * `nextAttemptAt` is moved ahead while it is queued so that no second job is enqueued for it.
+ * With a DNS provider (and no wildcard files), the same pass keeps the free domains' wildcard
+ * certificate `*.<BERTH_APPS_DOMAIN>` (the instance's own row; DNS-01), and removes DNS-01 records an
+ * order could not remove (a crash, a provider outage).
  */
 
 export const ISSUE_JOB = 'certificates.issue';
@@ -45,7 +49,42 @@ export async function certificateRemoved(ctx: AppContext, orgId: string, project
 
 /** The job: one attempt. A failure is recorded on the row (and retried by the ticker), so the job itself succeeds. */
 export async function runIssueJob(ctx: AppContext, payload: { domain: string }): Promise<void> {
-  await issueCertificate(ctx, payload.domain);
+  if (payload.domain.startsWith('*.')) await issueFreeDomainWildcard(ctx);
+  else await issueCertificate(ctx, payload.domain);
+}
+
+/** The free-domain wildcard's attempt when it is due (none yet, failed and backed off, or expiring within 30 days). */
+async function keepFreeDomainWildcard(ctx: AppContext, now: string, renewBefore: string): Promise<string | null> {
+  const domain = freeDomainWildcard(ctx);
+  if (!domain) return null;
+  const row = await ensureInstanceRow(ctx, domain);
+  const due = row.nextAttemptAt === null || row.nextAttemptAt <= now;
+  const wanted = row.status === 'pending' || row.status === 'failed' || (row.status === 'issued' && (row.expiresAt === null || row.expiresAt <= renewBefore));
+  if (!due || !wanted) return null;
+  const until = new Date(Date.now() + IN_FLIGHT_MS).toISOString();
+  if (!(await store.claimInstanceAttempt(ctx.db, domain, row.nextAttemptAt, until))) return null;
+  await ctx.jobs.enqueue(ISSUE_JOB, { domain }, { maxAttempts: 1 });
+  return domain;
+}
+
+/** Removes the DNS-01 records of expired challenge rows (an order that crashed or could not remove its record). */
+async function removeLeftoverRecords(ctx: AppContext, now: string): Promise<void> {
+  const leftovers = await store.expiredDnsChallenges(ctx.db, now);
+  if (leftovers.length === 0) return;
+  const provider = dnsProviderFor(ctx);
+  for (const row of leftovers) {
+    if (!provider) {
+      // No provider any more: nothing can remove it; forget the row.
+      await store.deleteChallenge(ctx.db, row.token);
+      continue;
+    }
+    try {
+      await provider.removeTxt(row.recordName!, row.recordId!);
+      await store.deleteChallenge(ctx.db, row.token);
+    } catch (e) {
+      ctx.log.warn({ record: row.recordName, reason: (e as Error).message }, 'a leftover DNS-01 record could not be removed; the next pass retries');
+    }
+  }
 }
 
 /**
@@ -58,6 +97,7 @@ export async function renewDueCertificates(ctx: AppContext): Promise<{ enqueued:
   const removed: string[] = [];
   const now = nowIso();
   await store.deleteExpiredChallenges(ctx.db, now);
+  await removeLeftoverRecords(ctx, now);
   if (ctx.config.https.port === null) return { enqueued, removed };
   const verified = new Map((await verifiedDomainsAnyOrg(ctx.db)).map((d) => [d.domain, d]));
   const rows = await store.certificateSchedulesAnyOrg(ctx.db);
@@ -66,12 +106,9 @@ export async function renewDueCertificates(ctx: AppContext): Promise<{ enqueued:
   for (const row of rows) {
     const owner = verified.get(row.domain);
     if (!owner || owner.orgId !== row.orgId || owner.projectId !== row.projectId) {
-      // Wildcard rows (`*.<parent>`) belong to no domain claim; none are made yet (DNS-01 wiring is to come).
-      if (!row.domain.startsWith('*.')) {
-        await store.deleteCertificate(ctx.db, row.orgId, row.domain);
-        ctx.ports.certificates?.invalidate?.(row.domain);
-        removed.push(row.domain);
-      }
+      await store.deleteCertificate(ctx.db, row.orgId, row.domain);
+      ctx.ports.certificates?.invalidate?.(row.domain);
+      removed.push(row.domain);
       continue;
     }
     held.add(row.domain);
@@ -84,5 +121,7 @@ export async function renewDueCertificates(ctx: AppContext): Promise<{ enqueued:
     await certificateRequested(ctx, d.orgId, d.projectId, d.domain);
     enqueued.push(d.domain);
   }
+  const wildcard = await keepFreeDomainWildcard(ctx, now, renewBefore);
+  if (wildcard) enqueued.push(wildcard);
   return { enqueued, removed };
 }

@@ -4,7 +4,7 @@ import { decryptSecret } from '../../lib/crypto.js';
 import { nowIso } from '../../lib/ids.js';
 import type { CertificatesPort, DomainTls } from '../../ports.js';
 import * as store from './certificates.store.js';
-import { keyAad } from './issue.service.js';
+import { alpnPair, keyAad } from './issue.service.js';
 import { certificateRequested, certificateRemoved } from './schedule.js';
 
 /** How long this server trusts what it read of a name (other instances' new certificates show within it). */
@@ -74,14 +74,33 @@ export class ServerCertificates implements CertificatesPort {
     return this.freeDomainPair(name);
   }
 
-  /** The free domains' wildcard files (`BERTH_WILDCARD_CERT_FILE`/`_KEY_FILE`) for one label under the apps domain. */
+  /**
+   * The free domains' certificate for one label under the apps domain: the wildcard files
+   * (`BERTH_WILDCARD_CERT_FILE`/`_KEY_FILE`) when given, else the instance's own `*.<apps domain>`
+   * certificate (DNS-01, kept by the leader's pass) when it holds one.
+   */
   private async freeDomainPair(name: string): Promise<Pair | null> {
     const { wildcardCertFile, wildcardKeyFile } = this.ctx.config.https;
-    const apps = this.ctx.config.appsDomain.toLowerCase();
-    if (!wildcardCertFile || !wildcardKeyFile || !name.endsWith(`.${apps}`)) return null;
-    if (name.slice(0, -apps.length - 1).includes('.')) return null;
-    const [cert, key] = await Promise.all([readFile(wildcardCertFile, 'utf8'), readFile(wildcardKeyFile, 'utf8')]);
-    return { cert, key };
+    const apps = this.ctx.config.appsDomain.toLowerCase().replace(/\.$/, '');
+    if (!name.endsWith(`.${apps}`) || name.slice(0, -apps.length - 1).includes('.')) return null;
+    if (wildcardCertFile && wildcardKeyFile) {
+      const [cert, key] = await Promise.all([readFile(wildcardCertFile, 'utf8'), readFile(wildcardKeyFile, 'utf8')]);
+      return { cert, key };
+    }
+    const row = await store.servableInstanceCertificate(this.ctx.db, `*.${apps}`);
+    if (!row || (row.expiresAt !== null && row.expiresAt <= nowIso())) return null;
+    return { cert: row.certPem!, key: decryptSecret(this.ctx.keyring, row.keySealed!, keyAad(row.domain)) };
+  }
+
+  /**
+   * The TLS-ALPN-01 challenge certificate of a name with a pending challenge (any instance's order),
+   * read from the database on every `acme-tls/1` handshake (not cached: it lives for one validation).
+   */
+  async tlsAlpn01(raw: string): Promise<Pair | null> {
+    const name = raw.toLowerCase().replace(/\.$/, '');
+    if (!name || name.length > 253) return null;
+    const row = await store.alpnChallengeAnyOrg(this.ctx.db, name, nowIso());
+    return row ? alpnPair(this.ctx, row) : null;
   }
 
   async http01(token: string): Promise<string | null> {
