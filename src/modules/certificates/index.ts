@@ -4,5 +4,5 @@
  * may drive directly, are exported here.
  */
 export { certificatesModule } from './certificates.module.js';
-export { issueCertificate, type IssueOutcome } from './issue.service.js';
+export { issueCertificate, issueFreeDomainWildcard, type IssueOutcome, type IssueOptions } from './issue.service.js';
 export { renewDueCertificates } from './schedule.js';
