@@ -15,6 +15,7 @@ const BENCHES: Record<string, [string, string]> = {
   backups: ['backups.ts', 'backupsBench'],
   detect: ['detect.ts', 'detectBench'],
   docker: ['docker.ts', 'dockerBench'],
+  https: ['https.ts', 'httpsBench'],
 };
 
 const wanted = process.argv.slice(2);
