@@ -1,12 +1,13 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { request } from 'undici';
 import { DockerEngine } from '../src/runtime/docker/engine.js';
 import { instanceKeyOf } from '../src/runtime/drivers.js';
 import { load, ROOT, startChild, type Child, type LoadResult, type Row } from './lib.js';
+import { api, HELLO, tgzOf } from './hello.js';
 
 /**
  * The docker runtime (issue 19 point 6, contract section 13), one run:
@@ -25,12 +26,6 @@ import { load, ROOT, startChild, type Child, type LoadResult, type Row } from '.
 
 const BASE = 'berth-base/node:20';
 
-const HELLO = `const http = require('node:http');
-http.createServer((req, res) => { res.setHeader('content-type', 'text/plain'); res.end('hello world'); })
-  .listen(Number(process.env.PORT), () => console.log('listening on ' + process.env.PORT));
-process.on('SIGTERM', () => process.exit(0));
-`;
-
 const DOCKERFILE = `FROM ${BASE}
 COPY . /srv
 WORKDIR /srv
@@ -40,23 +35,6 @@ CMD ["node", "server.js"]
 const ROUNDS = 3;
 const WARM_DEPLOYS = 3;
 const LOAD = { connections: 32, durationMs: 3000, warmupMs: 500, expect: 200 } as const;
-
-function tgzOf(dir: string): Buffer {
-  const file = `${dir}.tgz`;
-  execFileSync('tar', ['-czf', file, '-C', dir, '.']);
-  return readFileSync(file);
-}
-
-async function api(base: string, token: string, method: string, url: string, body?: unknown): Promise<any> {
-  const res = await request(base + url, {
-    method: method as 'GET',
-    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    body: body !== undefined ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.body.text();
-  if (res.statusCode >= 300) throw new Error(`${method} ${url}: ${res.statusCode} ${text}`);
-  return JSON.parse(text).data;
-}
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);

@@ -1,10 +1,10 @@
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { request } from 'undici';
 import { load, startChild, type LoadResult, type Row } from './lib.js';
+import { api, ensureNginx, freePort, HELLO, tgzOf } from './hello.js';
 
 /**
  * The edge and the runtime, one run (issues "Build and run" point 8 and "Isolation" point 7):
@@ -16,59 +16,10 @@ import { load, startChild, type LoadResult, type Row } from './lib.js';
  * - wake from sleep of the sandboxed app: p50 < 300 ms.
  */
 
-const HELLO = `const http = require('node:http');
-http.createServer((req, res) => { res.setHeader('content-type', 'text/plain'); res.end('hello world'); })
-  .listen(Number(process.env.PORT), () => console.log('listening on ' + process.env.PORT));
-`;
-
-function tgzOf(dir: string): Buffer {
-  const file = path.join(dir, '..', 'app.tgz');
-  execFileSync('tar', ['-czf', file, '-C', dir, '.']);
-  return readFileSync(file);
-}
-
-async function api(base: string, token: string, method: string, url: string, body?: unknown): Promise<any> {
-  const res = await request(base + url, {
-    method: method as 'GET',
-    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    body: body !== undefined ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.body.text();
-  if (res.statusCode >= 300) throw new Error(`${method} ${url}: ${res.statusCode} ${text}`);
-  return JSON.parse(text).data;
-}
-
 async function edgeGet(edgeUrl: string, host: string): Promise<number> {
   const res = await request(edgeUrl + '/', { headers: { host } });
   await res.body.dump();
   return res.statusCode;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
-
-function findNginx(): string | null {
-  for (const p of ['/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/bin/nginx']) if (existsSync(p)) return p;
-  return null;
-}
-
-/** Debian's nginx, installed with apt-get when it is missing (argument arrays, no shell). */
-function ensureNginx(): string | null {
-  let bin = findNginx();
-  if (bin) return bin;
-  console.error('installing nginx with apt-get ...');
-  spawnSync('apt-get', ['update', '-qq'], { stdio: 'ignore' });
-  spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'nginx-light'], { stdio: 'ignore', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
-  bin = findNginx();
-  if (!bin) spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'nginx'], { stdio: 'ignore', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
-  return findNginx();
 }
 
 async function startNginx(bin: string, upstreamPort: number): Promise<{ url: string; stop(): Promise<void> }> {

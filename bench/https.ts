@@ -1,11 +1,11 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import { Pool, request } from 'undici';
 import { startChild, type Row } from './lib.js';
+import { api, findNginx, freePort, HELLO } from './hello.js';
 
 /**
  * HTTPS at the edge against nginx terminating TLS (issue 20 point 6), one run, rounds alternating
@@ -24,11 +24,6 @@ import { startChild, type Row } from './lib.js';
  * with BERTH_APPS_DOMAIN=bench.test), so no ACME is involved.
  */
 
-const HELLO = `const http = require('node:http');
-http.createServer((req, res) => { res.setHeader('content-type', 'text/plain'); res.end('hello world'); })
-  .listen(Number(process.env.PORT), () => console.log('listening on ' + process.env.PORT));
-`;
-
 const ROUNDS = Number(process.env.BENCH_HTTPS_ROUNDS ?? 3);
 const HANDSHAKE_CONNECTORS = Number(process.env.BENCH_HANDSHAKE_CONNECTORS ?? 16);
 const HANDSHAKE_MS = 3000;
@@ -46,16 +41,6 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
-
 /** A throwaway CA and a `*.bench.test` ECDSA P-256 leaf it signed (openssl, argument arrays). */
 function makeCertificates(dir: string): { ca: string; certFile: string; keyFile: string } {
   const f = (n: string) => path.join(dir, n);
@@ -65,17 +50,6 @@ function makeCertificates(dir: string): { ca: string; certFile: string; keyFile:
   writeFileSync(f('leaf.ext'), 'subjectAltName=DNS:*.bench.test\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n');
   ossl(['x509', '-req', '-in', f('leaf.csr'), '-CA', f('ca.crt'), '-CAkey', f('ca.key'), '-CAcreateserial', '-out', f('leaf.crt'), '-days', '2', '-extfile', f('leaf.ext')]);
   return { ca: readFileSync(f('ca.crt'), 'utf8'), certFile: f('leaf.crt'), keyFile: f('leaf.key') };
-}
-
-async function api(base: string, token: string, method: string, url: string, body?: unknown): Promise<any> {
-  const res = await request(base + url, {
-    method: method as 'GET',
-    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    body: body !== undefined ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.body.text();
-  if (res.statusCode >= 300) throw new Error(`${method} ${url}: ${res.statusCode} ${text}`);
-  return JSON.parse(text).data;
 }
 
 /** Uploads the hello app to a new project and waits until it is ready. */
@@ -92,11 +66,6 @@ async function deployHello(url: string, token: string, archive: Buffer): Promise
     if (['failed', 'cancelled', 'superseded'].includes(cur.status)) throw new Error(`deployment ${cur.status}: ${cur.error}`);
     await new Promise((r) => setTimeout(r, 20));
   }
-}
-
-function findNginx(): string | null {
-  for (const p of ['/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/bin/nginx']) if (existsSync(p)) return p;
-  return null;
 }
 
 /**
