@@ -20,6 +20,7 @@ import { createProject, createUser } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { freePort, startPebble } from '../support/pebble.js';
 import { waitFor } from '../support/wait.js';
+import { edgeRequest } from '../support/http.js';
 
 const TIMEOUT = 90_000;
 
@@ -283,4 +284,22 @@ test('end to end: the edge answers Pebble\'s HTTP-01 on its plain HTTP port and 
     10_000,
   );
   assert.equal(peer.serialNumber.toLowerCase(), new X509Certificate(stored.certPem!).serialNumber.toLowerCase());
+
+  // A domain whose challenge fails (Pebble reaches nothing at 127.0.0.2) reports failed, and plain HTTP
+  // keeps serving it as it served before: no redirect, the same answer as the project's free domain.
+  const broken = `broken-${randomString(6).toLowerCase()}.berth-acme.test`;
+  dns.a.set(broken, ['127.0.0.2']);
+  const b = await server.api(owner.token).post(`/api/projects/${project.id}/domains`, { domain: broken });
+  assert.equal(b.status, 201, b.text);
+  const failedRow = () => server.ctx.db.selectFrom('certificates').selectAll().where('domain', '=', broken).executeTakeFirst();
+  await waitFor(async () => ((await failedRow())?.status === 'failed' ? true : null), 'the broken domain\'s certificate to fail', 30_000);
+  assert.match((await failedRow())!.error!, /could not be issued/);
+  const plainBroken = await edgeRequest(edgePort, broken, '/');
+  const plainFree = await edgeRequest(edgePort, `${project.slug}.apps.berth-acme.test`, '/');
+  assert.notEqual(plainBroken.status, 308);
+  assert.equal(plainBroken.status, plainFree.status);
+  // The certified domain itself is redirected to HTTPS on plain HTTP (httpsRedirect's default once issued).
+  const plainIssued = await edgeRequest(edgePort, domain, '/x?y=1');
+  assert.equal(plainIssued.status, 308);
+  assert.equal(plainIssued.headers.location, `https://${domain}:${httpsPort}/x?y=1`);
 });
