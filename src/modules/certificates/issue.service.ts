@@ -70,16 +70,7 @@ export async function ensureRow(ctx: AppContext, orgId: string, projectId: strin
     orgId,
     projectId,
     domain,
-    status: 'pending',
-    certPem: null,
-    keySealed: null,
-    issuer: null,
-    expiresAt: null,
-    error: null,
-    attempts: 0,
-    nextAttemptAt: null,
-    createdAt: now,
-    updatedAt: now,
+    ...pendingFields(now),
   };
   try {
     await store.insertCertificate(ctx.db, row);
@@ -91,6 +82,11 @@ export async function ensureRow(ctx: AppContext, orgId: string, projectId: strin
     throw new Error(`the certificate of ${domain} is still held by another organization's project; it is removed within a minute`);
   }
   return row;
+}
+
+/** What a new certificate row (a project's or the instance's) starts with: pending, nothing issued yet. */
+function pendingFields(now: string) {
+  return { status: 'pending', certPem: null, keySealed: null, issuer: null, expiresAt: null, error: null, attempts: 0, nextAttemptAt: null, createdAt: now, updatedAt: now } as const;
 }
 
 export type IssueOutcome = { status: 'issued'; expiresAt: string } | { status: 'failed'; error: string; nextAttemptAt: string } | { status: 'skipped'; reason: string };
@@ -122,16 +118,7 @@ export async function ensureInstanceRow(ctx: AppContext, domain: string): Promis
   const now = nowIso();
   const row: InstanceCertificateRow = {
     domain,
-    status: 'pending',
-    certPem: null,
-    keySealed: null,
-    issuer: null,
-    expiresAt: null,
-    error: null,
-    attempts: 0,
-    nextAttemptAt: null,
-    createdAt: now,
-    updatedAt: now,
+    ...pendingFields(now),
   };
   try {
     await store.insertInstanceCertificate(ctx.db, row);
