@@ -8,16 +8,14 @@
  */
 import assert from 'node:assert/strict';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
 import http from 'node:http';
-import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import tls from 'node:tls';
 import { randomString } from '../../src/lib/ids.js';
 import { renewDueCertificates } from '../../src/modules/certificates/index.js';
 import { startDnsStub } from '../support/dns-stub.js';
 import { createProject, createUser } from '../support/factories.js';
-import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
+import { startTestServer, type TestServer } from '../support/harness.js';
 import { freePort, startPebble } from '../support/pebble.js';
 import { waitFor } from '../support/wait.js';
 import { edgeRequest } from '../support/http.js';
@@ -50,9 +48,7 @@ async function setup(t: TestContext) {
 
   const pebble = await startPebble({ dnsServer: dns.server, httpPort });
   t.after(() => pebble.stop());
-  const caDir = tempDir('berth-acme-ca-');
-  const caFile = path.join(caDir, 'pebble-ca.pem');
-  writeFileSync(caFile, pebble.caCertPem);
+  const caFile = pebble.caFile;
 
   server = await startTestServer({
     env: {
@@ -243,8 +239,7 @@ test('end to end: the edge answers Pebble\'s HTTP-01 on its plain HTTP port and 
   const [edgePort, httpsPort] = [await freePort(), await freePort()];
   const pebble = await startPebble({ dnsServer: dns.server, httpPort: edgePort });
   t.after(() => pebble.stop());
-  const caFile = path.join(tempDir('berth-acme-ca-'), 'pebble-ca.pem');
-  writeFileSync(caFile, pebble.caCertPem);
+  const caFile = pebble.caFile;
   const server = await startTestServer({
     background: true,
     env: {

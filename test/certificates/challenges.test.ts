@@ -19,7 +19,7 @@ import { writeFileSync } from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import tls from 'node:tls';
 import { createLogger } from '../../src/lib/logger.js';
 import { randomString } from '../../src/lib/ids.js';
@@ -67,12 +67,6 @@ function handshake(port: number, servername: string, opts: { ALPNProtocols?: str
   });
 }
 
-async function pebbleCa(t: TestContext, caPem: string): Promise<string> {
-  const file = path.join(tempDir('berth-acme-ca-'), 'pebble-ca.pem');
-  writeFileSync(file, caPem);
-  return file;
-}
-
 test('TLS-ALPN-01: Pebble validates a verified domain against the edge\'s TLS listener (acme-tls/1 answered with the challenge certificate from the database), the certificate is issued and served', { timeout: TIMEOUT }, async (t) => {
   const dns = await startDnsStub();
   t.after(() => dns.close());
@@ -85,7 +79,7 @@ test('TLS-ALPN-01: Pebble validates a verified domain against the edge\'s TLS li
     env: {
       BERTH_HTTPS_PORT: String(httpsPort),
       BERTH_ACME_DIRECTORY_URL: pebble.directoryUrl,
-      BERTH_ACME_CA_FILE: await pebbleCa(t, pebble.caCertPem),
+      BERTH_ACME_CA_FILE: pebble.caFile,
       BERTH_APPS_DOMAIN: 'apps.berth-acme.test',
     },
   });
@@ -136,7 +130,7 @@ test('TLS-ALPN-01 on the listener: a pending challenge\'s certificate is answere
   t.after(() => pebble.stop());
   const server = await startTestServer({
     background: true,
-    env: { BERTH_HTTPS_PORT: String(httpsPort), BERTH_ACME_DIRECTORY_URL: pebble.directoryUrl, BERTH_ACME_CA_FILE: await pebbleCa(t, pebble.caCertPem) },
+    env: { BERTH_HTTPS_PORT: String(httpsPort), BERTH_ACME_DIRECTORY_URL: pebble.directoryUrl, BERTH_ACME_CA_FILE: pebble.caFile },
   });
   t.after(() => server.close());
 
@@ -212,7 +206,7 @@ test('DNS-01: with a DNS provider the leader\'s pass issues the free domains\' w
       BERTH_EDGE_PORT: String(edgePort),
       BERTH_HTTPS_PORT: String(httpsPort),
       BERTH_ACME_DIRECTORY_URL: pebble.directoryUrl,
-      BERTH_ACME_CA_FILE: await pebbleCa(t, pebble.caCertPem),
+      BERTH_ACME_CA_FILE: pebble.caFile,
       BERTH_APPS_DOMAIN: 'apps.test',
       BERTH_DNS_PROVIDER: 'cloudflare',
       BERTH_CLOUDFLARE_API_TOKEN: cf.token,
@@ -290,7 +284,7 @@ test('DNS-01: a provider that refuses the token fails the wildcard with Berth\'s
     env: {
       BERTH_HTTPS_PORT: '0',
       BERTH_ACME_DIRECTORY_URL: pebble.directoryUrl,
-      BERTH_ACME_CA_FILE: await pebbleCa(t, pebble.caCertPem),
+      BERTH_ACME_CA_FILE: pebble.caFile,
       BERTH_APPS_DOMAIN: 'apps.test',
       BERTH_DNS_PROVIDER: 'cloudflare',
       BERTH_CLOUDFLARE_API_TOKEN: wrongToken,

@@ -5,6 +5,7 @@ import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { BuildError, runBuild } from '../../src/runtime/build.js';
 import { createDriver } from '../../src/runtime/drivers.js';
+import type { RuntimeDriver } from '../../src/runtime/driver.js';
 import { tempDir } from '../support/harness.js';
 
 /** A git repository whose `app` is a link to a host folder, and whose Dockerfile is a link to a host file. */
@@ -41,7 +42,8 @@ test('a root directory or a Dockerfile that is a link out of the source is refus
         baseEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
         timeoutMs: 30000,
         limits: { cpuCores: 1, memoryMb: 256 },
-        driver: { ...driver, name: driver.name, isolation: driver.isolation, limits: driver.limits, status: () => driver.status(), reclaim: () => driver.reclaim(), open: (s) => driver.open(s), images: { baseImage: () => 'none', build: async () => assert.fail('no image may be built'), remove: async () => {} } },
+        // The process driver, with an image builder that must never be reached.
+        driver: Object.assign(Object.create(driver) as RuntimeDriver, { images: { baseImage: () => 'none', build: async () => assert.fail('no image may be built'), remove: async () => {} } }),
         identity: null,
         signal: new AbortController().signal,
         imageTag: 'berth/links:dpl_links',

@@ -44,6 +44,8 @@ export interface Pebble {
   directoryUrl: string;
   /** The CA that signed Pebble's own HTTPS certificate (trust it to talk to Pebble). */
   caCertPem: string;
+  /** The same CA as a file (for BERTH_ACME_CA_FILE), removed with the rest by `stop`. */
+  caFile: string;
   /** The root that signs the certificates Pebble issues. */
   rootCertPem(): Promise<string>;
   /** The management interface, `https://127.0.0.1:<port>`. */
@@ -127,6 +129,7 @@ export async function startPebble(opts: PebbleOptions): Promise<Pebble> {
     return {
       directoryUrl,
       caCertPem,
+      caFile: path.join(dir, 'ca.pem'),
       managementUrl,
       rootCertPem: () => get(`${managementUrl}/roots/0`, caCertPem),
       output: () => output,

@@ -57,22 +57,8 @@ export interface AcmeChallengesTable {
   recordId: string | null;
 }
 
-/** The instance's own certificates (migration 020): the free domains' wildcard `*.<apps domain>`; no org, no project. */
-export interface InstanceCertificatesTable {
-  domain: string;
-  /** pending | issued | failed, as a project's certificate. */
-  status: string;
-  certPem: string | null;
-  /** The private key (PEM) sealed with encryptSecret(keyring, key, `certificate:<domain>`). */
-  keySealed: string | null;
-  issuer: string | null;
-  expiresAt: string | null;
-  error: string | null;
-  attempts: number;
-  nextAttemptAt: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+/** The instance's own certificates (migration 020): the free domains' wildcard `*.<apps domain>`; a project's certificate without org or project. */
+export type InstanceCertificatesTable = Omit<CertificatesTable, 'id' | 'orgId' | 'projectId'>;
 
 export interface CertificateTables {
   certificates: CertificatesTable;

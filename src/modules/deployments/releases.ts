@@ -5,6 +5,7 @@ import { nowIso } from '../../lib/ids.js';
 import { pathWithBin, startSteps } from '../../runtime/build.js';
 import { DEFAULT_PIDS_MAX, type Limits } from '../../runtime/cgroups.js';
 import type { Identity, RuntimeDriver } from '../../runtime/driver.js';
+import { CA_VARIABLES } from '../../runtime/host-ca.js';
 import { uidBase } from '../../runtime/identity.js';
 import type { ReleaseSpec, Supervisor } from '../../runtime/supervisor.js';
 import { projectRunSettings, resolveEnvForRuntime } from '../projects/index.js';
@@ -14,13 +15,6 @@ export function envNumber(name: string, fallback: number): number {
   const n = Number(process.env[name]);
   return Number.isFinite(n) && n > 0 ? n : fallback;
 }
-
-/**
- * Certificate-authority settings of the host that builds and apps inherit (paths to public
- * certificate files, never secrets), so package managers behind an operator's TLS-inspecting egress
- * trust what the host trusts.
- */
-const CA_VARIABLES = ['NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'REQUESTS_CA_BUNDLE', 'PIP_CERT', 'CURL_CA_BUNDLE', 'GIT_SSL_CAINFO'];
 
 /** What every app and build starts from: never the server's own environment (it holds its secrets). */
 export function baseEnv(): Record<string, string> {

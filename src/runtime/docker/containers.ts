@@ -8,6 +8,7 @@ import type Docker from 'dockerode';
 import { DEFAULT_PIDS_MAX, type Limits } from '../cgroups.js';
 import type { BoxProcess, Identity } from '../driver.js';
 import type { DockerEngine } from './engine.js';
+import { CA_VARIABLES } from '../host-ca.js';
 
 /**
  * What every container Berth makes has in common (contract section 13, the driver's design): the
@@ -116,9 +117,6 @@ export function hostConfig(limits: Limits, binds: string[], network: string, opt
     LogConfig: LOG_CONFIG,
   };
 }
-
-/** Variables whose values are host paths of CA certificates (files or folders) that a build may use. */
-const CA_VARIABLES = ['NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'REQUESTS_CA_BUNDLE', 'PIP_CERT', 'CURL_CA_BUNDLE', 'GIT_SSL_CAINFO'];
 
 /**
  * Read-only binds of the host CA files the environment names (at the same path), so package managers

@@ -170,13 +170,7 @@ export function serviceSpec(s: ServiceInput): Docker.ServiceSpec {
   return {
     Name: s.name,
     Labels: s.labels,
-    TaskTemplate: {
-      ContainerSpec: s.container,
-      Resources: s.resources,
-      RestartPolicy: { Condition: 'on-failure', Delay: 2 * SECOND_NS, MaxAttempts: 0 },
-      Networks: [{ Target: s.network }],
-      ...(s.placement ? { Placement: s.placement } : {}),
-    },
+    TaskTemplate: taskTemplate(s, { Condition: 'on-failure', Delay: 2 * SECOND_NS, MaxAttempts: 0 }),
     Mode: { Replicated: { Replicas: s.replicas } },
     UpdateConfig: { Parallelism: 1, Delay: 0, Order: 'start-first', FailureAction: 'rollback', Monitor: UPDATE_MONITOR_NS, MaxFailureRatio: 0 },
     RollbackConfig: { Parallelism: 1, Delay: 0, Order: 'start-first', FailureAction: 'pause', Monitor: UPDATE_MONITOR_NS, MaxFailureRatio: 0 },
@@ -184,18 +178,17 @@ export function serviceSpec(s: ServiceInput): Docker.ServiceSpec {
   };
 }
 
+/** The tasks of a service or job: the app's container, limits and network, its placement kept. */
+function taskTemplate(s: Pick<ServiceInput, 'container' | 'resources' | 'network' | 'placement'>, restart: Docker.TaskSpec['RestartPolicy']): Docker.TaskSpec {
+  return { ContainerSpec: s.container, Resources: s.resources, RestartPolicy: restart, Networks: [{ Target: s.network }], ...(s.placement ? { Placement: s.placement } : {}) };
+}
+
 /** A one-off job (a start step before the last, e.g. migrations) with the app's container and network. */
 export function jobSpec(s: Omit<ServiceInput, 'replicas' | 'port'>): Docker.ServiceSpec {
   return {
     Name: s.name,
     Labels: s.labels,
-    TaskTemplate: {
-      ContainerSpec: s.container,
-      Resources: s.resources,
-      RestartPolicy: { Condition: 'none' },
-      Networks: [{ Target: s.network }],
-      ...(s.placement ? { Placement: s.placement } : {}),
-    },
+    TaskTemplate: taskTemplate(s, { Condition: 'none' }),
     Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
   };
 }
