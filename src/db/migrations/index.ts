@@ -19,6 +19,7 @@ import * as m017 from './017_certificates.js';
 import * as m018 from './018_https_config.js';
 import * as m019 from './019_acme_alpn.js';
 import * as m020 from './020_instance_certificates.js';
+import * as m021 from './021_drop_domain_tls.js';
 
 /**
  * Every migration, in order. Names sort; add new ones at the end with the next number.
@@ -45,4 +46,5 @@ export const migrations: Record<string, Migration> = {
   '018_https_config': m018,
   '019_acme_alpn': m019,
   '020_instance_certificates': m020,
+  '021_drop_domain_tls': m021,
 };

@@ -238,7 +238,6 @@ export async function writeBundle(tx: Db, keyring: Keyring, b: Bundle, o: WriteB
         isPrimary: d.primary ? 1 : 0,
         verification: had?.verification ?? newVerificationValue(),
         verifiedAt: had?.verifiedAt ?? (o.domainVerification === 'none' ? o.now : null),
-        tls: had?.tls ?? 'none',
         createdAt: o.now,
       };
     }),

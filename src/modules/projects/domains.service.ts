@@ -92,7 +92,6 @@ async function insertClaim(ctx: AppContext, tx: Db, row: ProjectRow, domain: str
     isPrimary: 0,
     verification: newVerificationValue(),
     verifiedAt: ctx.config.domainVerification === 'none' ? now : null,
-    tls: 'none',
     createdAt: now,
   };
   await store.insertDomain(tx, claim);

@@ -93,8 +93,6 @@ export interface DomainsTable {
   verification: string;
   /** When the claim was proven (or added on an instance without verification); null while unverified. */
   verifiedAt: string | null;
-  /** Certificate state: 'none' (the HTTPS work adds 'pending' | 'issued' | 'failed'). */
-  tls: string;
   createdAt: string;
 }
 
