@@ -7,7 +7,7 @@ import { request } from 'undici';
 import { DockerEngine } from '../src/runtime/docker/engine.js';
 import { instanceKeyOf } from '../src/runtime/drivers.js';
 import { load, ROOT, startChild, type Child, type LoadResult, type Row } from './lib.js';
-import { api, HELLO, tgzOf } from './hello.js';
+import { api, HELLO, tgzOf, writeHelloApp } from './hello.js';
 
 /**
  * The docker runtime (issue 19 point 6, contract section 13), one run:
@@ -149,9 +149,7 @@ export async function dockerBench(): Promise<Row[]> {
     // A marker of this run in both folders: the first build of each is not served from an earlier run's cache.
     const nonce = randomBytes(8).toString('hex');
     const planDir = path.join(tmp, 'plan-app');
-    mkdirSync(planDir);
-    writeFileSync(path.join(planDir, 'server.js'), HELLO);
-    writeFileSync(path.join(planDir, 'package.json'), JSON.stringify({ name: 'hello', private: true, scripts: { start: 'node server.js' } }));
+    writeHelloApp(planDir);
     writeFileSync(path.join(planDir, 'run.txt'), nonce);
     const dockerfileDir = path.join(tmp, 'dockerfile-app');
     mkdirSync(dockerfileDir);

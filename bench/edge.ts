@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { request } from 'undici';
 import { load, startChild, type LoadResult, type Row } from './lib.js';
-import { api, ensureNginx, freePort, HELLO, tgzOf } from './hello.js';
+import { api, ensureNginx, startNginx, tgzOf, writeHelloApp } from './hello.js';
 
 /**
  * The edge and the runtime, one run (issues "Build and run" point 8 and "Isolation" point 7):
@@ -20,62 +19,6 @@ async function edgeGet(edgeUrl: string, host: string): Promise<number> {
   const res = await request(edgeUrl + '/', { headers: { host } });
   await res.body.dump();
   return res.statusCode;
-}
-
-async function startNginx(bin: string, upstreamPort: number): Promise<{ url: string; stop(): Promise<void> }> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'berth-nginx-'));
-  mkdirSync(path.join(dir, 'logs'), { recursive: true });
-  const port = await freePort();
-  const conf = `
-worker_processes 1;
-daemon off;
-pid ${dir}/nginx.pid;
-error_log ${dir}/logs/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fastcgi; uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
-  upstream app { server 127.0.0.1:${upstreamPort}; keepalive 128; }
-  server {
-    listen 127.0.0.1:${port};
-    location / {
-      proxy_pass http://app;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $host;
-      proxy_set_header X-Forwarded-For $remote_addr;
-      proxy_set_header X-Forwarded-Proto $scheme;
-      proxy_set_header X-Forwarded-Host $host;
-    }
-  }
-}
-`;
-  writeFileSync(path.join(dir, 'nginx.conf'), conf);
-  const proc = spawn(bin, ['-p', dir, '-c', path.join(dir, 'nginx.conf')], { stdio: ['ignore', 'ignore', 'inherit'] });
-  const url = `http://127.0.0.1:${port}`;
-  const end = Date.now() + 10000;
-  for (;;) {
-    try {
-      await edgeGet(url, 'bench.localhost');
-      break;
-    } catch {
-      if (Date.now() > end) throw new Error('nginx did not start');
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  return {
-    url,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (proc.exitCode !== null) return resolve();
-        proc.once('exit', () => {
-          rmSync(dir, { recursive: true, force: true });
-          resolve();
-        });
-        proc.kill('SIGQUIT');
-        setTimeout(() => proc.kill('SIGKILL'), 5000).unref();
-      }),
-  };
 }
 
 const median = (xs: number[]) => {
@@ -119,9 +62,7 @@ export async function edgeBench(): Promise<Row[]> {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'berth-edge-bench-'));
   try {
     const appDir = path.join(tmp, 'app');
-    mkdirSync(appDir);
-    writeFileSync(path.join(appDir, 'server.js'), HELLO);
-    writeFileSync(path.join(appDir, 'package.json'), JSON.stringify({ name: 'hello', private: true, scripts: { start: 'node server.js' } }));
+    writeHelloApp(appDir);
     const archive = tgzOf(appDir);
 
     // ---- upload-to-ready (three runs, median), sandboxed
@@ -142,16 +83,19 @@ export async function edgeBench(): Promise<Row[]> {
     // Rounds alternate (sandboxed, bare, nginx) and the median of each is kept, so that drift in the
     // machine's load hits all alike.
     const nginxBin = ensureNginx();
-    const nginx = nginxBin ? await startNginx(nginxBin, bareAppPort) : null;
+    const ngDir = mkdtempSync(path.join(os.tmpdir(), 'berth-nginx-'));
+    const nginx = nginxBin ? await startNginx(nginxBin, { dir: ngDir, upstreamPort: bareAppPort, ready: (port) => edgeGet(`http://127.0.0.1:${port}`, 'bench.localhost') }) : null;
+    const nginxUrl = `http://127.0.0.1:${nginx?.port}`;
     const edgeRuns: LoadResult[] = [];
     const bareRuns: LoadResult[] = [];
     const ngRuns: LoadResult[] = [];
     for (let round = 0; round < 3; round++) {
       edgeRuns.push(await load({ url: edgeUrl, path: '/', headers: { host }, connections: 32, durationMs: 3000, warmupMs: 500, expect: 200 }));
       bareRuns.push(await load({ url: bareEdge, path: '/', headers: { host: bareApp.host }, connections: 32, durationMs: 3000, warmupMs: 500, expect: 200 }));
-      if (nginx) ngRuns.push(await load({ url: nginx.url, path: '/', headers: { host }, connections: 32, durationMs: 3000, warmupMs: 500, expect: 200 }));
+      if (nginx) ngRuns.push(await load({ url: nginxUrl, path: '/', headers: { host }, connections: 32, durationMs: 3000, warmupMs: 500, expect: 200 }));
     }
     await nginx?.stop();
+    rmSync(ngDir, { recursive: true, force: true });
     const edgeRps = median(edgeRuns.map((r) => r.rps));
     const edgeP99 = median(edgeRuns.map((r) => r.p99));
     const edgeErrors = edgeRuns.reduce((a, r) => a + r.errors, 0);

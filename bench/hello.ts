@@ -2,15 +2,24 @@
  * What the benches that deploy share: the hello app they deploy, its upload archive, the API calls,
  * a free port, and Debian's nginx as a reference (installed with apt-get when missing).
  */
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { request } from 'undici';
 
 export const HELLO = `const http = require('node:http');
 http.createServer((req, res) => { res.setHeader('content-type', 'text/plain'); res.end('hello world'); })
   .listen(Number(process.env.PORT), () => console.log('listening on ' + process.env.PORT));
 `;
+
+/** Writes the hello app (server.js and a package.json whose start script runs it) into a new folder `dir`. */
+export function writeHelloApp(dir: string): string {
+  mkdirSync(dir);
+  writeFileSync(path.join(dir, 'server.js'), HELLO);
+  writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'hello', private: true, scripts: { start: 'node server.js' } }));
+  return dir;
+}
 
 /** A gzipped tarball of `dir` (written beside it as `<dir>.tgz`). */
 export function tgzOf(dir: string): Buffer {
@@ -56,4 +65,75 @@ export function ensureNginx(): string | null {
   bin = findNginx();
   if (!bin) spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'nginx'], { stdio: 'ignore', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
   return findNginx();
+}
+
+export interface Nginx {
+  port: number;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * nginx (one worker, its files in `dir`) on a free loopback port, proxying with upstream keep-alive to
+ * 127.0.0.1:`upstreamPort`; terminating TLS with the given pair when `tls` is set. Resolves once
+ * `ready(port)` succeeds (bounded by 10 s).
+ */
+export async function startNginx(bin: string, opts: { dir: string; upstreamPort: number; tls?: { certFile: string; keyFile: string }; ready(port: number): Promise<unknown> }): Promise<Nginx> {
+  const { dir } = opts;
+  mkdirSync(path.join(dir, 'logs'), { recursive: true });
+  const port = await freePort();
+  const listen = opts.tls
+    ? `listen 127.0.0.1:${port} ssl;
+    ssl_certificate ${opts.tls.certFile};
+    ssl_certificate_key ${opts.tls.keyFile};
+    ssl_protocols TLSv1.2 TLSv1.3;`
+    : `listen 127.0.0.1:${port};`;
+  const conf = `
+worker_processes 1;
+daemon off;
+pid ${dir}/nginx.pid;
+error_log ${dir}/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fastcgi; uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+  upstream app { server 127.0.0.1:${opts.upstreamPort}; keepalive 128; }
+  server {
+    ${listen}
+    location / {
+      proxy_pass http://app;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $remote_addr;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_set_header X-Forwarded-Host $host;
+    }
+  }
+}
+`;
+  writeFileSync(path.join(dir, 'nginx.conf'), conf);
+  const proc = spawn(bin, ['-p', dir, '-c', path.join(dir, 'nginx.conf')], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const end = Date.now() + 10000;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`nginx exited with ${proc.exitCode}`);
+    try {
+      await opts.ready(port);
+      break;
+    } catch {
+      if (Date.now() > end) throw new Error('nginx did not start');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  return {
+    port,
+    pid: proc.pid!,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (proc.exitCode !== null) return resolve();
+        proc.once('exit', () => resolve());
+        proc.kill('SIGQUIT');
+        setTimeout(() => proc.kill('SIGKILL'), 5000).unref();
+      }),
+  };
 }

@@ -1,11 +1,11 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import { Pool, request } from 'undici';
 import { startChild, type Row } from './lib.js';
-import { api, findNginx, freePort, HELLO } from './hello.js';
+import { api, findNginx, freePort, startNginx, tgzOf, writeHelloApp, type Nginx } from './hello.js';
 
 /**
  * HTTPS at the edge against nginx terminating TLS (issue 20 point 6), one run, rounds alternating
@@ -90,69 +90,6 @@ function cpuSeconds(pid: number, children: boolean): number {
       /* no children file */
     }
   return (ticks(pid) + kids.reduce((a, c) => a + ticks(c), 0)) / 100;
-}
-
-interface Nginx {
-  port: number;
-  pid: number;
-  stop(): Promise<void>;
-}
-
-/** nginx (one worker) terminating TLS with the given pair and proxying to 127.0.0.1:upstreamPort. */
-async function startNginx(bin: string, dir: string, certFile: string, keyFile: string, upstreamPort: number, ca: string, servername: string): Promise<Nginx> {
-  mkdirSync(path.join(dir, 'logs'), { recursive: true });
-  const port = await freePort();
-  const conf = `
-worker_processes 1;
-daemon off;
-pid ${dir}/nginx.pid;
-error_log ${dir}/logs/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fastcgi; uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
-  upstream app { server 127.0.0.1:${upstreamPort}; keepalive 128; }
-  server {
-    listen 127.0.0.1:${port} ssl;
-    ssl_certificate ${certFile};
-    ssl_certificate_key ${keyFile};
-    ssl_protocols TLSv1.2 TLSv1.3;
-    location / {
-      proxy_pass http://app;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $host;
-      proxy_set_header X-Forwarded-For $remote_addr;
-      proxy_set_header X-Forwarded-Proto $scheme;
-      proxy_set_header X-Forwarded-Host $host;
-    }
-  }
-}
-`;
-  writeFileSync(path.join(dir, 'nginx.conf'), conf);
-  const proc = spawn(bin, ['-p', dir, '-c', path.join(dir, 'nginx.conf')], { stdio: ['ignore', 'ignore', 'inherit'] });
-  const end = Date.now() + 10000;
-  for (;;) {
-    if (proc.exitCode !== null) throw new Error(`nginx exited with ${proc.exitCode}`);
-    try {
-      await handshakeOnce(port, ca, servername);
-      break;
-    } catch {
-      if (Date.now() > end) throw new Error('nginx did not start');
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  return {
-    port,
-    pid: proc.pid!,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (proc.exitCode !== null) return resolve();
-        proc.once('exit', () => resolve());
-        proc.kill('SIGQUIT');
-        setTimeout(() => proc.kill('SIGKILL'), 5000).unref();
-      }),
-  };
 }
 
 /** One full TLS 1.3 handshake (a new connection, no session offered); answers the negotiated parameters. */
@@ -290,17 +227,14 @@ export async function httpsBench(): Promise<Row[]> {
   let nginx: Nginx | null = null;
   try {
     const appDir = path.join(tmp, 'app');
-    mkdirSync(appDir);
-    writeFileSync(path.join(appDir, 'server.js'), HELLO);
-    writeFileSync(path.join(appDir, 'package.json'), JSON.stringify({ name: 'hello', private: true, scripts: { start: 'node server.js' } }));
-    execFileSync('tar', ['-czf', path.join(tmp, 'app.tgz'), '-C', appDir, '.']);
-    const project = await deployHello(url, token, readFileSync(path.join(tmp, 'app.tgz')));
+    writeHelloApp(appDir);
+    const project = await deployHello(url, token, tgzOf(appDir));
     const host = `${project.slug}.bench.test`;
     const info = await api(url, token, 'GET', `/api/projects/${project.id}/info`);
     const appPort = info.runtime.port as number;
     const ngDir = path.join(tmp, 'nginx');
     mkdirSync(ngDir);
-    nginx = await startNginx(nginxBin, ngDir, certFile, keyFile, appPort, ca, host);
+    nginx = await startNginx(nginxBin, { dir: ngDir, upstreamPort: appPort, tls: { certFile, keyFile }, ready: (port) => handshakeOnce(port, ca, host) });
 
     const ctx = tls.createSecureContext({ ca, minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3' });
     console.error(`  edge:  ${await handshakeOnce(httpsPort, ctx, host)}`);
