@@ -3,11 +3,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { request } from 'undici';
 import { DockerEngine } from '../src/runtime/docker/engine.js';
 import { instanceKeyOf } from '../src/runtime/drivers.js';
 import { load, ROOT, startChild, type Child, type LoadResult, type Row } from './lib.js';
-import { api, HELLO, tgzOf, writeHelloApp } from './hello.js';
+import { api, HELLO, tgzOf, uploadAndDeploy, waitReady, writeHelloApp } from './hello.js';
 
 /**
  * The docker runtime (issue 19 point 6, contract section 13), one run:
@@ -57,20 +56,6 @@ interface Deployed {
 }
 
 /** Polls the deployment every 20 ms until it is ready (throws when it ends otherwise). */
-async function waitReady(s: Server, id: string): Promise<void> {
-  const end = Date.now() + 300000;
-  for (;;) {
-    const cur = await api(s.url, s.token, 'GET', `/api/deployments/${id}`);
-    if (cur.status === 'ready') return;
-    if (['failed', 'cancelled', 'superseded'].includes(cur.status)) {
-      const lines = async (url: string) => ((await api(s.url, s.token, 'GET', url).catch(() => [])) as { line: string }[]).map((l) => l.line).slice(-20).join('\n');
-      throw new Error(`deployment ${cur.status}: ${cur.error}\nbuild log:\n${await lines(`/api/deployments/${id}/logs`)}\napp log:\n${await lines(`/api/projects/${cur.projectId}/logs`)}`);
-    }
-    if (Date.now() > end) throw new Error(`deployment ${id} is still ${cur.status} after 300 s`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /**
  * A new project of `s` from `archive` (uploaded through the folder session API), deployed once, then
  * redeployed `warm` times from the same upload (its image comes from the build cache).
@@ -78,18 +63,13 @@ async function waitReady(s: Server, id: string): Promise<void> {
 async function deployTimed(s: Server, archive: Buffer, name: string, warm: number): Promise<Deployed> {
   const project = await api(s.url, s.token, 'POST', '/api/projects', { name });
   const t0 = performance.now();
-  const session = await api(s.url, s.token, 'POST', '/api/projects/folder/session', { projectId: project.id, sizeBytes: archive.length });
-  const up = await request(session.url, { method: 'POST', headers: { ...session.headers, 'content-type': 'application/gzip' }, body: archive });
-  await up.body.dump();
-  if (up.statusCode >= 300) throw new Error(`upload failed: ${up.statusCode}`);
-  const first = await api(s.url, s.token, 'POST', '/api/deployments', { projectId: project.id, sessionId: session.sessionId });
-  await waitReady(s, first.id);
+  await waitReady(s.url, s.token, await uploadAndDeploy(s.url, s.token, project.id, archive));
   const cold = performance.now() - t0;
   const times: number[] = [];
   for (let i = 0; i < warm; i++) {
     const t = performance.now();
     const d = await api(s.url, s.token, 'POST', '/api/deployments', { projectId: project.id });
-    await waitReady(s, d.id);
+    await waitReady(s.url, s.token, d.id);
     times.push(performance.now() - t);
   }
   const info = await api(s.url, s.token, 'GET', `/api/projects/${project.id}/info`);

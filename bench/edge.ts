@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { request } from 'undici';
 import { load, startChild, type LoadResult, type Row } from './lib.js';
-import { api, ensureNginx, startNginx, tgzOf, writeHelloApp } from './hello.js';
+import { api, ensureNginx, startNginx, tgzOf, uploadAndDeploy, waitReady, writeHelloApp } from './hello.js';
 
 /**
  * The edge and the runtime, one run (issues "Build and run" point 8 and "Isolation" point 7):
@@ -32,17 +32,7 @@ async function deployHello(url: string, token: string, archive: Buffer, name: st
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
     const t0 = performance.now();
-    const s = await api(url, token, 'POST', '/api/projects/folder/session', { projectId: project.id, sizeBytes: archive.length });
-    const up = await request(s.url, { method: 'POST', headers: { ...s.headers, 'content-type': 'application/gzip' }, body: archive });
-    await up.body.dump();
-    if (up.statusCode >= 300) throw new Error(`upload failed: ${up.statusCode}`);
-    const d = await api(url, token, 'POST', '/api/deployments', { projectId: project.id, sessionId: s.sessionId });
-    for (;;) {
-      const cur = await api(url, token, 'GET', `/api/deployments/${d.id}`);
-      if (cur.status === 'ready') break;
-      if (['failed', 'cancelled', 'superseded'].includes(cur.status)) throw new Error(`deployment ${cur.status}: ${cur.error}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await waitReady(url, token, await uploadAndDeploy(url, token, project.id, archive));
     times.push(performance.now() - t0);
   }
   return { project, host: `${project.slug}.localhost`, times };

@@ -40,6 +40,30 @@ export async function api(base: string, token: string, method: string, url: stri
   return JSON.parse(text).data;
 }
 
+/** Uploads `archive` through the folder session API as the project's source and deploys it; answers the deployment's id. */
+export async function uploadAndDeploy(base: string, token: string, projectId: string, archive: Buffer): Promise<string> {
+  const s = await api(base, token, 'POST', '/api/projects/folder/session', { projectId, sizeBytes: archive.length });
+  const up = await request(s.url, { method: 'POST', headers: { ...s.headers, 'content-type': 'application/gzip' }, body: archive });
+  await up.body.dump();
+  if (up.statusCode >= 300) throw new Error(`upload failed: ${up.statusCode}`);
+  return (await api(base, token, 'POST', '/api/deployments', { projectId, sessionId: s.sessionId })).id;
+}
+
+/** Waits (polling every 20 ms, at most `timeoutMs`) until the deployment is ready; a failed one throws with the tails of its build and app logs. */
+export async function waitReady(base: string, token: string, id: string, timeoutMs = 300000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const cur = await api(base, token, 'GET', `/api/deployments/${id}`);
+    if (cur.status === 'ready') return;
+    if (['failed', 'cancelled', 'superseded'].includes(cur.status)) {
+      const lines = async (url: string) => ((await api(base, token, 'GET', url).catch(() => [])) as { line: string }[]).map((l) => l.line).slice(-20).join('\n');
+      throw new Error(`deployment ${cur.status}: ${cur.error}\nbuild log:\n${await lines(`/api/deployments/${id}/logs`)}\napp log:\n${await lines(`/api/projects/${cur.projectId}/logs`)}`);
+    }
+    if (Date.now() > end) throw new Error(`deployment ${id} is still ${cur.status} after ${Math.round(timeoutMs / 1000)} s`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 export function freePort(): Promise<number> {
   return new Promise((resolve) => {
     const s = net.createServer();

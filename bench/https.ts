@@ -3,9 +3,9 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
-import { Pool, request } from 'undici';
+import { Pool } from 'undici';
 import { startChild, type Row } from './lib.js';
-import { api, findNginx, freePort, startNginx, tgzOf, writeHelloApp, type Nginx } from './hello.js';
+import { api, findNginx, freePort, startNginx, tgzOf, uploadAndDeploy, waitReady, writeHelloApp, type Nginx } from './hello.js';
 
 /**
  * HTTPS at the edge against nginx terminating TLS (issue 20 point 6), one run, rounds alternating
@@ -55,17 +55,8 @@ function makeCertificates(dir: string): { ca: string; certFile: string; keyFile:
 /** Uploads the hello app to a new project and waits until it is ready. */
 async function deployHello(url: string, token: string, archive: Buffer): Promise<any> {
   const project = await api(url, token, 'POST', '/api/projects', { name: 'bench-https' });
-  const s = await api(url, token, 'POST', '/api/projects/folder/session', { projectId: project.id, sizeBytes: archive.length });
-  const up = await request(s.url, { method: 'POST', headers: { ...s.headers, 'content-type': 'application/gzip' }, body: archive });
-  await up.body.dump();
-  if (up.statusCode >= 300) throw new Error(`upload failed: ${up.statusCode}`);
-  const d = await api(url, token, 'POST', '/api/deployments', { projectId: project.id, sessionId: s.sessionId });
-  for (;;) {
-    const cur = await api(url, token, 'GET', `/api/deployments/${d.id}`);
-    if (cur.status === 'ready') return project;
-    if (['failed', 'cancelled', 'superseded'].includes(cur.status)) throw new Error(`deployment ${cur.status}: ${cur.error}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await waitReady(url, token, await uploadAndDeploy(url, token, project.id, archive));
+  return project;
 }
 
 /**
