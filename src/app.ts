@@ -1,4 +1,5 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyError } from 'fastify';
+import { isDashboardRequest, serveDashboard } from './http/dashboard.js';
 import { lazyChildLogger } from './http/lazy-child-logger.js';
 import { newRequestId, randomString } from './lib/ids.js';
 import { Keyring } from './lib/crypto.js';
@@ -216,6 +217,8 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   });
 
   app.setNotFoundHandler((req, reply) => {
+    // Outside /api, a GET is the dashboard's: a page of the single-page app or one of its files.
+    if (isDashboardRequest(req)) return serveDashboard(config.dashboardDir, req, reply);
     reply.code(404).send({ error: { code: 'NOT_FOUND', message: `no route ${req.method} ${req.url.split('?')[0]}`, requestId: req.id } });
   });
 

@@ -2,6 +2,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ConfigError } from './config-error.js';
 import { loadHardening, type HardeningConfig } from './config-hardening.js';
 
@@ -30,6 +31,8 @@ export interface Config {
   publicUrl?: string;
   edgeHost: string;
   edgePort: number;
+  /** The built dashboard `berth serve` answers at `/` (BERTH_DASHBOARD_DIR; default: the package's dist/web). */
+  dashboardDir: string;
   appsDomain: string;
   cloudUrl?: string;
   cloudToken?: string;
@@ -209,6 +212,7 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
     publicUrl: env.BERTH_PUBLIC_URL ? trimSlash(env.BERTH_PUBLIC_URL) : undefined,
     edgeHost: env.BERTH_EDGE_HOST ?? host,
     edgePort,
+    dashboardDir: path.resolve(env.BERTH_DASHBOARD_DIR || fileURLToPath(new URL('../dist/web', import.meta.url))),
     appsDomain: env.BERTH_APPS_DOMAIN || 'localhost',
     cloudUrl: env.BERTH_CLOUD_URL ? trimSlash(env.BERTH_CLOUD_URL) : undefined,
     cloudToken: env.BERTH_CLOUD_TOKEN || undefined,

@@ -47,12 +47,34 @@ export async function authenticateRequest(ctx: AppContext, req: FastifyRequest):
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-/** Cookie-authenticated unsafe requests must carry an Origin equal to the public URL's origin. */
+const LOOPBACK_HOSTS = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
+
+/**
+ * Is `origin` this server reached over loopback under another name (`localhost` for `127.0.0.1`)?
+ * Only when no BERTH_PUBLIC_URL is set: the derived public URL names one loopback address, while a
+ * new user opens whichever their browser prefers. Another site cannot be on the same loopback
+ * port, so this widens nothing.
+ */
+function sameLoopbackServer(ctx: AppContext, origin: string, expected: URL): boolean {
+  if (ctx.config.publicUrl) return false;
+  let o: URL;
+  try {
+    o = new URL(origin);
+  } catch {
+    return false;
+  }
+  return o.protocol === expected.protocol && o.port === expected.port && LOOPBACK_HOSTS.test(o.hostname) && LOOPBACK_HOSTS.test(expected.hostname);
+}
+
+/**
+ * Cookie-authenticated unsafe requests must carry an Origin equal to the public URL's origin (with
+ * no BERTH_PUBLIC_URL set, any loopback name of the same port counts: `sameLoopbackServer`).
+ */
 export function checkCsrf(ctx: AppContext, req: FastifyRequest, actor: Actor): void {
   if (actor.via !== 'session' || SAFE_METHODS.has(req.method)) return;
   const origin = req.headers.origin;
-  const expected = new URL(ctx.publicUrl()).origin;
-  if (!origin || origin !== expected) {
-    throw new AppError('FORBIDDEN', `cross-site request refused: the Origin header must be ${expected}`);
+  const expected = new URL(ctx.publicUrl());
+  if (!origin || (origin !== expected.origin && !sameLoopbackServer(ctx, origin, expected))) {
+    throw new AppError('FORBIDDEN', `cross-site request refused: the Origin header must be ${expected.origin}`);
   }
 }

@@ -1,0 +1,111 @@
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+/**
+ * The web dashboard (`web/`, built into `dist/web` by `npm install`): `berth serve` answers every
+ * GET or HEAD outside `/api` with it. `/assets/*` are Vite's content-hashed files (cached for a
+ * year, with the `.br`/`.gz` variants the build wrote when the client accepts them); every other
+ * path is the single page's `index.html` (never cached), whose router shows the page.
+ *
+ * Nothing is read or imported until the first request, so a server nobody browses holds none of it.
+ */
+
+const CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "font-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const PAGE_HEADERS = {
+  'content-security-policy': CSP,
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'same-origin',
+  'cross-origin-opener-policy': 'same-origin',
+};
+
+/** Is this request the dashboard's (a page or one of its files) rather than the API's? */
+export function isDashboardRequest(req: FastifyRequest): boolean {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+  const p = req.url.split('?')[0]!;
+  return p !== '/api' && !p.startsWith('/api/');
+}
+
+async function isFile(file: string): Promise<boolean> {
+  try {
+    return (await stat(file)).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** The encoding to send `rel` in: a prebuilt `.br` or `.gz` the client accepts, else none. */
+async function encodingFor(root: string, rel: string, accept: string | undefined): Promise<'br' | 'gzip' | null> {
+  if (!accept) return null;
+  const { default: negotiate } = await import('@fastify/accept-negotiator');
+  for (const enc of [negotiate(accept.toLowerCase(), ['br', 'gzip']), negotiate(accept.toLowerCase(), ['gzip'])]) {
+    if (enc === 'br' && (await isFile(path.join(root, `${rel}.br`)))) return 'br';
+    if (enc === 'gzip' && (await isFile(path.join(root, `${rel}.gz`)))) return 'gzip';
+  }
+  return null;
+}
+
+/** Answers a dashboard request from `root` (the built dashboard). */
+export async function serveDashboard(root: string, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const { default: send } = await import('@fastify/send');
+  const pathname = req.url.split('?')[0]!;
+  const asset = pathname.startsWith('/assets/');
+  if (!asset && !(await isFile(path.join(root, 'index.html')))) {
+    reply
+      .code(503)
+      .type('text/plain; charset=utf-8')
+      .header('cache-control', 'no-store')
+      .send(`The dashboard is not built. Run \`npm install\` (or \`npm run build:web\`) in Berth's folder, or set BERTH_DASHBOARD_DIR.\nThe API answers under /api.\n`);
+    return;
+  }
+  // An asset is the file itself (404 when absent: a stale page asks for an old hash); anything else
+  // is the page, whose router decides (and shows its own "not found").
+  let rel = 'index.html';
+  if (asset) {
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(pathname);
+    } catch {
+      decoded = '';
+    }
+    const normal = path.posix.normalize(decoded);
+    if (!decoded || normal !== decoded || normal.includes('\0')) {
+      reply.code(404).type('text/plain; charset=utf-8').send('not found\n');
+      return;
+    }
+    rel = normal.slice(1);
+  }
+  const encoding = await encodingFor(root, rel, req.headers['accept-encoding']);
+  const served = encoding === 'br' ? `${rel}.br` : encoding === 'gzip' ? `${rel}.gz` : rel;
+  const r = await send(req.raw, `/${served}`, { root, index: false, dotfiles: 'deny', cacheControl: false, contentType: false, acceptRanges: false });
+  if (r.type !== 'file') {
+    r.stream.destroy();
+    reply.code(404).type('text/plain; charset=utf-8').send('not found\n');
+    return;
+  }
+  reply.code(r.statusCode);
+  for (const [k, v] of Object.entries(r.headers)) if (v !== undefined) reply.header(k, v);
+  const type = send.mime.getType(rel) ?? 'application/octet-stream';
+  reply.header('content-type', send.isUtf8MimeType(type) ? `${type}; charset=utf-8` : type);
+  reply.header('vary', 'accept-encoding');
+  if (encoding) reply.header('content-encoding', encoding === 'br' ? 'br' : 'gzip');
+  if (asset) reply.header('cache-control', 'public, max-age=31536000, immutable');
+  else {
+    reply.header('cache-control', 'no-cache');
+    reply.headers(PAGE_HEADERS);
+  }
+  return reply.send(r.stream);
+}

@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { startTestServer, type TestServer, type TestServerOptions } from './harness.js';
+import type { TestUser } from './factories.js';
+
+/** Debian's Chromium (`.ci/run` installs it); BERTH_CHROMIUM points elsewhere. */
+export const CHROMIUM = process.env.BERTH_CHROMIUM || '/usr/bin/chromium';
+/** The built dashboard the test servers serve (BERTH_DASHBOARD_DIR, else the package's dist/web). */
+export const DASHBOARD_DIR = path.resolve(process.env.BERTH_DASHBOARD_DIR || new URL('../../dist/web', import.meta.url).pathname);
+
+/**
+ * The `{ skip }` option of a browser suite: the reason (printed once) when Chromium or the built
+ * dashboard is missing. On CI (`CI=true`) a missing part fails the suite instead: CI installs both.
+ */
+export function browserSuite(name: string): { skip: string | false } {
+  const missing = !existsSync(CHROMIUM)
+    ? `Chromium is not installed at ${CHROMIUM} (apt-get install chromium)`
+    : !existsSync(path.join(DASHBOARD_DIR, 'index.html'))
+      ? `the dashboard is not built in ${DASHBOARD_DIR} (npm run build:web)`
+      : null;
+  if (!missing) return { skip: false };
+  if (process.env.CI === 'true') throw new Error(`${name}: ${missing}`);
+  console.log(`# ${name}: skipping the browser tests: ${missing}`);
+  return { skip: missing };
+}
+
+/** Headless Chromium with an empty profile (a fresh temporary one per launch). */
+export function launchBrowser(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+}
+
+/** A real server that serves the dashboard (open sign-up, as every harness server). */
+export function startDashboardServer(opts: TestServerOptions = {}): Promise<TestServer> {
+  return startTestServer({ ...opts, env: { BERTH_DASHBOARD_DIR: DASHBOARD_DIR, ...opts.env } });
+}
+
+export interface ViewOptions {
+  /** 375 for a phone; 1280 by default. */
+  width?: number;
+  colorScheme?: 'light' | 'dark';
+}
+
+/** A fresh browser context (no cookies) on the server's origin, and its page. */
+export async function openPage(browser: Browser, server: TestServer, view: ViewOptions = {}): Promise<{ context: BrowserContext; page: Page }> {
+  const width = view.width ?? 1280;
+  const context = await browser.newContext({ baseURL: server.url, viewport: { width, height: width < 600 ? 780 : 860 }, colorScheme: view.colorScheme ?? 'light' });
+  context.setDefaultTimeout(15_000);
+  const page = await context.newPage();
+  // A page error (an exception the app did not catch) fails the test that caused it.
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  (page as Page & { berthErrors: string[] }).berthErrors = errors;
+  return { context, page };
+}
+
+/** The uncaught exceptions a page has seen (none, in a passing test). */
+export function pageErrors(page: Page): string[] {
+  return (page as Page & { berthErrors?: string[] }).berthErrors ?? [];
+}
+
+/** Signs in through the sign-in form and waits for the projects page. */
+export async function signIn(page: Page, user: Pick<TestUser, 'email' | 'password'>): Promise<void> {
+  await page.goto('/login');
+  await page.getByLabel('Email').fill(user.email);
+  await page.getByLabel('Password').fill(user.password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Projects', level: 1 }).waitFor();
+}
+
+/** The page is readable at its width: nothing makes the document scroll sideways. */
+export async function assertFitsWidth(page: Page): Promise<void> {
+  const { scroll, client } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
+  assert.ok(scroll <= client + 1, `the page scrolls sideways at ${client} px (content is ${scroll} px wide): ${page.url()}`);
+}
+
+/**
+ * Saves a screenshot as `<BERTH_SCREENSHOTS>/<name>.png` when BERTH_SCREENSHOTS is set (how
+ * docs/dashboard/ is made: `BERTH_SCREENSHOTS=docs/dashboard npm test -- test/web`); else nothing.
+ */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  const dir = process.env.BERTH_SCREENSHOTS;
+  if (!dir) return;
+  mkdirSync(dir, { recursive: true });
+  await page.screenshot({ path: path.join(dir, `${name}.png`), fullPage: false });
+}

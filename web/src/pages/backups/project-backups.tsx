@@ -1,0 +1,5 @@
+import type { PageProps } from '../../app';
+
+export default function ProjectBackupsPage(_: PageProps) {
+  return <p className="muted">This page is being built.</p>;
+}

@@ -1,0 +1,60 @@
+import { useQuery } from '@tanstack/react-query';
+import type { ReactNode } from 'react';
+import { Link, useLocation } from 'wouter';
+import { api, data } from '../../api/client';
+import { ErrorNotice, Spinner, StatusBadge } from '../../ui/controls';
+
+export const projectQuery = (id: string) => ({
+  queryKey: ['project', id],
+  queryFn: () => data(api.GET('/api/projects/{id}', { params: { path: { id } } })),
+});
+
+/** The project a page under /projects/:id is about (cached; the shell loads it first). */
+export function useProject(id: string) {
+  return useQuery(projectQuery(id));
+}
+
+const TABS: Array<{ path: string; label: string }> = [
+  { path: '', label: 'Overview' },
+  { path: '/deployments', label: 'Deployments' },
+  { path: '/logs', label: 'Logs' },
+  { path: '/requests', label: 'Requests' },
+  { path: '/env', label: 'Environment' },
+  { path: '/domains', label: 'Domains' },
+  { path: '/rules', label: 'Route rules' },
+  { path: '/backups', label: 'Backups' },
+  { path: '/settings', label: 'Settings' },
+];
+
+/** Every project page: the project's name and status, its tabs, then the page. */
+export function ProjectShell({ id, children }: { id: string; children: ReactNode }) {
+  const project = useProject(id);
+  const [location] = useLocation();
+  const base = `/projects/${id}`;
+  if (project.isPending) return <Spinner />;
+  if (project.error) return <ErrorNotice error={project.error} title="Could not load the project" />;
+  const p = project.data;
+  const current = TABS.slice()
+    .reverse()
+    .find((t) => (t.path === '' ? location === base : location.startsWith(base + t.path)));
+  return (
+    <div className="project">
+      <div className="project-head">
+        <h1>
+          {p.name} <StatusBadge status={p.status} />
+        </h1>
+        <a className="muted project-url" href={`http://${p.routes.primaryDomain}`} target="_blank" rel="noreferrer">
+          {p.routes.primaryDomain}
+        </a>
+      </div>
+      <nav className="tabs" aria-label="Project">
+        {TABS.map((t) => (
+          <Link key={t.path} href={base + t.path} className={current === t ? 'tab active' : 'tab'} aria-current={current === t ? 'page' : undefined}>
+            {t.label}
+          </Link>
+        ))}
+      </nav>
+      <section className="project-body">{children}</section>
+    </div>
+  );
+}

@@ -1,0 +1,5 @@
+import type { PageProps } from '../../app';
+
+export default function ListPage(_: PageProps) {
+  return <p className="muted">This page is being built.</p>;
+}
