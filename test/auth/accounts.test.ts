@@ -99,6 +99,29 @@ describe('accounts: signup, login, sessions', () => {
     assert.equal((await server.api().get('/api/auth/me', { cookie })).status, 200);
   });
 
+  it('with no BERTH_PUBLIC_URL, another loopback name of the same port passes the CSRF check; another port or host does not', async () => {
+    const u = await createUser(server);
+    const cookie = cookieOf(await server.api().post('/api/auth/login', { email: u.email, password: u.password }));
+    const port = new URL(server.url).port;
+    const post = (origin: string) => server.api().post('/api/auth/tokens', { name: 'x' }, { cookie, origin });
+    assert.equal((await post(`http://localhost:${port}`)).status, 201);
+    assert.equal((await post(`http://[::1]:${port}`)).status, 201);
+    assert.equal((await post(`http://localhost:${Number(port) + 1}`)).status, 403);
+    assert.equal((await post(`https://localhost:${port}`)).status, 403);
+    assert.equal((await post(`http://localhost.evil.example:${port}`)).status, 403);
+    // With BERTH_PUBLIC_URL set, only its origin passes.
+    const pinned = await startTestServer({ env: { BERTH_PUBLIC_URL: 'http://127.0.0.1:1' } });
+    try {
+      const v = await createUser(pinned);
+      const c = cookieOf(await pinned.api().post('/api/auth/login', { email: v.email, password: v.password }));
+      const p2 = new URL(pinned.url).port;
+      assert.equal((await pinned.api().post('/api/auth/tokens', { name: 'x' }, { cookie: c, origin: `http://localhost:${p2}` })).status, 403);
+      assert.equal((await pinned.api().post('/api/auth/tokens', { name: 'x' }, { cookie: c, origin: 'http://127.0.0.1:1' })).status, 201);
+    } finally {
+      await pinned.close();
+    }
+  });
+
   it('switch-org changes the active org of a session to another org of the user only', async () => {
     const u = await createUser(server);
     const team = await createUser(server, { team: true });
