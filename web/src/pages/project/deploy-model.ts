@@ -21,7 +21,8 @@ export const deploymentQuery = (id: string) => ({
   queryFn: () => data(api.GET('/api/deployments/{id}', { params: { path: { id } } })),
 });
 
-export const shortId = (id: string) => id.slice(0, 8);
+/** An id as the pages show it: without its kind prefix (`dpl_`), 8 characters. */
+export const shortId = (id: string) => id.replace(/^[a-z]+_/, '').slice(0, 8);
 
 /** "1 m 05 s" from start to finish (or to now while it runs); a dash before it starts. */
 export function duration(d: Pick<Deployment, 'startedAt' | 'finishedAt' | 'createdAt'>, now = Date.now()): string {

@@ -62,7 +62,7 @@ export function Steps({ s, archive }: { s: StepsState; archive: boolean }) {
             ) : null}
           </span>
           {n === 'pack' && s.pack === 'active' ? <Progress value={s.packed.bytes} max={s.packed.totalBytes || 1} label="Packing" /> : null}
-          {n === 'upload' && (s.upload === 'active' || s.upload === 'done') ? <Progress value={s.sent.bytes} max={s.sent.total || 1} label="Upload" /> : null}
+          {n === 'upload' && s.upload === 'active' ? <Progress value={s.sent.bytes} max={s.sent.total || 1} label="Upload" /> : null}
         </li>
       ))}
     </ol>

@@ -3,7 +3,7 @@ import { useRef, useState, type FormEvent } from 'react';
 import { useLocation } from 'wouter';
 import type { PageProps } from '../../app';
 import { api, ApiError, data } from '../../api/client';
-import { Button, ErrorNotice, Field, Input, Notice } from '../../ui/controls';
+import { Button, ErrorNotice, errorNames, Field, Input, Notice } from '../../ui/controls';
 import { PageHeader } from '../../ui/layout';
 import { pack, planPack, type PackPlan } from './new-pack';
 import { configOf, draftOf, PlanForm, type PlanDraft } from './new-plan';
@@ -11,6 +11,10 @@ import { SourcePicker, type Source } from './new-source';
 import { initialSteps, Steps, type StepsState } from './new-steps';
 import { looksGzipped, openSession, scanUpload, sendTarball, type Scan } from './new-upload';
 import './new.css';
+
+/** The fields each form shows: an error naming one of them is shown there, not above. */
+const SOURCE_FIELDS = ['name', 'source'];
+const PLAN_FIELDS = ['name', 'runtime', 'framework', 'port', 'outputDirectory', 'installCommand', 'buildCommand', 'startCommand'];
 
 /** An error the page finds itself, naming its field like the API's do. */
 const invalid = (field: string, message: string) => new ApiError(400, 'VALIDATION_FAILED', message, field);
@@ -125,6 +129,8 @@ export default function NewProjectPage(_: PageProps) {
   };
 
   const working = phase === 'uploading' || phase === 'deploying';
+  const planFields = scan && scan.result.apps.length > 1 ? [...PLAN_FIELDS, 'rootDirectory'] : PLAN_FIELDS;
+  const atField = (phase === 'plan' || phase === 'deploying' ? planFields : SOURCE_FIELDS).some((f) => errorNames(error, f));
   return (
     <div className="new-project">
       <PageHeader title="New project" sub="Deploy an app from a folder on this computer." />
@@ -152,7 +158,7 @@ export default function NewProjectPage(_: PageProps) {
           ) : null}
         </section>
       ) : null}
-      <ErrorNotice error={error} title="Could not deploy" />
+      {atField ? null : <ErrorNotice error={error} title="Could not deploy" />}
       {(phase === 'plan' || phase === 'deploying') && scan && draft ? (
         <PlanForm scan={scan.result} draft={draft} onChange={setDraft} onSubmit={() => void deploy()} onBack={back} busy={phase === 'deploying'} error={error} />
       ) : null}

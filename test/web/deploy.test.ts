@@ -1,0 +1,247 @@
+/**
+ * Deploying from the dashboard, in a real browser against a real server with the real runtime:
+ * a folder picked in the browser is packed there (ignore rules), uploaded, scanned, deployed, and
+ * its build log followed live to "ready"; the deployments list redeploys, rolls back after a
+ * confirmation and cancels optimistically; every page fits 375 px.
+ */
+process.env.BERTH_HEALTH_TIMEOUT_SECONDS = '10';
+process.env.BERTH_STOP_GRACE_SECONDS = '2';
+
+import assert from 'node:assert/strict';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { getRuntime } from '../../src/modules/deployments/index.js';
+import { assertFitsWidth, browserSuite, launchBrowser, openPage, pageErrors, screenshot, signIn, startDashboardServer } from '../support/browser.js';
+import { createUser, type TestUser } from '../support/factories.js';
+import { tempDir, type TestServer } from '../support/harness.js';
+import { edgeRequest, type HttpClient } from '../support/http.js';
+import { waitFor, waitForDeployment } from '../support/wait.js';
+
+/**
+ * An app folder as a developer has it: a Node server (no dependencies) that prints a line per
+ * request, a build that prints three steps a second apart, and what must stay behind: installed
+ * dependencies, the git folder, the CLI's link and a file .gitignore lists.
+ */
+function writeApp(dir: string): string {
+  const put = (rel: string, text: string) => {
+    mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+    writeFileSync(path.join(dir, rel), text);
+  };
+  put('package.json', JSON.stringify({ name: 'hello-upload', version: '1.0.0', private: true, scripts: { build: 'node build.js', start: 'node server.js' } }, null, 2));
+  put('build.js', "let n = 0;\nconst step = () => { n += 1; console.log('build step ' + n + ' of 3'); if (n < 3) setTimeout(step, 1200); };\nstep();\n");
+  put(
+    'server.js',
+    [
+      "const http = require('node:http');",
+      'http.createServer((req, res) => {',
+      "  console.log('request ' + req.method + ' ' + req.url);",
+      "  res.end('hello from the upload');",
+      "}).listen(Number(process.env.PORT), () => console.log('listening on ' + process.env.PORT));",
+      '',
+    ].join('\n'),
+  );
+  put('.gitignore', 'secret.txt\ncoverage/\n');
+  put('secret.txt', 'not for the server');
+  put('coverage/report.txt', 'left behind');
+  put('node_modules/left-pad/index.js', 'module.exports = 1;');
+  put('.git/HEAD', 'ref: refs/heads/main\n');
+  put('.berth/project.json', '{}');
+  return dir;
+}
+
+/** An id as the pages show it: without its kind prefix, 8 characters. */
+const short = (id: string) => id.replace(/^[a-z]+_/, '').slice(0, 8);
+
+describe('deploying from the dashboard', browserSuite('deploying from the dashboard'), () => {
+  let root: string;
+  let appDir: string;
+  let server: TestServer;
+  let browser: Browser;
+  let user: TestUser;
+  let api: HttpClient;
+  let projectId = '';
+  let firstId = '';
+
+  before(async () => {
+    root = tempDir('berth-web-deploy-');
+    appDir = writeApp(path.join(root, 'hello-upload'));
+    server = await startDashboardServer({ background: true });
+    await getRuntime(server.ctx).restored;
+    browser = await launchBrowser();
+    user = await createUser(server);
+    api = server.api(user.token);
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  const edge = async (p: string) => {
+    const slug = (await api.get(`/api/projects/${projectId}`)).body.data.slug;
+    return edgeRequest(getRuntime(server.ctx).edgePort(), `${slug}.localhost`, p);
+  };
+  /** The row of a deployment in the list (its link shows the id short). */
+  const rowOf = (page: Page, id: string) => page.locator('tbody tr').filter({ has: page.getByRole('link', { name: short(id), exact: true }) });
+
+  it('a missing project name or source is named at its field', async () => {
+    const { context, page } = await openPage(browser, server);
+    await signIn(page, user);
+    await page.goto('/new');
+    await page.getByRole('heading', { name: 'New project', level: 1 }).waitFor();
+    await page.getByRole('button', { name: 'Upload and detect' }).click();
+    const name = page.getByLabel('Project name');
+    await page.locator('.field-error', { hasText: 'name the project' }).waitFor();
+    assert.equal(await name.getAttribute('aria-invalid'), 'true');
+    await name.fill('nothing chosen');
+    await page.getByRole('button', { name: 'Upload and detect' }).click();
+    await page.locator('.field-error', { hasText: 'choose a folder or a .tar.gz archive' }).waitFor();
+    assert.equal(await page.locator('.notice-error').count(), 0, 'an error shown at its field is not repeated above');
+    assert.equal(await page.getByLabel('Folder', { exact: true }).getAttribute('aria-invalid'), 'true');
+    assert.deepEqual(pageErrors(page), []);
+    await context.close();
+  });
+
+  it('a folder picked in the browser is packed without node_modules, .git, .berth and ignored files, uploaded, scanned, and deployed with the keyboard; its build log streams live until "ready"', async () => {
+    const { context, page } = await openPage(browser, server);
+    await signIn(page, user);
+    await page.goto('/new');
+    await page.getByLabel('Folder', { exact: true }).setInputFiles(appDir);
+    await page.getByText('Chosen:').waitFor();
+    // The name comes from the folder; the keyboard replaces it and submits the form.
+    const name = page.getByLabel('Project name');
+    assert.equal(await name.inputValue(), 'hello-upload');
+    await name.focus();
+    await page.keyboard.press('ControlOrMeta+a');
+    await page.keyboard.type('Hello Upload');
+    await page.keyboard.press('Enter');
+    // The detected plan, editable.
+    await page.getByRole('heading', { name: 'Build plan' }).waitFor({ timeout: 30_000 });
+    const packed = await page.locator('.new-packed').innerText();
+    assert.match(packed, /^4 files \(/, packed); // .gitignore, build.js, package.json, server.js
+    for (const left of ['node_modules/', '.git/', '.berth/', 'secret.txt', 'coverage/']) assert.ok(packed.includes(left), `${left} is left out: ${packed}`);
+    assert.equal(await page.getByLabel('Runtime').inputValue(), 'node');
+    assert.match(await page.getByLabel('Build command').inputValue(), /build/);
+    await screenshot(page, 'new-project');
+    // Keyboard only: from the name field, Tab to the port and set it, then Enter deploys.
+    await page.getByLabel('Project name', { exact: true }).focus();
+    let guard = 0;
+    while (!(await page.getByLabel('Port').evaluate((el) => el === document.activeElement)) && guard++ < 10) await page.keyboard.press('Tab');
+    await page.keyboard.press('ControlOrMeta+a');
+    await page.keyboard.type('3000');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/projects\/[^/]+\/deployments\/[^/]+$/, { timeout: 30_000 });
+    const m = /\/projects\/([^/]+)\/deployments\/([^/]+)$/.exec(page.url())!;
+    projectId = m[1]!;
+    firstId = m[2]!;
+    const project = (await api.get(`/api/projects/${projectId}`)).body.data;
+    assert.equal(project.name, 'Hello Upload');
+    assert.equal(project.source.type, 'upload');
+    assert.equal(project.config.port, 3000);
+    // Live: the first build step shows while the build still runs (the third comes 2.4 s later).
+    const log = page.locator('pre.log-body');
+    await log.getByText('build step 1 of 3').waitFor({ timeout: 60_000 });
+    const heading = page.getByRole('heading', { level: 2 });
+    assert.match(await heading.innerText(), /queued|building|deploying/, 'the status while the log streams');
+    assert.equal(await log.getByText('build step 3 of 3').count(), 0, 'later steps are not there yet');
+    await log.getByText('build step 3 of 3').waitFor({ timeout: 30_000 });
+    await heading.locator('.badge', { hasText: 'ready' }).waitFor({ timeout: 60_000 });
+    assert.equal((await api.get(`/api/deployments/${firstId}`)).body.data.status, 'ready');
+    const open = page.getByRole('link', { name: /Open the app/ });
+    await open.waitFor();
+    assert.match((await open.getAttribute('href')) ?? '', /hello-upload/);
+    assert.match((await edge('/')).text, /^hello from the upload/);
+    await screenshot(page, 'deployment-build-log');
+    assert.deepEqual(pageErrors(page), []);
+    await context.close();
+  });
+
+  it('redeploy adds a live row; "Roll back to this" says what replaces what and, confirmed, makes the older release current', async () => {
+    assert.ok(projectId, 'the deploy test ran');
+    const { context, page } = await openPage(browser, server);
+    await signIn(page, user);
+    await page.goto(`/projects/${projectId}/deployments`);
+    await page.getByRole('heading', { name: 'Deployments', level: 2 }).waitFor();
+    await page.getByRole('button', { name: 'Redeploy' }).click();
+    await page.locator('tbody tr').nth(1).waitFor();
+    const ids = await page.locator('tbody tr a.mono').allInnerTexts();
+    assert.equal(ids.length, 2);
+    assert.equal(ids[1], short(firstId), 'newest first');
+    const list = (await api.get(`/api/projects/${projectId}/deployments`)).body.data;
+    const secondId: string = list.find((d: { id: string }) => d.id !== firstId).id;
+    // The list follows the build without a reload: the new row turns ready and current.
+    await rowOf(page, secondId).locator('.badge', { hasText: 'current' }).waitFor({ timeout: 60_000 });
+    await rowOf(page, secondId).locator('.badge', { hasText: 'ready' }).waitFor();
+    await page.getByRole('button', { name: `Roll back to deployment ${short(firstId)}` }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.waitFor();
+    const text = await dialog.innerText();
+    assert.ok(text.includes(short(firstId)) && text.includes(short(secondId)), `the dialog names both releases: ${text}`);
+    assert.match(text, /instead of the current release/);
+    await dialog.getByRole('button', { name: 'Roll back' }).click();
+    await rowOf(page, firstId).locator('.badge', { hasText: 'current' }).waitFor({ timeout: 30_000 });
+    await dialog.waitFor({ state: 'hidden' });
+    await screenshot(page, 'deployments');
+    const after = (await api.get(`/api/projects/${projectId}/deployments`)).body.data;
+    assert.deepEqual(
+      after.filter((d: { current: boolean }) => d.current).map((d: { id: string }) => d.id),
+      [firstId],
+    );
+    assert.deepEqual(pageErrors(page), []);
+    await context.close();
+  });
+
+  it('Cancel marks a running deployment cancelled at once, before the server answers, and the server agrees', async () => {
+    assert.ok(projectId, 'the deploy test ran');
+    const slow = await api.patch(`/api/projects/${projectId}`, { buildCommand: 'node -e "console.log(\'slow build\'); setTimeout(() => {}, 60000)"' });
+    assert.equal(slow.status, 200, slow.text);
+    const { context, page } = await openPage(browser, server);
+    await signIn(page, user);
+    await page.goto(`/projects/${projectId}/deployments`);
+    await page.getByRole('button', { name: 'Redeploy' }).click();
+    const cancel = page.getByRole('button', { name: /^Cancel deployment / });
+    await cancel.waitFor();
+    const id = (await api.get(`/api/projects/${projectId}/deployments?limit=1`)).body.data[0].id as string;
+    await waitFor(async () => (await api.get(`/api/deployments/${id}/logs`)).body.data.some((l: { line: string }) => l.line === 'slow build'), 'the slow build to start', 30_000);
+    // Hold the server's answer back: what the row shows meanwhile is the page's own (optimistic).
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    await page.route('**/api/deployments/*/cancel', async (route) => {
+      await held;
+      await route.continue();
+    });
+    await cancel.click();
+    await rowOf(page, id).locator('.badge', { hasText: 'cancelled' }).waitFor({ timeout: 1000 });
+    assert.equal((await api.get(`/api/deployments/${id}`)).body.data.status !== 'cancelled', true, 'the server has not been asked yet');
+    release();
+    await waitForDeployment(api, id, 15_000);
+    assert.equal((await api.get(`/api/deployments/${id}`)).body.data.status, 'cancelled');
+    await page.getByText(`Deployment ${short(id)} cancelled`).waitFor();
+    await rowOf(page, id).locator('.badge', { hasText: 'cancelled' }).waitFor();
+    assert.equal(await page.getByRole('button', { name: /^Cancel deployment / }).count(), 0);
+    // The release that served keeps serving.
+    assert.match((await edge('/')).text, /^hello from the upload/);
+    await api.patch(`/api/projects/${projectId}`, { buildCommand: 'npm run build' });
+    assert.deepEqual(pageErrors(page), []);
+    await context.close();
+  });
+
+  it('at 375 px the new-project form, the deployments list and a build log fit the width', async () => {
+    assert.ok(projectId, 'the deploy test ran');
+    const { context, page } = await openPage(browser, server, { width: 375 });
+    await signIn(page, user);
+    await page.goto('/new');
+    await page.getByLabel('Folder', { exact: true }).waitFor();
+    await assertFitsWidth(page);
+    await page.goto(`/projects/${projectId}/deployments`);
+    await page.locator('tbody tr').first().waitFor();
+    await assertFitsWidth(page);
+    await page.goto(`/projects/${projectId}/deployments/${firstId}`);
+    await page.locator('pre.log-body').getByText('build step 3 of 3').waitFor();
+    await assertFitsWidth(page);
+    assert.deepEqual(pageErrors(page), []);
+    await context.close();
+  });
+});
