@@ -1,0 +1,61 @@
+import { useQuery } from '@tanstack/react-query';
+import { Link } from 'wouter';
+import { api, data } from '../../api/client';
+import type { paths } from '../../api/schema';
+import { StatusBadge, TimeAgo } from '../../ui/controls';
+
+export type ProjectRow = paths['/api/projects']['get']['responses'][200]['content']['application/json']['data'][number];
+
+/** The newest deployment of a project (the list does not carry it): one small request per card. */
+function useLastDeployment(id: string) {
+  return useQuery({
+    queryKey: ['project', id, 'deployments', 'last'],
+    queryFn: async () => (await data(api.GET('/api/projects/{id}/deployments', { params: { path: { id }, query: { limit: 1 } } })))[0] ?? null,
+    staleTime: 15_000,
+  });
+}
+
+const SOURCE: Record<ProjectRow['source']['type'], string> = { git: 'Git', local: 'Local folder', upload: 'Upload', none: 'No source yet' };
+
+function sourceLabel(p: ProjectRow): string {
+  const s = p.source;
+  if (s.type === 'git' && s.gitOwner && s.gitRepo) return `${s.gitOwner}/${s.gitRepo}${s.gitBranch ? ` (${s.gitBranch})` : ''}`;
+  return SOURCE[s.type];
+}
+
+/** One project: its name (to its overview), status, URL, source and newest deployment. */
+export function ProjectCard({ project: p }: { project: ProjectRow }) {
+  const last = useLastDeployment(p.id);
+  const d = last.data;
+  return (
+    <li className="card project-card">
+      <div className="project-card-head">
+        <h2 className="project-card-name">
+          <Link href={`/projects/${p.id}`}>{p.name}</Link>
+        </h2>
+        <StatusBadge status={p.status} />
+      </div>
+      <a className="project-card-url" href={`http://${p.routes.primaryDomain}`} target="_blank" rel="noreferrer">
+        {p.routes.primaryDomain}
+      </a>
+      <dl className="project-card-facts">
+        <dt>Last deployment</dt>
+        <dd>
+          {last.isPending ? (
+            <span className="muted">…</span>
+          ) : d ? (
+            <Link href={`/projects/${p.id}/deployments/${d.id}`} aria-label={`Deployment ${d.status}, ${d.createdAt}`}>
+              <StatusBadge status={d.status} /> <TimeAgo at={d.createdAt} />
+            </Link>
+          ) : last.error ? (
+            <span className="muted">unavailable</span>
+          ) : (
+            <span className="muted">never deployed</span>
+          )}
+        </dd>
+        <dt>Source</dt>
+        <dd>{sourceLabel(p)}</dd>
+      </dl>
+    </li>
+  );
+}
