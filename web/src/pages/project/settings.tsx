@@ -1,5 +1,22 @@
 import type { PageProps } from '../../app';
+import { Spinner } from '../../ui/controls';
+import { BuildSettings } from './settings-build';
+import { DangerZone, ProjectStatus } from './settings-danger';
+import { ResourcesSettings } from './settings-resources';
+import { useProject } from './shell';
+import './settings.css';
 
-export default function SettingsPage(_: PageProps) {
-  return <p className="muted">This page is being built.</p>;
+/** Build settings, resources, sleep mode, status and deletion of a project. */
+export default function SettingsPage({ params }: PageProps) {
+  const project = useProject(params.id!);
+  if (!project.data) return <Spinner />;
+  const p = project.data;
+  return (
+    <div className="settings-page">
+      <BuildSettings key={p.updatedAt} project={p} />
+      <ResourcesSettings project={p} />
+      <ProjectStatus project={p} />
+      <DangerZone project={p} />
+    </div>
+  );
 }

@@ -1,0 +1,157 @@
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { api, data, messageOf } from '../../api/client';
+import { Button, CopyButton, EmptyState, StatusBadge, TimeAgo } from '../../ui/controls';
+import { useToast } from '../../ui/toast';
+import { domainsKey, type Domain } from './domains-model';
+import { OpenConfirm, type Project } from './settings-common';
+import { projectQuery } from './shell';
+
+/** The project's custom domains: verification (with the TXT record to create), TLS, verify and remove. */
+export function DomainList({ projectId, domains }: { projectId: string; domains: Domain[] }) {
+  const [removing, setRemoving] = useState<Domain | null>(null);
+  const qc = useQueryClient();
+  const toast = useToast();
+  const remove = useMutation({
+    mutationFn: (d: Domain) => data(api.DELETE('/api/projects/{id}/domains/{domain}', { params: { path: { id: projectId, domain: d.domain } } })),
+    onSuccess: (gone) => {
+      qc.setQueryData<Domain[]>(domainsKey(projectId), (list) => list?.filter((d) => d.domain !== gone.domain));
+      qc.setQueryData<Project>(projectQuery(projectId).queryKey, (p) => (p ? { ...p, routes: { ...p.routes, primaryDomain: gone.primaryDomain, domains: p.routes.domains.filter((d) => d.domain !== gone.domain) } } : p));
+      toast(`${gone.domain} removed`);
+      setRemoving(null);
+    },
+  });
+  if (domains.length === 0) {
+    return (
+      <EmptyState title="No custom domains">
+        <p>The project answers at its free domain. Add a domain above to serve it at your own name.</p>
+      </EmptyState>
+    );
+  }
+  return (
+    <>
+      <div className="table-wrap">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Domain</th>
+              <th scope="col">Verification</th>
+              <th scope="col">Certificate</th>
+              <th scope="col">
+                <span className="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {domains.map((d) => (
+              <DomainRow key={d.domain} projectId={projectId} domain={d} onRemove={() => (remove.reset(), setRemoving(d))} />
+            ))}
+          </tbody>
+        </table>
+      </div>
+      <OpenConfirm
+        open={removing !== null}
+        title={`Remove ${removing?.domain ?? ''}?`}
+        confirmLabel="Remove domain"
+        busy={remove.isPending}
+        error={remove.error}
+        onConfirm={() => removing && remove.mutate(removing)}
+        onCancel={() => setRemoving(null)}
+      >
+        <p>
+          The edge stops serving the project at <strong>{removing?.domain}</strong>
+          {removing?.tls.status !== 'none' ? ' and its certificate is deleted' : ''}.
+        </p>
+        {removing?.primary ? <p>It is the primary domain: the free domain becomes the address the project is served at.</p> : null}
+        <p className="muted">Adding it again later needs a new verification.</p>
+      </OpenConfirm>
+    </>
+  );
+}
+
+function DomainRow({ projectId, domain: d, onRemove }: { projectId: string; domain: Domain; onRemove(): void }) {
+  const qc = useQueryClient();
+  const toast = useToast();
+  const verify = useMutation({
+    mutationFn: () => data(api.POST('/api/projects/{id}/domains/{domain}/verify', { params: { path: { id: projectId, domain: d.domain } } })),
+    onSuccess: (v) => {
+      qc.setQueryData<Domain[]>(domainsKey(projectId), (list) => list?.map((x) => (x.domain === v.domain ? v : x)));
+      void qc.invalidateQueries({ queryKey: projectQuery(projectId).queryKey, exact: true });
+      toast(`${v.domain} verified`);
+    },
+  });
+  const errId = `verify-${d.domain}`;
+  return (
+    <tr>
+      <td>
+        <span className="domain-name">{d.domain}</span> {d.primary ? <span className="badge badge-ok">primary</span> : null}
+        <div className="muted tls-detail">
+          added <TimeAgo at={d.createdAt} />
+        </div>
+      </td>
+      <td>
+        {d.verified ? <StatusBadge status="verified" /> : <span className="badge badge-warn">not verified</span>}
+        {!d.verified && d.verification ? (
+          <>
+            <p className="tls-detail">Create this DNS record, then verify:</p>
+            <dl className="dns-record tls-detail">
+              <div>
+                <dt>Type</dt>
+                <dd>{d.verification.type}</dd>
+              </div>
+              <div>
+                <dt>Name</dt>
+                <dd>
+                  <code>{d.verification.name}</code>
+                </dd>
+                <dd>
+                  <CopyButton text={d.verification.name} label="Copy name" />
+                </dd>
+              </div>
+              <div>
+                <dt>Value</dt>
+                <dd>
+                  <code>{d.verification.value}</code>
+                </dd>
+                <dd>
+                  <CopyButton text={d.verification.value} label="Copy value" />
+                </dd>
+              </div>
+            </dl>
+          </>
+        ) : null}
+        {verify.error ? (
+          <p className="field-error" id={errId} role="alert">
+            {messageOf(verify.error)}
+          </p>
+        ) : null}
+      </td>
+      <td>
+        <StatusBadge status={d.tls.status} />
+        <div className="muted tls-detail">
+          {d.tls.status === 'none' ? (d.verified ? 'no certificate (HTTPS is off on this server, or not requested yet)' : 'requested once verified') : null}
+          {d.tls.status === 'pending' ? 'being issued' : null}
+          {d.tls.expiresAt ? (
+            <div>
+              expires {new Date(d.tls.expiresAt).toLocaleDateString()}
+            </div>
+          ) : null}
+          {d.tls.issuer ? <div>by {d.tls.issuer}</div> : null}
+        </div>
+        {d.tls.error ? <div className="field-error tls-detail">{d.tls.error}</div> : null}
+      </td>
+      <td className="actions">
+        <span className="row">
+          {!d.verified ? (
+            <Button small variant="primary" busy={verify.isPending} onClick={() => verify.mutate()} aria-label={`Verify ${d.domain}`} aria-describedby={verify.error ? errId : undefined}>
+              Verify
+            </Button>
+          ) : null}
+          <Button small variant="danger" onClick={onRemove} aria-label={`Remove ${d.domain}`}>
+            Remove
+          </Button>
+        </span>
+      </td>
+    </tr>
+  );
+}

@@ -1,0 +1,72 @@
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useEffect, useState, type ComponentProps } from 'react';
+import { api, data, messageOf } from '../../api/client';
+import type { paths } from '../../api/schema';
+import { ConfirmDialog } from '../../ui/controls';
+import { useToast } from '../../ui/toast';
+import { projectQuery } from './shell';
+
+/** What the settings pages share: the project's type, its optimistic PATCH, and optimistic controls. */
+
+export type Project = Awaited<ReturnType<ReturnType<typeof projectQuery>['queryFn']>>;
+export type ConfigPatch = paths['/api/projects/{id}']['patch']['requestBody']['content']['application/json'];
+
+/**
+ * PATCH /api/projects/:id, optimistic: the project in the cache takes the change at once (`preview`
+ * says how) and goes back when the server refuses; the answer replaces it on success.
+ */
+export function useProjectPatch(id: string, preview: (p: Project, body: ConfigPatch) => Project, done?: string) {
+  const qc = useQueryClient();
+  const toast = useToast();
+  const key = projectQuery(id).queryKey;
+  return useMutation({
+    mutationFn: (body: ConfigPatch) => data(api.PATCH('/api/projects/{id}', { params: { path: { id } }, body })),
+    onMutate: async (body) => {
+      await qc.cancelQueries({ queryKey: key, exact: true });
+      const prev = qc.getQueryData<Project>(key);
+      if (prev) qc.setQueryData<Project>(key, preview(prev, body));
+      return { prev };
+    },
+    onError: (err, _body, ctx) => {
+      if (ctx?.prev) qc.setQueryData(key, ctx.prev);
+      toast(`Not saved: ${messageOf(err)}`, 'error');
+    },
+    onSuccess: (project) => {
+      qc.setQueryData(key, project);
+      if (done) toast(done);
+    },
+  });
+}
+
+/**
+ * The value a control shows: what the user just chose, from the event on (the cache's optimistic
+ * write reaches the page a tick later), until the cache holds the same value; `drop()` (on a
+ * refusal) shows the cache's again.
+ */
+export function useShown<T>(value: T): [T, (v: T) => void, () => void] {
+  const [chosen, setChosen] = useState<{ v: T } | null>(null);
+  useEffect(() => {
+    if (chosen && Object.is(chosen.v, value)) setChosen(null);
+  }, [chosen, value]);
+  return [chosen ? chosen.v : value, (v: T) => setChosen({ v }), () => setChosen(null)];
+}
+
+/**
+ * A ConfirmDialog that exists only while open: the shared dialog's title has a fixed id, so two of
+ * them mounted on one page would both be named by the first one's title. On closing, the focus goes
+ * back to the control that opened it (while that control is still on the page).
+ */
+export function OpenConfirm(props: Omit<ComponentProps<typeof ConfirmDialog>, 'open'> & { open: boolean }) {
+  return props.open ? <MountedConfirm {...props} /> : null;
+}
+
+function MountedConfirm(props: ComponentProps<typeof ConfirmDialog>) {
+  const [opener] = useState(() => document.activeElement as HTMLElement | null);
+  useEffect(
+    () => () => {
+      if (opener?.isConnected) setTimeout(() => opener.focus(), 0);
+    },
+    [opener],
+  );
+  return <ConfirmDialog {...props} open />;
+}
