@@ -1,0 +1,232 @@
+/**
+ * The live log pages, in a real browser against a real server running a real app: the runtime log
+ * follows the app's output (filter, search, pause and resume, reconnect from the last line), the
+ * request log follows the edge's requests (newest first, status classes, a fresh token when the
+ * stream closes); both fit 375 px and work with the keyboard.
+ */
+process.env.BERTH_HEALTH_TIMEOUT_SECONDS = '10';
+process.env.BERTH_STOP_GRACE_SECONDS = '2';
+
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import * as tar from 'tar';
+import { getRuntime } from '../../src/modules/deployments/index.js';
+import { assertFitsWidth, browserSuite, launchBrowser, openPage, pageErrors, screenshot, signIn, startDashboardServer } from '../support/browser.js';
+import { createUser, type TestUser } from '../support/factories.js';
+import { tempDir, type TestServer } from '../support/harness.js';
+import { edgeRequest, type HttpClient } from '../support/http.js';
+import { waitForDeployment } from '../support/wait.js';
+
+/** A Node app that prints a line per request (stderr for /boom) and answers 404 for /missing, 500 for /boom. */
+function writeApp(dir: string): string {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'log-app', version: '1.0.0', private: true, scripts: { start: 'node server.js' } }));
+  writeFileSync(
+    path.join(dir, 'server.js'),
+    [
+      "const http = require('node:http');",
+      'http.createServer((req, res) => {',
+      "  if (req.url === '/boom') { console.error('boom on request ' + req.url); res.statusCode = 500; res.end('boom'); return; }",
+      "  console.log('request ' + req.method + ' ' + req.url);",
+      "  if (req.url === '/missing') { res.statusCode = 404; res.end('no such page'); return; }",
+      "  res.end('ok ' + req.url);",
+      "}).listen(Number(process.env.PORT), () => console.log('listening on ' + process.env.PORT));",
+      '',
+    ].join('\n'),
+  );
+  return dir;
+}
+
+describe('the live log pages', browserSuite('the live log pages'), () => {
+  let root: string;
+  let server: TestServer;
+  let browser: Browser;
+  let user: TestUser;
+  let api: HttpClient;
+  let projectId: string;
+  let slug: string;
+
+  before(async () => {
+    root = tempDir('berth-web-logs-');
+    server = await startDashboardServer({ background: true });
+    await getRuntime(server.ctx).restored;
+    browser = await launchBrowser();
+    user = await createUser(server);
+    api = server.api(user.token);
+    // The app, deployed through the API as `berth deploy` does (the browser flow is deploy.test.ts's).
+    const dir = writeApp(path.join(root, 'log-app'));
+    const file = path.join(root, 'log-app.tgz');
+    tar.c({ gzip: true, cwd: dir, sync: true, file, portable: true }, ['server.js', 'package.json']);
+    const p = await api.post('/api/projects', { name: 'Log App' });
+    assert.equal(p.status, 201, p.text);
+    projectId = p.body.data.id;
+    slug = p.body.data.slug;
+    const s = await api.post('/api/projects/folder/session', { projectId });
+    assert.equal(s.status, 201, s.text);
+    const up = await fetch(s.body.data.url, { method: 'POST', headers: s.body.data.headers, body: readFileSync(file) });
+    assert.ok(up.status < 300, await up.text());
+    const d = await api.post('/api/deployments', { projectId, sessionId: s.body.data.sessionId });
+    assert.equal(d.status, 202, d.text);
+    const done = await waitForDeployment(api, d.body.data.id, 90_000);
+    assert.equal(done.status, 'ready', done.error);
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  const edge = (p: string) => edgeRequest(getRuntime(server.ctx).edgePort(), `${slug}.localhost`, p);
+  const logLine = (page: Page, text: string) => page.locator('pre.log-body .log-line', { hasText: text });
+
+  it("the runtime log shows the app's output live; stdout/stderr filter, search, pause and resume (nothing said meanwhile is lost)", async () => {
+    const { context, page } = await openPage(browser, server);
+    await signIn(page, user);
+    await page.goto(`/projects/${projectId}/logs`);
+    await page.getByRole('heading', { name: 'Runtime logs', level: 2 }).waitFor();
+    await logLine(page, 'listening on').first().waitFor({ timeout: 15_000 });
+    await page.getByText('Live.').waitFor();
+    // Live: a request through the edge prints a line, which shows without a reload.
+    assert.equal((await edge('/hello-live')).status, 200);
+    await logLine(page, 'request GET /hello-live').waitFor({ timeout: 10_000 });
+    assert.equal((await edge('/boom')).status, 500);
+    await logLine(page, 'boom on request /boom').waitFor({ timeout: 10_000 });
+    assert.match((await logLine(page, 'boom on request').getAttribute('class')) ?? '', /log-err/, 'stderr lines are marked');
+    // stderr only, then stdout only.
+    await page.getByLabel('Stream').selectOption('stderr');
+    await logLine(page, 'request GET /hello-live').waitFor({ state: 'detached' });
+    assert.equal(await logLine(page, 'boom on request').count(), 1);
+    await page.getByLabel('Stream').selectOption('stdout');
+    await logLine(page, 'boom on request').waitFor({ state: 'detached' });
+    await page.getByLabel('Stream').selectOption('all');
+    // Search narrows to matching lines, case-insensitively.
+    await page.getByLabel('Search').fill('HELLO-LIVE');
+    await logLine(page, 'listening on').waitFor({ state: 'detached' });
+    assert.equal(await logLine(page, 'request GET /hello-live').count(), 1);
+    await page.getByText(/Showing 1 of \d+ lines/).waitFor();
+    await page.getByLabel('Search').fill('');
+    // Pause: a line printed meanwhile waits; Resume brings it (from the last line shown, once).
+    await page.getByRole('button', { name: 'Pause' }).click();
+    await page.getByText('Paused:').waitFor();
+    await edge('/while-paused');
+    await page.waitForTimeout(800);
+    assert.equal(await logLine(page, 'request GET /while-paused').count(), 0, 'a paused log does not move');
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await logLine(page, 'request GET /while-paused').waitFor({ timeout: 10_000 });
+    assert.equal(await logLine(page, 'request GET /hello-live').count(), 1, 'lines shown before the pause are not repeated');
+    await edge('/after-resume');
+    await logLine(page, 'request GET /after-resume').waitFor({ timeout: 10_000 });
+    await screenshot(page, 'runtime-logs');
+    assert.deepEqual(pageErrors(page), []);
+    await context.close();
+  });
+
+  it('a runtime-log stream that closes is opened again, asking only for lines after the last one (since=)', async () => {
+    const { context, page } = await openPage(browser, server);
+    await signIn(page, user);
+    const urls: string[] = [];
+    let first = true;
+    const ts = new Date(Date.now() - 1000).toISOString();
+    // The first stream sends one line and ends (as when the server restarts); later ones are real.
+    await page.route('**/api/projects/*/logs/stream*', async (route) => {
+      urls.push(route.request().url());
+      if (!first) return route.continue();
+      first = false;
+      await route.fulfill({ status: 200, headers: { 'content-type': 'text/event-stream' }, body: `event: log\ndata: ${JSON.stringify({ ts, stream: 'stdout', line: 'the line before the stream closed' })}\n\n` });
+    });
+    await page.goto(`/projects/${projectId}/logs`);
+    await logLine(page, 'the line before the stream closed').waitFor();
+    await page.getByText(/The stream closed: reconnecting/).waitFor();
+    await page.getByText('Live.').waitFor({ timeout: 10_000 });
+    assert.ok(urls.length >= 2, `reconnected: ${urls.join(' ')}`);
+    assert.equal(new URL(urls[1]!).searchParams.get('since'), ts, 'the second stream starts after the last line shown');
+    await edge('/after-reconnect');
+    await logLine(page, 'request GET /after-reconnect').waitFor({ timeout: 10_000 });
+    assert.deepEqual(pageErrors(page), []);
+    await context.close();
+  });
+
+  it('the request log shows requests live, newest first, with the status class in colour and words, and filters by class', async () => {
+    const { context, page } = await openPage(browser, server);
+    await signIn(page, user);
+    await page.goto(`/projects/${projectId}/requests`);
+    await page.getByRole('heading', { name: 'Request logs', level: 2 }).waitFor();
+    await page.locator('.live-open', { hasText: 'Live' }).waitFor({ timeout: 10_000 });
+    const row = (p: string) => page.locator('tbody tr').filter({ has: page.locator('td.req-path', { hasText: new RegExp(`^${p}$`) }) });
+    // The earlier requests are there from the recent list.
+    await row('/hello-live').first().waitFor();
+    for (const p of ['/page-one', '/missing', '/boom', '/page-two']) await edge(p);
+    await row('/page-two').waitFor({ timeout: 10_000 });
+    assert.equal(await page.locator('tbody tr').first().locator('td.req-path').innerText(), '/page-two', 'newest first');
+    const missing = row('/missing').first().locator('.badge');
+    assert.equal((await missing.innerText()).replace(/\s+/g, ' ').trim(), '404 client error');
+    assert.match((await missing.getAttribute('class')) ?? '', /badge-warn/);
+    assert.match((await row('/boom').first().locator('.badge').getAttribute('class')) ?? '', /badge-bad/);
+    assert.match((await row('/page-one').locator('.badge').getAttribute('class')) ?? '', /badge-ok/);
+    await screenshot(page, 'request-logs');
+    await page.getByLabel('Status').selectOption('4');
+    await row('/page-one').waitFor({ state: 'detached' });
+    const statuses = await page.locator('tbody tr .badge').allInnerTexts();
+    assert.ok(statuses.length >= 1 && statuses.every((s) => s.startsWith('4')), statuses.join(', '));
+    // Live under a filter too.
+    await edge('/missing');
+    await page.waitForFunction((n) => document.querySelectorAll('tbody tr').length > n, statuses.length, { timeout: 10_000 });
+    assert.deepEqual(pageErrors(page), []);
+    await context.close();
+  });
+
+  it('when the request-log stream closes, a fresh token is minted and the stream opened again', async () => {
+    const { context, page } = await openPage(browser, server);
+    await signIn(page, user);
+    let tokens = 0;
+    page.on('request', (r) => {
+      if (r.url().includes('/server-logs/stream-token')) tokens += 1;
+    });
+    let first = true;
+    await page.route('**/api/projects/*/server-logs/stream?*', async (route) => {
+      if (!first) return route.continue();
+      first = false;
+      await route.fulfill({ status: 200, headers: { 'content-type': 'text/event-stream' }, body: ': the token ran out\n\n' });
+    });
+    await page.goto(`/projects/${projectId}/requests`);
+    await page.locator('.live-open', { hasText: 'Live' }).waitFor({ timeout: 10_000 });
+    assert.ok(tokens >= 2, `tokens minted: ${tokens}`);
+    await edge('/after-new-token');
+    await page.locator('td.req-path', { hasText: '/after-new-token' }).waitFor({ timeout: 10_000 });
+    assert.deepEqual(pageErrors(page), []);
+    await context.close();
+  });
+
+  it('at 375 px both log pages fit, and the runtime-log filters work with the keyboard alone', async () => {
+    const { context, page } = await openPage(browser, server, { width: 375 });
+    await signIn(page, user);
+    await page.goto(`/projects/${projectId}/requests`);
+    await page.locator('tbody tr').first().waitFor();
+    await assertFitsWidth(page);
+    await page.goto(`/projects/${projectId}/logs`);
+    await logLine(page, 'listening on').first().waitFor();
+    await assertFitsWidth(page);
+    // Keyboard: Tab to the stream filter, choose stderr with the arrows, Tab to the search, type.
+    const stream = page.getByLabel('Stream');
+    let guard = 0;
+    while (!(await stream.evaluate((el) => el === document.activeElement)) && guard++ < 40) await page.keyboard.press('Tab');
+    assert.ok(guard < 40, 'the stream filter is reachable with Tab');
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('ArrowDown');
+    assert.equal(await stream.inputValue(), 'stderr');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('boom');
+    await logLine(page, 'listening on').first().waitFor({ state: 'detached' });
+    assert.ok((await logLine(page, 'boom on request').count()) >= 1);
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter'); // Pause
+    await page.getByText('Paused:').waitFor();
+    await page.keyboard.press('Enter'); // the same button, now Resume
+    await page.getByText('Live.').waitFor({ timeout: 10_000 });
+    assert.deepEqual(pageErrors(page), []);
+    await context.close();
+  });
+});
