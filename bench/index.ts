@@ -16,6 +16,7 @@ const BENCHES: Record<string, [string, string]> = {
   detect: ['detect.ts', 'detectBench'],
   docker: ['docker.ts', 'dockerBench'],
   https: ['https.ts', 'httpsBench'],
+  dashboard: ['dashboard.ts', 'dashboardBench'],
 };
 
 const wanted = process.argv.slice(2);
