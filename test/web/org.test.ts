@@ -66,7 +66,12 @@ describe('dashboard: the org pages', { skip }, () => {
 
     await email.fill(inviteeEmail);
     await page.getByRole('button', { name: 'Add a grant' }).click();
-    await page.getByLabel('Resource', { exact: true }).selectOption(alpha.id);
+    // A grant row without its resource: the error shows under that row's Resource.
+    const resource = page.getByLabel('Resource', { exact: true });
+    await page.getByRole('button', { name: 'Send invitation' }).click();
+    await page.getByText('grants.0.resourceId must not be empty').waitFor(T);
+    assert.equal(await resource.getAttribute('aria-invalid'), 'true', 'the Resource field is marked invalid');
+    await resource.selectOption(alpha.id);
     assert.equal(await page.getByRole('checkbox', { name: 'read' }).isChecked(), true, 'read is the default permission');
     await page.getByRole('button', { name: 'Send invitation' }).click();
     const sent = page.locator('.notice-ok');
@@ -221,8 +226,12 @@ describe('dashboard: the org pages', { skip }, () => {
     await row.getByRole('button', { name: 'Revoke the token CI deploys' }).click();
     const dialog = page.getByRole('dialog');
     await dialog.getByText('refused from its next request').waitFor(T);
+    const revoked = page.waitForResponse((r) => r.url().includes('/api/auth/tokens/') && r.request().method() === 'DELETE', T);
     await dialog.getByRole('button', { name: 'Revoke token' }).click();
-    await row.getByText('revoked').waitFor(T);
+    await row.getByText('revoked').waitFor(T); // at once (optimistic), kept once the server answers
+    assert.equal((await revoked).status(), 200);
+    await page.getByText('Token “CI deploys” revoked').waitFor(T);
+    assert.equal(await row.getByRole('button', { name: /^Revoke/ }).count(), 0);
     assert.equal((await server.api(token).get('/api/projects')).status, 401, 'revoked at once');
     noPageErrors(page);
     await context.close();
