@@ -8,16 +8,20 @@ process.env.BERTH_HEALTH_TIMEOUT_SECONDS = '10';
 process.env.BERTH_STOP_GRACE_SECONDS = '2';
 
 import assert from 'node:assert/strict';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
+import * as tar from 'tar';
 import { getRuntime } from '../../src/modules/deployments/index.js';
 import { assertFitsWidth, browserSuite, launchBrowser, openPage, pageErrors, screenshot, signIn, startDashboardServer } from '../support/browser.js';
 import { createUser, type TestUser } from '../support/factories.js';
 import { tempDir, type TestServer } from '../support/harness.js';
 import { edgeRequest, type HttpClient } from '../support/http.js';
 import { waitFor, waitForDeployment } from '../support/wait.js';
+
+/** A file name over 100 bytes, a path over 100 bytes that splits at a folder, a name that is not ASCII. */
+const LONG_NAMES = [`assets/${'a'.repeat(120)}.txt`, `${'deep/'.repeat(22)}file.txt`, 'docs/naïve café.md'];
 
 /**
  * An app folder as a developer has it: a Node server (no dependencies) that prints a line per
@@ -42,6 +46,8 @@ function writeApp(dir: string): string {
       '',
     ].join('\n'),
   );
+  // Names a plain tar header cannot hold: the browser's writer uses the ustar prefix or a PAX header.
+  for (const rel of LONG_NAMES) put(rel, `contents of ${rel}`);
   put('.gitignore', 'secret.txt\ncoverage/\n');
   put('secret.txt', 'not for the server');
   put('coverage/report.txt', 'left behind');
@@ -104,6 +110,38 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
     await context.close();
   });
 
+  it('a .tar.gz archive is the alternative: sent as it is and scanned; a file that is not one, and a port the server refuses, are named at their fields', async () => {
+    const { context, page } = await openPage(browser, server);
+    await signIn(page, user);
+    await page.goto('/new');
+    const archive = page.getByLabel('Or a .tar.gz archive of it');
+    await archive.setInputFiles(path.join(appDir, 'server.js'));
+    await page.getByLabel('Project name').fill('From an archive');
+    await page.getByRole('button', { name: 'Upload and detect' }).click();
+    await page.locator('.field-error', { hasText: 'server.js is not a gzipped tar archive' }).waitFor();
+    const file = path.join(root, 'hello-upload.tar.gz');
+    tar.c({ gzip: true, cwd: appDir, sync: true, file, portable: true }, ['server.js', 'package.json', 'build.js']);
+    await archive.setInputFiles(file);
+    await page.getByRole('button', { name: 'Upload and detect' }).click();
+    await page.getByRole('heading', { name: 'Build plan' }).waitFor({ timeout: 30_000 });
+    const steps = await page.getByRole('list', { name: 'Progress' }).innerText();
+    assert.ok(!steps.includes('Pack the folder'), 'an archive is not packed again');
+    assert.match(steps, /Upload/);
+    assert.equal(await page.getByLabel('Runtime').inputValue(), 'node');
+    assert.match(await page.getByLabel('Build command').inputValue(), /build/);
+    // The server's refusal names its field, and the form shows it there.
+    await page.getByLabel('Port').fill('70000');
+    await page.getByRole('button', { name: 'Create and deploy' }).click();
+    const port = page.getByLabel('Port');
+    await page.waitForFunction(() => document.querySelector('[aria-invalid="true"]') !== null);
+    assert.equal(await port.getAttribute('aria-invalid'), 'true');
+    assert.match(await page.locator('.field-invalid .field-error').innerText(), /65535/);
+    const projects = (await api.get('/api/projects')).body.data as Array<{ name: string }>;
+    assert.ok(!projects.some((p) => p.name === 'From an archive'), 'nothing was created');
+    assert.deepEqual(pageErrors(page), []);
+    await context.close();
+  });
+
   it('a folder picked in the browser is packed without node_modules, .git, .berth and ignored files, uploaded, scanned, and deployed with the keyboard; its build log streams live until "ready"', async () => {
     const { context, page } = await openPage(browser, server);
     await signIn(page, user);
@@ -120,7 +158,7 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
     // The detected plan, editable.
     await page.getByRole('heading', { name: 'Build plan' }).waitFor({ timeout: 30_000 });
     const packed = await page.locator('.new-packed').innerText();
-    assert.match(packed, /^4 files \(/, packed); // .gitignore, build.js, package.json, server.js
+    assert.match(packed, /^7 files \(/, packed); // .gitignore, build.js, package.json, server.js and the three long names
     for (const left of ['node_modules/', '.git/', '.berth/', 'secret.txt', 'coverage/']) assert.ok(packed.includes(left), `${left} is left out: ${packed}`);
     assert.equal(await page.getByLabel('Runtime').inputValue(), 'node');
     assert.match(await page.getByLabel('Build command').inputValue(), /build/);
@@ -140,6 +178,14 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
     assert.equal(project.name, 'Hello Upload');
     assert.equal(project.source.type, 'upload');
     assert.equal(project.config.port, 3000);
+    // What the server unpacked is the folder as packed: every name whole, nothing left out came along.
+    const source = path.join(server.dataDir, 'uploads', projectId, 'current');
+    const listed = readdirSync(source, { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => path.relative(source, path.join(e.parentPath, e.name)))
+      .sort();
+    assert.deepEqual(listed, ['.gitignore', 'build.js', 'package.json', 'server.js', ...LONG_NAMES].sort());
+    for (const rel of LONG_NAMES) assert.equal(readFileSync(path.join(source, rel), 'utf8'), `contents of ${rel}`);
     // Live: the first build step shows while the build still runs (the third comes 2.4 s later).
     const log = page.locator('pre.log-body');
     await log.getByText('build step 1 of 3').waitFor({ timeout: 60_000 });
