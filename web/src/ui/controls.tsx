@@ -93,6 +93,7 @@ interface ConfirmProps {
  */
 export function ConfirmDialog({ open, title, children, confirmLabel, typeToConfirm, danger = true, busy, error, onConfirm, onCancel }: ConfirmProps) {
   const ref = useRef<HTMLDialogElement>(null);
+  const titleId = useId();
   const [typed, setTyped] = useState('');
   useEffect(() => {
     const d = ref.current;
@@ -104,7 +105,7 @@ export function ConfirmDialog({ open, title, children, confirmLabel, typeToConfi
   }, [open]);
   const ok = !typeToConfirm || typed === typeToConfirm;
   return (
-    <dialog ref={ref} className="dialog" onCancel={(e) => (e.preventDefault(), onCancel())} aria-labelledby="confirm-title">
+    <dialog ref={ref} className="dialog" onCancel={(e) => (e.preventDefault(), onCancel())} aria-labelledby={titleId}>
       <form
         method="dialog"
         onSubmit={(e) => {
@@ -112,7 +113,7 @@ export function ConfirmDialog({ open, title, children, confirmLabel, typeToConfi
           if (ok && !busy) onConfirm();
         }}
       >
-        <h2 id="confirm-title">{title}</h2>
+        <h2 id={titleId}>{title}</h2>
         <div className="dialog-body">{children}</div>
         {typeToConfirm ? (
           <Field label={<>Type <code>{typeToConfirm}</code> to confirm</>}>
@@ -177,12 +178,32 @@ export function TimeAgo({ at }: { at: string | null | undefined }) {
   if (!at) return <span className="muted">–</span>;
   const t = Date.parse(at);
   const s = Math.round((Date.now() - t) / 1000);
-  const rel = Math.abs(s) < 60 ? 'just now' : Math.abs(s) < 3600 ? `${Math.round(s / 60)} min ago` : Math.abs(s) < 86400 ? `${Math.round(s / 3600)} h ago` : new Date(t).toLocaleDateString();
+  const a = Math.abs(s);
+  const span = a < 3600 ? `${Math.round(a / 60)} min` : `${Math.round(a / 3600)} h`;
+  const rel = a < 60 ? 'just now' : a >= 86400 ? new Date(t).toLocaleDateString() : s > 0 ? `${span} ago` : `in ${span}`;
   return (
     <time dateTime={at} title={new Date(t).toLocaleString()}>
       {rel}
     </time>
   );
+}
+
+function copyWithSelection(text: string): boolean {
+  const area = document.createElement('textarea');
+  area.value = text;
+  area.setAttribute('readonly', '');
+  area.style.position = 'fixed';
+  area.style.opacity = '0';
+  document.body.appendChild(area);
+  area.select();
+  let ok = false;
+  try {
+    ok = document.execCommand('copy');
+  } catch {
+    ok = false;
+  }
+  area.remove();
+  return ok;
 }
 
 export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
@@ -192,9 +213,14 @@ export function CopyButton({ text, label = 'Copy' }: { text: string; label?: str
       small
       variant="ghost"
       onClick={() => {
-        void navigator.clipboard?.writeText(text).then(() => {
-          setDone(true);
-          setTimeout(() => setDone(false), 1500);
+        // navigator.clipboard exists only in secure contexts (https, localhost); elsewhere the old way.
+        const copied = navigator.clipboard
+          ? navigator.clipboard.writeText(text).then(() => true, () => false)
+          : Promise.resolve(copyWithSelection(text));
+        void copied.then((ok) => {
+          setDone(ok);
+          if (ok) setTimeout(() => setDone(false), 1500);
+          else window.prompt('Copy this:', text);
         });
       }}
     >
