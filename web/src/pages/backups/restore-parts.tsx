@@ -44,7 +44,7 @@ export function Replaced({ facts, loading, compact }: { facts: RestoreFacts; loa
   const app = running ? (
     <>The app is {runtimeState}: it is stopped just before the swap and started again right after.</>
   ) : (
-    <>The app is not running ({runtimeState ?? 'unknown'}); nothing is stopped.</>
+    <>The app is not running ({runtimeState?.replace(/_/g, ' ') ?? 'unknown'}); nothing is stopped.</>
   );
   if (compact) {
     return (
