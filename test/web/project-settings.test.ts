@@ -151,6 +151,26 @@ describe('project settings pages (env, domains, route rules, settings)', browser
     await context.close();
   });
 
+  it('a save over variables changed elsewhere meanwhile is refused, and the page offers to reload them', async () => {
+    const project = await createProject(server, user);
+    await api().patch(`/api/projects/${project.id}/env`, { upserts: [{ key: 'SHARED', value: 'v1' }] });
+    const { context, page } = await open();
+    await visit(page, project, '/env', 'Environment variables');
+    await page.getByLabel('Value of SHARED', { exact: true }).waitFor();
+    // Someone else writes while this page holds its copy.
+    await api().patch(`/api/projects/${project.id}/env`, { upserts: [{ key: 'SHARED', value: 'theirs' }] });
+    await page.getByLabel('Value of SHARED', { exact: true }).fill('mine');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByText('changed since this page read them').waitFor();
+    assert.equal((await api().get(`/api/projects/${project.id}/env`)).body.data[0].value, 'theirs', 'their change survives');
+    assert.equal(await page.getByLabel('Value of SHARED', { exact: true }).inputValue(), 'mine', 'the draft is kept');
+    await page.getByRole('button', { name: 'Reload them' }).click();
+    await waitFor(async () => (await page.getByLabel('Value of SHARED', { exact: true }).inputValue()) === 'theirs', 'the reloaded value');
+    assert.equal(await page.getByText('changed since this page read them').count(), 0);
+    assert.deepEqual(pageErrors(page), []);
+    await context.close();
+  });
+
   it('pasted .env lines become rows, a removal is saved with them, and Redeploy queues a deployment', async () => {
     const project = await createProject(server, user, { localPath: tempDir('berth-app-') });
     await api().patch(`/api/projects/${project.id}/env`, { upserts: [{ key: 'OLD_KEY', value: 'old' }, { key: 'API_TOKEN', value: 'tok-1', isSecret: true }] });
@@ -224,7 +244,7 @@ describe('project settings pages (env, domains, route rules, settings)', browser
     await page.getByLabel('Make it the primary domain').check();
     await page.getByRole('button', { name: 'Add domain' }).click();
     await toast(page, 'www.shop.example.com added: verify it with its TXT record');
-    const row = page.getByRole('row').filter({ hasText: 'www.shop.example.com' });
+    const row = page.getByRole('rowgroup').filter({ hasText: 'www.shop.example.com' });
     await row.getByText('not verified').waitFor();
     assert.equal(await field.getAttribute('aria-invalid'), null, 'the error went with the success');
     const claim = (await api().get(`/api/projects/${project.id}/domains`)).body.data[0];
@@ -459,7 +479,6 @@ describe('project settings pages (env, domains, route rules, settings)', browser
     ] as const) {
       await visit(page, project, path, heading);
       await page.waitForLoadState('networkidle');
-      if (process.env.REVIEW) await page.screenshot({ path: `/tmp/shots-settings/m${path.replace('/', '-')}.png`, fullPage: true });
       await assertFitsWidth(page);
     }
     await page.getByRole('button', { name: 'Delete project' }).click();

@@ -31,7 +31,7 @@ export function DomainList({ projectId, domains }: { projectId: string; domains:
   return (
     <>
       <div className="table-wrap">
-        <table>
+        <table className="stack-table">
           <thead>
             <tr>
               <th scope="col">Domain</th>
@@ -42,11 +42,9 @@ export function DomainList({ projectId, domains }: { projectId: string; domains:
               </th>
             </tr>
           </thead>
-          <tbody>
-            {domains.map((d) => (
-              <DomainRow key={d.domain} projectId={projectId} domain={d} onRemove={() => (remove.reset(), setRemoving(d))} />
-            ))}
-          </tbody>
+          {domains.map((d) => (
+            <DomainRow key={d.domain} projectId={projectId} domain={d} onRemove={() => (remove.reset(), setRemoving(d))} />
+          ))}
         </table>
       </div>
       <OpenConfirm
@@ -81,19 +79,42 @@ function DomainRow({ projectId, domain: d, onRemove }: { projectId: string; doma
     },
   });
   const errId = `verify-${d.domain}`;
+  // One row group per domain: its row, then (while unverified) the DNS record that proves it.
   return (
-    <tr>
-      <td>
-        <span className="domain-name">{d.domain}</span> {d.primary ? <span className="badge badge-ok">primary</span> : null}
-        <div className="muted tls-detail">
-          added <TimeAgo at={d.createdAt} />
-        </div>
-      </td>
-      <td>
-        {d.verified ? <StatusBadge status="verified" /> : <span className="badge badge-warn">not verified</span>}
-        {!d.verified && d.verification ? (
-          <>
-            <p className="tls-detail">Create this DNS record, then verify:</p>
+    <tbody className="domain-group">
+      <tr>
+        <td>
+          <span className="domain-name">{d.domain}</span> {d.primary ? <span className="badge badge-ok">primary</span> : null}
+          <div className="muted tls-detail">
+            added <TimeAgo at={d.createdAt} />
+          </div>
+        </td>
+        <td data-label="Verification">{d.verified ? <StatusBadge status="verified" /> : <span className="badge badge-warn">not verified</span>}</td>
+        <td data-label="Certificate">
+          <StatusBadge status={d.tls.status} />
+          <div className="muted tls-detail">
+            {d.tls.status === 'none' ? (d.verified ? 'no certificate (HTTPS is off on this server, or not requested yet)' : 'requested once verified') : null}
+            {d.tls.status === 'pending' ? 'being issued' : null}
+            {d.tls.expiresAt ? <div>expires {new Date(d.tls.expiresAt).toLocaleDateString()}</div> : null}
+            {d.tls.issuer ? <div>by {d.tls.issuer}</div> : null}
+          </div>
+          {d.tls.error ? <div className="field-error tls-detail">{d.tls.error}</div> : null}
+        </td>
+        <td className="actions">
+          {!d.verified ? (
+            <Button small variant="primary" busy={verify.isPending} onClick={() => verify.mutate()} aria-label={`Verify ${d.domain}`} aria-describedby={verify.error ? errId : undefined}>
+              Verify
+            </Button>
+          ) : null}{' '}
+          <Button small variant="danger" onClick={onRemove} aria-label={`Remove ${d.domain}`}>
+            Remove
+          </Button>
+        </td>
+      </tr>
+      {!d.verified && d.verification ? (
+        <tr className="domain-proof">
+          <td colSpan={4}>
+            <p className="tls-detail">At your DNS provider, create this record for {d.domain}, then press Verify:</p>
             <dl className="dns-record tls-detail">
               <div>
                 <dt>Type</dt>
@@ -118,40 +139,14 @@ function DomainRow({ projectId, domain: d, onRemove }: { projectId: string; doma
                 </dd>
               </div>
             </dl>
-          </>
-        ) : null}
-        {verify.error ? (
-          <p className="field-error" id={errId} role="alert">
-            {messageOf(verify.error)}
-          </p>
-        ) : null}
-      </td>
-      <td>
-        <StatusBadge status={d.tls.status} />
-        <div className="muted tls-detail">
-          {d.tls.status === 'none' ? (d.verified ? 'no certificate (HTTPS is off on this server, or not requested yet)' : 'requested once verified') : null}
-          {d.tls.status === 'pending' ? 'being issued' : null}
-          {d.tls.expiresAt ? (
-            <div>
-              expires {new Date(d.tls.expiresAt).toLocaleDateString()}
-            </div>
-          ) : null}
-          {d.tls.issuer ? <div>by {d.tls.issuer}</div> : null}
-        </div>
-        {d.tls.error ? <div className="field-error tls-detail">{d.tls.error}</div> : null}
-      </td>
-      <td className="actions">
-        <span className="row">
-          {!d.verified ? (
-            <Button small variant="primary" busy={verify.isPending} onClick={() => verify.mutate()} aria-label={`Verify ${d.domain}`} aria-describedby={verify.error ? errId : undefined}>
-              Verify
-            </Button>
-          ) : null}
-          <Button small variant="danger" onClick={onRemove} aria-label={`Remove ${d.domain}`}>
-            Remove
-          </Button>
-        </span>
-      </td>
-    </tr>
+            {verify.error ? (
+              <p className="field-error" id={errId} role="alert">
+                {messageOf(verify.error)}
+              </p>
+            ) : null}
+          </td>
+        </tr>
+      ) : null}
+    </tbody>
   );
 }

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import type { PageProps } from '../../app';
 import { api, data } from '../../api/client';
-import { Button, ErrorNotice, Field, Input, Spinner } from '../../ui/controls';
+import { Button, ErrorNotice, errorNames, Field, Input, Spinner } from '../../ui/controls';
 import { useToast } from '../../ui/toast';
 import { DomainList } from './domains-list';
 import { domainsKey, fetchDomains, type Domain } from './domains-model';
@@ -74,7 +74,7 @@ function AddDomain({ projectId }: { projectId: string }) {
       <label className="check field">
         <input type="checkbox" checked={primary} onChange={(e) => setPrimary(e.target.checked)} /> Make it the primary domain
       </label>
-      {add.error && !(add.error as { field?: string }).field ? <ErrorNotice error={add.error} /> : null}
+      {add.error && !errorNames(add.error, 'domain') ? <ErrorNotice error={add.error} title="Not added" /> : null}
       <Button type="submit" variant="primary" busy={add.isPending}>
         Add domain
       </Button>

@@ -112,7 +112,7 @@ export function EnvEditor({ projectId, environment, initial, current, onReload }
         </EmptyState>
       ) : (
         <div className="table-wrap">
-          <table className="env-table">
+          <table className="env-table stack-table">
             <thead>
               <tr>
                 <th scope="col">Key</th>

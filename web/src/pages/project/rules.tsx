@@ -63,7 +63,7 @@ export default function RulesPage({ params }: PageProps) {
         </EmptyState>
       ) : (
         <div className="table-wrap">
-          <table>
+          <table className="stack-table">
             <thead>
               <tr>
                 <th scope="col">Rule</th>
@@ -81,8 +81,8 @@ export default function RulesPage({ params }: PageProps) {
                     <strong>{KIND_LABEL[r.kind]}</strong>
                     <div className="muted rule-detail">{describe(r)}</div>
                   </td>
-                  <td>{r.path ? <code>{r.path}</code> : <span className="muted">every path</span>}</td>
-                  <td>
+                  <td data-label="Path">{r.path ? <code>{r.path}</code> : <span className="muted">every path</span>}</td>
+                  <td data-label="Enabled">
                     <RuleToggle projectId={id} rule={r} />
                   </td>
                   <td className="actions">

@@ -9,12 +9,12 @@ import { projectQuery } from './shell';
 type TextKey = 'installCommand' | 'buildCommand' | 'startCommand' | 'outputDirectory' | 'rootDirectory' | 'runtime';
 
 const TEXT_FIELDS: Array<{ key: TextKey; label: string; hint: string; placeholder?: string }> = [
-  { key: 'installCommand', label: 'Install command', hint: 'Empty: detected from the lockfile.', placeholder: 'npm ci' },
-  { key: 'buildCommand', label: 'Build command', hint: 'Empty: the detected build, if any.', placeholder: 'npm run build' },
-  { key: 'startCommand', label: 'Start command', hint: 'Must listen on $PORT. Empty: detected.', placeholder: 'node server.js' },
-  { key: 'rootDirectory', label: 'Root directory', hint: 'The folder of the app inside the source. Empty: its top.', placeholder: 'apps/web' },
-  { key: 'outputDirectory', label: 'Output directory', hint: 'Where a static build lands.', placeholder: 'dist' },
-  { key: 'runtime', label: 'Runtime', hint: 'Empty: detected from the source.', placeholder: 'node' },
+  { key: 'installCommand', label: 'Install command', hint: 'Empty: detected from the lockfile.', placeholder: 'e.g. npm ci' },
+  { key: 'buildCommand', label: 'Build command', hint: 'Empty: the detected build, if any.', placeholder: 'e.g. npm run build' },
+  { key: 'startCommand', label: 'Start command', hint: 'Must listen on $PORT. Empty: detected.', placeholder: 'e.g. node server.js' },
+  { key: 'rootDirectory', label: 'Root directory', hint: 'The folder of the app inside the source. Empty: its top.', placeholder: 'e.g. apps/web' },
+  { key: 'outputDirectory', label: 'Output directory', hint: 'Where a static build lands.', placeholder: 'e.g. dist' },
+  { key: 'runtime', label: 'Runtime', hint: 'Empty: detected from the source.', placeholder: 'e.g. node' },
 ];
 const RUNTIMES = ['node', 'bun', 'deno', 'python', 'go', 'ruby', 'php', 'rust', 'java', 'elixir', 'dotnet', 'static', 'docker'];
 
