@@ -281,6 +281,11 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
     await page.goto('/new');
     await page.getByLabel('Folder', { exact: true }).waitFor();
     await assertFitsWidth(page);
+    // The steps and the plan form too.
+    await page.getByLabel('Or a .tar.gz archive of it').setInputFiles(path.join(root, 'hello-upload.tar.gz'));
+    await page.getByRole('button', { name: 'Upload and detect' }).click();
+    await page.getByRole('heading', { name: 'Build plan' }).waitFor({ timeout: 30_000 });
+    await assertFitsWidth(page);
     await page.goto(`/projects/${projectId}/deployments`);
     await page.locator('tbody tr').first().waitFor();
     await assertFitsWidth(page);
