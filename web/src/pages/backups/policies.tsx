@@ -104,7 +104,7 @@ function PolicyCard({ projectId, p, destinations, services, onEdit, onDelete }: 
           {p.webhookEnabled ? ' · webhook on' : ''}
         </dd>
         <dt>Next run</dt>
-        <dd>{p.nextRunAt ? <Until at={p.nextRunAt} /> : <span className="muted">{p.enabled ? 'none' : 'none (disabled)'}</span>}</dd>
+        <dd>{p.nextRunAt ? <TimeAgo at={p.nextRunAt} /> : <span className="muted">{p.enabled ? 'none' : 'none (disabled)'}</span>}</dd>
         <dt>Last success</dt>
         <dd>{p.lastSuccessAt ? <TimeAgo at={p.lastSuccessAt} /> : <span className="muted">never</span>}</dd>
         <dt>Retention</dt>
@@ -122,18 +122,6 @@ function PolicyCard({ projectId, p, destinations, services, onEdit, onDelete }: 
         </Button>
       </div>
     </article>
-  );
-}
-
-/** A time to come: "in 5 h", with the exact time on hover (TimeAgo is for the past). */
-function Until({ at }: { at: string }) {
-  const s = Math.round((Date.parse(at) - Date.now()) / 1000);
-  if (s <= 60) return <TimeAgo at={at} />;
-  const words = s < 3600 ? `in ${Math.round(s / 60)} min` : s < 86400 ? `in ${Math.round(s / 3600)} h` : new Date(at).toLocaleDateString();
-  return (
-    <time dateTime={at} title={new Date(at).toLocaleString()}>
-      {words}
-    </time>
   );
 }
 
