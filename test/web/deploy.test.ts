@@ -25,7 +25,7 @@ const LONG_NAMES = [`assets/${'a'.repeat(120)}.txt`, `${'deep/'.repeat(22)}file.
 
 /**
  * An app folder as a developer has it: a Node server (no dependencies) that prints a line per
- * request, a build that prints three steps a second apart, and what must stay behind: installed
+ * request, a build that prints three steps, the first 4 s before the others, and what must stay behind: installed
  * dependencies, the git folder, the CLI's link and a file .gitignore lists.
  */
 function writeApp(dir: string): string {
@@ -34,7 +34,8 @@ function writeApp(dir: string): string {
     writeFileSync(path.join(dir, rel), text);
   };
   put('package.json', JSON.stringify({ name: 'hello-upload', version: '1.0.0', private: true, scripts: { build: 'node build.js', start: 'node server.js' } }, null, 2));
-  put('build.js', "let n = 0;\nconst step = () => { n += 1; console.log('build step ' + n + ' of 3'); if (n < 3) setTimeout(step, 1200); };\nstep();\n");
+  // A pause after the first step: long enough that a page opened meanwhile sees the steps arrive.
+  put('build.js', "let n = 0;\nconst step = () => { n += 1; console.log('build step ' + n + ' of 3'); if (n < 3) setTimeout(step, n === 1 ? 4000 : 300); };\nstep();\n");
   put(
     'server.js',
     [
@@ -186,7 +187,7 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
       .sort();
     assert.deepEqual(listed, ['.gitignore', 'build.js', 'package.json', 'server.js', ...LONG_NAMES].sort());
     for (const rel of LONG_NAMES) assert.equal(readFileSync(path.join(source, rel), 'utf8'), `contents of ${rel}`);
-    // Live: the first build step shows while the build still runs (the third comes 2.4 s later).
+    // Live: the first build step shows while the build still runs (the others come 4 s later).
     const log = page.locator('pre.log-body');
     await log.getByText('build step 1 of 3').waitFor({ timeout: 60_000 });
     const heading = page.getByRole('heading', { level: 2 });
