@@ -75,7 +75,7 @@ describe('dashboard: projects and their overview', { skip }, () => {
     const card = page.getByRole('listitem').filter({ has: page.getByRole('link', { name: 'Storefront', exact: true }) });
     await card.waitFor(T);
     await card.getByText('enabled').waitFor(T);
-    await card.getByText('ready').waitFor(T);
+    await card.getByText('ready', { exact: true }).waitFor(T);
     assert.match(await card.innerText(), /storefront/i);
     const failed = page.getByRole('listitem').filter({ has: page.getByRole('link', { name: 'Docs site' }) });
     await failed.getByText('failed').waitFor(T);
@@ -127,7 +127,7 @@ describe('dashboard: projects and their overview', { skip }, () => {
     await page.getByRole('link', { name: info.runtime.url }).waitFor(T);
     const current = page.getByRole('region', { name: 'Current deployment' });
     await current.getByRole('link', { name: live.deploymentId }).waitFor(T);
-    await current.getByText('ready').waitFor(T);
+    await current.getByText('ready', { exact: true }).waitFor(T);
     await page.getByRole('region', { name: 'Source' }).getByText('Upload').waitFor(T);
     await screenshot(page, 'project-overview');
     await current.getByRole('link', { name: live.deploymentId }).click();
@@ -150,7 +150,11 @@ describe('dashboard: projects and their overview', { skip }, () => {
     assert.notEqual(newId, live.deploymentId);
     // The new deployment leads at once, and the page refreshes itself (no reload) until it is ready.
     await current.getByRole('link', { name: newId }).waitFor(T);
-    await current.getByText('ready').waitFor({ timeout: 40_000 });
+    // While it builds, the earlier release is said to be still serving.
+    await current.getByText('Still serving the earlier release').waitFor(T);
+    await current.getByText('ready', { exact: true }).waitFor({ timeout: 40_000 });
+    await current.getByText('serving', { exact: true }).waitFor(T);
+    assert.equal(await current.getByText('Still serving the earlier release').count(), 0);
     const done = await waitForDeployment(server.api(owner.token), newId, 5_000);
     assert.equal(done.status, 'ready');
     live.deploymentId = newId;
@@ -164,8 +168,7 @@ describe('dashboard: projects and their overview', { skip }, () => {
     await page.getByRole('link', { name: 'Storefront', exact: true }).waitFor(T);
     await assertFitsWidth(page);
     await page.goto(`/projects/${live.id}`);
-    await page.getByRole('heading', { name: 'Current deployment', level: 2 }).waitFor(T);
-    await page.getByRole('link', { name: live.deploymentId }).waitFor(T);
+    await page.getByRole('region', { name: 'Current deployment' }).getByRole('link', { name: /^dpl_/ }).first().waitFor(T);
     await assertFitsWidth(page);
     noPageErrors(page);
     await context.close();

@@ -44,7 +44,7 @@ export function ProjectCard({ project: p }: { project: ProjectRow }) {
           {last.isPending ? (
             <span className="muted">…</span>
           ) : d ? (
-            <Link href={`/projects/${p.id}/deployments/${d.id}`} aria-label={`Deployment ${d.status}, ${d.createdAt}`}>
+            <Link href={`/projects/${p.id}/deployments/${d.id}`} title={`Deployment ${d.id}`}>
               <StatusBadge status={d.status} /> <TimeAgo at={d.createdAt} />
             </Link>
           ) : last.error ? (
