@@ -39,7 +39,7 @@ export default function DestinationsPage(_: PageProps) {
 
 function DestinationTable({ rows, onEdit, onDelete }: { rows: Destination[]; onEdit(d: Destination): void; onDelete(d: Destination): void }) {
   return (
-    <div className="table-wrap backups-table">
+    <div className="table-wrap">
       <table>
         <caption className="sr-only">Backup destinations</caption>
         <thead>

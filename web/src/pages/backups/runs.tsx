@@ -35,7 +35,7 @@ export function Runs({ projectId, runs, destinations, services }: { projectId: s
   return (
     <>
       <ErrorNotice error={prepare.error} title="The restore could not be prepared" />
-      <div className="table-wrap backups-table">
+      <div className="table-wrap">
         <table className="backups-runs">
           <caption className="sr-only">Backup runs, newest first</caption>
           <thead>
