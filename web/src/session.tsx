@@ -46,12 +46,17 @@ export function RequireSession({ children }: { children: ReactNode }) {
   return <>{children}</>;
 }
 
-/** After sign-in, sign-out or an org switch everything cached belongs to someone else. */
+/**
+ * After sign-in, sign-out or an org switch everything cached belongs to someone else: every query
+ * goes back to its initial state (no data), and those on screen fetch again, `me` first among them,
+ * so the frame waits for the new session and no page shows the old org's data for a moment.
+ */
 export function useResetSession() {
   const qc = useQueryClient();
   return async () => {
-    qc.clear();
-    await qc.fetchQuery({ queryKey: ['me'], queryFn: () => fetchMe().catch((err) => (err instanceof ApiError && err.status === 401 ? null : Promise.reject(err))) });
+    await qc.cancelQueries();
+    qc.removeQueries({ predicate: (q) => q.getObserversCount() === 0 });
+    await qc.resetQueries();
   };
 }
 

@@ -7,7 +7,6 @@ import { useSession } from '../../session';
 import { EmptyState, ErrorNotice, Field, Input, Spinner } from '../../ui/controls';
 import { PageHeader } from '../../ui/layout';
 import { ProjectCard, type ProjectRow } from './list-card';
-import { useRenderOnSessionReset } from './list-session';
 import './list.css';
 
 export const projectsQuery = { queryKey: ['projects'], queryFn: () => data(api.GET('/api/projects')) };
@@ -19,7 +18,6 @@ function matches(p: ProjectRow, q: string): boolean {
 
 /** The active org's projects (those the caller can read), as cards, with a filter. */
 export default function ProjectsPage(_: PageProps) {
-  useRenderOnSessionReset();
   const me = useSession();
   const projects = useQuery(projectsQuery);
   const [filter, setFilter] = useState('');
