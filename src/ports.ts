@@ -13,7 +13,7 @@ import type { CloudHost } from './modules/cloud/index.js';
  * through a setter, a registry or module state. Types only: this file imports no code.
  *
  * Single ports: the last module to provide one wins (tests' fakes come last). Lists and records
- * (`projectDependents`, `catalogs`) are merged across modules.
+ * (`projectDependents`, `deploymentSettled`, `catalogs`) are merged across modules.
  */
 export interface Ports {
   /** Credentials to actors (auth area); the route gate authenticates through it. */
@@ -44,7 +44,29 @@ export interface Ports {
   certificates: CertificatesPort | null;
   /** This server's GitHub App installation tokens (gitprovider area), cached and counted; its own use only. */
   githubTokens: InstallationTokenCache | null;
+  /** Told when a deployment settles (ready, failed, cancelled, superseded): the gitprovider's commit statuses and PR comments. */
+  deploymentSettled: DeploymentSettled[];
 }
+
+/** A deployment that reached a terminal status, as its listeners see it. */
+export interface SettledDeployment {
+  id: string;
+  orgId: string;
+  projectId: string;
+  environment: string;
+  status: 'ready' | 'failed' | 'cancelled' | 'superseded';
+  commit: string | null;
+  ref: string | null;
+  error: string | null;
+  /** The URL the environment is served at (production's primary domain, a preview's own host); null when not served. */
+  url: string | null;
+}
+
+/**
+ * Called after the deployment's terminal status is committed, once per deployment and instance that
+ * settled it. A listener's failure is logged by the caller and never changes the deployment.
+ */
+export type DeploymentSettled = (ctx: AppContext, d: SettledDeployment) => Promise<void>;
 
 export interface CertificatesPort {
   /**
@@ -139,6 +161,7 @@ export function emptyPorts(): Ports {
     projectReads: null,
     backups: null,
     githubTokens: null,
+    deploymentSettled: [],
   };
 }
 
@@ -147,6 +170,7 @@ export function mergePorts(into: Ports, add: Partial<Ports>): void {
   for (const [key, value] of Object.entries(add) as [keyof Ports, unknown][]) {
     if (value === undefined) continue;
     if (key === 'projectDependents') into.projectDependents = [...into.projectDependents, ...(value as ProjectDependent[])];
+    else if (key === 'deploymentSettled') into.deploymentSettled = [...into.deploymentSettled, ...(value as DeploymentSettled[])];
     else if (key === 'catalogs') into.catalogs = { ...into.catalogs, ...(value as Ports['catalogs']) };
     else (into as unknown as Record<string, unknown>)[key] = value;
   }
