@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { assertFitsWidth, browserSuite, launchBrowser, openPage, pageErrors, signIn, startDashboardServer } from '../support/browser.js';
+import { assertFitsWidth, browserSuite, launchBrowser, openPage, pageErrors, screenshot, signIn, startDashboardServer } from '../support/browser.js';
 import { createUser, type TestUser } from '../support/factories.js';
 import type { TestServer } from '../support/harness.js';
 
@@ -45,6 +45,7 @@ describe('the dashboard frame', browserSuite('the dashboard frame'), () => {
     };
     await signIn(page, user);
     assert.ok(dark(await background()), 'dark system theme: dark page');
+    await screenshot(page, 'projects-dark');
     const toggle = page.getByRole('button', { name: /^Theme: / });
     await toggle.click(); // system -> light
     assert.ok(!dark(await background()), 'pinned light');
@@ -65,6 +66,7 @@ describe('the dashboard frame', browserSuite('the dashboard frame'), () => {
     await page.getByRole('button', { name: 'Menu' }).focus();
     await page.keyboard.press('Enter');
     await nav.waitFor({ state: 'visible' });
+    await screenshot(page, 'menu-375');
     await nav.getByRole('link', { name: 'Access tokens' }).focus();
     await page.keyboard.press('Enter');
     await page.waitForURL('**/account/tokens');
