@@ -50,6 +50,41 @@ export interface FakeHook {
   updated_at: string;
 }
 
+export interface FakePull {
+  number: number;
+  /** The head repository (`owner/name`): the base repository itself, or a fork. */
+  headOwner: string;
+  headRepo: string;
+  head: string;
+  base: string;
+  state: 'open' | 'closed';
+  merged: boolean;
+}
+
+export interface FakeStatus {
+  owner: string;
+  repo: string;
+  sha: string;
+  state: string;
+  target_url: string | null;
+  description: string | null;
+  context: string;
+  auth: Auth['kind'];
+  at: string;
+}
+
+export interface FakeComment {
+  id: number;
+  owner: string;
+  repo: string;
+  number: number;
+  body: string;
+  created_at: string;
+  updated_at: string;
+  /** How many times it was edited. */
+  edits: number;
+}
+
 interface InstToken {
   installationId: number;
   expiresAt: number;
@@ -66,7 +101,7 @@ interface DeviceCode {
   interval: number;
 }
 
-type Auth = { kind: 'app' } | { kind: 'installation'; token: InstToken; raw: string } | { kind: 'user'; login: string } | { kind: 'none' } | { kind: 'bad' };
+export type Auth = { kind: 'app' } | { kind: 'installation'; token: InstToken; raw: string } | { kind: 'user'; login: string } | { kind: 'none' } | { kind: 'bad' };
 
 export interface FakeGithubOptions {
   appId: string;
@@ -118,6 +153,16 @@ export class FakeGithub {
   maxPerPage = 100;
   /** Git smart-HTTP requests served, and those refused. */
   readonly gitRequests: { path: string; ok: boolean }[] = [];
+  /** Pull requests by `owner/name` (lowercase), then number (`openPull`). */
+  readonly pulls = new Map<string, Map<number, FakePull>>();
+  /** Every commit status created (`POST /repos/:owner/:repo/statuses/:sha`), in order. */
+  readonly statuses: FakeStatus[] = [];
+  /** Issue comments by id (`POST .../issues/:number/comments`, `PATCH .../issues/comments/:id`). */
+  readonly comments = new Map<number, FakeComment>();
+  /** Every comment write, in order: `create` or `edit`, with the body sent. */
+  readonly commentWrites: { op: 'create' | 'edit'; owner: string; repo: string; number: number; id: number; body: string; auth: Auth['kind'] }[] = [];
+  /** Failures to answer instead of the real handling (`failNext`). */
+  private failures: { method: string; path: RegExp; status: number; times: number }[] = [];
 
   constructor(readonly opts: FakeGithubOptions) {
     this.root = mkdtempSync(path.join(os.tmpdir(), 'fake-github-'));
@@ -330,6 +375,93 @@ export class FakeGithub {
     };
   }
 
+  /**
+   * Opens a pull request on `owner/name` from `head` (a branch of the repository itself, or with
+   * `fork`, a branch of that fork's copy) into `base` (the default branch); answers its number.
+   */
+  openPull(owner: string, name: string, opts: { head: string; base?: string; fork?: { owner: string; name?: string } }): FakePull {
+    const repo = this.repo(owner, name);
+    if (!repo) throw new Error(`no repo ${owner}/${name}`);
+    const key = `${owner}/${name}`.toLowerCase();
+    if (!this.pulls.has(key)) this.pulls.set(key, new Map());
+    const number = this.nextId++;
+    const pull: FakePull = {
+      number,
+      headOwner: opts.fork ? this.account(opts.fork.owner).login : repo.owner.login,
+      headRepo: opts.fork?.name ?? repo.name,
+      head: opts.head,
+      base: opts.base ?? repo.defaultBranch,
+      state: 'open',
+      merged: false,
+    };
+    this.pulls.get(key)!.set(number, pull);
+    return pull;
+  }
+
+  pull(owner: string, name: string, number: number): FakePull | undefined {
+    return this.pulls.get(`${owner}/${name}`.toLowerCase())?.get(number);
+  }
+
+  /**
+   * A `pull_request` payload as GitHub sends it for pull `number` of `owner/name`, its head sha read
+   * from the head repository's branch. `closed` closes the pull (with `merged` when asked).
+   */
+  pullRequestPayload(owner: string, name: string, number: number, action: 'opened' | 'synchronize' | 'reopened' | 'closed' | 'edited' | 'labeled', opts: { installationId?: number; merged?: boolean; before?: string } = {}) {
+    const repo = this.repo(owner, name)!;
+    const pull = this.pull(owner, name, number);
+    if (!pull) throw new Error(`no pull ${owner}/${name}#${number}`);
+    if (action === 'closed') {
+      pull.state = 'closed';
+      pull.merged = !!opts.merged;
+    } else if (action === 'reopened') pull.state = 'open';
+    const headRepo = this.repo(pull.headOwner, pull.headRepo);
+    const sha = headRepo ? this.headOf(pull.headOwner, pull.headRepo, pull.head) : '0'.repeat(40);
+    const fork = !!headRepo && headRepo !== repo;
+    const headRepoJson = headRepo ? { ...this.repoJson(headRepo), fork } : null;
+    return {
+      action,
+      number,
+      ...(action === 'synchronize' ? { before: opts.before ?? '0'.repeat(40), after: sha } : {}),
+      pull_request: {
+        url: `${this.apiUrl}/repos/${repo.owner.login}/${repo.name}/pulls/${number}`,
+        id: number * 10,
+        number,
+        html_url: `${this.url}/${repo.owner.login}/${repo.name}/pull/${number}`,
+        state: pull.state,
+        title: `Pull ${number}`,
+        user: this.accountJson(this.account(pull.headOwner)),
+        draft: false,
+        merged: pull.merged,
+        head: { label: `${pull.headOwner}:${pull.head}`, ref: pull.head, sha, user: this.accountJson(this.account(pull.headOwner)), repo: headRepoJson },
+        base: { label: `${repo.owner.login}:${pull.base}`, ref: pull.base, sha: this.headOf(owner, name, pull.base), user: this.accountJson(repo.owner), repo: this.repoJson(repo) },
+      },
+      repository: this.repoJson(repo),
+      sender: this.accountJson(this.account(pull.headOwner)),
+      ...(opts.installationId ? { installation: { id: opts.installationId, node_id: `I_${opts.installationId}` } } : {}),
+    };
+  }
+
+  /** Sends a signed `pull_request` delivery for pull `number` (see `pullRequestPayload`). */
+  deliverPullRequest(target: string, secret: string, owner: string, name: string, number: number, action: Parameters<FakeGithub['pullRequestPayload']>[3], opts: { installationId?: number; merged?: boolean; deliveryId?: string; hookId?: number } = {}) {
+    const payload = this.pullRequestPayload(owner, name, number, action, opts);
+    return this.deliver(target, 'pull_request', payload, { secret, deliveryId: opts.deliveryId, hookId: opts.hookId });
+  }
+
+  /** The commit statuses created for `sha` (optionally in one context), oldest first. */
+  statusesOf(sha: string, context?: string): FakeStatus[] {
+    return this.statuses.filter((s) => s.sha === sha && (context === undefined || s.context === context));
+  }
+
+  /** The comments on issue or pull `number` of `owner/name`, oldest first. */
+  commentsOn(owner: string, name: string, number: number): FakeComment[] {
+    return [...this.comments.values()].filter((c) => c.owner.toLowerCase() === owner.toLowerCase() && c.repo.toLowerCase() === name.toLowerCase() && c.number === number).sort((a, b) => a.id - b.id);
+  }
+
+  /** The next `times` API requests matching `method` and `path` (without /api/v3) answer `status` instead. */
+  failNext(method: string, path: RegExp, status: number, times = 1): void {
+    this.failures.push({ method, path, status, times });
+  }
+
   // ---------------------------------------------------------------- JSON shapes
 
   private accountJson(a: FakeAccount) {
@@ -483,6 +615,11 @@ export class FakeGithub {
   private async api(req: http.IncomingMessage, res: http.ServerResponse, u: URL, p: string, raw: Buffer): Promise<void> {
     const auth = this.authOf(req);
     this.log.push({ method: req.method!, path: p, auth: auth.kind });
+    const failure = this.failures.find((f) => f.times > 0 && f.method === req.method && f.path.test(p));
+    if (failure) {
+      failure.times--;
+      return this.send(res, failure.status, { message: 'Server Error (injected)' });
+    }
     if (auth.kind === 'bad') return this.send(res, 401, { message: 'Bad credentials' });
     let body: any = {};
     if (raw.length) {
@@ -594,6 +731,7 @@ export class FakeGithub {
         return b ? this.send(res, 200, this.branchJson(r, b)) : this.send(res, 404, { message: 'Branch not found' });
       }
       if (rest[0] === 'contents' && method === 'GET') return this.contents(res, r, bare, rest.slice(1).join('/'), u.searchParams.get('ref') ?? r.defaultBranch);
+      if (rest[0] === 'statuses' || rest[0] === 'issues' || (rest[0] === 'commits' && rest[2] === 'statuses')) return this.statusesAndComments(res, auth, r, bare, method, rest, body);
       if (rest[0] === 'hooks') {
         if (!this.canSee(auth, r, true)) return notFound();
         if (rest.length === 1 && method === 'GET') return this.paginate(res, u, r.hooks.map((h) => this.hookJson(r, h)));
@@ -632,6 +770,95 @@ export class FakeGithub {
         }
       }
       return notFound();
+    }
+    return notFound();
+  }
+
+  /**
+   * Commit statuses and issue comments: writes need a credential that may write the repository (an
+   * installation token not narrowed to contents, or a member's user token), else 403.
+   */
+  private statusesAndComments(res: http.ServerResponse, auth: Auth, r: FakeRepo, bare: string, method: string, rest: string[], body: any): void {
+    const notFound = () => this.send(res, 404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest' });
+    const invalid = (message: string) => this.send(res, 422, { message: 'Validation Failed', errors: [{ resource: 'Status', code: 'custom', message }] });
+    const mayWrite = () => this.canSee(auth, r, true);
+    const owner = r.owner.login;
+    // POST /repos/:owner/:repo/statuses/:sha
+    if (rest[0] === 'statuses' && rest.length === 2 && method === 'POST') {
+      if (!mayWrite()) return this.send(res, 403, { message: 'Resource not accessible by integration' });
+      const sha = rest[1]!;
+      let exists = /^[0-9a-f]{40}$/.test(sha);
+      if (exists) {
+        try {
+          git(['--git-dir', bare, 'cat-file', '-e', `${sha}^{commit}`]);
+        } catch {
+          exists = false;
+        }
+      }
+      if (!exists) return this.send(res, 422, { message: `No commit found for SHA: ${sha}` });
+      if (!['error', 'failure', 'pending', 'success'].includes(body.state)) return invalid('state is not included in the list');
+      if (body.description != null && String(body.description).length > 140) return invalid('description is too long (maximum is 140 characters)');
+      if (body.target_url != null && !/^https?:\/\//.test(String(body.target_url))) return invalid('target_url must be an http(s) URL');
+      const st: FakeStatus = {
+        owner,
+        repo: r.name,
+        sha,
+        state: body.state,
+        target_url: body.target_url ?? null,
+        description: body.description ?? null,
+        context: String(body.context ?? 'default'),
+        auth: auth.kind,
+        at: new Date().toISOString(),
+      };
+      this.statuses.push(st);
+      return this.send(res, 201, { id: this.nextId++, state: st.state, target_url: st.target_url, description: st.description, context: st.context, created_at: st.at, updated_at: st.at });
+    }
+    // GET /repos/:owner/:repo/commits/:sha/statuses (newest first, as GitHub lists them)
+    if (rest[0] === 'commits' && method === 'GET') {
+      return this.send(res, 200, this.statuses.filter((s) => s.owner === owner && s.repo === r.name && s.sha === rest[1]).reverse().map((s) => ({ state: s.state, target_url: s.target_url, description: s.description, context: s.context, created_at: s.at })));
+    }
+    const json = (c: FakeComment) => ({
+      id: c.id,
+      node_id: `IC_${c.id}`,
+      url: `${this.apiUrl}/repos/${c.owner}/${c.repo}/issues/comments/${c.id}`,
+      html_url: `${this.url}/${c.owner}/${c.repo}/pull/${c.number}#issuecomment-${c.id}`,
+      body: c.body,
+      created_at: c.created_at,
+      updated_at: c.updated_at,
+    });
+    // /repos/:owner/:repo/issues/:number/comments
+    if (rest[0] === 'issues' && rest.length === 3 && rest[2] === 'comments' && /^\d+$/.test(rest[1]!)) {
+      const number = Number(rest[1]);
+      if (!this.pull(owner, r.name, number)) return notFound();
+      if (method === 'GET') return this.send(res, 200, this.commentsOn(owner, r.name, number).map(json));
+      if (method !== 'POST') return notFound();
+      if (!mayWrite()) return this.send(res, 403, { message: 'Resource not accessible by integration' });
+      if (typeof body.body !== 'string' || !body.body) return invalid('body is missing');
+      if (body.body.length > 65536) return invalid('body is too long (maximum is 65536 characters)');
+      const at = new Date().toISOString();
+      const c: FakeComment = { id: this.nextId++, owner, repo: r.name, number, body: body.body, created_at: at, updated_at: at, edits: 0 };
+      this.comments.set(c.id, c);
+      this.commentWrites.push({ op: 'create', owner, repo: r.name, number, id: c.id, body: c.body, auth: auth.kind });
+      return this.send(res, 201, json(c));
+    }
+    // /repos/:owner/:repo/issues/comments/:id
+    if (rest[0] === 'issues' && rest[1] === 'comments' && rest.length === 3) {
+      const c = this.comments.get(Number(rest[2]));
+      if (!c || c.owner.toLowerCase() !== owner.toLowerCase() || c.repo.toLowerCase() !== r.name.toLowerCase()) return notFound();
+      if (method === 'GET') return this.send(res, 200, json(c));
+      if (!mayWrite()) return this.send(res, 403, { message: 'Resource not accessible by integration' });
+      if (method === 'PATCH') {
+        if (typeof body.body !== 'string' || !body.body) return invalid('body is missing');
+        c.body = body.body;
+        c.updated_at = new Date().toISOString();
+        c.edits++;
+        this.commentWrites.push({ op: 'edit', owner, repo: r.name, number: c.number, id: c.id, body: c.body, auth: auth.kind });
+        return this.send(res, 200, json(c));
+      }
+      if (method === 'DELETE') {
+        this.comments.delete(c.id);
+        return this.send(res, 204);
+      }
     }
     return notFound();
   }
