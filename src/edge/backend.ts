@@ -2,6 +2,10 @@ import type { CompiledRule } from './rules.js';
 
 /** What the edge knows about the project a host names. */
 export interface EdgeTarget {
+  /**
+   * The app the host names, the key of its upstream, open connections and request log: the project's
+   * id, or a preview environment's own key (`<projectId>-<hash>`) for a preview host.
+   */
   projectId: string;
   /** Set when the project cannot serve: disabled, failed or not deployed (503). */
   unavailable: string | null;

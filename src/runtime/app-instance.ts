@@ -6,7 +6,7 @@ import type { Box, RuntimeDriver } from './driver.js';
 import type { LogStore } from './logs.js';
 import { waitHealthy } from './app-health.js';
 import { pipeAppOutput } from './app-output.js';
-import { StartError, type ReleaseSpec, type Upstream } from './release-spec.js';
+import { appOf, StartError, type ReleaseSpec, type Upstream } from './release-spec.js';
 
 /** One running process group of a release, in its own box. */
 export interface Instance {
@@ -30,8 +30,8 @@ export interface InstanceDeps {
   baseEnv: Record<string, string>;
   healthTimeoutMs?: number;
   graceMs?: number;
-  /** A fresh, unique name for the instance's box (asked once the box is about to open). */
-  boxName(projectId: string): string;
+  /** A fresh, unique name for the instance's box (asked once the box is about to open), from the app's key (`appOf`). */
+  boxName(app: string): string;
 }
 
 /**
@@ -43,14 +43,14 @@ export async function startInstance(spec: ReleaseSpec, deps: InstanceDeps): Prom
   mkdirSync(spec.dataDir, { recursive: true, mode: 0o700 });
   // The volume belongs to the project's own user (a restore or an older Berth may have left root's files).
   if (spec.identity && statSync(spec.dataDir).uid !== spec.identity.uid) await chownTree(spec.dataDir, spec.identity);
-  const logFile = deps.logs.runtime(spec.projectId);
+  const logFile = deps.logs.runtime(appOf(spec));
   const note = (line: string) => logFile.append({ ts: new Date().toISOString(), stream: 'stderr', line: `[berth] ${line}` });
   let box: Box;
   try {
     box = await deps.driver.open({
       kind: 'app',
       projectId: spec.projectId,
-      name: deps.boxName(spec.projectId),
+      name: deps.boxName(appOf(spec)),
       identity: spec.identity,
       limits: spec.limits,
       appDir: spec.appRoot,

@@ -164,6 +164,8 @@ export interface AppRunner {
   sweepUnadopted(): Promise<void>;
   /** Removes whatever the project has in the engine (its network, its service): the project is gone. */
   forgetProject?(projectId: string): Promise<void>;
+  /** Removes what one app (a preview environment's, `ReleaseSpec.app`) has in the engine: its containers or service, its network. */
+  forgetApp?(app: string): Promise<void>;
 }
 
 export class DriverUnavailableError extends Error {

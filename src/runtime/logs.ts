@@ -114,7 +114,8 @@ export class LogFile {
 }
 
 /**
- * Runtime logs per project (`<dataDir>/logs/projects/<projectId>/runtime.log`) and build logs per
+ * Runtime logs per app (`<dataDir>/logs/projects/<app>/runtime.log`: a project's id for its production
+ * app, `<projectId>-<hash>` for a preview environment's) and build logs per
  * deployment (`<dataDir>/logs/projects/<projectId>/builds/<deploymentId>.log`), each bounded.
  */
 export class LogStore {
@@ -146,6 +147,14 @@ export class LogStore {
       }
     }
     rmSync(path.join(this.dataDir, 'logs', 'projects', safeName(projectId)), { recursive: true, force: true });
+  }
+
+  /** Removes an app's own runtime log and its folder (a preview environment's app, `<projectId>-<hash>`, on its removal). */
+  removeApp(app: string): void {
+    const key = `p:${app}`;
+    this.runtime(app).remove();
+    this.files.delete(key);
+    rmSync(path.join(this.dataDir, 'logs', 'projects', safeName(app)), { recursive: true, force: true });
   }
 
   closeAll(): void {

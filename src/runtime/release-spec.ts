@@ -5,6 +5,13 @@ import type { Identity } from './driver.js';
 /** Everything needed to run one release of a project. */
 export interface ReleaseSpec {
   projectId: string;
+  /**
+   * The app the release runs as, when it is not the project's production app: a preview
+   * environment's key (`<projectId>-<hash>`). The supervisor, the runtime log, and the names of the
+   * box, cgroup, container, network and service derive from `appOf(spec)`, so a preview runs beside
+   * production as an app of its own with the same isolation. Absent: the project's id (production).
+   */
+  app?: string;
   orgId: string;
   deploymentId: string;
   /** The release's source folder (shown at `/app` in a sandbox). */
@@ -20,7 +27,7 @@ export interface ReleaseSpec {
   env: Record<string, string>;
   /** Secret values, redacted from the app's log lines. */
   secrets: string[];
-  /** The project's volume on the host (`/data` in a sandbox, `DATA_DIR`). */
+  /** The project's volume on the host (`/data` in a sandbox, `DATA_DIR`); a preview environment's own one. */
   dataDir: string;
   limits: Limits;
   /** The project's own uid/gid (sandbox driver as root). */
@@ -41,6 +48,11 @@ export interface ReleaseSpec {
   imageCommand?: boolean;
   /** Replicas (Swarm services; `resources.production.replicas`, default 1). */
   replicas?: number;
+}
+
+/** The key a release runs under: its `app`, else its project's id (production). */
+export function appOf(spec: Pick<ReleaseSpec, 'app' | 'projectId'>): string {
+  return spec.app ?? spec.projectId;
 }
 
 /** Where the edge sends a request: the app's address as the server reaches it. */

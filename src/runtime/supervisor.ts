@@ -1,4 +1,4 @@
-// The supervisor's per-project state machine (a slot: current instance, start in flight, crash
+// The supervisor's per-app state machine (a slot: current instance, start in flight, crash
 // restart timer, generation) stays in this one file although it runs past 300 lines: deploy, acquire
 // (wake), stop and crash restart all read and bump the same slot fields, and their ordering rules
 // (generation checks, who clears `starting`) are easier to check side by side. Starting and stopping
@@ -8,10 +8,11 @@ import type { Logger } from 'pino';
 import type { RuntimeDriver } from './driver.js';
 import type { LogStore } from './logs.js';
 import { startInstance, stopInstance, type Instance } from './app-instance.js';
-import { StartError, type ReleaseSpec, type Upstream } from './release-spec.js';
+import { appOf, StartError, type ReleaseSpec, type Upstream } from './release-spec.js';
 import { MAX_CONSECUTIVE_FAILURES, restartDelayMs } from './restart-backoff.js';
 
 export type { ReleaseSpec, Upstream } from './release-spec.js';
+export { appOf } from './release-spec.js';
 
 export type RuntimeStateName = 'starting' | 'running' | 'sleeping' | 'stopped' | 'crashed' | 'failed';
 
@@ -25,7 +26,8 @@ export interface RuntimeSnapshot {
 }
 
 interface Slot {
-  projectId: string;
+  /** The app's key (`appOf(spec)`): the project's id for production, a preview environment's key. */
+  app: string;
   state: RuntimeStateName;
   current: Instance | null;
   /** The start (deploy, wake, restart) in flight. */
@@ -36,6 +38,8 @@ interface Slot {
   lastActivity: number;
   /** Bumped by every deploy/stop so that a stale restart does not resurrect a stopped app. */
   generation: number;
+  /** The project the app belongs to (from the specs it ran; the key itself until one ran). */
+  projectId: string;
 }
 
 export interface SupervisorOptions {
@@ -46,14 +50,17 @@ export interface SupervisorOptions {
   baseEnv: Record<string, string>;
   healthTimeoutMs?: number;
   graceMs?: number;
-  /** Called on every state change (persisted by the runtime so a restart can bring apps back). */
-  onState?(projectId: string, snap: RuntimeSnapshot): void;
+  /** Called on every state change (persisted by the runtime so a restart can bring apps back), with the app's key. */
+  onState?(app: string, snap: RuntimeSnapshot): void;
 }
 
 /**
- * Runs each project's current release as a process group on an allocated port, restarts it with
+ * Runs each app's current release as a process group on an allocated port, restarts it with
  * backoff when it crashes, health-checks a new release before it takes traffic (then stops the old
  * one: zero-downtime swap), and stops groups gracefully (SIGTERM, SIGKILL after a grace).
+ *
+ * An app is keyed by `appOf(spec)`: a project's production app by the project's id, a preview
+ * environment's by its own key, so the two run side by side. Every method taking `app` takes that key.
  */
 export class Supervisor {
   private readonly slots = new Map<string, Slot>();
@@ -62,8 +69,8 @@ export class Supervisor {
 
   constructor(private readonly opts: SupervisorOptions) {}
 
-  snapshot(projectId: string): RuntimeSnapshot | null {
-    const s = this.slots.get(projectId);
+  snapshot(app: string): RuntimeSnapshot | null {
+    const s = this.slots.get(app);
     if (!s) return null;
     const c = s.current;
     return {
@@ -76,32 +83,42 @@ export class Supervisor {
     };
   }
 
-  /** Projects with a slot (any state). */
+  /** Apps with a slot (any state): projects' ids (production) and preview environments' keys. */
   projectIds(): string[] {
     return [...this.slots.keys()];
   }
 
-  /** Milliseconds since the project's last recorded activity (edge request or start). */
-  idleMs(projectId: string): number {
-    const s = this.slots.get(projectId);
+  /** The apps with a slot that run releases of `projectId` (its production app and its previews'). */
+  appsOf(projectId: string): string[] {
+    return [...this.slots.values()].filter((s) => s.projectId === projectId).map((s) => s.app);
+  }
+
+  /** The project an app with a slot belongs to. */
+  projectOf(app: string): string | undefined {
+    return this.slots.get(app)?.projectId;
+  }
+
+  /** Milliseconds since the app's last recorded activity (edge request or start). */
+  idleMs(app: string): number {
+    const s = this.slots.get(app);
     return s ? Date.now() - s.lastActivity : Infinity;
   }
 
   /** The state name alone (no allocation; the edge asks on every request). */
-  stateOf(projectId: string): RuntimeStateName | undefined {
-    return this.slots.get(projectId)?.state;
+  stateOf(app: string): RuntimeStateName | undefined {
+    return this.slots.get(app)?.state;
   }
 
   /** The address of the running instance (and records activity), or null when none runs now. */
-  upstreamNow(projectId: string): Upstream | null {
-    const s = this.slots.get(projectId);
+  upstreamNow(app: string): Upstream | null {
+    const s = this.slots.get(app);
     if (!s || !s.current || s.state !== 'running') return null;
     s.lastActivity = Date.now();
     return s.current.upstream;
   }
 
-  touch(projectId: string): void {
-    const s = this.slots.get(projectId);
+  touch(app: string): void {
+    const s = this.slots.get(app);
     if (s) s.lastActivity = Date.now();
   }
 
@@ -110,7 +127,7 @@ export class Supervisor {
    * the previous instance is stopped. On failure the previous instance keeps serving and this throws.
    */
   async deploy(spec: ReleaseSpec): Promise<RuntimeSnapshot> {
-    const slot = this.slot(spec.projectId);
+    const slot = this.slot(appOf(spec), spec.projectId);
     slot.generation++;
     this.clearRestart(slot);
     const gen = slot.generation;
@@ -140,21 +157,22 @@ export class Supervisor {
     this.watch(slot, inst);
     this.setState(slot, 'running');
     if (old) await this.stopInstance(old);
-    return this.snapshot(spec.projectId)!;
+    return this.snapshot(slot.app)!;
   }
 
   /**
    * The address to send a request to: the running instance's, or after starting `spec` (wake from
    * sleep, after a stop, while a crash restart is pending). Waits at most `timeoutMs`.
    */
-  async acquire(projectId: string, loadSpec: () => Promise<ReleaseSpec | null>, timeoutMs: number): Promise<Upstream> {
-    const slot = this.slot(projectId);
+  async acquire(app: string, loadSpec: () => Promise<ReleaseSpec | null>, timeoutMs: number): Promise<Upstream> {
+    const slot = this.slot(app);
     slot.lastActivity = Date.now();
     if (slot.current && slot.state === 'running') return slot.current.upstream;
     let p = slot.starting;
     if (!p) {
       const spec = slot.current?.spec ?? (await loadSpec());
       if (!spec) throw new StartError('the project has no release to run');
+      slot.projectId = spec.projectId;
       if (slot.starting) p = slot.starting;
       else if (slot.current && slot.state === 'running') return slot.current.upstream;
       else p = this.startInto(slot, spec);
@@ -173,9 +191,9 @@ export class Supervisor {
     }
   }
 
-  /** Stops the project's app (disable, sleep, shutdown, delete); `state` is what it is then. */
-  async stop(projectId: string, state: 'stopped' | 'sleeping' = 'stopped'): Promise<void> {
-    const slot = this.slots.get(projectId);
+  /** Stops the app (disable, sleep, shutdown, delete); `state` is what it is then. */
+  async stop(app: string, state: 'stopped' | 'sleeping' = 'stopped'): Promise<void> {
+    const slot = this.slots.get(app);
     if (!slot) return;
     slot.generation++;
     this.clearRestart(slot);
@@ -194,8 +212,8 @@ export class Supervisor {
     }
   }
 
-  forget(projectId: string): void {
-    this.slots.delete(projectId);
+  forget(app: string): void {
+    this.slots.delete(app);
   }
 
   /**
@@ -219,11 +237,14 @@ export class Supervisor {
 
   // ---- internals ----
 
-  private slot(projectId: string): Slot {
-    let s = this.slots.get(projectId);
+  /** The app's slot, made when missing (`projectId`: the project of the spec it is about to run). */
+  private slot(app: string, projectId?: string): Slot {
+    let s = this.slots.get(app);
+    if (s && projectId) s.projectId = projectId;
     if (!s) {
       s = {
-        projectId,
+        app,
+        projectId: projectId ?? app,
         state: 'stopped',
         current: null,
         starting: null,
@@ -233,7 +254,7 @@ export class Supervisor {
         lastActivity: Date.now(),
         generation: 0,
       };
-      this.slots.set(projectId, s);
+      this.slots.set(app, s);
     }
     return s;
   }
@@ -241,7 +262,7 @@ export class Supervisor {
   private setState(slot: Slot, state: RuntimeStateName): void {
     slot.state = state;
     try {
-      this.opts.onState?.(slot.projectId, this.snapshot(slot.projectId)!);
+      this.opts.onState?.(slot.app, this.snapshot(slot.app)!);
     } catch {
       /* persistence is best effort */
     }
@@ -289,7 +310,7 @@ export class Supervisor {
       slot.current = null;
       slot.restarts++;
       slot.consecutiveFailures++;
-      const logFile = this.opts.logs.runtime(slot.projectId);
+      const logFile = this.opts.logs.runtime(slot.app);
       if (slot.consecutiveFailures > MAX_CONSECUTIVE_FAILURES) {
         logFile.append({ ts: new Date().toISOString(), stream: 'stderr', line: `[berth] the app exited (${signal ?? `code ${code}`}) ${slot.consecutiveFailures} times in a row; giving up until the next deploy or enable` });
         this.setState(slot, 'failed');
@@ -303,7 +324,7 @@ export class Supervisor {
         slot.restartTimer = null;
         if (gen !== slot.generation || this.closed || slot.current || slot.starting) return;
         this.startInto(slot, inst.spec).catch((e) => {
-          this.opts.log.warn({ projectId: slot.projectId, err: (e as Error).message }, 'app restart failed');
+          this.opts.log.warn({ projectId: slot.projectId, app: slot.app, err: (e as Error).message }, 'app restart failed');
           if (gen !== slot.generation || this.closed) return;
           slot.consecutiveFailures++;
           if (slot.consecutiveFailures > MAX_CONSECUTIVE_FAILURES) return;
@@ -329,7 +350,7 @@ export class Supervisor {
       baseEnv: this.opts.baseEnv,
       healthTimeoutMs: this.opts.healthTimeoutMs,
       graceMs: this.opts.graceMs,
-      boxName: (projectId: string) => `app-${projectId}-${++this.seq}`,
+      boxName: (app: string) => `app-${app}-${++this.seq}`,
     };
     // A release that is an image (docker driver) runs as a container or a Swarm service.
     if (spec.image) {

@@ -69,7 +69,7 @@ describe('POST /api/projects', () => {
       static: { outputDirectory: '.next', spa: null, cleanUrls: false },
     });
     assert.deepEqual(p.source, { type: 'git', gitProvider: 'github', gitOwner: 'acme', gitRepo: 'shop', gitBranch: 'main', localPath: null });
-    assert.deepEqual(p.routes, { freeDomain: 'my-shop.apps.test', primaryDomain: 'my-shop.apps.test', domains: [] });
+    assert.deepEqual(p.routes, { freeDomain: 'my-shop.apps.test', primaryDomain: 'my-shop.apps.test', domains: [], previewDomains: [] });
     assert.equal(p.sleepMode, 'always_on');
     assert.equal(p.autoDeploy, false);
     assert.ok(p.createdAt && p.updatedAt);
@@ -271,7 +271,8 @@ describe('deletion', () => {
     assert.equal(pre.status, 200, pre.text);
     const d = pre.body.data;
     assert.deepEqual(d.deployments, { count: 1, names: ['dep_doomed1'] });
-    assert.deepEqual(d.envVars, { count: 3, names: ['production:A', 'production:S', 'staging:B'] });
+    // The preview got a copy of production's variables when it was made (contract section 16).
+    assert.deepEqual(d.envVars, { count: 5, names: ['production:A', 'production:S', 'staging:A', 'staging:B', 'staging:S'] });
     assert.deepEqual(d.domains, { count: 1, names: ['doomed.example.com'] });
     assert.deepEqual(d.environments.names.sort(), ['production', 'staging']);
     assert.deepEqual(d.services.names.sort(), ['data', 'db']);
@@ -313,7 +314,7 @@ describe('info, environments, options, enable/disable, routing, deployments, ser
     assert.deepEqual(r.body.data.build, { lastDeploymentId: deploymentId, status: 'ready', commit: 'c0ffee' });
     const deps = await c.get(`/api/projects/${p.id}/deployments`);
     assert.equal(deps.status, 200);
-    assert.deepEqual(Object.keys(deps.body.data[0]).sort(), ['commit', 'createdAt', 'current', 'environment', 'error', 'finishedAt', 'id', 'projectId', 'ref', 'startedAt', 'status', 'trigger'].sort());
+    assert.deepEqual(Object.keys(deps.body.data[0]).sort(), ['commit', 'createdAt', 'current', 'environment', 'error', 'finishedAt', 'id', 'projectId', 'promotedFrom', 'ref', 'startedAt', 'status', 'trigger'].sort());
     assertError(await c.get(`/api/projects/${p.id}/deployments?limit=0`), 400, 'VALIDATION_FAILED', 'limit');
   });
 
@@ -323,7 +324,8 @@ describe('info, environments, options, enable/disable, routing, deployments, ser
     assert.equal(r.status, 201, r.text);
     assert.equal(r.body.data.type, 'preview');
     assert.equal(r.body.data.branch, 'feature/x');
-    assert.deepEqual(Object.keys(r.body.data).sort(), ['branch', 'createdAt', 'id', 'name', 'type']);
+    assert.deepEqual(Object.keys(r.body.data).sort(), ['branch', 'createdAt', 'domain', 'id', 'name', 'type', 'url']);
+    assert.equal(r.body.data.domain, `feature-x--${p.slug}.apps.test`);
     assertError(await api(team.member).post(`/api/projects/${p.id}/environments`, { name: 'preview-1' }), 409, 'CONFLICT', 'name');
     assertError(await api(team.member).post(`/api/projects/${p.id}/environments`, { name: 'production' }), 409, 'CONFLICT', 'name');
     assertError(await api(team.member).post(`/api/projects/${p.id}/environments`, {}), 400, 'VALIDATION_FAILED', 'name');

@@ -20,6 +20,7 @@ import * as m018 from './018_https_config.js';
 import * as m019 from './019_acme_alpn.js';
 import * as m020 from './020_instance_certificates.js';
 import * as m021 from './021_drop_domain_tls.js';
+import * as m022 from './022_preview_environments.js';
 
 /**
  * Every migration, in order. Names sort; add new ones at the end with the next number.
@@ -47,4 +48,5 @@ export const migrations: Record<string, Migration> = {
   '019_acme_alpn': m019,
   '020_instance_certificates': m020,
   '021_drop_domain_tls': m021,
+  '022_preview_environments': m022,
 };

@@ -4,12 +4,15 @@ import type { AppContext } from '../../context.js';
 import { nowIso } from '../../lib/ids.js';
 import { BuildError, runBuild, type BuildSource } from '../../runtime/build.js';
 import { redactText } from '../../runtime/redact.js';
-import { findProject, resolveCloneCredential, resolveEnvForRuntime, type ProjectRow } from '../projects/index.js';
+import { findEnvironment, findProject, resolveCloneCredential, resolveEnvForRuntime, type ProjectRow } from '../projects/index.js';
 import { uploadSourceDir } from '../uploads/index.js';
 import { planBuild } from '../detect/index.js';
 import { prepareStaticSite } from '../../edge/static-site.js';
 import * as store from './deployments.store.js';
+import { environmentUrl } from './environment-url.js';
+import { appKeyOf } from './releases.js';
 import { runtimeOf } from './runtime.js';
+import { deploymentSettled } from './settled.js';
 
 /**
  * The build job: one queued deployment built and released (queued -> building -> deploying ->
@@ -157,23 +160,80 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
       if (!ok) return;
       rt.invalidate(project.id);
       log('stdout', '[berth] ready: the new release is serving');
+      deploymentSettled(ctx, orgId, id);
+    } else if (d.environment !== 'production') {
+      if (!(await releasePreview(ctx, d, current?.status === 'enabled', log))) return;
     } else {
       if (!(await rt.releaseSwap(project.id, () => store.markReady(ctx.db, d, ['deploying'])))) return;
       rt.invalidate(project.id);
-      log('stdout', current?.status === 'enabled' ? `[berth] ready (${d.environment} is not served by the edge)` : '[berth] ready; the project is disabled, so the release starts when it is enabled');
+      log('stdout', '[berth] ready; the project is disabled, so the release starts when it is enabled');
+      deploymentSettled(ctx, orgId, id);
     }
     await rt.releaseSwap(project.id, () => rt.releases.pruneReleases(orgId, project.id)).catch(() => {});
   } catch (e) {
     const raw = e instanceof BuildError ? e.message : `internal error: ${(e as Error).message}`;
     const message = redactText(jobSignal.aborted || rt.isShuttingDown ? 'interrupted: the server stopped during the build' : raw, secrets).slice(0, 2000);
     const failed = await store.transition(ctx.db, orgId, id, ['building', 'deploying'], { status: 'failed', finishedAt: nowIso(), error: message });
-    if (failed) log('stderr', `[berth] failed: ${message}`);
+    if (failed) {
+      log('stderr', `[berth] failed: ${message}`);
+      deploymentSettled(ctx, orgId, id);
+    }
     if (!(e instanceof BuildError)) ctx.log.warn({ deploymentId: id, err: message }, 'deployment failed');
   } finally {
     clearInterval(watch);
     jobSignal.removeEventListener('abort', onJobAbort);
     rt.building.delete(id);
   }
+}
+
+/**
+ * A preview environment's release becomes ready (contract section 16): served at the environment's
+ * own host from the next request on, its app asleep until then (no start, no health check). When
+ * the preview's app is awake (it served a request lately), the new release is started beside it and
+ * takes over once healthy, as production's does (a release that does not start fails the deployment
+ * and the running one keeps serving). A preview app that failed or crashed is reset: its next request
+ * starts the new release.
+ */
+async function releasePreview(ctx: AppContext, d: store.DeploymentRow, enabled: boolean, log: (stream: 'stdout' | 'stderr', line: string) => void): Promise<boolean> {
+  const rt = runtimeOf(ctx);
+  const app = appKeyOf(d.projectId, d.environment);
+  const state = rt.supervisor.stateOf(app);
+  const awake = enabled && (state === 'running' || state === 'starting');
+  const ok = await rt.releaseSwap(d.projectId, async () => {
+    if (awake) {
+      const rel = await store.releaseOf(ctx.db, d.orgId, d.id);
+      const spec = rel ? await rt.releases.specOf(d.orgId, d.projectId, rel) : null;
+      if (spec) {
+        log('stdout', `[berth] the app of ${d.environment} is awake: starting the new release and waiting for its health check`);
+        try {
+          await rt.supervisor.deploy(spec);
+        } catch (e) {
+          throw new BuildError(`the new release did not start: ${(e as Error).message}; the previous release keeps serving`);
+        }
+      }
+    }
+    if (!(await store.markReady(ctx.db, d, ['deploying']))) {
+      // Cancelled or superseded while it started: the release that should serve goes back.
+      if (awake) {
+        const back = await rt.releases.specFor(d.orgId, d.projectId, d.environment);
+        if (back) await rt.supervisor.deploy(back).catch(() => {});
+        else await rt.supervisor.stop(app, 'sleeping');
+      }
+      return false;
+    }
+    if (!awake) await rt.supervisor.stop(app, 'sleeping');
+    return true;
+  });
+  if (!ok) return false;
+  rt.invalidate(d.projectId);
+  const project = await findProject(ctx.db, d.orgId, d.projectId);
+  const env = project ? await findEnvironment(ctx.db, d.orgId, d.projectId, d.environment) : undefined;
+  const url = project && env ? environmentUrl(ctx, project, env) : null;
+  if (!enabled) log('stdout', `[berth] ready; the project is disabled, so ${d.environment} is served once it is enabled`);
+  else if (awake) log('stdout', `[berth] ready: the new release is serving${url ? ` at ${url}` : ''}`);
+  else log('stdout', `[berth] ready: ${d.environment} is served${url ? ` at ${url}` : ''}; its app starts on its first request`);
+  deploymentSettled(ctx, d.orgId, d.id);
+  return true;
 }
 
 /**
@@ -207,10 +267,11 @@ async function releaseStaticSite(
     if (!(await store.markReady(ctx.db, { orgId, id, projectId: project.id, environment }, ['deploying']))) return false;
     // The edge serves the files from the next request on (its routes read the pointer), then the app a server release ran stops.
     rt.invalidate(project.id);
-    if (environment === 'production') await rt.supervisor.stop(project.id).catch(() => {});
+    await rt.supervisor.stop(appKeyOf(project.id, environment)).catch(() => {});
     return true;
   });
   if (!ready) return;
   log('stdout', '[berth] ready: the edge serves the static site');
+  deploymentSettled(ctx, orgId, id);
   await rt.releaseSwap(project.id, () => rt.releases.pruneReleases(orgId, project.id)).catch(() => {});
 }

@@ -40,3 +40,9 @@ export const RequestEntrySchema = Type.Object({
 
 /** Server-Sent Events: what the stream routes produce. */
 export const EVENT_STREAM = 'text/event-stream';
+
+/** DELETE a preview environment: which one went. */
+export const EnvironmentDeletedSchema = Type.Object({
+  name: Type.String(),
+  deleted: Type.Literal(true),
+});

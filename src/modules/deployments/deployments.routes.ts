@@ -8,6 +8,7 @@ import { DeploymentSchema, DeploymentSessionSchema, IssuedTokenSchema } from './
 import * as service from './deployments.service.js';
 import * as store from './deployments.store.js';
 import type { DeploymentRow } from './deployments.store.js';
+import { environmentRoutes } from './environments.routes.js';
 import { logRoutes } from './logs.routes.js';
 import { rollbackProject } from './rollback.service.js';
 import { projectsRuntimePort } from './runtime-port.js';
@@ -135,5 +136,5 @@ export const deploymentsModule: ModuleDef = {
   async stop(ctx) {
     await runtimeOf(ctx).stop();
   },
-  routes: [...deploymentRoutes, ...logRoutes],
+  routes: [...deploymentRoutes, ...environmentRoutes, ...logRoutes],
 };

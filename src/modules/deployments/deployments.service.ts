@@ -11,6 +11,7 @@ import { BUILD_JOB } from './build-job.js';
 import * as store from './deployments.store.js';
 import type { DeploymentRow } from './deployments.store.js';
 import { runtimeOf } from './runtime.js';
+import { deploymentSettled } from './settled.js';
 
 /**
  * Deployments: create (queued for the build job, superseding the in-flight ones of the same
@@ -80,6 +81,7 @@ export async function deployProject(ctx: AppContext, actor: Actor, project: Proj
   for (const s of superseded) {
     rt.building.get(s)?.abort();
     rt.logs.build(fresh.id, s).append({ ts: nowIso(), stream: 'stderr', line: `[berth] superseded by ${id}` });
+    deploymentSettled(ctx, actor.orgId, s);
   }
   return deploymentRecord((await store.findDeployment(ctx.db, actor.orgId, id))!);
 }
@@ -97,6 +99,7 @@ export async function cancelDeployment(ctx: AppContext, actor: Actor, d: Deploym
     const rt = runtimeOf(ctx);
     rt.building.get(d.id)?.abort();
     rt.logs.build(d.projectId, d.id).append({ ts: nowIso(), stream: 'stderr', line: '[berth] cancelled' });
+    deploymentSettled(ctx, d.orgId, d.id);
   }
   const now = await store.findDeployment(ctx.db, d.orgId, d.id);
   return deploymentRecord(now ?? d);

@@ -135,6 +135,25 @@ export async function releaseBefore(db: Db, orgId: string, projectId: string, en
     .executeTakeFirst();
 }
 
+/** The deployments of one environment with what their builds left (a preview's removal). */
+export async function environmentDeployments(db: Db, orgId: string, projectId: string, environment: string): Promise<ReleaseRow[]> {
+  return releases(db, orgId).where('deployments.projectId', '=', projectId).where('deployments.environment', '=', environment).execute();
+}
+
+/**
+ * Release folders and images that deployments of other environments than `environment` also run
+ * (a promoted production deployment runs its preview deployment's build): never removed with it.
+ */
+export async function releasesUsedOutside(db: Db, orgId: string, projectId: string, environment: string): Promise<{ dirs: Set<string>; images: Set<string> }> {
+  const rows = await releases(db, orgId).where('deployments.projectId', '=', projectId).where('deployments.environment', '!=', environment).execute();
+  return { dirs: new Set(rows.flatMap((r) => (r.releaseDir ? [r.releaseDir] : []))), images: new Set(rows.flatMap((r) => (r.image ? [r.image] : []))) };
+}
+
+/** Removes one environment's deployments (their build rows cascade), inside the removal's transaction. */
+export async function deleteEnvironmentDeployments(db: Db, orgId: string, projectId: string, environment: string): Promise<void> {
+  await db.deleteFrom('deployments').where('orgId', '=', orgId).where('projectId', '=', projectId).where('environment', '=', environment).execute();
+}
+
 /** Thrown inside a transaction to undo what it wrote (the target was no longer ready). */
 class Undo extends Error {}
 
@@ -208,6 +227,38 @@ export async function switchCurrent(
   }
 }
 
+/**
+ * A promotion's write (contract section 16): the new production deployment `row` (ready) with its
+ * build row, made current only if `fromId` still is (null: none is), with `also` (the audit entry) in
+ * the same transaction. Answers 'switched', or 'moved' when production's current release changed
+ * meanwhile (nothing is written then).
+ */
+export async function insertPromotion(
+  db: Db,
+  fromId: string | null,
+  row: Insertable<DeploymentsTable>,
+  build: Insertable<DeploymentBuildsTable>,
+  also: (tx: Db) => Promise<void>,
+): Promise<'switched' | 'moved'> {
+  try {
+    return await transaction(db, async (tx) => {
+      await tx.insertInto('deployments').values({ ...row, current: 0 }).execute();
+      await tx.insertInto('deploymentBuilds').values(build).execute();
+      const env = tx.updateTable('deployments').where('orgId', '=', row.orgId).where('projectId', '=', row.projectId).where('environment', '=', row.environment);
+      if (fromId) {
+        const cleared = await env.set({ current: 0 }).where('id', '=', fromId).where('current', '=', 1).executeTakeFirst();
+        if (Number(cleared.numUpdatedRows) === 0) throw new Undo();
+      }
+      await env.set({ current: 1 }).where('id', '=', row.id).execute();
+      await also(tx);
+      return 'switched' as const;
+    });
+  } catch (e) {
+    if (e instanceof Undo || isUniqueViolation(e)) return 'moved';
+    throw e;
+  }
+}
+
 /** Release folders of a project other than `keep` (pruned after a successful deploy). */
 export async function oldReleaseDirs(db: Db, orgId: string, projectId: string, keep: string[]): Promise<{ deploymentId: string; releaseDir: string; image: string | null }[]> {
   const rows = await db
@@ -218,6 +269,12 @@ export async function oldReleaseDirs(db: Db, orgId: string, projectId: string, k
     .where('releaseDir', 'is not', null)
     .execute();
   return rows.filter((r) => !keep.includes(r.deploymentId)).map((r) => ({ deploymentId: r.deploymentId, releaseDir: r.releaseDir!, image: r.image }));
+}
+
+/** The release folders and images of `ids` (the deployments a prune keeps). */
+export async function keptReleases(db: Db, orgId: string, projectId: string, ids: string[]): Promise<{ releaseDir: string | null; image: string | null }[]> {
+  if (ids.length === 0) return [];
+  return db.selectFrom('deploymentBuilds').select(['releaseDir', 'image']).where('orgId', '=', orgId).where('projectId', '=', projectId).where('deploymentId', 'in', ids).execute();
 }
 
 /** The releases a project keeps: the newest `keep` ready deployments of each environment, and each environment's current one. */

@@ -12,7 +12,7 @@ export interface DeploymentsTable {
   projectId: string;
   environment: string;
   status: string; // queued | building | deploying | ready | failed | cancelled | superseded
-  trigger: string; // manual | push | upload | api
+  trigger: string; // manual | push | upload | api | promote
   commit: string | null;
   ref: string | null;
   createdAt: string;
@@ -26,6 +26,8 @@ export interface DeploymentsTable {
    * becomes ready and a rollback move it.
    */
   current: Generated<number>;
+  /** A production deployment promoted from a preview deployment (022): that deployment's id; its build is that one's. */
+  promotedFrom: Generated<string | null>;
 }
 
 export interface DeploymentBuildsTable {

@@ -3,15 +3,25 @@ import type { EdgeTarget } from '../../edge/proxy.js';
 import type { StaticSite } from '../../edge/backend.js';
 import { compileRules, type CompiledRule } from '../../edge/rules.js';
 import type { Supervisor } from '../../runtime/supervisor.js';
-import { listRouteRules, projectByDomain, projectBySlug, type EdgeProject } from '../projects/index.js';
+import { environmentBySlugAnyOrg, listRouteRules, projectByDomain, projectBySlug, splitPreviewLabel, type EdgeProject } from '../projects/index.js';
 import * as store from './deployments.store.js';
+import { appKeyOf } from './releases.js';
 
 /** After this, a host's cached project, release and route rules are refreshed in the background. */
 const ROUTE_TTL_MS = 400;
 /** Older than this, a cached answer is not served while it is refreshed (rule changes: within 1 s). */
 const ROUTE_STALE_MS = 800;
 
-type RouteValue = { project: EdgeProject; hasRelease: boolean; rules: CompiledRule[]; static: StaticSite | null; httpsRedirect: boolean; hsts: boolean };
+type RouteValue = {
+  project: EdgeProject;
+  /** The app the host names (`appKeyOf`): the project's id for its own domains, a preview environment's key for a preview host. */
+  app: string;
+  hasRelease: boolean;
+  rules: CompiledRule[];
+  static: StaticSite | null;
+  httpsRedirect: boolean;
+  hsts: boolean;
+};
 
 interface RouteEntry {
   at: number;
@@ -24,8 +34,15 @@ interface RouteEntry {
 }
 
 /**
- * The edge proxy's view of hosts: which project a host names, whether it can serve, and its route
- * rules, cached briefly per host.
+ * The edge proxy's view of hosts: which project (and environment) a host names, whether it can serve,
+ * and its route rules, cached briefly per host.
+ *
+ * A host is, in this order: a verified custom domain (production), a free domain `<slug>.<apps
+ * domain>` (production), or a preview environment's `<branch-slug>--<project-slug>.<apps domain>`
+ * (contract section 16). A preview host serves that environment's current release: its static files,
+ * or its own app, whose key (`appKeyOf`, never the project's id) is the target's `projectId` as the
+ * edge proxy sees it, so its upstream, open connections and request log are the preview's own. The
+ * project's status and route rules apply to its previews as to production.
  */
 export class EdgeRoutes {
   private readonly routes = new Map<string, RouteEntry>();
@@ -45,15 +62,35 @@ export class EdgeRoutes {
 
   private async load(host: string): Promise<RouteValue | null> {
     let project = await projectByDomain(this.ctx.db, host);
+    let environment = 'production';
     const suffix = '.' + this.ctx.config.appsDomain.toLowerCase();
     if (!project && host.endsWith(suffix)) {
-      const slug = host.slice(0, -suffix.length);
-      if (slug && !slug.includes('.')) project = await projectBySlug(this.ctx.db, slug);
+      const label = host.slice(0, -suffix.length);
+      if (label && !label.includes('.')) {
+        project = await projectBySlug(this.ctx.db, label);
+        const preview = project ? null : splitPreviewLabel(label);
+        if (preview) {
+          const p = await projectBySlug(this.ctx.db, preview.projectSlug);
+          const env = p ? await environmentBySlugAnyOrg(this.ctx.db, p.id, preview.slug) : undefined;
+          if (p && env?.type === 'preview') {
+            project = p;
+            environment = env.name;
+          }
+        }
+      }
     }
     if (!project || project.location !== 'local') return null;
-    const rel = await store.currentRelease(this.ctx.db, project.orgId, project.id, 'production');
+    const rel = await store.currentRelease(this.ctx.db, project.orgId, project.id, environment);
     const rules = compileRules(await listRouteRules(this.ctx.db, project.orgId, project.id));
-    return { project, hasRelease: !!rel, rules, static: staticSiteOf(project, rel), httpsRedirect: await this.redirects(host, project), hsts: project.hsts === 1 };
+    return {
+      project,
+      app: appKeyOf(project.id, environment),
+      hasRelease: !!rel,
+      rules,
+      static: staticSiteOf(project, rel),
+      httpsRedirect: await this.redirects(host, project),
+      hsts: project.hsts === 1,
+    };
   }
 
   /**
@@ -125,10 +162,10 @@ export class EdgeRoutes {
     let unavailable: string | null = null;
     if (v.project.status !== 'enabled') unavailable = 'This project is disabled.';
     else if (!v.hasRelease) unavailable = 'This project has not been deployed yet.';
-    else if (!v.static && this.supervisor.stateOf(v.project.id) === 'failed') unavailable = 'The app failed to start; check its logs.';
-    if (unavailable) return { projectId: v.project.id, unavailable, rules: v.rules, httpsRedirect: v.httpsRedirect, hsts: v.hsts };
+    else if (!v.static && this.supervisor.stateOf(v.app) === 'failed') unavailable = 'The app failed to start; check its logs.';
+    if (unavailable) return { projectId: v.app, unavailable, rules: v.rules, httpsRedirect: v.httpsRedirect, hsts: v.hsts };
     if (!entry.ok || entry.ok.rules !== v.rules) {
-      entry.ok = { projectId: v.project.id, unavailable: null, rules: v.rules, static: v.static, httpsRedirect: v.httpsRedirect, hsts: v.hsts };
+      entry.ok = { projectId: v.app, unavailable: null, rules: v.rules, static: v.static, httpsRedirect: v.httpsRedirect, hsts: v.hsts };
     }
     return entry.ok;
   }

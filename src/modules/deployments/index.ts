@@ -7,3 +7,4 @@ export { deploymentsModule } from './deployments.routes.js';
 export { createDeployment, type CreateInput, type DeploymentRecord } from './deployments.service.js';
 export { pushDeploymentExists, deploymentExistsAnyOrg, findDeployment, type DeploymentRow } from './deployments.store.js';
 export { BerthRuntime, runtimeOf, getRuntime, edgeUrlOf } from './runtime.js';
+export { ensurePreviewEnvironment, removePreviewEnvironment, environmentUrl } from './previews.service.js';

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { AppContext } from '../../context.js';
@@ -14,6 +15,23 @@ import * as store from './deployments.store.js';
 export function envNumber(name: string, fallback: number): number {
   const n = Number(process.env[name]);
   return Number.isFinite(n) && n > 0 ? n : fallback;
+}
+
+/**
+ * The key an environment's app runs under in the supervisor, the runtime drivers (box, cgroup,
+ * container, network and service names), the runtime log and the edge: production's is the project's
+ * id (as before previews existed), a preview's `<projectId>-<10 hex of sha256(environment name)>`
+ * (short enough for a Swarm service name, and only `[A-Za-z0-9_-]`).
+ */
+export function appKeyOf(projectId: string, environment: string): string {
+  if (environment === 'production') return projectId;
+  return `${projectId}-${createHash('sha256').update(environment).digest('hex').slice(0, 10)}`;
+}
+
+/** The project of an app key (`appKeyOf`): the part before its `-` (project ids hold none). */
+export function projectOfAppKey(app: string): string {
+  const at = app.indexOf('-');
+  return at > 0 ? app.slice(0, at) : app;
 }
 
 /** What every app and build starts from: never the server's own environment (it holds its secrets). */
@@ -38,22 +56,33 @@ export class Releases {
     private readonly supervisor: Supervisor,
   ) {}
 
-  /** The spec of the project's current production release, or null when it has none (or it is a static site). */
-  async specFor(orgId: string, projectId: string): Promise<ReleaseSpec | null> {
-    const rel = await store.currentRelease(this.ctx.db, orgId, projectId, 'production');
+  /** The spec of the environment's current release (production's by default), or null when it has none (or it is a static site). */
+  async specFor(orgId: string, projectId: string, environment = 'production'): Promise<ReleaseSpec | null> {
+    const rel = await store.currentRelease(this.ctx.db, orgId, projectId, environment);
     return rel ? this.specOf(orgId, projectId, rel) : null;
   }
 
-  /** The spec a release of the project runs with (the project's production env over its plan's variables), or null when it runs no process. */
+  /**
+   * The spec a release of the project runs with, in its own environment (that environment's env over
+   * its plan's variables; a preview's own app and volume), or null when it runs no process.
+   */
   async specOf(orgId: string, projectId: string, rel: store.ReleaseRow): Promise<ReleaseSpec | null> {
     if (!rel.releaseDir || (!rel.startCommand && !rel.image)) return null;
     const project = await projectRunSettings(this.ctx.db, orgId, projectId);
     if (!project) return null;
-    const { env, secrets } = await resolveEnvForRuntime(this.ctx, projectId, 'production');
-    return this.releaseSpec(orgId, projectId, rel.id, rel.releaseDir, rel.startCommand, project, { ...planVariables(rel.planVariables), ...env }, secrets, {
-      image: rel.image,
-      imageCommand: rel.imageCommand === 1,
-    });
+    const { env, secrets } = await resolveEnvForRuntime(this.ctx, projectId, rel.environment);
+    return this.releaseSpec(
+      orgId,
+      projectId,
+      rel.id,
+      rel.releaseDir,
+      rel.startCommand,
+      project,
+      { ...planVariables(rel.planVariables), ...env },
+      secrets,
+      { image: rel.image, imageCommand: rel.imageCommand === 1 },
+      rel.environment,
+    );
   }
 
   /** Whether a release's folder is still on disk (pruned releases cannot serve again). */
@@ -61,7 +90,11 @@ export class Releases {
     return !!rel.releaseDir && existsSync(rel.releaseDir) && (!!rel.staticSite || !!rel.startCommand || !!rel.image);
   }
 
-  /** The spec of one release (its folder and start command) with the project's env and limits. */
+  /**
+   * The spec of one release (its folder and start command) with the project's env and limits, run as
+   * `environment`'s app: production's (the project's volume, its replicas), or a preview's (its own
+   * app key and volume, one replica).
+   */
   async releaseSpec(
     orgId: string,
     projectId: string,
@@ -72,19 +105,22 @@ export class Releases {
     env: Record<string, string>,
     secrets: string[],
     image: { image: string | null; imageCommand: boolean } = { image: null, imageCommand: false },
+    environment = 'production',
   ): Promise<ReleaseSpec> {
     const base = baseEnv();
+    const preview = environment !== 'production';
     return {
       projectId,
+      ...(preview ? { app: appKeyOf(projectId, environment) } : {}),
       orgId,
       deploymentId,
       appRoot: this.releaseRootOf(appDir),
       cwd: appDir,
       steps: (finalEnv) => (command ? startSteps(appDir, command, finalEnv) : []),
-      ...(image.image ? { image: image.image, imageCommand: image.imageCommand || !command, replicas: replicasOf(project.resources) } : {}),
+      ...(image.image ? { image: image.image, imageCommand: image.imageCommand || !command, replicas: preview ? 1 : replicasOf(project.resources) } : {}),
       env,
       secrets,
-      dataDir: this.volumeDir(projectId),
+      dataDir: preview ? this.previewVolumeDir(projectId, environment) : this.volumeDir(projectId),
       limits: this.limitsOf(project.resources, 'production'),
       identity: await this.identityOf(orgId, projectId),
       port: Number(project.port) > 0 ? Number(project.port) : 3000,
@@ -122,6 +158,15 @@ export class Releases {
     return path.join(this.ctx.config.dataDir, 'volumes', path.basename(projectId), 'data');
   }
 
+  /**
+   * A preview environment's own volume (`DATA_DIR`), empty when it is made and never production's:
+   * `<data-dir>/volumes/<projectId>/.previews/<environment>` (no volume service, no backups; removed
+   * with the environment, and with the project).
+   */
+  previewVolumeDir(projectId: string, environment: string): string {
+    return path.join(this.ctx.config.dataDir, 'volumes', path.basename(projectId), '.previews', path.basename(environment));
+  }
+
   limitsOf(resources: string, which: 'production' | 'build'): Limits {
     const pidsMax = envNumber('BERTH_PIDS_MAX', DEFAULT_PIDS_MAX);
     const def = which === 'production' ? { cpuCores: 1, memoryMb: 512, pidsMax } : { cpuCores: 2, memoryMb: 2048, pidsMax };
@@ -140,21 +185,28 @@ export class Releases {
   /**
    * Drops release folders of a project but those kept for rollback: the newest `keep`
    * (BERTH_RELEASES_KEPT) ready ones of each environment, each environment's current one, and the
-   * one the supervisor runs.
+   * ones its apps run (production's and its previews'). A folder (or image) a kept deployment also
+   * runs stays: a production deployment promoted from a preview runs that preview deployment's build.
    */
   async pruneReleases(orgId: string, projectId: string, keep = this.ctx.config.releasesKept): Promise<void> {
     const keepIds = await store.keptReleaseIds(this.ctx.db, orgId, projectId, keep);
-    const running = this.supervisor.snapshot(projectId)?.deploymentId;
-    if (running) keepIds.push(running);
+    for (const app of new Set([projectId, ...this.supervisor.appsOf(projectId)])) {
+      const running = this.supervisor.snapshot(app)?.deploymentId;
+      if (running) keepIds.push(running);
+    }
+    const base = path.join(this.ctx.config.dataDir, 'builds');
+    const kept = await store.keptReleases(this.ctx.db, orgId, projectId, keepIds);
+    const keptDirs = new Set(kept.flatMap((k) => (k.releaseDir ? [path.resolve(k.releaseDir)] : [])));
+    const keptImages = new Set(kept.flatMap((k) => (k.image ? [k.image] : [])));
     for (const r of await store.oldReleaseDirs(this.ctx.db, orgId, projectId, keepIds)) {
-      const base = path.join(this.ctx.config.dataDir, 'builds');
       const dir = path.resolve(r.releaseDir);
       if (!dir.startsWith(base + path.sep)) continue;
       // releaseDir is <builds>/<projectId>/<deploymentId>/src[/root]: remove the deployment's folder.
       const rel = path.relative(base, dir).split(path.sep);
       if (rel.length < 2) continue;
-      rmSync(path.join(base, rel[0]!, rel[1]!), { recursive: true, force: true });
-      if (r.image) await this.driver.images?.remove([r.image]).catch(() => {});
+      const folder = path.join(base, rel[0]!, rel[1]!);
+      if (![...keptDirs].some((k) => k === folder || k.startsWith(folder + path.sep))) rmSync(folder, { recursive: true, force: true });
+      if (r.image && !keptImages.has(r.image)) await this.driver.images?.remove([r.image]).catch(() => {});
       await store.updateBuild(this.ctx.db, orgId, r.deploymentId, { releaseDir: null });
     }
   }

@@ -7,6 +7,7 @@ import { deploymentRecord, type DeploymentRecord, type ProjectRow } from '../pro
 import { auditDeployment } from './deployments.service.js';
 import * as store from './deployments.store.js';
 import type { ReleaseRow } from './deployments.store.js';
+import { appKeyOf } from './releases.js';
 import { runtimeOf } from './runtime.js';
 
 /**
@@ -14,7 +15,8 @@ import { runtimeOf } from './runtime.js';
  * of the same environment that is still kept, without a build. A server release is started and
  * health-checked first (the same zero-downtime swap as a deploy: the running app serves until the
  * target answers); a static release is a pointer switch (the app a server release ran stops); a
- * non-production environment moves its pointer only. No deployment row and no build log are written.
+ * preview environment moves its pointer, and its app (asleep by default) starts the target on its
+ * next request. No deployment row and no build log are written.
  *
  * A build in flight is left alone: when it becomes ready later it becomes current (the newest
  * event wins). The pointer moves only if the release that was current when the swap started still
@@ -52,6 +54,8 @@ export async function rollbackProject(ctx: AppContext, actor: Actor, project: Pr
     // The edge reads the new pointer from the next request on (a static site is served at once), then the app a server release ran stops.
     rt.invalidate(project.id);
     if (serves && release.staticSite) await rt.supervisor.stop(project.id).catch(() => {});
+    // A preview's app (if awake) runs the release it had: it sleeps, and its next request starts this one.
+    if (!serves) await rt.supervisor.stop(appKeyOf(project.id, target.environment), 'sleeping').catch(() => {});
     if (serves) rt.logs.runtime(project.id).append({ ts: nowIso(), stream: 'stderr', line: `[berth] rolled back to ${release.id}${from ? ` (from ${from.id})` : ''}` });
     return deploymentRecord((await store.findDeployment(ctx.db, actor.orgId, release.id)) ?? release);
   });

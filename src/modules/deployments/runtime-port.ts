@@ -1,10 +1,12 @@
-import { edgeProject, listDomains, projectRuntimeFacts, type RuntimePort, type RuntimeState } from '../projects/index.js';
+import { edgeProject, listDomains, listEnvironments, projectRuntimeFacts, type RuntimePort, type RuntimeState } from '../projects/index.js';
 import * as store from './deployments.store.js';
+import { appKeyOf } from './releases.js';
 import type { BerthRuntime } from './runtime.js';
 
 /**
  * What the projects area asks of build-and-run (its RuntimePort), answered by one server's runtime:
- * the app's state and URL, enable / disable, routing re-sync, and removal of a deleted project.
+ * the app's state and URL, enable / disable, routing re-sync, removal of a deleted project (its
+ * previews' apps included), and the edge's ports (environment URLs).
  */
 export function projectsRuntimePort(rt: BerthRuntime): RuntimePort {
   const { ctx, supervisor } = rt;
@@ -24,20 +26,33 @@ export function projectsRuntimePort(rt: BerthRuntime): RuntimePort {
     takeOffline: async (_ctx, _orgId, projectId) => {
       rt.invalidate(projectId);
       await supervisor.stop(projectId, 'stopped');
+      // Its previews' apps too (the edge answers 503 for every host of a disabled project).
+      for (const app of supervisor.appsOf(projectId)) if (app !== projectId) await supervisor.stop(app, 'sleeping');
     },
     syncRouting: async () => {
       rt.invalidate();
       return { status: 'synced' };
     },
-    removeProject: async (_ctx, _orgId, projectId) => {
+    removeProject: async (_ctx, orgId, projectId) => {
       rt.invalidate(projectId);
       for (const id of await store.inFlightIdsOfProject(ctx.db, projectId)) rt.building.get(id)?.abort();
+      // Its preview environments' apps go with it (the ones that ran here, and every one it has).
+      const previews = (await listEnvironments(ctx.db, orgId, projectId)).filter((e) => e.type === 'preview').map((e) => appKeyOf(projectId, e.name));
+      for (const app of new Set([...supervisor.appsOf(projectId), ...previews])) {
+        if (app === projectId) continue;
+        await supervisor.stop(app, 'stopped');
+        supervisor.forget(app);
+        await rt.driver.apps?.forgetApp?.(app).catch((err) => ctx.log.warn({ projectId, err: (err as Error).message }, "could not remove a preview's containers"));
+        rt.logs.removeApp(app);
+        rt.requests.forget(app);
+      }
       await supervisor.stop(projectId, 'stopped');
       supervisor.forget(projectId);
       await rt.driver.apps?.forgetProject?.(projectId).catch((err) => ctx.log.warn({ projectId, err: (err as Error).message }, 'could not remove the project\'s containers'));
       rt.logs.removeProject(projectId);
       rt.requests.forget(projectId);
     },
+    edgePorts: () => ({ http: rt.edgePort(), https: rt.httpsPort() }),
   };
 }
 

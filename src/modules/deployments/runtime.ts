@@ -7,10 +7,11 @@ import type { RuntimeDriver } from '../../runtime/driver.js';
 import { createDriver } from '../../runtime/drivers.js';
 import { LogStore } from '../../runtime/logs.js';
 import { Supervisor, type RuntimeSnapshot, type Upstream } from '../../runtime/supervisor.js';
-import { projectOrgAnyOrg, projectStatusAnyOrg, projectsToRestore, sleepModesOf } from '../projects/index.js';
+import { listEnvironments, projectOrgAnyOrg, projectStatusAnyOrg, projectsToRestore, sleepModesOf } from '../projects/index.js';
 import * as store from './deployments.store.js';
 import { EdgeRoutes } from './edge-routes.js';
-import { baseEnv, envNumber, Releases } from './releases.js';
+import { appKeyOf, baseEnv, envNumber, projectOfAppKey, Releases } from './releases.js';
+import { deploymentSettled } from './settled.js';
 
 /** Seconds an `auto_sleep` app may be idle before it is stopped (BERTH_SLEEP_IDLE_SECONDS, default 300). */
 function sleepIdleMs(): number {
@@ -32,6 +33,8 @@ export class BerthRuntime {
   readonly requests = new RequestLog(1000);
   /** AbortControllers of the builds running in this process, by deployment id. */
   readonly building = new Map<string, AbortController>();
+  /** The deployment-settled listeners running now (settled.ts); a stop waits for them briefly. */
+  readonly settling = new Set<Promise<void>>();
   edge: EdgeServer | null = null;
   edgeUrl: string | null = null;
   /** The edge's TLS listener (BERTH_HTTPS_PORT set), else null. */
@@ -156,6 +159,7 @@ export class BerthRuntime {
     if (this.sweeper) clearInterval(this.sweeper);
     for (const c of this.building.values()) c.abort();
     await Promise.all([this.https?.close(), this.edge?.close()]);
+    if (this.settling.size) await Promise.race([Promise.all([...this.settling]), new Promise((r) => setTimeout(r, 5000).unref())]);
     await this.supervisor.stopAll();
     this.logs.closeAll();
   }
@@ -164,7 +168,7 @@ export class BerthRuntime {
   private async restore(): Promise<void> {
     for (const d of await store.staleInFlight(this.ctx.db)) {
       if (this.building.has(d.id)) continue;
-      await store.transition(this.ctx.db, d.orgId, d.id, ['building', 'deploying'], { status: 'failed', error: 'interrupted by a server restart', finishedAt: nowIso() });
+      if (await store.transition(this.ctx.db, d.orgId, d.id, ['building', 'deploying'], { status: 'failed', error: 'interrupted by a server restart', finishedAt: nowIso() })) deploymentSettled(this.ctx, d.orgId, d.id);
     }
     const states = new Map((await store.allRuntimeStates(this.ctx.db)).map((s) => [s.projectId, s]));
     const projects = await projectsToRestore(this.ctx.db, store.readyProductionProjectIds(this.ctx.db));
@@ -185,8 +189,12 @@ export class BerthRuntime {
     await this.driver.apps?.sweepUnadopted().catch((err) => this.ctx.log.warn({ err: (err as Error).message }, 'could not remove the containers nothing adopted'));
   }
 
+  /**
+   * Records a production app's state (a restart brings back what ran). A preview environment's app is
+   * not recorded: it is started by its first request after a restart as after any sleep.
+   */
   private persist(projectId: string, snap: RuntimeSnapshot): void {
-    if (this.shuttingDown) return;
+    if (this.shuttingDown || projectOfAppKey(projectId) !== projectId) return;
     void (async () => {
       const p = await projectOrgAnyOrg(this.ctx.db, projectId);
       if (!p) return;
@@ -205,32 +213,41 @@ export class BerthRuntime {
     });
   }
 
-  /** Stops `auto_sleep` apps idle longer than BERTH_SLEEP_IDLE_SECONDS. */
+  /** Stops `auto_sleep` apps, and every preview environment's app, idle longer than BERTH_SLEEP_IDLE_SECONDS. */
   private async sweep(): Promise<void> {
     if (this.shuttingDown) return;
     const idle = sleepIdleMs();
-    // A project with an open request or WebSocket connection is busy, not idle.
+    // An app with an open request or WebSocket connection is busy, not idle.
     for (const id of this.supervisor.projectIds()) if (this.edge && this.edge.openConnections(id) > 0) this.supervisor.touch(id);
     const candidates = this.supervisor.projectIds().filter((id) => this.supervisor.snapshot(id)?.state === 'running' && this.supervisor.idleMs(id) > idle);
     if (candidates.length === 0) return;
-    const rows = await sleepModesOf(this.ctx.db, candidates);
-    for (const r of rows) {
-      if (r.sleepMode !== 'auto_sleep') continue;
-      if (this.supervisor.idleMs(r.id) <= idle) continue;
-      this.logs.runtime(r.id).append({ ts: nowIso(), stream: 'stderr', line: `[berth] idle for ${Math.round(idle / 1000)} s: going to sleep until the next request` });
-      await this.supervisor.stop(r.id, 'sleeping');
+    // Previews always sleep (contract section 16); production apps when their project says auto_sleep.
+    const previews = candidates.filter((id) => projectOfAppKey(id) !== id);
+    const production = candidates.filter((id) => projectOfAppKey(id) === id);
+    const sleepy = production.length ? (await sleepModesOf(this.ctx.db, production)).filter((r) => r.sleepMode === 'auto_sleep').map((r) => r.id) : [];
+    for (const app of [...sleepy, ...previews]) {
+      if (this.supervisor.idleMs(app) <= idle) continue;
+      this.logs.runtime(app).append({ ts: nowIso(), stream: 'stderr', line: `[berth] idle for ${Math.round(idle / 1000)} s: going to sleep until the next request` });
+      await this.supervisor.stop(app, 'sleeping');
     }
   }
 
-  private upstream(projectId: string): Upstream | Promise<Upstream> {
-    const up = this.supervisor.upstreamNow(projectId);
+  /**
+   * The address of an app for the edge (`app`: the target's key, a project's id or a preview
+   * environment's key), starting it when it is not running (an `auto_sleep` app, any preview).
+   */
+  private upstream(app: string): Upstream | Promise<Upstream> {
+    const up = this.supervisor.upstreamNow(app);
     if (up) return up;
+    const projectId = projectOfAppKey(app);
     return this.supervisor.acquire(
-      projectId,
+      app,
       async () => {
         const p = await projectStatusAnyOrg(this.ctx.db, projectId);
         if (!p || p.status !== 'enabled') return null;
-        return this.releases.specFor(p.orgId, projectId);
+        if (app === projectId) return this.releases.specFor(p.orgId, projectId);
+        const env = (await listEnvironments(this.ctx.db, p.orgId, projectId)).find((e) => e.type === 'preview' && appKeyOf(projectId, e.name) === app);
+        return env ? this.releases.specFor(p.orgId, projectId, env.name) : null;
       },
       this.healthTimeoutMs + 5000,
     );

@@ -38,6 +38,12 @@ export { deleteProject } from './deletion.service.js';
 // A fresh domain claim's TXT value (transfers write the claims of a copied project).
 export { newVerificationValue } from './domains.service.js';
 
+// Preview environments (contract section 16): made and changed here, served and removed by build-and-run.
+export { ensureEnvironment, environmentRecords } from './environments.service.js';
+export { branchSlug, edgeUrlOf, previewHost, splitPreviewLabel } from './preview-domains.js';
+export { deleteEnvironmentRows, environmentBySlugAnyOrg, listEnvironments } from './projects.store.js';
+export { servingDomain, type EnvironmentRecord } from './projects.presenters.js';
+
 // Env vars and services for build-and-run, backups and transfers.
 export { envAad, ENV_KEY_RE, resolveEnvForRuntime } from './env.service.js';
 export { dataVolume, resolveService, type ServiceRecord } from './services.service.js';

@@ -1,6 +1,6 @@
 import type { Db } from '../../db/client.js';
 import type { WriteEvents } from '../../db/write-events.js';
-import { findProject, listDomains, type DomainRow, type ProjectRow } from './projects.store.js';
+import { findProject, listDomains, previewSlugs, type DomainRow, type ProjectRow } from './projects.store.js';
 
 /** How long a read may be served from memory. Bounds how stale a read can be after another instance's write. */
 export const PROJECT_READ_TTL_MS = 1000;
@@ -15,7 +15,7 @@ interface Entry<T> {
  * Reads of one project for `GET` requests (the row the route gate resolves, and its domains), served
  * from memory for up to PROJECT_READ_TTL_MS. One per server (the projects module's `provides`).
  *
- * Every write to `projects` or `domains` through the query builder on this server drops everything
+ * Every write to `projects`, `domains` or `environments` through the query builder on this server drops everything
  * at once (`ctx.writes`, told when the write is compiled, before it runs), and an answer read while a
  * write happened is not kept (the generation it was read under has passed). A write made by another
  * instance sharing a PostgreSQL database is seen within the TTL, as for the credential cache. Only
@@ -26,12 +26,14 @@ export class ProjectReads {
   private gen = 0;
   private readonly rows = new Map<string, Entry<ProjectRow | undefined>>();
   private readonly domains = new Map<string, Entry<DomainRow[]>>();
+  private readonly previews = new Map<string, Entry<string[]>>();
 
   constructor(writes: WriteEvents) {
-    writes.on(['projects', 'domains'], () => {
+    writes.on(['projects', 'domains', 'environments'], () => {
       this.gen++;
       this.rows.clear();
       this.domains.clear();
+      this.previews.clear();
     });
   }
 
@@ -41,6 +43,11 @@ export class ProjectReads {
 
   domainsOf(db: Db, orgId: string, projectId: string): Promise<DomainRow[]> {
     return this.read(this.domains, `${orgId}|${projectId}`, () => listDomains(db, orgId, projectId));
+  }
+
+  /** The slugs of the project's preview environments (its `routes.previewDomains`). */
+  previewSlugsOf(db: Db, orgId: string, projectId: string): Promise<string[]> {
+    return this.read(this.previews, `${orgId}|${projectId}`, () => previewSlugs(db, orgId, projectId));
   }
 
   private async read<T>(map: Map<string, Entry<T>>, key: string, load: () => Promise<T>): Promise<T> {

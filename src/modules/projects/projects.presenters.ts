@@ -6,6 +6,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { NullableStr } from '../../http/schemas.js';
 import type { AppContext } from '../../context.js';
+import { edgeUrlOf, previewHost } from './preview-domains.js';
 import type { DeploymentRow, DomainRow, EnvironmentRow, ProjectRow } from './projects.store.js';
 
 // ---------------------------------------------------------------- schema helpers (this area's presenters)
@@ -58,6 +59,8 @@ const projectFields = {
     /** The host the project is served at: its primary custom domain once verified, else the free domain. */
     primaryDomain: Type.String(),
     domains: Type.Array(Type.Object({ domain: Type.String(), primary: Type.Boolean(), verified: Type.Boolean(), createdAt: Type.String() })),
+    /** The hosts of the project's preview environments (`<branch-slug>--<project-slug>.<apps domain>`, contract section 16), oldest first. */
+    previewDomains: Type.Array(Type.String()),
   }),
   sleepMode: OneOf(['auto_sleep', 'always_on'] as const),
   autoDeploy: Type.Boolean(),
@@ -87,7 +90,8 @@ export function servingDomain(ctx: AppContext, slug: string, domains: readonly D
   return domains.find((d) => d.isPrimary === 1 && d.verifiedAt !== null)?.domain ?? freeDomainOf(ctx, slug);
 }
 
-export function projectRecord(ctx: AppContext, p: ProjectRow, domains: DomainRow[]): ProjectRecord {
+/** `previewSlugs`: the slugs of the project's preview environments (`environments.slug`), oldest first. */
+export function projectRecord(ctx: AppContext, p: ProjectRow, domains: DomainRow[], previewSlugs: readonly string[] = []): ProjectRecord {
   const freeDomain = freeDomainOf(ctx, p.slug);
   return {
     id: p.id,
@@ -123,6 +127,7 @@ export function projectRecord(ctx: AppContext, p: ProjectRow, domains: DomainRow
       freeDomain,
       primaryDomain: servingDomain(ctx, p.slug, domains),
       domains: domains.map((d) => ({ domain: d.domain, primary: d.isPrimary === 1, verified: d.verifiedAt !== null, createdAt: d.createdAt })),
+      previewDomains: previewSlugs.map((slug) => previewHost(ctx, p.slug, slug)),
     },
     sleepMode: p.sleepMode as ProjectRecord['sleepMode'],
     autoDeploy: p.autoDeploy === 1,
@@ -183,12 +188,26 @@ export const EnvironmentSchema = Type.Object({
   name: Type.String(),
   type: OneOf(['production', 'preview'] as const),
   branch: NullableStr(),
+  /** A preview's own host, `<branch-slug>--<project-slug>.<apps domain>` (contract section 16); null for production. */
+  domain: NullableStr(),
+  /** Where the environment is served: production's primary domain, a preview's own host (scheme and edge port included). */
+  url: Type.String(),
   createdAt: Type.String(),
 });
 export type EnvironmentRecord = Static<typeof EnvironmentSchema>;
 
-export function environmentRecord(e: EnvironmentRow): EnvironmentRecord {
-  return { id: e.id, name: e.name, type: e.type as EnvironmentRecord['type'], branch: e.branch, createdAt: e.createdAt };
+/** `productionHost`: the host production is served at (its primary domain once verified, else the free domain). */
+export function environmentRecord(ctx: AppContext, project: { slug: string }, e: EnvironmentRow, productionHost: string): EnvironmentRecord {
+  const domain = e.type === 'preview' && e.slug ? previewHost(ctx, project.slug, e.slug) : null;
+  return {
+    id: e.id,
+    name: e.name,
+    type: e.type as EnvironmentRecord['type'],
+    branch: e.branch,
+    domain,
+    url: domain ? edgeUrlOf(ctx, domain, true) : edgeUrlOf(ctx, productionHost, false),
+    createdAt: e.createdAt,
+  };
 }
 
 // ---------------------------------------------------------------- deployments (the list under a project)
@@ -206,6 +225,8 @@ export const DeploymentSchema = Type.Object({
   finishedAt: NullableStr(),
   error: NullableStr(),
   current: Type.Boolean({ description: 'true on the ready deployment that serves its environment (its current release)' }),
+  /** A production deployment promoted from a preview (trigger `promote`): that preview deployment, whose build it runs; else null. */
+  promotedFrom: NullableStr(),
 });
 export type DeploymentRecord = Static<typeof DeploymentSchema>;
 
@@ -223,6 +244,7 @@ export function deploymentRecord(d: DeploymentRow): DeploymentRecord {
     finishedAt: d.finishedAt,
     error: d.error,
     current: Number(d.current) === 1,
+    promotedFrom: d.promotedFrom ?? null,
   };
 }
 

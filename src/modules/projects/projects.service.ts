@@ -19,13 +19,14 @@ import { slugify } from './validate.js';
 export async function loadRecord(ctx: AppContext, db: Db, orgId: string, id: string): Promise<ProjectRecord> {
   const p = await store.findProject(db, orgId, id);
   if (!p) throw notFound('project');
-  return projectRecord(ctx, p, await store.listDomains(db, orgId, id));
+  return projectRecord(ctx, p, await store.listDomains(db, orgId, id), await store.previewSlugs(db, orgId, id));
 }
 
 /** `GET /api/projects/:id` (its domains through the per-server read cache when there is one). */
 export async function getProject(ctx: AppContext, row: ProjectRow): Promise<ProjectRecord> {
   const reads = ctx.ports.projectReads;
-  return projectRecord(ctx, row, reads ? await reads.domainsOf(ctx.db, row.orgId, row.id) : await store.listDomains(ctx.db, row.orgId, row.id));
+  if (!reads) return projectRecord(ctx, row, await store.listDomains(ctx.db, row.orgId, row.id), await store.previewSlugs(ctx.db, row.orgId, row.id));
+  return projectRecord(ctx, row, await reads.domainsOf(ctx.db, row.orgId, row.id), await reads.previewSlugsOf(ctx.db, row.orgId, row.id));
 }
 
 // ---------------------------------------------------------------- create / update
@@ -161,7 +162,9 @@ export async function listProjects(ctx: AppContext, actor: Actor): Promise<Proje
     list.push(d);
     byProject.set(d.projectId, list);
   }
-  return rows.map((r) => projectRecord(ctx, r, byProject.get(r.id) ?? []));
+  const previews = new Map<string, string[]>();
+  for (const e of await store.orgPreviewSlugs(ctx.db, actor.orgId)) previews.set(e.projectId, [...(previews.get(e.projectId) ?? []), e.slug]);
+  return rows.map((r) => projectRecord(ctx, r, byProject.get(r.id) ?? [], previews.get(r.id) ?? []));
 }
 
 /** Home feed: local projects, merged with their live cloud records by the cloud area (`ctx.ports.cloud`) when linked. */

@@ -131,6 +131,35 @@ export async function insertEnvironment(db: Db, row: Insertable<EnvironmentsTabl
   await db.insertInto('environments').values(row).execute();
 }
 
+/** Preview slugs (`environments.slug`) of a project, oldest first, but `exceptId`'s (picking a free one). */
+export async function previewSlugs(db: Db, orgId: string, projectId: string, exceptId?: string): Promise<string[]> {
+  let q = db.selectFrom('environments').select('slug').where('orgId', '=', orgId).where('projectId', '=', projectId).where('slug', 'is not', null);
+  if (exceptId) q = q.where('id', '!=', exceptId);
+  return (await q.orderBy('createdAt', 'asc').orderBy('name', 'asc').execute()).map((r) => r.slug!);
+}
+
+/** The org's preview slugs by project, oldest first (the project list's `routes.previewDomains`). */
+export async function orgPreviewSlugs(db: Db, orgId: string): Promise<{ projectId: string; slug: string }[]> {
+  const rows = await db.selectFrom('environments').select(['projectId', 'slug']).where('orgId', '=', orgId).where('slug', 'is not', null).orderBy('createdAt', 'asc').orderBy('name', 'asc').execute();
+  return rows.map((r) => ({ projectId: r.projectId, slug: r.slug! }));
+}
+
+/** A preview environment's branch and slug (ensure on a branch change). */
+export async function updateEnvironment(db: Db, orgId: string, id: string, patch: { branch: string | null; slug: string | null }): Promise<void> {
+  await db.updateTable('environments').set(patch).where('orgId', '=', orgId).where('id', '=', id).execute();
+}
+
+/** Removes an environment and its variables (a preview's removal, inside its transaction). */
+export async function deleteEnvironmentRows(db: Db, orgId: string, projectId: string, name: string): Promise<void> {
+  await db.deleteFrom('envVars').where('orgId', '=', orgId).where('projectId', '=', projectId).where('environment', '=', name).execute();
+  await db.deleteFrom('environments').where('orgId', '=', orgId).where('projectId', '=', projectId).where('name', '=', name).execute();
+}
+
+/** The preview environment a host label's branch part names in a project (the edge; hosts are global across orgs by nature). */
+export async function environmentBySlugAnyOrg(db: Db, projectId: string, slug: string): Promise<Pick<EnvironmentRow, 'id' | 'name' | 'type' | 'slug'> | undefined> {
+  return db.selectFrom('environments').select(['id', 'name', 'type', 'slug']).where('projectId', '=', projectId).where('slug', '=', slug).executeTakeFirst();
+}
+
 export async function setProductionBranch(db: Db, orgId: string, projectId: string, branch: string | null): Promise<void> {
   await db
     .updateTable('environments')

@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 /**
  * Kysely table interfaces of the projects area (migration 003_projects; the `deployments` table it also
  * creates is the deployments area's, in deployments.tables.ts). camelCase here,
@@ -60,6 +62,12 @@ export interface EnvironmentsTable {
   branch: string | null;
   /** Bumped by every env PATCH of this environment; the env ETag. */
   envRevision: number;
+  /**
+   * A preview's part of its host label, `<slug>--<project-slug>.<BERTH_APPS_DOMAIN>` (022): its branch
+   * (else its name) slugged, cut to fit the label, with a hash suffix when another environment of the
+   * project has it. Unique per project; null for production.
+   */
+  slug: Generated<string | null>;
   createdAt: string;
 }
 

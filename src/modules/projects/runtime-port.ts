@@ -36,6 +36,8 @@ export interface RuntimePort {
   syncRouting(ctx: AppContext, orgId: string, projectId: string, freeDomain: string): Promise<RoutingResult>;
   /** The project is being deleted: stop everything it runs (before its files are removed). */
   removeProject(ctx: AppContext, orgId: string, projectId: string): Promise<void>;
+  /** The ports the edge listens on (HTTP, and HTTPS or null), once it listens: environment URLs name them. */
+  edgePorts?(): { http: number; https: number | null };
 }
 
 /** Runs a runtime hook after commit; a failure is logged and does not undo the recorded change. */

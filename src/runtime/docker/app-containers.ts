@@ -10,7 +10,7 @@ import type { CommandStep } from '../command.js';
 import type { AppRunner, Identity } from '../driver.js';
 import { chownTree } from '../identity.js';
 import type { LogFile } from '../logs.js';
-import { StartError, type ReleaseSpec, type Upstream } from '../release-spec.js';
+import { appOf, StartError, type ReleaseSpec, type Upstream } from '../release-spec.js';
 import { toolchainEnv } from '../toolchains.js';
 import {
   BOX_PATH,
@@ -50,7 +50,7 @@ export class ContainerApps implements AppRunner {
 
   async start(spec: ReleaseSpec, deps: InstanceDeps): Promise<Instance> {
     if (!spec.image) throw new StartError('the release has no image to run');
-    const logFile = deps.logs.runtime(spec.projectId);
+    const logFile = deps.logs.runtime(appOf(spec));
     const note = (line: string) => logFile.append({ ts: new Date().toISOString(), stream: 'stderr', line: `[berth] ${line}` });
     const adopted = await this.adopt(spec, deps, logFile, note);
     if (adopted) return adopted;
@@ -68,7 +68,7 @@ export class ContainerApps implements AppRunner {
     } catch (e) {
       throw this.fail(note, `the Docker Engine does not answer: ${engineMessage(e)}`);
     }
-    const net = networks.nameOf(spec.projectId);
+    const net = networks.nameOf(appOf(spec));
     for (const c of list) {
       if (this.mine.has(c.Id) || swarmTask(c.Labels)) continue;
       const name = (c.Names[0] ?? c.Id).replace(/^\//, '');
@@ -110,7 +110,7 @@ export class ContainerApps implements AppRunner {
     let net: string;
     let img: Docker.ImageInspectInfo;
     try {
-      net = await networks.ensure(spec.projectId);
+      net = await networks.ensure(appOf(spec));
       img = await engine.api.getImage(image).inspect();
     } catch (e) {
       if (statusOf(e) === 404) throw this.fail(note, `the release image ${image} is not on this machine: deploy again`);
@@ -157,7 +157,7 @@ export class ContainerApps implements AppRunner {
         Image: image,
         Env: envList(cmd ? { ...env, ...cmd.env } : env),
         User: user,
-        Labels: { ...labelsOf(key, spec.projectId, kind, spec.deploymentId), 'berth.port': String(spec.port) },
+        Labels: { ...labelsOf(key, spec.projectId, kind, spec.deploymentId), 'berth.port': String(spec.port), ...(spec.app ? { 'berth.app': spec.app } : {}) },
         Tty: false,
         OpenStdin: false,
         AttachStdout: true,
@@ -191,9 +191,9 @@ export class ContainerApps implements AppRunner {
     const opts = base(last, 'app');
     let container: Docker.Container | null = null;
     let name = '';
-    const n = /-(\d+)$/.exec(deps.boxName(spec.projectId))?.[1] ?? String(++this.seq);
+    const n = /-(\d+)$/.exec(deps.boxName(appOf(spec)))?.[1] ?? String(++this.seq);
     for (let attempt = 0; !container; attempt++) {
-      name = `berth-${key}-${spec.projectId}-${n}${attempt ? `-${Date.now().toString(36)}${attempt}` : ''}`;
+      name = `berth-${key}-${appOf(spec)}-${n}${attempt ? `-${Date.now().toString(36)}${attempt}` : ''}`;
       this.pending.add(name);
       try {
         container = await engine.api.createContainer({ ...opts, name });
@@ -365,6 +365,24 @@ export class ContainerApps implements AppRunner {
             .catch(() => {}),
         ),
     );
+  }
+
+  /** Removes one app's containers (a preview environment's: label `berth.app`) and its network. */
+  async forgetApp(app: string): Promise<void> {
+    const { engine, key, networks } = this.ctx;
+    const list = await engine.api.listContainers({ all: true, filters: labelFilter({ 'berth.instance': key, 'berth.app': app }) });
+    await Promise.all(
+      list.filter((c) => !swarmTask(c.Labels)).map(async (c) => {
+        this.mine.delete(c.Id);
+        await engine.api
+          .getContainer(c.Id)
+          .remove({ force: true })
+          .catch((e) => {
+            if (statusOf(e) !== 404) throw e;
+          });
+      }),
+    );
+    await networks.remove(app);
   }
 
   /** Removes the project's containers (any kind, any state) and its network. */

@@ -9,7 +9,7 @@ import type { AppRunner } from '../driver.js';
 import { chownTree } from '../identity.js';
 import type { LogFile } from '../logs.js';
 import { redactText } from '../redact.js';
-import { StartError, type ReleaseSpec, type Upstream } from '../release-spec.js';
+import { appOf, StartError, type ReleaseSpec, type Upstream } from '../release-spec.js';
 import { numericUser, statusOf } from './containers.js';
 import { demuxLogs, type DockerEngine } from './engine.js';
 import { TaskBackends, TcpBalancer, type SwarmTask } from './swarm-balancer.js';
@@ -30,7 +30,7 @@ import {
 
 /**
  * Apps as Swarm services (BERTH_DOCKER_SWARM=1, contract section 13): one replicated service per
- * project (`berth-<key>-<projectId>`) on the project's overlay network (`…-swarm`), updated in place for each
+ * app (`berth-<key>-<app>`: a project's id, or a preview environment's key) on its own overlay network (`…-swarm`), updated in place for each
  * deploy (start-first, one task at a time, rolled back by the engine when a new task fails), with the
  * images pushed to BERTH_REGISTRY so every node can pull them. The edge reaches the tasks through a
  * balancer Berth runs on `publishHost` (see swarm-balancer.ts). Services outlive the server; the next
@@ -59,6 +59,12 @@ const FAILED_STATES = new Set(['failed', 'rejected']);
 const ROLLED_BACK = new Set(['rollback_started', 'rollback_completed', 'rollback_paused', 'paused']);
 
 type Service = Docker.Service & { Spec: Docker.ServiceSpec };
+
+/** The labels of a release's service or job: the project's, and `berth.app` for a preview environment's app. */
+function appLabels(key: string, spec: Pick<ReleaseSpec, 'projectId' | 'app' | 'deploymentId'>, kind: 'app' | 'step'): Record<string, string> {
+  const labels = swarmLabels(key, spec.projectId, kind, spec.deploymentId);
+  return spec.app ? { ...labels, 'berth.app': spec.app } : labels;
+}
 type Outcome = { ok: true } | { ok: false; reason: string };
 
 export class SwarmApps implements AppRunner {
@@ -102,11 +108,11 @@ export class SwarmApps implements AppRunner {
 
   start(spec: ReleaseSpec, deps: InstanceDeps): Promise<Instance> {
     if (!spec.image) return Promise.reject(new StartError('the release has no image to run as a Swarm service'));
-    return this.locked(spec.projectId, () =>
+    return this.locked(appOf(spec), () =>
       this.startLocked(spec, deps).catch((e: Error) => {
         if (e instanceof StartError) throw e;
         const message = `the Swarm service could not start: ${e.message}`;
-        deps.logs.runtime(spec.projectId).append({ ts: new Date().toISOString(), stream: 'stderr', line: `[berth] ${message}` });
+        deps.logs.runtime(appOf(spec)).append({ ts: new Date().toISOString(), stream: 'stderr', line: `[berth] ${message}` });
         throw new StartError(message);
       }),
     );
@@ -115,10 +121,11 @@ export class SwarmApps implements AppRunner {
   async sweepUnadopted(): Promise<void> {
     const services = (await this.api.listServices({ filters: { label: [`berth.instance=${this.key}`] } })) as Service[];
     for (const s of services) {
-      const projectId = s.Spec.Labels?.['berth.project'];
+      // Locked by the app (a preview environment's services carry `berth.app`).
+      const app = s.Spec.Labels?.['berth.app'] ?? s.Spec.Labels?.['berth.project'];
       const name = s.Spec.Name!;
-      if (!projectId || s.Spec.Labels?.['berth.instance'] !== this.key) continue;
-      await this.locked(projectId, async () => {
+      if (!app || s.Spec.Labels?.['berth.instance'] !== this.key) continue;
+      await this.locked(app, async () => {
         if (this.adopted.has(name)) return;
         await this.removeService(s.ID, 0);
       });
@@ -126,10 +133,15 @@ export class SwarmApps implements AppRunner {
   }
 
   async forgetProject(projectId: string): Promise<void> {
-    await this.locked(projectId, async () => {
-      const name = swarmName(this.key, projectId);
-      const network = overlayName(this.key, projectId);
-      this.stopFollower(projectId);
+    await this.forgetApp(projectId);
+  }
+
+  /** Removes an app's service (and its step job) and overlay network: a project's production app (its id), a preview environment's. */
+  async forgetApp(app: string): Promise<void> {
+    await this.locked(app, async () => {
+      const name = swarmName(this.key, app);
+      const network = overlayName(this.key, app);
+      this.stopFollower(app);
       for (const n of [name, `${name}-step`]) {
         const s = await this.inspect(n);
         if (s) await this.removeService(s.ID, 0);
@@ -153,14 +165,14 @@ export class SwarmApps implements AppRunner {
   // ---- start
 
   private async startLocked(spec: ReleaseSpec, deps: InstanceDeps): Promise<Instance> {
-    const logFile = deps.logs.runtime(spec.projectId);
+    const logFile = deps.logs.runtime(appOf(spec));
     const note = (line: string) => logFile.append({ ts: new Date().toISOString(), stream: 'stderr', line: `[berth] ${line}` });
     const fail = (message: string): StartError => {
       note(message);
       return new StartError(message);
     };
-    const name = swarmName(this.key, spec.projectId);
-    const network = overlayName(this.key, spec.projectId);
+    const name = swarmName(this.key, appOf(spec));
+    const network = overlayName(this.key, appOf(spec));
     const image = this.registry ? `${this.registry}/${spec.image!}` : spec.image!;
     const replicas = Math.max(1, Math.floor(spec.replicas ?? 1));
     const healthMs = deps.healthTimeoutMs ?? 30_000;
@@ -176,7 +188,7 @@ export class SwarmApps implements AppRunner {
       this.adopted.add(name);
       this.follow(spec, name, logFile, since);
       const undo = async () => {
-        this.stopFollower(spec.projectId);
+        this.stopFollower(appOf(spec));
         this.adopted.delete(name);
         await this.removeService(existing.ID, graceMs);
       };
@@ -211,7 +223,7 @@ export class SwarmApps implements AppRunner {
       throw fail(`the start command cannot run: ${(e as Error).message}`);
     }
     const container = (env: Record<string, string>, command: string[] | undefined, kind: 'app' | 'step') =>
-      containerSpec({ image, user, env, command, dir: plan.dir, dataDir: spec.dataDir, labels: swarmLabels(this.key, spec.projectId, kind, spec.deploymentId), graceMs });
+      containerSpec({ image, user, env, command, dir: plan.dir, dataDir: spec.dataDir, labels: appLabels(this.key, spec, kind), graceMs });
     const placement = existing?.Spec.TaskTemplate?.Placement;
     const resources = taskResources(spec.limits);
 
@@ -223,7 +235,7 @@ export class SwarmApps implements AppRunner {
 
     const svcSpec = serviceSpec({
       name,
-      labels: swarmLabels(this.key, spec.projectId, 'app', spec.deploymentId),
+      labels: appLabels(this.key, spec, 'app'),
       container: container(plan.env, plan.command, 'app'),
       resources,
       network,
@@ -242,7 +254,7 @@ export class SwarmApps implements AppRunner {
       note(`starting ${spec.deploymentId} as the Swarm service ${name} (${replicas} ${replicas === 1 ? 'replica' : 'replicas'})`);
       this.follow(spec, name, logFile, since);
       const undo = async () => {
-        this.stopFollower(spec.projectId);
+        this.stopFollower(appOf(spec));
         this.adopted.delete(name);
         await this.removeService(id, graceMs);
       };
@@ -319,13 +331,13 @@ export class SwarmApps implements AppRunner {
       box: {
         signalAll: () => {},
         dispose: () =>
-          this.locked(spec.projectId, async () => {
+          this.locked(appOf(spec), async () => {
             release(DRAIN_MS);
             const s = await this.inspect(name);
             // A newer deploy updated the service: it is that release's now.
             if (s && imageName(containerImage(s)) !== image) return;
             if (s) {
-              this.stopFollower(spec.projectId);
+              this.stopFollower(appOf(spec));
               this.adopted.delete(name);
               await this.removeService(s.ID, deps.graceMs ?? 5000);
             }
@@ -334,8 +346,8 @@ export class SwarmApps implements AppRunner {
       },
       detach: () => {
         release(1000);
-        const f = this.followers.get(spec.projectId);
-        if (f?.owner === owner) this.stopFollower(spec.projectId);
+        const f = this.followers.get(appOf(spec));
+        if (f?.owner === owner) this.stopFollower(appOf(spec));
       },
     };
     // The health check gives up early when the release's tasks keep failing.
@@ -348,7 +360,7 @@ export class SwarmApps implements AppRunner {
       await undo().catch(() => {});
       throw fail(`the app did not become healthy: ${healthy.reason}`);
     }
-    const f = this.followers.get(spec.projectId);
+    const f = this.followers.get(appOf(spec));
     if (f) {
       f.owner = owner;
       f.current = spec.secrets;
@@ -473,7 +485,7 @@ export class SwarmApps implements AppRunner {
     const label = `start step "${step.argv[0]}"`;
     let id: string;
     try {
-      const spec = jobSpec({ name, labels: swarmLabels(this.key, c.spec.projectId, 'step', c.spec.deploymentId), container: c.container(env, step.argv, 'step'), resources: c.resources, network: c.network, placement: c.placement });
+      const spec = jobSpec({ name, labels: appLabels(this.key, c.spec, 'step'), container: c.container(env, step.argv, 'step'), resources: c.resources, network: c.network, placement: c.placement });
       id = ((await this.api.createService(spec as Docker.CreateServiceOptions)) as { id: string }).id;
     } catch (e) {
       return { ok: false, reason: `${label} could not run: ${(e as Error).message}` };
@@ -561,12 +573,12 @@ export class SwarmApps implements AppRunner {
    * fails leaves the old release running under this follower).
    */
   private follow(spec: ReleaseSpec, name: string, logFile: LogFile, since: number): void {
-    const prev = this.followers.get(spec.projectId);
+    const prev = this.followers.get(appOf(spec));
     const current = prev?.current ?? [];
-    this.stopFollower(spec.projectId);
+    this.stopFollower(appOf(spec));
     let stream: Readable | null = null;
     let stopped = false;
-    this.followers.set(spec.projectId, {
+    this.followers.set(appOf(spec), {
       owner: null,
       current,
       stop: () => {

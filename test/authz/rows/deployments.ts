@@ -1,5 +1,6 @@
 import { randomString } from '../../../src/lib/ids.js';
-import { createDeployment, createProject } from '../../support/factories.js';
+import { ensurePreviewEnvironment } from '../../../src/modules/deployments/index.js';
+import { actorOf, createDeployment, createProject } from '../../support/factories.js';
 import { ownerFor } from '../fixtures.js';
 import type { Fixture, FixtureInput, MatrixRow } from '../matrix.js';
 
@@ -16,6 +17,16 @@ export const fixtures: Record<string, Fixture> = {
   deployment: { missingId: 'dpl_missing0000000000000', make: (i) => deployment(i, 'failed') },
   /** A queued deployment (cancel uses it up). */
   queuedDeployment: { missingId: 'dpl_missing0000000000000', make: (i) => deployment(i, 'queued') },
+  /** A preview environment `mx-preview` (no deployment) of a fresh project of org A (or B). */
+  previewEnvironment: {
+    missingId: 'prj_missing0000000000000',
+    async make({ world, which }) {
+      const owner = ownerFor(world, which);
+      const p = await createProject(world.server, owner, { name: `mx-env-${randomString(6)}` });
+      await ensurePreviewEnvironment(world.server.ctx, actorOf(owner), p, { name: 'mx-preview', branch: 'feature/mx' });
+      return { params: { id: p.id, env: 'mx-preview' }, grantKeys: [{ type: 'project' as const, id: p.id }] };
+    },
+  },
 };
 
 export const rows: MatrixRow[] = [
@@ -42,6 +53,13 @@ export const rows: MatrixRow[] = [
     path: '/api/projects/:id/rollback',
     fixture: 'project',
     note: 'the body is optional: 409 (nothing to roll back to) for those allowed, the project has no release',
+  },
+  { method: 'DELETE', path: '/api/projects/:id/environments/:env', fixture: 'previewEnvironment', fresh: true },
+  {
+    method: 'POST',
+    path: '/api/projects/:id/environments/:env/promote',
+    fixture: 'previewEnvironment',
+    note: 'the body is optional: 400 deploymentId (the preview has no ready release) for those allowed',
   },
   { method: 'POST', path: '/api/projects/:id/deployment-session', fixture: 'project', note: '409 while the project has no deployment' },
   { method: 'GET', path: '/api/projects/:id/logs', fixture: 'project' },

@@ -1363,6 +1363,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/projects/{id}/environments/{env}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove a preview environment: its app stops, its releases, variables and volume go (production: 400) */
+        delete: operations["deleteProjectsByIdEnvironmentsByEnv"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{id}/environments/{env}/promote": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make a ready preview deployment's build the production release, without a rebuild (202; default: the environment's current release) */
+        post: operations["postProjectsByIdEnvironmentsByEnvPromote"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/projects/{id}/export": {
         parameters: {
             query?: never;
@@ -3251,6 +3285,7 @@ export interface operations {
                             finishedAt: string | null;
                             id: string;
                             projectId: string;
+                            promotedFrom: string | null;
                             ref: string | null;
                             startedAt: string | null;
                             status: string;
@@ -3294,6 +3329,7 @@ export interface operations {
                             finishedAt: string | null;
                             id: string;
                             projectId: string;
+                            promotedFrom: string | null;
                             ref: string | null;
                             startedAt: string | null;
                             status: string;
@@ -3337,6 +3373,7 @@ export interface operations {
                             finishedAt: string | null;
                             id: string;
                             projectId: string;
+                            promotedFrom: string | null;
                             ref: string | null;
                             startedAt: string | null;
                             status: string;
@@ -5010,6 +5047,7 @@ export interface operations {
                                     verified: boolean;
                                 }[];
                                 freeDomain: string;
+                                previewDomains: string[];
                                 primaryDomain: string;
                             };
                             /** @enum {string} */
@@ -5115,6 +5153,7 @@ export interface operations {
                                     verified: boolean;
                                 }[];
                                 freeDomain: string;
+                                previewDomains: string[];
                                 primaryDomain: string;
                             };
                             /** @enum {string} */
@@ -5195,6 +5234,7 @@ export interface operations {
                                     verified: boolean;
                                 }[];
                                 freeDomain: string;
+                                previewDomains: string[];
                                 primaryDomain: string;
                             };
                             /** @enum {string} */
@@ -5375,6 +5415,7 @@ export interface operations {
                                     verified: boolean;
                                 }[];
                                 freeDomain: string;
+                                previewDomains: string[];
                                 primaryDomain: string;
                             };
                             /** @enum {string} */
@@ -5501,6 +5542,7 @@ export interface operations {
                                     verified: boolean;
                                 }[];
                                 freeDomain: string;
+                                previewDomains: string[];
                                 primaryDomain: string;
                             };
                             /** @enum {string} */
@@ -5730,6 +5772,7 @@ export interface operations {
                                     verified: boolean;
                                 }[];
                                 freeDomain: string;
+                                previewDomains: string[];
                                 primaryDomain: string;
                             };
                             /** @enum {string} */
@@ -5890,6 +5933,7 @@ export interface operations {
                             finishedAt: string | null;
                             id: string;
                             projectId: string;
+                            promotedFrom: string | null;
                             ref: string | null;
                             startedAt: string | null;
                             status: string;
@@ -5958,6 +6002,7 @@ export interface operations {
                                     verified: boolean;
                                 }[];
                                 freeDomain: string;
+                                previewDomains: string[];
                                 primaryDomain: string;
                             };
                             /** @enum {string} */
@@ -6223,6 +6268,7 @@ export interface operations {
                                     verified: boolean;
                                 }[];
                                 freeDomain: string;
+                                previewDomains: string[];
                                 primaryDomain: string;
                             };
                             /** @enum {string} */
@@ -6356,10 +6402,12 @@ export interface operations {
                         data: {
                             branch: string | null;
                             createdAt: string;
+                            domain: string | null;
                             id: string;
                             name: string;
                             /** @enum {string} */
                             type: "production" | "preview";
+                            url: string;
                         }[];
                     };
                 };
@@ -6399,10 +6447,97 @@ export interface operations {
                         data: {
                             branch: string | null;
                             createdAt: string;
+                            domain: string | null;
                             id: string;
                             name: string;
                             /** @enum {string} */
                             type: "production" | "preview";
+                            url: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteProjectsByIdEnvironmentsByEnv: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                env: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @constant */
+                            deleted: true;
+                            name: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    postProjectsByIdEnvironmentsByEnvPromote: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                env: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    deploymentId?: string;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            commit: string | null;
+                            createdAt: string;
+                            /** @description true on the ready deployment that serves its environment (its current release) */
+                            current: boolean;
+                            environment: string;
+                            error: string | null;
+                            finishedAt: string | null;
+                            id: string;
+                            projectId: string;
+                            promotedFrom: string | null;
+                            ref: string | null;
+                            startedAt: string | null;
+                            status: string;
+                            trigger: string;
                         };
                     };
                 };
@@ -6639,6 +6774,7 @@ export interface operations {
                                     verified: boolean;
                                 }[];
                                 freeDomain: string;
+                                previewDomains: string[];
                                 primaryDomain: string;
                             };
                             /** @enum {string} */
@@ -7043,6 +7179,7 @@ export interface operations {
                             finishedAt: string | null;
                             id: string;
                             projectId: string;
+                            promotedFrom: string | null;
                             ref: string | null;
                             startedAt: string | null;
                             status: string;
@@ -7952,6 +8089,7 @@ export interface operations {
                                     verified: boolean;
                                 }[];
                                 freeDomain: string;
+                                previewDomains: string[];
                                 primaryDomain: string;
                             };
                             /** @enum {string} */
@@ -8200,6 +8338,7 @@ export interface operations {
                                         verified: boolean;
                                     }[];
                                     freeDomain: string;
+                                    previewDomains: string[];
                                     primaryDomain: string;
                                 };
                                 /** @enum {string} */
@@ -8286,6 +8425,7 @@ export interface operations {
                                     verified: boolean;
                                 }[];
                                 freeDomain: string;
+                                previewDomains: string[];
                                 primaryDomain: string;
                             };
                             /** @enum {string} */
@@ -8472,6 +8612,7 @@ export interface operations {
                                     verified: boolean;
                                 }[];
                                 freeDomain: string;
+                                previewDomains: string[];
                                 primaryDomain: string;
                             };
                             /** @enum {string} */
