@@ -47,9 +47,22 @@ async function upload(dir: string): Promise<string> {
   return sessionId;
 }
 
-/** The tiny app of `version` uploaded: a session id. */
+/** The tiny app of `version`, with `/probe/<host>/<port>` (whether a TCP connection from inside its box succeeds), uploaded: a session id. */
 function uploadApp(version: string): Promise<string> {
-  return upload(writeTinyApp(path.join(root, version), { version }));
+  const dir = writeTinyApp(path.join(root, version), { version });
+  const file = path.join(dir, 'server.js');
+  const probe = `
+function probe(req, res) {
+  const parts = req.url.split('/').filter(Boolean);
+  const sock = require('node:net').connect({ host: parts[1], port: Number(parts[2]) });
+  const done = (what) => { sock.destroy(); if (!res.headersSent) res.end(what); };
+  sock.once('connect', () => done('reachable'));
+  sock.once('error', () => done('unreachable'));
+  sock.setTimeout(1500, () => done('unreachable'));
+}
+`;
+  writeFileSync(file, readFileSync(file, 'utf8').replace('const server = http.createServer((req, res) => {', `${probe}const server = http.createServer((req, res) => {\n  if (req.url.startsWith('/probe/')) return probe(req, res);`));
+  return upload(dir);
 }
 
 /** Deploys (an upload when given) and waits until the deployment is done; answers its record. */
@@ -75,7 +88,12 @@ const edgePort = () => getRuntime(server.ctx).edgePort();
 
 before(async () => {
   root = tempDir('berth-previews-');
-  server = await startTestServer({ background: true, ports: { deploymentSettled: [async (_ctx, d) => void settled.push(d)] } });
+  server = await startTestServer({
+    background: true,
+    // Git builds of this file fail at once (nothing listens there): only their deployment records matter.
+    env: { BERTH_GITHUB_WEB_URL: 'http://127.0.0.1:9' },
+    ports: { deploymentSettled: [async (_ctx, d) => void settled.push(d)] },
+  });
   await getRuntime(server.ctx).restored;
   owner = await createUser(server);
   api = server.api(owner.token);
@@ -171,6 +189,18 @@ describe('a preview environment next to production', () => {
     assert.equal(existsSync(path.join(prodVolume, 'touched')), false, "the preview wrote nothing into production's volume");
     assert.equal(readFileSync(path.join(previewVolume, 'touched'), 'utf8'), 'yes', 'it wrote into its own');
     assert.equal(existsSync(path.join(previewVolume, 'production-only.txt')), false);
+  });
+
+  test("the preview's app is as isolated as production's: its sandbox cannot reach production's app (root: a network namespace each); the edge reaches both", async (t) => {
+    const rt = getRuntime(server.ctx);
+    if (rt.driver.isolation !== 'sandbox' || process.getuid?.() !== 0) return t.skip('needs the sandbox runtime as root (a network namespace per app)');
+    assert.equal((await edge(previewHost)).status, 200);
+    const prodUp = rt.supervisor.upstreamNow(project.id)!;
+    const self = rt.supervisor.upstreamNow(app())!;
+    assert.notEqual(prodUp.host, self.host);
+    assert.equal((await edge(previewHost, `/probe/${prodUp.host}/${prodUp.port}`)).text, 'unreachable');
+    assert.equal((await edge(prodHost(), `/probe/${self.host}/${self.port}`)).text, 'unreachable');
+    assert.equal((await edge(prodHost())).status, 200);
   });
 
   test('an idle preview goes back to sleep, and the next request wakes it again', async () => {
@@ -349,6 +379,23 @@ describe('the preview functions other areas call', () => {
     await removePreviewEnvironment(server.ctx, actor, project, 'pr-2');
     await removePreviewEnvironment(server.ctx, actor, project, 'pr-2');
     assert.deepEqual((await api.get(`/api/projects/${project.id}/environments`)).body.data.map((e: any) => e.name), ['production', 'pr-1', 'pr-3']);
+  });
+
+  test("a deployment of a preview builds the preview's branch unless a ref is given; production builds the deploy branch", async () => {
+    const p = await api.post('/api/projects', { name: 'Git Previews', gitOwner: 'acme', gitRepo: 'web', gitBranch: 'main' });
+    assert.equal(p.status, 201, p.text);
+    const project = p.body.data;
+    await server.ctx.db.updateTable('projects').set({ sourceType: 'git' }).where('id', '=', project.id).execute();
+    await ensurePreviewEnvironment(server.ctx, actorOf(owner), project, { name: 'pr-5', branch: 'feature/y' });
+    const refOf = async (body: Record<string, unknown>) => {
+      const res = await api.post('/api/deployments', { projectId: project.id, ...body });
+      assert.equal(res.status, 202, res.text);
+      await waitForDeployment(api, res.body.data.id);
+      return res.body.data.ref;
+    };
+    assert.equal(await refOf({ environment: 'pr-5' }), 'feature/y');
+    assert.equal(await refOf({ environment: 'pr-5', ref: 'other' }), 'other');
+    assert.equal(await refOf({}), 'main');
   });
 
   test('the deployment-settled listeners are told once, after the status is committed: ready with the URL, failed with the error', async () => {

@@ -46,7 +46,8 @@ export async function deployProject(ctx: AppContext, actor: Actor, project: Proj
   if (project.status !== 'enabled') throw conflict('the project is disabled: enable it before deploying', 'projectId');
   if (project.location !== 'local') throw conflict('the project lives on the cloud instance: deploy it there', 'projectId');
   const environment = input.environment ?? 'production';
-  if (!(await findEnvironment(ctx.db, actor.orgId, project.id, environment))) throw invalid('environment', `the project has no environment named ${environment}`);
+  const env = await findEnvironment(ctx.db, actor.orgId, project.id, environment);
+  if (!env) throw invalid('environment', `the project has no environment named ${environment}`);
   if (input.sessionId) {
     // A fresh upload becomes the project's source first (the session is consumed). One this project
     // already consumed and still builds from (ensure was given it first) is the source already.
@@ -60,7 +61,8 @@ export async function deployProject(ctx: AppContext, actor: Actor, project: Proj
   if (sourceType === 'none') throw invalid('projectId', 'the project has no source: link a repository, import a local folder or upload one first');
   if (sourceType === 'upload' && !(await uploadSourceDir(ctx, actor.orgId, fresh.id))) throw invalid('projectId', 'the project has no uploaded source yet: upload the folder first');
   if (sourceType === 'git' && (!fresh.gitOwner || !fresh.gitRepo)) throw invalid('projectId', 'the project has no linked repository');
-  const ref = input.ref ?? (sourceType === 'git' ? fresh.gitBranch : null) ?? null;
+  // A preview environment builds its own branch by default; production the project's deploy branch.
+  const ref = input.ref ?? (sourceType === 'git' ? (env.type === 'preview' && env.branch ? env.branch : fresh.gitBranch) : null) ?? null;
   const t = trigger ?? (input.sessionId ? 'upload' : actor.via === 'session' ? 'manual' : 'api');
   const id = newId('dpl');
   const at = nowIso();
