@@ -457,6 +457,18 @@ export class FakeGithub {
     return [...this.comments.values()].filter((c) => c.owner.toLowerCase() === owner.toLowerCase() && c.repo.toLowerCase() === name.toLowerCase() && c.number === number).sort((a, b) => a.id - b.id);
   }
 
+  /** How many injected failures (`failNext`) are still to be answered. */
+  failuresLeft(): number {
+    return this.failures.reduce((n, f) => n + f.times, 0);
+  }
+
+  /** Moves `branch` to `sha` (a fast-forward merge, or any branch update done outside `push`). */
+  setBranch(owner: string, name: string, branch: string, sha: string): void {
+    const repo = this.repo(owner, name);
+    if (!repo) throw new Error(`no repo ${owner}/${name}`);
+    git(['--git-dir', this.barePath(repo.owner.login, repo.name), 'update-ref', `refs/heads/${branch}`, sha]);
+  }
+
   /** The next `times` API requests matching `method` and `path` (without /api/v3) answer `status` instead. */
   failNext(method: string, path: RegExp, status: number, times = 1): void {
     this.failures.push({ method, path, status, times });

@@ -21,6 +21,7 @@ import * as m019 from './019_acme_alpn.js';
 import * as m020 from './020_instance_certificates.js';
 import * as m021 from './021_drop_domain_tls.js';
 import * as m022 from './022_preview_environments.js';
+import * as m023 from './023_preview_pulls.js';
 
 /**
  * Every migration, in order. Names sort; add new ones at the end with the next number.
@@ -49,4 +50,5 @@ export const migrations: Record<string, Migration> = {
   '020_instance_certificates': m020,
   '021_drop_domain_tls': m021,
   '022_preview_environments': m022,
+  '023_preview_pulls': m023,
 };

@@ -61,9 +61,9 @@ export async function latestDeployment(db: Db, orgId: string, projectId: string)
     .executeTakeFirst();
 }
 
-/** Whether a push of `commit` already made a deployment of the project. */
-export async function pushDeploymentExists(db: Db, orgId: string, projectId: string, commit: string): Promise<boolean> {
-  const row = await db.selectFrom('deployments').select('id').where('orgId', '=', orgId).where('projectId', '=', projectId).where('trigger', '=', 'push').where('commit', '=', commit).executeTakeFirst();
+/** Whether a push of `commit` already made a deployment of the project's `environment` (a preview's deployment of the same commit does not count for production). */
+export async function pushDeploymentExists(db: Db, orgId: string, projectId: string, commit: string, environment = 'production'): Promise<boolean> {
+  const row = await db.selectFrom('deployments').select('id').where('orgId', '=', orgId).where('projectId', '=', projectId).where('environment', '=', environment).where('trigger', '=', 'push').where('commit', '=', commit).executeTakeFirst();
   return !!row;
 }
 

@@ -5,6 +5,7 @@ import { hmacSha256Hex, safeEqual } from '../../lib/crypto.js';
 import { onInstallation, onInstallationRepositories, onPush } from './delivery-events.js';
 import type { DeliveryAck } from './gitprovider.presenters.js';
 import * as store from './gitprovider.store.js';
+import { onPullRequest } from './previews.service.js';
 
 /**
  * Incoming GitHub deliveries (public `POST /api/gitprovider/webhook`): verified, stored once per
@@ -12,7 +13,7 @@ import * as store from './gitprovider.store.js';
  */
 
 export const DELIVERY_JOB = 'gitprovider.delivery';
-const HANDLED_EVENTS = new Set(['push', 'installation', 'installation_repositories']);
+const HANDLED_EVENTS = new Set(['push', 'pull_request', 'installation', 'installation_repositories']);
 
 /** Verifies `X-Hub-Signature-256` over the raw bytes in constant time; fails closed without a secret. */
 export function verifySignature(secret: string | undefined, raw: Buffer, header: string | undefined): boolean {
@@ -72,6 +73,7 @@ export async function processDelivery(ctx: AppContext, deliveryId: string, attem
     const p = JSON.parse(row.payload) as Record<string, unknown>;
     let result: unknown = null;
     if (row.event === 'push') result = await onPush(ctx, p, row.hookId);
+    else if (row.event === 'pull_request') result = await onPullRequest(ctx, p, row.hookId);
     else if (row.event === 'installation') result = await onInstallation(ctx, p);
     else if (row.event === 'installation_repositories') result = await onInstallationRepositories(ctx, p);
     await store.finishDelivery(ctx.db, deliveryId, 'done', result);

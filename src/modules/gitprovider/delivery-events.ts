@@ -1,16 +1,18 @@
-import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
 import { transaction } from '../../db/client.js';
 import { AppError } from '../../lib/errors.js';
 import { insertAuditEvent } from '../audit/index.js';
 import { createDeployment, pushDeploymentExists } from '../deployments/index.js';
-import { autoDeployProjects, findProject, pauseAutoDeploy, projectsLinkedTo, unlinkGitSource } from '../projects/index.js';
+import { findProject, pauseAutoDeploy, projectsLinkedTo, unlinkGitSource } from '../projects/index.js';
+import { deliveryProjects, githubActor } from './delivery-targets.js';
 import * as gh from './github.js';
+import { deployPreviewsOnPush } from './previews.service.js';
 import * as store from './gitprovider.store.js';
 
 /**
  * What a stored delivery does to the projects linked to GitHub: a push deploys the projects with
- * auto-deploy on; an uninstalled or suspended App pauses auto-deploy; a repository removed from the
+ * auto-deploy on (production on its branch, and the previews tracking the pushed branch; pull requests
+ * are previews.service.ts); an uninstalled or suspended App pauses auto-deploy; a repository removed from the
  * installation unlinks its projects. A paused or unlinked project carries a notice saying why.
  */
 
@@ -25,20 +27,16 @@ export async function onPush(ctx: AppContext, p: any, hookId: string | null) {
   const commit = String(p.after);
   const defaultBranch = String(p.repository?.default_branch ?? '');
   if (!owner || !repo) return { deployments: [] };
-  let where: { orgId?: string; hookId?: string } = {};
-  if (p.installation?.id !== undefined) {
-    const inst = await store.findInstallationByGithubId(ctx.db, String(p.installation.id));
-    if (inst?.orgId) where = { orgId: inst.orgId };
-  }
-  const projects: { id: string; orgId: string; gitBranch: string | null }[] = [];
-  if (where.orgId) projects.push(...(await autoDeployProjects(ctx.db, where, owner, repo)));
-  if (hookId) for (const pr of await autoDeployProjects(ctx.db, { hookId }, owner, repo)) if (!projects.some((x) => x.id === pr.id)) projects.push(pr);
+  const installationId = p.installation?.id !== undefined ? String(p.installation.id) : null;
+  const projects = await deliveryProjects(ctx, installationId, hookId, owner, repo);
   const created: string[] = [];
   for (const pr of projects) {
-    if ((pr.gitBranch || defaultBranch) !== branch) continue;
-    if (await pushDeploymentExists(ctx.db, pr.orgId, pr.id, commit)) continue;
-    const id = await createPushDeployment(ctx, { orgId: pr.orgId, projectId: pr.id, commit, branch });
-    if (id) created.push(id);
+    if ((pr.gitBranch || defaultBranch) === branch && !(await pushDeploymentExists(ctx.db, pr.orgId, pr.id, commit))) {
+      const id = await createPushDeployment(ctx, { orgId: pr.orgId, projectId: pr.id, commit, branch });
+      if (id) created.push(id);
+    }
+    // The project's preview environments that track the branch deploy it too (contract section 16).
+    if (/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(commit)) created.push(...(await deployPreviewsOnPush(ctx, pr, { branch, commit, owner, repo })));
   }
   return { deployments: created };
 }
@@ -48,9 +46,8 @@ export async function onPush(ctx: AppContext, p: any, hookId: string | null) {
  * GitHub integration of the project's org; the record carries the pushed commit.
  */
 async function createPushDeployment(ctx: AppContext, p: { orgId: string; projectId: string; commit: string; branch: string }): Promise<string | null> {
-  const system: Actor = { userId: 'github', email: '', orgId: p.orgId, role: 'owner', scopes: null, via: 'token', grants: [] };
   try {
-    const d = await createDeployment(ctx, system, { projectId: p.projectId, ref: p.branch, commit: p.commit }, 'push');
+    const d = await createDeployment(ctx, githubActor(p.orgId), { projectId: p.projectId, ref: p.branch, commit: p.commit }, 'push');
     return d.id;
   } catch (e) {
     // A project that cannot deploy (disabled, no source) is skipped; the delivery is still done.

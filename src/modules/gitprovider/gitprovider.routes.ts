@@ -9,6 +9,7 @@ import { connect, disconnect, pollDevice } from './connect.service.js';
 import { DELIVERY_JOB, processDelivery, pruneOld, receiveDelivery } from './deliveries.service.js';
 import * as P from './gitprovider.presenters.js';
 import { gitproviderPorts } from './provided-ports.js';
+import { PREVIEW_COMMENT_JOB, PREVIEW_STATUS_JOB, reportStatus, syncComment } from './previews.service.js';
 import { deleteWebhook, listWebhooks, registerWebhook } from './repo-webhooks.service.js';
 import * as repos from './repos.service.js';
 import { home, localStatus, status } from './status.service.js';
@@ -49,6 +50,9 @@ export const gitproviderModule: ModuleDef = {
   init(ctx) {
     ctx.scheduler.add({ name: 'gitprovider.prune', everyMs: 6 * 3600_000, run: () => pruneOld(ctx) });
     ctx.jobs.register<{ deliveryId: string }>(DELIVERY_JOB, async (p, info) => processDelivery(ctx, p.deliveryId, info), { maxAttempts: 5, backoffMs: 1000 });
+    // GitHub writes of preview deployments: a few attempts with backoff, never the deployment's concern.
+    ctx.jobs.register<{ orgId: string; id: string }>(PREVIEW_STATUS_JOB, async (p) => reportStatus(ctx, p.orgId, p.id), { maxAttempts: 4, backoffMs: 2000 });
+    ctx.jobs.register<{ orgId: string; id: string }>(PREVIEW_COMMENT_JOB, async (p) => syncComment(ctx, p.orgId, p.id), { maxAttempts: 4, backoffMs: 2000 });
   },
   routes: [
     defineRoute({
@@ -266,7 +270,7 @@ export const gitproviderModule: ModuleDef = {
     defineRoute({
       method: 'POST',
       url: '/api/gitprovider/webhook',
-      summary: 'Incoming GitHub deliveries (push, installation, installation_repositories), signed with the webhook secret; 202 queued, 200 ignored or duplicate',
+      summary: 'Incoming GitHub deliveries (push, pull_request, installation, installation_repositories), signed with the webhook secret; 202 queued, 200 ignored or duplicate',
       access: 'public',
       rawBody: true,
       bodyLimit: 25 * 1024 * 1024,

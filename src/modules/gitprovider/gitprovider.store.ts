@@ -1,7 +1,15 @@
 import type { Selectable } from 'kysely';
 import type { Db } from '../../db/client.js';
 import { newId, nowIso } from '../../lib/ids.js';
-import type { GitproviderConnectionsTable, GitproviderDeliveriesTable, GitproviderDeviceFlowsTable, GitproviderInstallationsTable } from './gitprovider.tables.js';
+import type {
+  GitproviderConnectionsTable,
+  GitproviderDeliveriesTable,
+  GitproviderDeviceFlowsTable,
+  GitproviderInstallationsTable,
+  GitproviderPreviewDeploymentsTable,
+  GitproviderPreviewPullsTable,
+  GitproviderPullCommentsTable,
+} from './gitprovider.tables.js';
 
 /** SQL of the git provider area. Every org-owned query is scoped by org. */
 
@@ -9,6 +17,9 @@ export type InstallationRow = Selectable<GitproviderInstallationsTable>;
 export type ConnectionRow = Selectable<GitproviderConnectionsTable>;
 export type DeviceFlowRow = Selectable<GitproviderDeviceFlowsTable>;
 export type DeliveryRow = Selectable<GitproviderDeliveriesTable>;
+export type PreviewPullRow = Selectable<GitproviderPreviewPullsTable>;
+export type PreviewDeploymentRow = Selectable<GitproviderPreviewDeploymentsTable>;
+export type PullCommentRow = Selectable<GitproviderPullCommentsTable>;
 
 // ---------------------------------------------------------------- installations
 
@@ -169,4 +180,205 @@ export async function pruneOld(db: Db, before: string): Promise<void> {
   await db.deleteFrom('gitproviderDeliveries').where('receivedAt', '<', before).where('status', '=', 'done').execute();
   await db.deleteFrom('gitproviderDeviceFlows').where('expiresAt', '<', before).execute();
   await db.deleteFrom('gitproviderUsedStates').where('expiresAt', '<', before).execute();
+}
+
+// ---------------------------------------------------------------- preview pull requests (migration 023)
+
+/**
+ * Records pull request `number` as open in a project with its head (a new row, or the existing one
+ * updated); answers the row and the state it had before (null when new).
+ */
+export async function upsertPreviewPull(
+  db: Db,
+  p: { orgId: string; projectId: string; environment: string; repoOwner: string; repoName: string; number: number; headBranch: string; headSha: string },
+): Promise<{ row: PreviewPullRow; previousState: string | null }> {
+  const at = nowIso();
+  const existing = await db.selectFrom('gitproviderPreviewPulls').selectAll().where('orgId', '=', p.orgId).where('projectId', '=', p.projectId).where('number', '=', p.number).executeTakeFirst();
+  if (existing) {
+    const set = { environment: p.environment, repoOwner: p.repoOwner, repoName: p.repoName, headBranch: p.headBranch, headSha: p.headSha, state: 'open', updatedAt: at };
+    await db.updateTable('gitproviderPreviewPulls').set(set).where('orgId', '=', p.orgId).where('id', '=', existing.id).execute();
+    return { row: { ...existing, ...set }, previousState: existing.state };
+  }
+  const row: PreviewPullRow = { id: newId('ghp'), ...p, state: 'open', createdAt: at, updatedAt: at };
+  await db.insertInto('gitproviderPreviewPulls').values(row).execute();
+  return { row, previousState: null };
+}
+
+export async function closePreviewPull(db: Db, orgId: string, id: string): Promise<void> {
+  await db.updateTable('gitproviderPreviewPulls').set({ state: 'closed', updatedAt: nowIso() }).where('orgId', '=', orgId).where('id', '=', id).execute();
+}
+
+/** The org's records of pull request `number` of owner/repo, one per project (any state). */
+export function previewPullsOf(db: Db, orgId: string, owner: string, repo: string, number: number): Promise<PreviewPullRow[]> {
+  return db
+    .selectFrom('gitproviderPreviewPulls')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .where('repoOwner', '=', owner)
+    .where('repoName', '=', repo)
+    .where('number', '=', number)
+    .orderBy('createdAt')
+    .orderBy('id')
+    .execute();
+}
+
+/** The open pull requests whose preview is `environment` of a project. */
+export function openPreviewPullsOfEnvironment(db: Db, orgId: string, projectId: string, environment: string): Promise<PreviewPullRow[]> {
+  return db
+    .selectFrom('gitproviderPreviewPulls')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .where('projectId', '=', projectId)
+    .where('environment', '=', environment)
+    .where('state', '=', 'open')
+    .execute();
+}
+
+/** The open pull requests of a project whose head is `branch` (a push to it deploys their previews). */
+export function openPreviewPullsOnBranch(db: Db, orgId: string, projectId: string, branch: string): Promise<PreviewPullRow[]> {
+  return db
+    .selectFrom('gitproviderPreviewPulls')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .where('projectId', '=', projectId)
+    .where('headBranch', '=', branch)
+    .where('state', '=', 'open')
+    .execute();
+}
+
+// ---------------------------------------------------------------- preview deployments and their commit statuses
+
+/**
+ * Claims the deployment of `commitSha` to a project's environment: false when it was claimed before
+ * (a redelivery, or the push and the `synchronize` of the same head).
+ */
+export async function claimPreviewDeployment(db: Db, row: PreviewDeploymentRow): Promise<boolean> {
+  const res = await db
+    .insertInto('gitproviderPreviewDeployments')
+    .values(row)
+    .onConflict((oc) => oc.columns(['projectId', 'environment', 'commitSha']).doNothing())
+    .executeTakeFirst();
+  return Number(res.numInsertedOrUpdatedRows ?? 0) > 0;
+}
+
+/** Binds a claim to the deployment made for it (unless the settle listener bound it first). */
+export async function bindPreviewDeployment(db: Db, orgId: string, id: string, deploymentId: string): Promise<void> {
+  await db.updateTable('gitproviderPreviewDeployments').set({ deploymentId, updatedAt: nowIso() }).where('orgId', '=', orgId).where('id', '=', id).where('deploymentId', 'is', null).execute();
+}
+
+export async function deletePreviewDeployment(db: Db, orgId: string, id: string): Promise<void> {
+  await db.deleteFrom('gitproviderPreviewDeployments').where('orgId', '=', orgId).where('id', '=', id).execute();
+}
+
+/** Forgets the claims of a project's environment (a closed pull request reopened starts afresh). */
+export async function deletePreviewDeploymentsOf(db: Db, orgId: string, projectId: string, environment: string): Promise<void> {
+  await db.deleteFrom('gitproviderPreviewDeployments').where('orgId', '=', orgId).where('projectId', '=', projectId).where('environment', '=', environment).execute();
+}
+
+export function findPreviewDeployment(db: Db, orgId: string, id: string): Promise<PreviewDeploymentRow | undefined> {
+  return db.selectFrom('gitproviderPreviewDeployments').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+}
+
+/** The claim of a settled deployment: bound to it, else the unbound claim of its environment and commit. */
+export async function previewDeploymentFor(db: Db, orgId: string, d: { id: string; projectId: string; environment: string; commit: string | null }): Promise<PreviewDeploymentRow | undefined> {
+  const bound = await db.selectFrom('gitproviderPreviewDeployments').selectAll().where('orgId', '=', orgId).where('deploymentId', '=', d.id).executeTakeFirst();
+  if (bound || !d.commit) return bound;
+  const unbound = await db
+    .selectFrom('gitproviderPreviewDeployments')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .where('projectId', '=', d.projectId)
+    .where('environment', '=', d.environment)
+    .where('commitSha', '=', d.commit)
+    .where('deploymentId', 'is', null)
+    .executeTakeFirst();
+  if (!unbound) return undefined;
+  await bindPreviewDeployment(db, orgId, unbound.id, d.id);
+  return { ...unbound, deploymentId: d.id };
+}
+
+export async function setPreviewDeploymentState(db: Db, orgId: string, id: string, set: { state: string; description: string; previewUrl?: string | null }): Promise<void> {
+  await db.updateTable('gitproviderPreviewDeployments').set({ ...set, updatedAt: nowIso() }).where('orgId', '=', orgId).where('id', '=', id).execute();
+}
+
+/** The still pending claims of a project's environment. */
+export function pendingPreviewDeploymentsOf(db: Db, orgId: string, projectId: string, environment: string): Promise<PreviewDeploymentRow[]> {
+  return db
+    .selectFrom('gitproviderPreviewDeployments')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .where('projectId', '=', projectId)
+    .where('environment', '=', environment)
+    .where('state', '=', 'pending')
+    .execute();
+}
+
+/** The newest claim of a project's environment (what its pull request comment shows). */
+export function latestPreviewDeployment(db: Db, orgId: string, projectId: string, environment: string): Promise<PreviewDeploymentRow | undefined> {
+  return db
+    .selectFrom('gitproviderPreviewDeployments')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .where('projectId', '=', projectId)
+    .where('environment', '=', environment)
+    .orderBy('createdAt', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+// ---------------------------------------------------------------- the one comment per pull request
+
+/** The org's comment record of pull request `number` (made when missing), its revision bumped: the comment must show a change. */
+export async function touchPullComment(db: Db, k: { orgId: string; repoOwner: string; repoName: string; number: number }): Promise<PullCommentRow> {
+  const at = nowIso();
+  await db
+    .insertInto('gitproviderPullComments')
+    .values({ id: newId('ghm'), ...k, commentId: null, rev: 0, syncedRev: 0, lockUntil: null, createdAt: at, updatedAt: at })
+    .onConflict((oc) => oc.columns(['orgId', 'repoOwner', 'repoName', 'number']).doNothing())
+    .execute();
+  await db
+    .updateTable('gitproviderPullComments')
+    .set((eb) => ({ rev: eb('rev', '+', 1), updatedAt: at }))
+    .where('orgId', '=', k.orgId)
+    .where('repoOwner', '=', k.repoOwner)
+    .where('repoName', '=', k.repoName)
+    .where('number', '=', k.number)
+    .execute();
+  return db
+    .selectFrom('gitproviderPullComments')
+    .selectAll()
+    .where('orgId', '=', k.orgId)
+    .where('repoOwner', '=', k.repoOwner)
+    .where('repoName', '=', k.repoName)
+    .where('number', '=', k.number)
+    .executeTakeFirstOrThrow();
+}
+
+export function findPullComment(db: Db, orgId: string, id: string): Promise<PullCommentRow | undefined> {
+  return db.selectFrom('gitproviderPullComments').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+}
+
+/** Takes the comment's write lease until `until` when nobody holds it (or a holder's ran out); true when taken. */
+export async function leasePullComment(db: Db, orgId: string, id: string, until: string): Promise<boolean> {
+  const now = nowIso();
+  const res = await db
+    .updateTable('gitproviderPullComments')
+    .set({ lockUntil: until })
+    .where('orgId', '=', orgId)
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('lockUntil', 'is', null), eb('lockUntil', '<', now)]))
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
+}
+
+/** Gives the lease `until` back, recording what the comment at GitHub now shows (when it was written). */
+export async function releasePullComment(db: Db, orgId: string, id: string, until: string, synced?: { rev: number; commentId: string | null }): Promise<void> {
+  await db
+    .updateTable('gitproviderPullComments')
+    .set({ lockUntil: null, ...(synced ? { syncedRev: synced.rev, commentId: synced.commentId, updatedAt: nowIso() } : {}) })
+    .where('orgId', '=', orgId)
+    .where('id', '=', id)
+    .where('lockUntil', '=', until)
+    .execute();
 }

@@ -1,4 +1,4 @@
-/** Kysely table interfaces of the git provider area (migration 006_gitprovider). */
+/** Kysely table interfaces of the git provider area (migrations 006_gitprovider, 023_preview_pulls). */
 
 export interface GitproviderInstallationsTable {
   id: string;
@@ -71,4 +71,62 @@ export interface GitproviderTables {
   gitproviderDeviceFlows: GitproviderDeviceFlowsTable;
   gitproviderDeliveries: GitproviderDeliveriesTable;
   gitproviderProjectNotices: GitproviderProjectNoticesTable;
+  gitproviderPreviewPulls: GitproviderPreviewPullsTable;
+  gitproviderPreviewDeployments: GitproviderPreviewDeploymentsTable;
+  gitproviderPullComments: GitproviderPullCommentsTable;
+}
+
+/** A pull request's preview environment in one project (migration 023_preview_pulls). */
+export interface GitproviderPreviewPullsTable {
+  id: string;
+  orgId: string;
+  projectId: string;
+  /** `pr-<number>`. */
+  environment: string;
+  repoOwner: string;
+  repoName: string;
+  number: number;
+  headBranch: string;
+  headSha: string;
+  state: string; // 'open' | 'closed'
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** A deployment the area made of a preview environment, and the `berth/deploy` status it reports on its commit. */
+export interface GitproviderPreviewDeploymentsTable {
+  id: string;
+  orgId: string;
+  projectId: string;
+  environment: string;
+  commitSha: string;
+  /** Null between the claim and the deployment's creation. */
+  deploymentId: string | null;
+  repoOwner: string;
+  repoName: string;
+  state: string; // GitHub's: 'pending' | 'success' | 'failure' | 'error'
+  /** What the status says (a short reason; never a log line or a secret). */
+  description: string;
+  /** The preview's URL once known (the environment's, then the settled deployment's). */
+  previewUrl: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** The one comment kept on a pull request per org: its GitHub id, and what serialises its writes. */
+export interface GitproviderPullCommentsTable {
+  id: string;
+  orgId: string;
+  repoOwner: string;
+  repoName: string;
+  number: number;
+  commentId: string | null;
+  /** Bumped by every change the comment should show. */
+  rev: number;
+  /** The `rev` the comment at GitHub shows. */
+  syncedRev: number;
+  /** Held by the writer of the comment until then (one writer at a time, any instance). */
+  lockUntil: string | null;
+  createdAt: string;
+  updatedAt: string;
 }

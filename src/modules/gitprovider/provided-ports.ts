@@ -4,14 +4,16 @@ import { buildCloneToken } from './clone-tokens.js';
 import { projectNotice } from './delivery-events.js';
 import { fetchBranches, fetchRepo, reposFrom } from './github-repos.js';
 import * as gh from './github.js';
+import { onDeploymentSettled } from './previews.service.js';
 import { ensureHook } from './repo-webhooks.service.js';
 import { clientFor, installationCred, orgSources, userCreds, type Cred } from './sources.js';
 
 /**
  * What the git provider offers other areas (`ctx.ports`): the projects area's git port (repository,
  * branches, head commit, push webhook, notices), the build pipeline's clone tokens, the
- * permissions catalog of the two git grant types, and this server's GitHub installation token cache
- * (`githubTokens`, the area's own use).
+ * permissions catalog of the two git grant types, this server's GitHub installation token cache
+ * (`githubTokens`, the area's own use), and the `deploymentSettled` listener that reports preview
+ * deployments to GitHub (commit status, pull request comment).
  */
 
 const git: NonNullable<Ports['git']> = {
@@ -86,5 +88,5 @@ const catalogs: Record<'gitprovider_installation' | 'gitprovider_repository', Ca
 
 /** The module's `provides` (called once per server: the installation token cache is this server's). */
 export function gitproviderPorts(): Partial<Ports> {
-  return { git, cloneTokens: buildCloneToken, catalogs, githubTokens: gh.createInstallationTokens() };
+  return { git, cloneTokens: buildCloneToken, catalogs, githubTokens: gh.createInstallationTokens(), deploymentSettled: [onDeploymentSettled] };
 }

@@ -767,7 +767,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Incoming GitHub deliveries (push, installation, installation_repositories), signed with the webhook secret; 202 queued, 200 ignored or duplicate */
+        /** Incoming GitHub deliveries (push, pull_request, installation, installation_repositories), signed with the webhook secret; 202 queued, 200 ignored or duplicate */
         post: operations["postGitproviderWebhook"];
         delete?: never;
         options?: never;
