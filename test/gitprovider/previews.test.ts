@@ -271,6 +271,24 @@ describe('preview deployments from GitHub pull requests', () => {
     });
   });
 
+  it('a push to the branch of a preview environment a member made deploys it, with its commit status and no comment', async () => {
+    const x = await connected();
+    const made = await x.api.post(`/api/projects/${x.projectId}/environments`, { name: 'staging', branch: 'develop' });
+    assert.equal(made.status, 201, made.text);
+    const sha = w.fake.push(x.owner, 'shop', tinyAppFiles('staging-v1'), { branch: 'develop' });
+    const result = await sendPush(x, 'develop');
+    assert.equal(result.deployments.length, 1);
+    const d = await settled(x, 'staging', sha);
+    assert.equal(d.status, 'ready', d.error ?? '');
+    assert.equal(d.ref, 'develop');
+    const statuses = await statusesUntil(sha, 'success');
+    assert.equal(statuses[0]!.state, 'pending');
+    assert.equal(statuses.at(-1)!.target_url, made.body.data.url);
+    assert.match((await edge(made.body.data.url)).text, /^hello staging-v1/);
+    assert.equal((await deploymentsOf(x, 'production')).length, 0);
+    assert.equal([...w.fake.comments.values()].filter((c) => c.owner === x.owner).length, 0);
+  });
+
   it('a pull request from a fork is not deployed: no environment, no deployment, nothing written at GitHub', async () => {
     const x = await connected();
     const forker = uniqueLogin('fork');
