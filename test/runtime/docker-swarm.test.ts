@@ -416,3 +416,33 @@ test('a registry that does not answer fails the start with a StartError naming t
   spawnSync(DOCKER, ['rmi', `127.0.0.1:${port}/${IMAGES.one}`], { timeout: 60_000 });
   await broken.forgetProject(projectId);
 });
+
+test("a preview environment's app (ReleaseSpec.app) runs as a service of its own on its own network beside production's; forgetApp removes only it", withSwarm, async () => {
+  const app = `${projectId}-0123456789`;
+  const prod = await apps.start(spec(IMAGES.one, 'dpl_prodapp', { replicas: 1 }), deps());
+  let preview: Instance | null = null;
+  try {
+    preview = await apps.start(spec(IMAGES.two, 'dpl_preview', { app, replicas: 1, env: { GREETING: 'preview' }, dataDir: path.join(root, 'volumes', projectId, '.previews', 'pr-1') }), deps());
+    assert.equal((await get(prod.upstream)).split(' ')[0], '1');
+    const [version, , greeting] = (await get(preview.upstream)).split(' ');
+    assert.equal(version, '2');
+    assert.equal(greeting, 'preview');
+    const svc = (await engine.api.getService(`berth-${key}-${app}`).inspect()) as Docker.Service & { Spec: Docker.ServiceSpec };
+    assert.deepEqual(svc.Spec.Labels, { 'berth.instance': key, 'berth.project': projectId, 'berth.kind': 'app', 'berth.deployment': 'dpl_preview', 'berth.app': app });
+    assert.equal(containerSpecOf(svc).Mounts?.find((m) => m.Target === '/data')?.Source, path.join(root, 'volumes', projectId, '.previews', 'pr-1'));
+    assert.equal((await engine.api.getNetwork(`berth-${key}-${app}-swarm`).inspect()).Driver, 'overlay');
+    assert.equal(containerSpecOf((await service())!).Image, IMAGES.one, "production's service is its own");
+    assert.ok(existsSync(path.join(root, 'logs', 'projects', app, 'runtime.log')), 'the preview has a runtime log of its own');
+
+    await apps.forgetApp(app);
+    assert.equal(await engine.api.getService(`berth-${key}-${app}`).inspect().catch(() => null), null);
+    assert.equal(await engine.api.getNetwork(`berth-${key}-${app}-swarm`).inspect().catch(() => null), null);
+    assert.equal((await get(prod.upstream)).split(' ')[0], '1', 'production keeps answering');
+  } finally {
+    // The instance's balancer closes with it (its service is gone already).
+    await preview?.box.dispose().catch(() => {});
+    await apps.forgetApp(app).catch(() => {});
+    await prod.box.dispose();
+    await apps.forgetProject(projectId);
+  }
+});
