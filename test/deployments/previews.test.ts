@@ -203,6 +203,20 @@ describe('a preview environment next to production', () => {
     assert.equal((await edge(prodHost())).status, 200);
   });
 
+  test("the preview's app has its own runtime and request logs (`?environment=`); production's hold none of its lines", async () => {
+    const preview = await api.get(`/api/projects/${project.id}/logs?environment=feat&limit=1000`);
+    assert.equal(preview.status, 200, preview.text);
+    assert.ok(preview.body.data.some((l: any) => l.line.includes('listening on') && l.line.includes('preview-v2')), preview.text);
+    const production = await api.get(`/api/projects/${project.id}/logs?limit=1000`);
+    assert.ok(!production.body.data.some((l: any) => l.line.includes('preview-v2')), 'no preview line in production\'s log');
+    assert.ok(production.body.data.some((l: any) => l.line.includes('prod-v1')));
+    const requests = await api.get(`/api/projects/${project.id}/server-logs/recent?environment=feat`);
+    assert.equal(requests.status, 200, requests.text);
+    assert.ok(requests.body.data.some((r: any) => r.path === '/env/GREETING'));
+    assert.ok(!(await api.get(`/api/projects/${project.id}/server-logs/recent`)).body.data.some((r: any) => r.path === '/data'), "the preview's requests are not production's");
+    assertError(await api.get(`/api/projects/${project.id}/logs?environment=nope`), 400, 'VALIDATION_FAILED', 'environment');
+  });
+
   test('an idle preview goes back to sleep, and the next request wakes it again', async () => {
     const rt = getRuntime(server.ctx);
     await waitFor(() => rt.supervisor.stateOf(app()) === 'sleeping', 'the preview to sleep', 20_000, 100);

@@ -2,22 +2,36 @@ import { Type } from '@sinclair/typebox';
 import { defineRoute } from '../../http/route.js';
 import { IdParams, Obj, Str } from '../../http/schemas.js';
 import { gateAccess } from '../../http/stream-access.js';
-import { AppError } from '../../lib/errors.js';
+import type { AppContext } from '../../context.js';
+import { AppError, invalid } from '../../lib/errors.js';
+import { findEnvironment, type ProjectRow } from '../projects/index.js';
 import { EVENT_STREAM, IssuedTokenSchema, LogLineSchema, RequestEntrySchema } from './deployments.presenters.js';
 import { isTerminal, readBuildLogs } from './deployments.service.js';
 import * as store from './deployments.store.js';
 import { checkSince, streamLogs } from './log-stream.js';
+import { appKeyOf } from './releases.js';
 import { runtimeOf } from './runtime.js';
 import { serverLogStreamToken } from './stream-tokens.service.js';
 
 /**
- * Logs: a deployment's build log and a project's runtime log (read, or streamed as SSE), and the
- * edge's request log of a project. The build-log and request-log streams also take a short-lived
+ * Logs: a deployment's build log and a project's runtime log (read, or streamed as SSE; a preview
+ * environment's app has its own, `?environment=`), and the edge's request log of a project (a
+ * preview's host has its own too). The build-log and request-log streams also take a short-lived
  * stream token (`?token=` or `Bearer berth_dpl_…`/`berth_slt_…`, access `stream-token`): a browser
  * EventSource cannot send a credential.
  */
 
 const Limit = (maximum: number) => Type.Optional(Type.Integer({ minimum: 1, maximum }));
+/** Whose runtime or request log: an environment's name (default `production`; a preview's app has its own). */
+const Environment = Type.Optional(Str({ min: 1, max: 64 }));
+
+/** The key of the app whose logs a request names (`?environment=`): production's (the project's id) or a preview's; 400 for an unknown one. */
+async function appOfQuery(ctx: AppContext, project: ProjectRow, environment: string | undefined): Promise<string> {
+  if (!environment || environment === 'production') return project.id;
+  const env = await findEnvironment(ctx.db, project.orgId, project.id, environment);
+  if (!env) throw invalid('environment', `this project has no environment named "${environment}"`);
+  return appKeyOf(project.id, env.name);
+}
 const Since = Type.Optional(Str({ max: 64 }));
 const Token = Type.Optional(Str({ max: 200 }));
 /** `false`: send what is there and close (no live tail). */
@@ -69,23 +83,26 @@ export const logRoutes = [
   defineRoute({
     method: 'GET',
     url: '/api/projects/:id/logs',
-    summary: 'Runtime logs of the project\'s app (stdout and stderr)',
+    summary: "Runtime logs of the project's app (stdout and stderr); `environment` names a preview's app",
     tag: 'project:read',
     resource: { kind: 'project', param: 'id' },
-    schema: { params: IdParams, querystring: Obj({ limit: Limit(10000), since: Since }), response: Type.Array(LogLineSchema) },
-    handler: ({ params, query }, ctx) => runtimeOf(ctx).logs.runtime(params.id).read({ limit: query.limit ?? 200, since: checkSince(query.since) }),
+    schema: { params: IdParams, querystring: Obj({ limit: Limit(10000), since: Since, environment: Environment }), response: Type.Array(LogLineSchema) },
+    handler: async ({ query, resource }, ctx) => {
+      const app = await appOfQuery(ctx, resource.record, query.environment);
+      return runtimeOf(ctx).logs.runtime(app).read({ limit: query.limit ?? 200, since: checkSince(query.since) });
+    },
   }),
   defineRoute({
     method: 'GET',
     url: '/api/projects/:id/logs/stream',
-    summary: 'Stream the runtime logs of the project\'s app (SSE `log` events)',
+    summary: "Stream the runtime logs of the project's app (SSE `log` events); `environment` names a preview's app",
     tag: 'project:read',
     resource: { kind: 'project', param: 'id' },
     raw: true,
     produces: EVENT_STREAM,
-    schema: { params: IdParams, querystring: Obj({ limit: Limit(10000), since: Since, follow: Follow }) },
-    handler: ({ params, query, req, reply }, ctx) => {
-      const file = runtimeOf(ctx).logs.runtime(params.id);
+    schema: { params: IdParams, querystring: Obj({ limit: Limit(10000), since: Since, follow: Follow, environment: Environment }) },
+    handler: async ({ query, resource, req, reply }, ctx) => {
+      const file = runtimeOf(ctx).logs.runtime(await appOfQuery(ctx, resource.record, query.environment));
       streamLogs(reply, req.id, {
         event: 'log',
         backlog: file.read({ limit: query.limit ?? 100, since: checkSince(query.since) }),
@@ -98,11 +115,11 @@ export const logRoutes = [
   defineRoute({
     method: 'GET',
     url: '/api/projects/:id/server-logs/recent',
-    summary: 'Recent HTTP requests the edge served for the project',
+    summary: "Recent HTTP requests the edge served for the project; `environment` names a preview's host",
     tag: 'project:read',
     resource: { kind: 'project', param: 'id' },
-    schema: { params: IdParams, querystring: Obj({ limit: Limit(1000) }), response: Type.Array(RequestEntrySchema) },
-    handler: ({ params, query }, ctx) => runtimeOf(ctx).requests.recent(params.id, query.limit ?? 100),
+    schema: { params: IdParams, querystring: Obj({ limit: Limit(1000), environment: Environment }), response: Type.Array(RequestEntrySchema) },
+    handler: async ({ query, resource }, ctx) => runtimeOf(ctx).requests.recent(await appOfQuery(ctx, resource.record, query.environment), query.limit ?? 100),
   }),
   defineRoute({
     method: 'GET',

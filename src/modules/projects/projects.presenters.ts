@@ -6,7 +6,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { NullableStr } from '../../http/schemas.js';
 import type { AppContext } from '../../context.js';
-import { edgeUrlOf, previewHost } from './preview-domains.js';
+import { branchSlug, edgeUrlOf, previewHost } from './preview-domains.js';
 import type { DeploymentRow, DomainRow, EnvironmentRow, ProjectRow } from './projects.store.js';
 
 // ---------------------------------------------------------------- schema helpers (this area's presenters)
@@ -199,13 +199,15 @@ export type EnvironmentRecord = Static<typeof EnvironmentSchema>;
 /** `productionHost`: the host production is served at (its primary domain once verified, else the free domain). */
 export function environmentRecord(ctx: AppContext, project: { slug: string }, e: EnvironmentRow, productionHost: string): EnvironmentRecord {
   const domain = e.type === 'preview' && e.slug ? previewHost(ctx, project.slug, e.slug) : null;
+  // A preview without a stored host (copied by a transfer) gets one on its next ensure; until then its URL is the one it would get.
+  const host = e.type !== 'preview' ? productionHost : (domain ?? previewHost(ctx, project.slug, branchSlug(e.branch ?? e.name, project.slug)));
   return {
     id: e.id,
     name: e.name,
     type: e.type as EnvironmentRecord['type'],
     branch: e.branch,
     domain,
-    url: domain ? edgeUrlOf(ctx, domain, true) : edgeUrlOf(ctx, productionHost, false),
+    url: edgeUrlOf(ctx, host, e.type === 'preview'),
     createdAt: e.createdAt,
   };
 }

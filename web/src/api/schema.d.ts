@@ -1472,7 +1472,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Runtime logs of the project's app (stdout and stderr) */
+        /** Runtime logs of the project's app (stdout and stderr); `environment` names a preview's app */
         get: operations["getProjectsByIdLogs"];
         put?: never;
         post?: never;
@@ -1489,7 +1489,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Stream the runtime logs of the project's app (SSE `log` events) */
+        /** Stream the runtime logs of the project's app (SSE `log` events); `environment` names a preview's app */
         get: operations["getProjectsByIdLogsStream"];
         put?: never;
         post?: never;
@@ -1612,7 +1612,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Recent HTTP requests the edge served for the project */
+        /** Recent HTTP requests the edge served for the project; `environment` names a preview's host */
         get: operations["getProjectsByIdServerLogsRecent"];
         put?: never;
         post?: never;
@@ -6864,6 +6864,7 @@ export interface operations {
     getProjectsByIdLogs: {
         parameters: {
             query?: {
+                environment?: string;
                 limit?: number;
                 since?: string;
             };
@@ -6900,6 +6901,7 @@ export interface operations {
     getProjectsByIdLogsStream: {
         parameters: {
             query?: {
+                environment?: string;
                 follow?: boolean;
                 limit?: number;
                 since?: string;
@@ -7433,6 +7435,7 @@ export interface operations {
     getProjectsByIdServerLogsRecent: {
         parameters: {
             query?: {
+                environment?: string;
                 limit?: number;
             };
             header?: never;
