@@ -63,11 +63,14 @@ export async function removePreviewEnvironment(ctx: AppContext, actor: Actor, pr
   const deadline = Date.now() + BUILD_STOP_WAIT_MS;
   while (cancelled.some((id) => rt.building.has(id)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
 
-  // Its app stops (nothing routes to it once the rows are gone; the edge forgets it now).
-  rt.invalidate(projectId);
-  await rt.supervisor.stop(app, 'stopped');
-  rt.supervisor.forget(app);
-  await rt.driver.apps?.forgetApp?.(app).catch((err) => ctx.log.warn({ projectId, environment: name, err: (err as Error).message }, "could not remove the preview's containers"));
+  // Its app stops now, and again once the rows are gone (a request that woke it in between).
+  const stopApp = async () => {
+    rt.invalidate(projectId);
+    await rt.supervisor.stop(app, 'stopped');
+    rt.supervisor.forget(app);
+    await rt.driver.apps?.forgetApp?.(app).catch((err) => ctx.log.warn({ projectId, environment: name, err: (err as Error).message }, "could not remove the preview's containers"));
+  };
+  await stopApp();
 
   // Rows, then files, one swap at a time with the project's deploys, rollbacks and prunes.
   await rt.releaseSwap(projectId, async () => {
@@ -94,8 +97,8 @@ export async function removePreviewEnvironment(ctx: AppContext, actor: Actor, pr
     const images = deployments.flatMap((d) => (d.image && !shared.images.has(d.image) ? [d.image] : []));
     if (images.length) await rt.driver.images?.remove(images).catch((err) => ctx.log.warn({ err: (err as Error).message, projectId }, "could not remove the preview's images"));
   });
+  await stopApp();
   await rm(rt.releases.previewVolumeDir(projectId, name), { recursive: true, force: true }).catch((err) => ctx.log.warn({ err, projectId }, "could not remove the preview's volume"));
   rt.logs.removeApp(app);
   rt.requests.forget(app);
-  rt.invalidate(projectId);
 }
