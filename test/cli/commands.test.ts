@@ -221,9 +221,14 @@ describe('berth client commands', () => {
       const out = JSON.parse(res.stdout);
       assert.equal(out.environment, 'staging');
       assert.equal(out.file, path.join(dir, 'staging.env'));
-      assert.deepEqual(out.entries, [{ key: 'ONLY', value: 'staging', isSecret: false }]);
+      // A new environment starts with production's variables (contract section 16), then has its own.
       const prod = JSON.parse((await cli.run(['env', 'pull', project.slug, 'p.env', '--json'], { cwd: dir })).stdout);
       assert.deepEqual(prod.entries.find((e: any) => e.key === 'API_KEY'), { key: 'API_KEY', value: null, isSecret: true });
+      assert.equal(prod.entries.find((e: any) => e.key === 'ONLY'), undefined, 'staging-only variable is not production\'s');
+      const keys = (entries: any[]) => entries.map((e) => e.key).sort();
+      assert.deepEqual(keys(out.entries), [...keys(prod.entries), 'ONLY'].sort());
+      assert.deepEqual(out.entries.find((e: any) => e.key === 'ONLY'), { key: 'ONLY', value: 'staging', isSecret: false });
+      assert.deepEqual(out.entries.find((e: any) => e.key === 'API_KEY'), { key: 'API_KEY', value: null, isSecret: true });
     });
 
     it("`env pull` of another org's project is refused (1) and writes nothing; no project is a usage error (2)", async () => {
