@@ -47,15 +47,23 @@ async function isFile(file: string): Promise<boolean> {
   }
 }
 
-/** The encoding to send `rel` in: a prebuilt `.br` or `.gz` the client accepts, else none. */
+/** The encoding to send `rel` in: a prebuilt `.br` (else `.gz`) the client accepts and the build wrote, else none. */
 async function encodingFor(root: string, rel: string, accept: string | undefined): Promise<'br' | 'gzip' | null> {
   if (!accept) return null;
   const { default: negotiate } = await import('@fastify/accept-negotiator');
-  for (const enc of [negotiate(accept.toLowerCase(), ['br', 'gzip']), negotiate(accept.toLowerCase(), ['gzip'])]) {
-    if (enc === 'br' && (await isFile(path.join(root, `${rel}.br`)))) return 'br';
-    if (enc === 'gzip' && (await isFile(path.join(root, `${rel}.gz`)))) return 'gzip';
-  }
-  return null;
+  const header = accept.toLowerCase();
+  let enc = negotiate(header, ['br', 'gzip'] as const);
+  if (enc === 'br' && !(await isFile(path.join(root, `${rel}.br`)))) enc = negotiate(header, ['gzip'] as const);
+  if (enc === 'gzip' && !(await isFile(path.join(root, `${rel}.gz`)))) enc = null;
+  return enc;
+}
+
+function notBuilt(reply: FastifyReply): void {
+  reply
+    .code(503)
+    .type('text/plain; charset=utf-8')
+    .header('cache-control', 'no-store')
+    .send(`The dashboard is not built. Run \`npm install\` (or \`npm run build:web\`) in Berth's folder, or set BERTH_DASHBOARD_DIR.\nThe API answers under /api.\n`);
 }
 
 /** Answers a dashboard request from `root` (the built dashboard). */
@@ -63,14 +71,6 @@ export async function serveDashboard(root: string, req: FastifyRequest, reply: F
   const { default: send } = await import('@fastify/send');
   const pathname = req.url.split('?')[0]!;
   const asset = pathname.startsWith('/assets/');
-  if (!asset && !(await isFile(path.join(root, 'index.html')))) {
-    reply
-      .code(503)
-      .type('text/plain; charset=utf-8')
-      .header('cache-control', 'no-store')
-      .send(`The dashboard is not built. Run \`npm install\` (or \`npm run build:web\`) in Berth's folder, or set BERTH_DASHBOARD_DIR.\nThe API answers under /api.\n`);
-    return;
-  }
   // An asset is the file itself (404 when absent: a stale page asks for an old hash); anything else
   // is the page, whose router decides (and shows its own "not found").
   let rel = 'index.html';
@@ -93,6 +93,8 @@ export async function serveDashboard(root: string, req: FastifyRequest, reply: F
   const r = await send(req.raw, `/${served}`, { root, index: false, dotfiles: 'deny', cacheControl: false, contentType: false, acceptRanges: false });
   if (r.type !== 'file') {
     r.stream.destroy();
+    // No page: the dashboard was never built (or its folder is wrong); a missing asset is a 404.
+    if (!asset) return notBuilt(reply);
     reply.code(404).type('text/plain; charset=utf-8').send('not found\n');
     return;
   }
