@@ -84,18 +84,13 @@ export class Supervisor {
   }
 
   /** Apps with a slot (any state): projects' ids (production) and preview environments' keys. */
-  projectIds(): string[] {
+  apps(): string[] {
     return [...this.slots.keys()];
   }
 
   /** The apps with a slot that run releases of `projectId` (its production app and its previews'). */
   appsOf(projectId: string): string[] {
     return [...this.slots.values()].filter((s) => s.projectId === projectId).map((s) => s.app);
-  }
-
-  /** The project an app with a slot belongs to. */
-  projectOf(app: string): string | undefined {
-    return this.slots.get(app)?.projectId;
   }
 
   /** Milliseconds since the app's last recorded activity (edge request or start). */

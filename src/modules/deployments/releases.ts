@@ -34,6 +34,11 @@ export function projectOfAppKey(app: string): string {
   return at > 0 ? app.slice(0, at) : app;
 }
 
+/** Is this app key a preview environment's (not a project's production app)? */
+export function isPreviewApp(app: string): boolean {
+  return projectOfAppKey(app) !== app;
+}
+
 /** What every app and build starts from: never the server's own environment (it holds its secrets). */
 export function baseEnv(): Record<string, string> {
   const e: Record<string, string> = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', LANG: process.env.LANG ?? 'C.UTF-8' };

@@ -10,7 +10,7 @@ import { Supervisor, type RuntimeSnapshot, type Upstream } from '../../runtime/s
 import { listEnvironments, projectOrgAnyOrg, projectStatusAnyOrg, projectsToRestore, sleepModesOf } from '../projects/index.js';
 import * as store from './deployments.store.js';
 import { EdgeRoutes } from './edge-routes.js';
-import { appKeyOf, baseEnv, envNumber, projectOfAppKey, Releases } from './releases.js';
+import { appKeyOf, baseEnv, envNumber, isPreviewApp, projectOfAppKey, Releases } from './releases.js';
 import { deploymentSettled } from './settled.js';
 
 /** Seconds an `auto_sleep` app may be idle before it is stopped (BERTH_SLEEP_IDLE_SECONDS, default 300). */
@@ -194,7 +194,7 @@ export class BerthRuntime {
    * not recorded: it is started by its first request after a restart as after any sleep.
    */
   private persist(projectId: string, snap: RuntimeSnapshot): void {
-    if (this.shuttingDown || projectOfAppKey(projectId) !== projectId) return;
+    if (this.shuttingDown || isPreviewApp(projectId)) return;
     void (async () => {
       const p = await projectOrgAnyOrg(this.ctx.db, projectId);
       if (!p) return;
@@ -218,12 +218,12 @@ export class BerthRuntime {
     if (this.shuttingDown) return;
     const idle = sleepIdleMs();
     // An app with an open request or WebSocket connection is busy, not idle.
-    for (const id of this.supervisor.projectIds()) if (this.edge && this.edge.openConnections(id) > 0) this.supervisor.touch(id);
-    const candidates = this.supervisor.projectIds().filter((id) => this.supervisor.snapshot(id)?.state === 'running' && this.supervisor.idleMs(id) > idle);
+    for (const id of this.supervisor.apps()) if (this.edge && this.edge.openConnections(id) > 0) this.supervisor.touch(id);
+    const candidates = this.supervisor.apps().filter((id) => this.supervisor.snapshot(id)?.state === 'running' && this.supervisor.idleMs(id) > idle);
     if (candidates.length === 0) return;
     // Previews always sleep (contract section 16); production apps when their project says auto_sleep.
-    const previews = candidates.filter((id) => projectOfAppKey(id) !== id);
-    const production = candidates.filter((id) => projectOfAppKey(id) === id);
+    const previews = candidates.filter(isPreviewApp);
+    const production = candidates.filter((id) => !isPreviewApp(id));
     const sleepy = production.length ? (await sleepModesOf(this.ctx.db, production)).filter((r) => r.sleepMode === 'auto_sleep').map((r) => r.id) : [];
     for (const app of [...sleepy, ...previews]) {
       if (this.supervisor.idleMs(app) <= idle) continue;

@@ -369,37 +369,14 @@ export class ContainerApps implements AppRunner {
 
   /** Removes one app's containers (a preview environment's: label `berth.app`) and its network. */
   async forgetApp(app: string): Promise<void> {
-    const { engine, key, networks } = this.ctx;
-    const list = await engine.api.listContainers({ all: true, filters: labelFilter({ 'berth.instance': key, 'berth.app': app }) });
-    await Promise.all(
-      list.filter((c) => !swarmTask(c.Labels)).map(async (c) => {
-        this.mine.delete(c.Id);
-        await engine.api
-          .getContainer(c.Id)
-          .remove({ force: true })
-          .catch((e) => {
-            if (statusOf(e) !== 404) throw e;
-          });
-      }),
-    );
-    await networks.remove(app);
+    await this.removeContainers({ 'berth.app': app });
+    await this.ctx.networks.remove(app);
   }
 
   /** Removes the project's containers (any kind, any state) and its network. */
   async forgetProject(projectId: string): Promise<void> {
     const { engine, key, networks } = this.ctx;
-    const list = await engine.api.listContainers({ all: true, filters: labelFilter({ 'berth.instance': key, 'berth.project': projectId }) });
-    await Promise.all(
-      list.filter((c) => !swarmTask(c.Labels)).map(async (c) => {
-        this.mine.delete(c.Id);
-        await engine.api
-          .getContainer(c.Id)
-          .remove({ force: true })
-          .catch((e) => {
-            if (statusOf(e) !== 404) throw e;
-          });
-      }),
-    );
+    await this.removeContainers({ 'berth.project': projectId });
     await networks.remove(projectId);
     // Its release images go too (they carry the project's label from the build).
     for (const img of await engine.api.listImages({ filters: labelFilter({ 'berth.instance': key, 'berth.project': projectId }) })) {
@@ -410,6 +387,23 @@ export class ContainerApps implements AppRunner {
           if (statusOf(e) !== 404) throw e;
         });
     }
+  }
+
+  /** Removes this instance's containers (not Swarm tasks) carrying `labels`, whatever their state. */
+  private async removeContainers(labels: Record<string, string>): Promise<void> {
+    const { engine, key } = this.ctx;
+    const list = await engine.api.listContainers({ all: true, filters: labelFilter({ 'berth.instance': key, ...labels }) });
+    await Promise.all(
+      list.filter((c) => !swarmTask(c.Labels)).map(async (c) => {
+        this.mine.delete(c.Id);
+        await engine.api
+          .getContainer(c.Id)
+          .remove({ force: true })
+          .catch((e) => {
+            if (statusOf(e) !== 404) throw e;
+          });
+      }),
+    );
   }
 }
 
