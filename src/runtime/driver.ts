@@ -103,6 +103,8 @@ export interface RuntimeDriver {
   /** Whether limits are enforced, and why not when not. */
   readonly limits: { enforced: boolean; note?: string };
   status(): DriverStatus;
+  /** The status after asking again when the cached one says not ready (a probe may be stale); status() when absent. */
+  recheck?(): Promise<DriverStatus>;
   /** Kills and removes whatever a previous run of this server left (called once at start). */
   reclaim(): Promise<void>;
   open(spec: BoxSpec): Promise<Box>;

@@ -97,7 +97,7 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
   let secrets: string[] = [];
   try {
     // A runtime that cannot run anything (bubblewrap missing, Docker unreachable) fails the deployment at once, naming the fix.
-    const driver = rt.driver.status();
+    const driver = (await rt.driver.recheck?.()) ?? rt.driver.status();
     if (!driver.ready) throw new BuildError(`the ${driver.driver} runtime cannot run builds: ${driver.reason}`);
     const resolved = await resolveEnvForRuntime(ctx, project.id, d.environment);
     secrets = [...resolved.secrets];

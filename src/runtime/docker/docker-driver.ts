@@ -30,6 +30,8 @@ import { EngineProbe } from './probe.js';
 
 /** How long reclaim() waits for the first engine probe. */
 const FIRST_PROBE_MS = 5000;
+/** How long a probe asked before refusing work waits: a busy engine (builds, many containers) may be slow, not gone. */
+const RECHECK_TIMEOUT_MS = 15_000;
 
 export interface DockerDriverOptions {
   /** instanceKeyOf(dataDir): the `berth.instance` label of everything this Berth makes. */
@@ -98,6 +100,14 @@ export class DockerDriver implements RuntimeDriver {
     return { driver: 'docker', ready: true, engine };
   }
 
+  /** The status, probing the engine again (with a patient timeout) when the cached probe says it is not ready. */
+  async recheck(): Promise<DriverStatus> {
+    const st = this.status();
+    if (st.ready || this.configError) return st;
+    await this.probe.refresh(RECHECK_TIMEOUT_MS);
+    return this.status();
+  }
+
   /** Nothing of the host is visible inside a container. */
   sees(_hostDir: string): boolean {
     return false;
@@ -135,13 +145,8 @@ export class DockerDriver implements RuntimeDriver {
   async open(spec: BoxSpec): Promise<Box> {
     if (spec.kind === 'app') throw new DriverUnavailableError('the docker runtime runs apps from their release image (driver.apps), not in boxes');
     if (!this.ctx) throw new DriverUnavailableError(this.configError!);
-    const st = this.status();
-    if (!st.ready) {
-      // The cached probe may be stale: ask once more before refusing.
-      await this.probe.refresh();
-      const again = this.status();
-      if (!again.ready) throw new DriverUnavailableError(again.reason!);
-    }
+    const st = await this.recheck();
+    if (!st.ready) throw new DriverUnavailableError(st.reason!);
     const runtime = spec.runtime ?? 'node';
     const image = this.images ? this.images.baseImage(runtime) : baseImageFromEnv(runtime, this.env);
     if (!image) throw new DriverUnavailableError(`no base image for the ${runtime} runtime: set ${baseImageVariable(runtime)} to an image the Docker Engine has`);

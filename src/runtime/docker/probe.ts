@@ -31,14 +31,17 @@ export class EngineProbe {
     return { ...this.last };
   }
 
-  /** Probes now (or joins the probe in flight); resolves when it has answered or failed. */
-  refresh(): Promise<void> {
+  /**
+   * Probes now (or joins the probe in flight); resolves when it has answered or failed. A caller about
+   * to refuse work on a failed probe passes a longer timeout: a busy engine may be slow, not gone.
+   */
+  refresh(timeoutMs = PROBE_TIMEOUT_MS): Promise<void> {
     if (!this.engine) return Promise.resolve();
     if (this.inflight) return this.inflight;
     const engine = this.engine;
     this.inflight = (async () => {
       try {
-        const v = await engine.version(PROBE_TIMEOUT_MS);
+        const v = await engine.version(timeoutMs);
         this.last = { reachable: true, version: v.version, apiVersion: v.apiVersion };
       } catch (e) {
         this.last = { reachable: false, error: e instanceof EngineError ? e.message : `cannot reach the Docker Engine at ${engine.where}: ${(e as Error).message}` };
