@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { after, before } from 'node:test';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { startTestServer, type TestServer, type TestServerOptions } from './harness.js';
 import type { TestUser } from './factories.js';
@@ -34,6 +35,42 @@ export function launchBrowser(): Promise<Browser> {
 /** A real server that serves the dashboard (open sign-up, as every harness server). */
 export function startDashboardServer(opts: TestServerOptions = {}): Promise<TestServer> {
   return startTestServer({ ...opts, env: { BERTH_DASHBOARD_DIR: DASHBOARD_DIR, ...opts.env } });
+}
+
+/** A suite's dashboard server and browser: valid inside its tests and hooks, once started. */
+export interface Dashboard {
+  readonly server: TestServer;
+  readonly browser: Browser;
+}
+
+/**
+ * Starts a dashboard server and a browser before the enclosing describe's tests (and before the
+ * hooks it registers after this call) and closes both after them. `opts` may be a function, called
+ * in that hook, for options known only then.
+ */
+export function useDashboard(opts: TestServerOptions | (() => TestServerOptions | Promise<TestServerOptions>) = {}): Dashboard {
+  let server: TestServer | undefined;
+  let browser: Browser | undefined;
+  before(async () => {
+    const options = typeof opts === 'function' ? await opts() : opts;
+    [server, browser] = await Promise.all([startDashboardServer(options), launchBrowser()]);
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+  const started = <T>(v: T | undefined, what: string): T => {
+    if (v === undefined) throw new Error(`the dashboard ${what} is not started (useDashboard's before hook has not run)`);
+    return v;
+  };
+  return {
+    get server() {
+      return started(server, 'server');
+    },
+    get browser() {
+      return started(browser, 'browser');
+    },
+  };
 }
 
 export interface ViewOptions {

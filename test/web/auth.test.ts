@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { randomString } from '../../src/lib/ids.js';
-import { assertFitsWidth, browserSuite, launchBrowser, openPage, pageErrors, screenshot, signIn, startDashboardServer } from '../support/browser.js';
+import { assertFitsWidth, browserSuite, launchBrowser, openPage, pageErrors, screenshot, signIn, startDashboardServer, useDashboard } from '../support/browser.js';
 import { createProject, createTeam, createUser, type TestOrg } from '../support/factories.js';
 import type { TestServer } from '../support/harness.js';
 
@@ -22,19 +22,11 @@ function noPageErrors(page: Page): void {
 }
 
 describe('dashboard: signing in and out', { skip }, () => {
-  let server: TestServer;
-  let browser: Browser;
-  before(async () => {
-    [server, browser] = await Promise.all([startDashboardServer(), launchBrowser()]);
-  });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  const dash = useDashboard();
 
   it('a wrong password shows the API error; the right one reaches Projects', async () => {
-    const user = await createUser(server);
-    const { context, page } = await openPage(browser, server);
+    const user = await createUser(dash.server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await page.goto('/login');
     await page.getByRole('heading', { name: 'Sign in', level: 1 }).waitFor(T);
     await page.getByLabel('Email').fill(user.email);
@@ -55,8 +47,8 @@ describe('dashboard: signing in and out', { skip }, () => {
   });
 
   it('signing out returns to the sign-in page and the projects are no longer reachable', async () => {
-    const user = await createUser(server);
-    const { context, page } = await openPage(browser, server);
+    const user = await createUser(dash.server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, user);
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('heading', { name: 'Sign in', level: 1 }).waitFor(T);
@@ -69,9 +61,9 @@ describe('dashboard: signing in and out', { skip }, () => {
   });
 
   it('a signed-out deep link goes to sign-in and comes back to it afterwards', async () => {
-    const user = await createUser(server);
-    const project = await createProject(server, user, { name: 'Deep link target' });
-    const { context, page } = await openPage(browser, server);
+    const user = await createUser(dash.server);
+    const project = await createProject(dash.server, user, { name: 'Deep link target' });
+    const { context, page } = await openPage(dash.browser, dash.server);
     await page.goto(`/projects/${project.id}`);
     await page.getByRole('heading', { name: 'Sign in', level: 1 }).waitFor(T);
     const at = new URL(page.url());
@@ -87,8 +79,8 @@ describe('dashboard: signing in and out', { skip }, () => {
   });
 
   it('a signed-in visitor of /login and /signup goes on to the projects', async () => {
-    const user = await createUser(server);
-    const { context, page } = await openPage(browser, server);
+    const user = await createUser(dash.server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, user);
     for (const path of ['/login', '/signup']) {
       await page.goto(path);
@@ -100,8 +92,8 @@ describe('dashboard: signing in and out', { skip }, () => {
   });
 
   it('signs in with the keyboard alone (type, Tab, type, Enter)', async () => {
-    const user = await createUser(server);
-    const { context, page } = await openPage(browser, server);
+    const user = await createUser(dash.server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await page.goto('/login');
     await page.getByLabel('Email').waitFor(T);
     // The email field has the focus when the page opens.
@@ -117,7 +109,7 @@ describe('dashboard: signing in and out', { skip }, () => {
 
   it('sign-up on an open instance lands signed in, and its errors name the field', async () => {
     const email = `new-${randomString(8)}@example.test`;
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await page.goto('/login');
     await page.getByRole('link', { name: 'Create an account' }).click();
     await page.getByRole('heading', { name: 'Create an account', level: 1 }).waitFor(T);
@@ -139,8 +131,8 @@ describe('dashboard: signing in and out', { skip }, () => {
   });
 
   it('sign-up with an email that already has an account says so under Email', async () => {
-    const user = await createUser(server);
-    const { context, page } = await openPage(browser, server);
+    const user = await createUser(dash.server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await page.goto('/signup');
     await page.getByLabel('Email').fill(user.email);
     await page.getByLabel('Password').fill(`pw-${randomString(12)}`);
@@ -152,7 +144,7 @@ describe('dashboard: signing in and out', { skip }, () => {
   });
 
   it('the sign-in, sign-up and invitation pages fit 375 px', async () => {
-    const { context, page } = await openPage(browser, server, { width: 375 });
+    const { context, page } = await openPage(dash.browser, dash.server, { width: 375 });
     for (const [path, heading] of [
       ['/login', 'Sign in'],
       ['/signup', 'Create an account'],
@@ -223,24 +215,18 @@ describe('dashboard: sign-up refused by the instance', { skip }, () => {
 });
 
 describe('dashboard: the invitation link', { skip }, () => {
-  let server: TestServer;
-  let browser: Browser;
+  const dash = useDashboard();
   let team: TestOrg;
   let teamProject: { id: string; name: string };
   before(async () => {
-    [server, browser] = await Promise.all([startDashboardServer(), launchBrowser()]);
-    team = await createTeam(server);
-    teamProject = await createProject(server, team.owner, { name: 'Team only project' });
-    await createProject(server, team.owner, { name: 'Not granted project' });
-  });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
+    team = await createTeam(dash.server);
+    teamProject = await createProject(dash.server, team.owner, { name: 'Team only project' });
+    await createProject(dash.server, team.owner, { name: 'Not granted project' });
   });
 
   /** An admin's invitation of `email` as restricted, with read access to the team project only. */
   async function inviteWithGrant(email: string): Promise<string> {
-    const res = await server.api(team.admin.token).post('/api/permissions/invite-with-grants', {
+    const res = await dash.server.api(team.admin.token).post('/api/permissions/invite-with-grants', {
       email,
       role: 'restricted',
       grants: [{ resourceType: 'project', resourceId: teamProject.id, permissions: ['read'] }],
@@ -250,9 +236,9 @@ describe('dashboard: the invitation link', { skip }, () => {
   }
 
   it('accepting in one step joins the org, materializes the grants and shows its projects', async () => {
-    const invitee = await createUser(server);
+    const invitee = await createUser(dash.server);
     const id = await inviteWithGrant(invitee.email);
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, invitee);
     await page.goto(`/invite/${id}`);
     await page.getByText(invitee.email).waitFor(T);
@@ -263,11 +249,11 @@ describe('dashboard: the invitation link', { skip }, () => {
     assert.equal(await page.getByRole('link', { name: 'Not granted project' }).count(), 0);
     const switcher = page.getByLabel('Organization');
     assert.equal(await switcher.inputValue(), team.orgId, 'the session switched to the inviting org');
-    const list = await server.api(team.owner.token).get('/api/permissions/invitations?status=all');
+    const list = await dash.server.api(team.owner.token).get('/api/permissions/invitations?status=all');
     const inv = list.body.data.find((i: { id: string }) => i.id === id);
     assert.equal(inv.status, 'accepted');
     assert.ok(inv.materializedAt, 'materialized');
-    const grants = await server.api(team.owner.token).get(`/api/permissions/grants?userId=${invitee.userId}`);
+    const grants = await dash.server.api(team.owner.token).get(`/api/permissions/grants?userId=${invitee.userId}`);
     assert.deepEqual(
       grants.body.data.map((g: { resourceId: string }) => g.resourceId),
       [teamProject.id],
@@ -277,9 +263,9 @@ describe('dashboard: the invitation link', { skip }, () => {
   });
 
   it('a signed-out invitee is sent through sign-in and comes back to the invitation', async () => {
-    const invitee = await createUser(server);
+    const invitee = await createUser(dash.server);
     const id = await inviteWithGrant(invitee.email);
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await page.goto(`/invite/${id}`);
     await page.getByRole('heading', { name: 'You are invited', level: 1 }).waitFor(T);
     await page.getByRole('link', { name: 'Sign in to accept' }).click();
@@ -296,18 +282,18 @@ describe('dashboard: the invitation link', { skip }, () => {
   });
 
   it('an invitation for another email says so in plain words, and an expired one says it expired', async () => {
-    const someoneElse = await createUser(server);
+    const someoneElse = await createUser(dash.server);
     const id = await inviteWithGrant(`other-${randomString(6)}@example.test`);
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, someoneElse);
     await page.goto(`/invite/${id}`);
     await page.getByRole('button', { name: 'Accept invitation' }).click();
     await page.getByText('This invitation is for another email address').waitFor(T);
     await page.getByRole('button', { name: 'Sign out and use another account' }).waitFor(T);
 
-    const late = await createUser(server);
+    const late = await createUser(dash.server);
     const lateId = await inviteWithGrant(late.email);
-    await server.ctx.db.updateTable('invitations').set({ expiresAt: new Date(Date.now() - 1000).toISOString() }).where('id', '=', lateId).execute();
+    await dash.server.ctx.db.updateTable('invitations').set({ expiresAt: new Date(Date.now() - 1000).toISOString() }).where('id', '=', lateId).execute();
     await page.getByRole('button', { name: 'Sign out and use another account' }).click();
     await page.getByRole('link', { name: 'Sign in to accept' }).waitFor(T);
     await signIn(page, late);
@@ -319,9 +305,9 @@ describe('dashboard: the invitation link', { skip }, () => {
   });
 
   it('declining asks first, then closes the invitation', async () => {
-    const invitee = await createUser(server);
+    const invitee = await createUser(dash.server);
     const id = await inviteWithGrant(invitee.email);
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, invitee);
     await page.goto(`/invite/${id}`);
     await page.getByRole('button', { name: 'Decline', exact: true }).click();
@@ -332,7 +318,7 @@ describe('dashboard: the invitation link', { skip }, () => {
     await page.getByRole('button', { name: 'Decline', exact: true }).click();
     await dialog.getByRole('button', { name: 'Decline invitation' }).click();
     await page.getByText('You declined the invitation.').waitFor(T);
-    const list = await server.api(team.owner.token).get('/api/permissions/invitations?status=all');
+    const list = await dash.server.api(team.owner.token).get('/api/permissions/invitations?status=all');
     assert.equal(list.body.data.find((i: { id: string }) => i.id === id).status, 'declined');
     noPageErrors(page);
     await context.close();

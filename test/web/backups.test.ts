@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
-import { assertFitsWidth, browserSuite, launchBrowser, openPage, pageErrors, screenshot, signIn, startDashboardServer } from '../support/browser.js';
+import { before, describe, it } from 'node:test';
+import type { Page } from 'playwright-core';
+import { assertFitsWidth, browserSuite, openPage, pageErrors, screenshot, signIn, useDashboard } from '../support/browser.js';
 import { createDestination, createPolicy, createProjectWithVolume, createUser, type TestUser } from '../support/factories.js';
-import { tempDir, type TestServer } from '../support/harness.js';
+import { tempDir } from '../support/harness.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -15,26 +15,19 @@ import { waitFor } from '../support/wait.js';
  * confirmation token that brings the volume's old content back.
  */
 describe('the backups pages', browserSuite('the backups pages'), () => {
-  let server: TestServer;
-  let browser: Browser;
+  const dash = useDashboard({ background: true });
   let user: TestUser;
   let project: Awaited<ReturnType<typeof createProjectWithVolume>>;
   let runId: string;
 
   before(async () => {
-    server = await startDashboardServer({ background: true });
-    browser = await launchBrowser();
-    user = await createUser(server);
-    project = await createProjectWithVolume(server, user, { name: 'shop' });
-  });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
+    user = await createUser(dash.server);
+    project = await createProjectWithVolume(dash.server, user, { name: 'shop' });
   });
 
-  const api = () => server.api(user.token);
+  const api = () => dash.server.api(user.token);
   const signedIn = async (width?: number) => {
-    const { context, page } = await openPage(browser, server, { width });
+    const { context, page } = await openPage(dash.browser, dash.server, { width });
     await signIn(page, user);
     return { context, page };
   };
@@ -141,7 +134,7 @@ describe('the backups pages', browserSuite('the backups pages'), () => {
     mkdirSync(path.join(project.volume, 'uploads'), { recursive: true });
     // Enough incompressible data for the run to report progress a few times.
     writeFileSync(path.join(project.volume, 'uploads', 'photos.bin'), randomBytes(64 * 1024 * 1024));
-    const dest = await createDestination(server, user, { name: 'server folder' });
+    const dest = await createDestination(dash.server, user, { name: 'server folder' });
 
     const { context, page } = await signedIn();
     await page.goto(`/projects/${project.id}/backups`);
@@ -260,9 +253,9 @@ describe('the backups pages', browserSuite('the backups pages'), () => {
 
   it('the destinations, backups and restore pages fit 375 px', async () => {
     assert.ok(runId, 'the backup of the earlier test');
-    const other = await createProjectWithVolume(server, user, { name: 'blog' });
-    const dest = await createDestination(server, user, { name: 'phone-check' });
-    await createPolicy(server, user, other, { destinationId: dest.id, cronExpression: '0 * * * *', retainDays: 30 });
+    const other = await createProjectWithVolume(dash.server, user, { name: 'blog' });
+    const dest = await createDestination(dash.server, user, { name: 'phone-check' });
+    await createPolicy(dash.server, user, other, { destinationId: dest.id, cronExpression: '0 * * * *', retainDays: 30 });
     const { restoreId } = (await api().post(`/api/backup-runs/${runId}/restore/prepare`, {})).body.data;
     const { context, page } = await signedIn(375);
     await page.goto('/backups/destinations');

@@ -11,12 +11,12 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import * as tar from 'tar';
 import { getRuntime } from '../../src/modules/deployments/index.js';
-import { assertFitsWidth, browserSuite, launchBrowser, openPage, pageErrors, screenshot, signIn, startDashboardServer } from '../support/browser.js';
+import { assertFitsWidth, browserSuite, openPage, pageErrors, screenshot, signIn, useDashboard } from '../support/browser.js';
 import { createUser, type TestUser } from '../support/factories.js';
-import { tempDir, type TestServer } from '../support/harness.js';
+import { tempDir } from '../support/harness.js';
 import { edgeRequest, type HttpClient } from '../support/http.js';
 import { waitFor, waitForDeployment } from '../support/wait.js';
 
@@ -64,8 +64,7 @@ const short = (id: string) => id.replace(/^[a-z]+_/, '').slice(0, 8);
 describe('deploying from the dashboard', browserSuite('deploying from the dashboard'), () => {
   let root: string;
   let appDir: string;
-  let server: TestServer;
-  let browser: Browser;
+  const dash = useDashboard({ background: true });
   let user: TestUser;
   let api: HttpClient;
   let projectId = '';
@@ -74,27 +73,23 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
   before(async () => {
     root = tempDir('berth-web-deploy-');
     appDir = writeApp(path.join(root, 'hello-upload'));
-    server = await startDashboardServer({ background: true });
-    await getRuntime(server.ctx).restored;
-    browser = await launchBrowser();
-    user = await createUser(server);
-    api = server.api(user.token);
+    await getRuntime(dash.server.ctx).restored;
+    user = await createUser(dash.server);
+    api = dash.server.api(user.token);
   });
   after(async () => {
-    await browser?.close();
-    await server?.close();
     if (root) rmSync(root, { recursive: true, force: true });
   });
 
   const edge = async (p: string) => {
     const slug = (await api.get(`/api/projects/${projectId}`)).body.data.slug;
-    return edgeRequest(getRuntime(server.ctx).edgePort(), `${slug}.localhost`, p);
+    return edgeRequest(getRuntime(dash.server.ctx).edgePort(), `${slug}.localhost`, p);
   };
   /** The row of a deployment in the list (its link shows the id short). */
   const rowOf = (page: Page, id: string) => page.locator('tbody tr').filter({ has: page.getByRole('link', { name: short(id), exact: true }) });
 
   it('a missing project name or source is named at its field', async () => {
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, user);
     await page.goto('/new');
     await page.getByRole('heading', { name: 'New project', level: 1 }).waitFor();
@@ -112,7 +107,7 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
   });
 
   it('a .tar.gz archive is the alternative: sent as it is and scanned; a file that is not one, and a port the server refuses, are named at their fields', async () => {
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, user);
     await page.goto('/new');
     const archive = page.getByLabel('Or a .tar.gz archive of it');
@@ -144,7 +139,7 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
   });
 
   it('a folder picked in the browser is packed without node_modules, .git, .berth and ignored files, uploaded, scanned, and deployed with the keyboard; its build log streams live until "ready"', async () => {
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, user);
     await page.goto('/new');
     await page.getByLabel('Folder', { exact: true }).setInputFiles(appDir);
@@ -159,7 +154,7 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
     // The detected plan, editable.
     await page.getByRole('heading', { name: 'Build plan' }).waitFor({ timeout: 30_000 });
     const packed = await page.locator('.new-packed').innerText();
-    assert.match(packed, /^7 files \(/, packed); // .gitignore, build.js, package.json, server.js and the three long names
+    assert.match(packed, /^7 files \(/, packed); // .gitignore, build.js, package.json, dash.server.js and the three long names
     for (const left of ['node_modules/', '.git/', '.berth/', 'secret.txt', 'coverage/']) assert.ok(packed.includes(left), `${left} is left out: ${packed}`);
     assert.equal(await page.getByLabel('Runtime').inputValue(), 'node');
     assert.match(await page.getByLabel('Build command').inputValue(), /build/);
@@ -180,7 +175,7 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
     assert.equal(project.source.type, 'upload');
     assert.equal(project.config.port, 3000);
     // What the server unpacked is the folder as packed: every name whole, nothing left out came along.
-    const source = path.join(server.dataDir, 'uploads', projectId, 'current');
+    const source = path.join(dash.server.dataDir, 'uploads', projectId, 'current');
     const listed = readdirSync(source, { recursive: true, withFileTypes: true })
       .filter((e) => e.isFile())
       .map((e) => path.relative(source, path.join(e.parentPath, e.name)))
@@ -207,7 +202,7 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
 
   it('redeploy adds a live row; "Roll back to this" says what replaces what and, confirmed, makes the older release current', async () => {
     assert.ok(projectId, 'the deploy test ran');
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, user);
     await page.goto(`/projects/${projectId}/deployments`);
     await page.getByRole('heading', { name: 'Deployments', level: 2 }).waitFor();
@@ -244,7 +239,7 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
     assert.ok(projectId, 'the deploy test ran');
     const slow = await api.patch(`/api/projects/${projectId}`, { buildCommand: 'node -e "console.log(\'slow build\'); setTimeout(() => {}, 60000)"' });
     assert.equal(slow.status, 200, slow.text);
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, user);
     await page.goto(`/projects/${projectId}/deployments`);
     await page.getByRole('button', { name: 'Redeploy' }).click();
@@ -277,7 +272,7 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
 
   it('at 375 px the new-project form, the deployments list and a build log fit the width', async () => {
     assert.ok(projectId, 'the deploy test ran');
-    const { context, page } = await openPage(browser, server, { width: 375 });
+    const { context, page } = await openPage(dash.browser, dash.server, { width: 375 });
     await signIn(page, user);
     await page.goto('/new');
     await page.getByLabel('Folder', { exact: true }).waitFor();

@@ -11,12 +11,12 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import * as tar from 'tar';
 import { getRuntime } from '../../src/modules/deployments/index.js';
-import { assertFitsWidth, browserSuite, launchBrowser, openPage, pageErrors, screenshot, signIn, startDashboardServer } from '../support/browser.js';
+import { assertFitsWidth, browserSuite, openPage, pageErrors, screenshot, signIn, useDashboard } from '../support/browser.js';
 import { createUser, type TestUser } from '../support/factories.js';
-import { tempDir, type TestServer } from '../support/harness.js';
+import { tempDir } from '../support/harness.js';
 import { edgeRequest, type HttpClient } from '../support/http.js';
 import { waitForDeployment } from '../support/wait.js';
 
@@ -42,8 +42,7 @@ function writeApp(dir: string): string {
 
 describe('the live log pages', browserSuite('the live log pages'), () => {
   let root: string;
-  let server: TestServer;
-  let browser: Browser;
+  const dash = useDashboard({ background: true });
   let user: TestUser;
   let api: HttpClient;
   let projectId: string;
@@ -51,11 +50,9 @@ describe('the live log pages', browserSuite('the live log pages'), () => {
 
   before(async () => {
     root = tempDir('berth-web-logs-');
-    server = await startDashboardServer({ background: true });
-    await getRuntime(server.ctx).restored;
-    browser = await launchBrowser();
-    user = await createUser(server);
-    api = server.api(user.token);
+    await getRuntime(dash.server.ctx).restored;
+    user = await createUser(dash.server);
+    api = dash.server.api(user.token);
     // The app, deployed through the API as `berth deploy` does (the browser flow is deploy.test.ts's).
     const dir = writeApp(path.join(root, 'log-app'));
     const file = path.join(root, 'log-app.tgz');
@@ -74,16 +71,14 @@ describe('the live log pages', browserSuite('the live log pages'), () => {
     assert.equal(done.status, 'ready', done.error);
   });
   after(async () => {
-    await browser?.close();
-    await server?.close();
     if (root) rmSync(root, { recursive: true, force: true });
   });
 
-  const edge = (p: string) => edgeRequest(getRuntime(server.ctx).edgePort(), `${slug}.localhost`, p);
+  const edge = (p: string) => edgeRequest(getRuntime(dash.server.ctx).edgePort(), `${slug}.localhost`, p);
   const logLine = (page: Page, text: string) => page.locator('pre.log-body .log-line', { hasText: text });
 
   it("the runtime log shows the app's output live; stdout/stderr filter, search, pause and resume (nothing said meanwhile is lost)", async () => {
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, user);
     await page.goto(`/projects/${projectId}/logs`);
     await page.getByRole('heading', { name: 'Runtime logs', level: 2 }).waitFor();
@@ -125,7 +120,7 @@ describe('the live log pages', browserSuite('the live log pages'), () => {
   });
 
   it('a runtime-log stream that closes is opened again, asking only for lines after the last one (since=)', async () => {
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, user);
     const urls: string[] = [];
     let first = true;
@@ -150,7 +145,7 @@ describe('the live log pages', browserSuite('the live log pages'), () => {
   });
 
   it('the request log shows requests live, newest first, with the status class in colour and words, and filters by class', async () => {
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, user);
     await page.goto(`/projects/${projectId}/requests`);
     await page.getByRole('heading', { name: 'Request logs', level: 2 }).waitFor();
@@ -179,7 +174,7 @@ describe('the live log pages', browserSuite('the live log pages'), () => {
   });
 
   it('when the request-log stream closes, a fresh token is minted and the stream opened again', async () => {
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, user);
     let tokens = 0;
     page.on('request', (r) => {
@@ -201,7 +196,7 @@ describe('the live log pages', browserSuite('the live log pages'), () => {
   });
 
   it('at 375 px both log pages fit, and the runtime-log filters work with the keyboard alone', async () => {
-    const { context, page } = await openPage(browser, server, { width: 375 });
+    const { context, page } = await openPage(dash.browser, dash.server, { width: 375 });
     await signIn(page, user);
     await page.goto(`/projects/${projectId}/requests`);
     await page.locator('tbody tr').first().waitFor();

@@ -4,12 +4,11 @@
  * log with its paging, each page at 375 px, and a form driven by the keyboard alone.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import { before, describe, it } from 'node:test';
+import type { Page } from 'playwright-core';
 import { randomString } from '../../src/lib/ids.js';
-import { assertFitsWidth, browserSuite, launchBrowser, openPage, pageErrors, screenshot, signIn, startDashboardServer } from '../support/browser.js';
+import { assertFitsWidth, browserSuite, openPage, pageErrors, screenshot, signIn, useDashboard } from '../support/browser.js';
 import { createProject, createTeam, createToken, createUser, type TestOrg, type TestProject, type TestUser } from '../support/factories.js';
-import type { TestServer } from '../support/harness.js';
 
 const { skip } = browserSuite('web/org');
 const T = { timeout: 15_000 };
@@ -32,27 +31,21 @@ async function signInTo(page: Page, user: Pick<TestUser, 'email' | 'password'>, 
 }
 
 describe('dashboard: the org pages', { skip }, () => {
-  let server: TestServer;
-  let browser: Browser;
+  const dash = useDashboard();
   let team: TestOrg;
   let alpha: TestProject;
   let beta: TestProject;
   const inviteeEmail = `new-${randomString(6)}@example.test`;
 
   before(async () => {
-    [server, browser] = await Promise.all([startDashboardServer(), launchBrowser()]);
-    team = await createTeam(server);
-    alpha = await createProject(server, team.owner, { name: 'alpha-site' });
-    beta = await createProject(server, team.owner, { name: 'beta-api' });
-  });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
+    team = await createTeam(dash.server);
+    alpha = await createProject(dash.server, team.owner, { name: 'alpha-site' });
+    beta = await createProject(dash.server, team.owner, { name: 'beta-api' });
   });
 
   it('an admin invites an email with read on one of two projects; once accepted the invitee sees only that project, and the admin sees the new member', async () => {
-    const { context, page } = await openPage(browser, server);
-    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+    const { context, page } = await openPage(dash.browser, dash.server);
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: dash.server.url });
     await signInTo(page, team.admin, team.orgId);
     await page.goto('/org/invitations');
     await heading(page, 'Invitations').waitFor(T);
@@ -79,7 +72,7 @@ describe('dashboard: the org pages', { skip }, () => {
     assert.match(await sent.innerText(), new RegExp(`Invited ${inviteeEmail.replace(/[.]/g, '\\.')} as restricted with 1 grant`));
     const link = await sent.locator('code').innerText();
     const id = link.split('/invite/')[1]!;
-    assert.equal(link, `${server.url}/invite/${id}`);
+    assert.equal(link, `${dash.server.url}/invite/${id}`);
 
     // The pending invitation is listed with its link, which copies.
     const row = page.getByRole('row').filter({ hasText: inviteeEmail });
@@ -91,8 +84,8 @@ describe('dashboard: the org pages', { skip }, () => {
     await screenshot(page, 'invitations');
 
     // The invitee (an account with that email) accepts and materializes through the API.
-    const invitee = await createUser(server, { email: inviteeEmail });
-    const api = server.api(invitee.token);
+    const invitee = await createUser(dash.server, { email: inviteeEmail });
+    const api = dash.server.api(invitee.token);
     const accepted = await api.post(`/api/permissions/invitations/${id}/accept`);
     assert.equal(accepted.status, 200, accepted.text);
     assert.equal(accepted.body.data.status, 'accepted');
@@ -101,7 +94,7 @@ describe('dashboard: the org pages', { skip }, () => {
     assert.equal(materialized.body.data.materialized, 1);
 
     // They sign in through the dashboard and, in the team org, see alpha-site and not beta-api.
-    const other = await openPage(browser, server);
+    const other = await openPage(dash.browser, dash.server);
     await signInTo(other.page, invitee, team.orgId);
     await other.page.getByText(alpha.name, { exact: true }).first().waitFor(T);
     assert.equal(await other.page.getByText(beta.name).count(), 0, 'the project without a grant is not listed');
@@ -124,7 +117,7 @@ describe('dashboard: the org pages', { skip }, () => {
   });
 
   it("changing a member's role saves it; a change the API refuses goes back and shows its reason", async () => {
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signInTo(page, team.admin, team.orgId);
     await page.goto('/org/members');
     await heading(page, 'Members').waitFor(T);
@@ -133,7 +126,7 @@ describe('dashboard: the org pages', { skip }, () => {
     const patched = page.waitForResponse((r) => r.url().includes(`/api/permissions/members/${team.member.userId}`) && r.request().method() === 'PATCH');
     await role.selectOption('restricted');
     assert.equal((await patched).status(), 200);
-    const members = await server.api(team.owner.token).get('/api/permissions/members');
+    const members = await dash.server.api(team.owner.token).get('/api/permissions/members');
     assert.equal(members.body.data.find((m: { userId: string }) => m.userId === team.member.userId).role, 'restricted');
 
     // An admin cannot change an owner: the select returns to owner and says why.
@@ -144,7 +137,7 @@ describe('dashboard: the org pages', { skip }, () => {
     assert.equal(await ownerRole.getAttribute('aria-invalid'), 'true');
 
     // Removing asks first; Cancel keeps the member, Remove removes them.
-    const leaver = await createUser(server, { orgId: team.orgId, role: 'member' });
+    const leaver = await createUser(dash.server, { orgId: team.orgId, role: 'member' });
     await page.reload();
     const row = page.getByRole('row').filter({ hasText: leaver.email });
     await row.getByRole('button', { name: `Remove ${leaver.email}` }).click();
@@ -155,14 +148,14 @@ describe('dashboard: the org pages', { skip }, () => {
     await row.getByRole('button', { name: `Remove ${leaver.email}` }).click();
     await dialog.getByRole('button', { name: 'Remove member' }).click();
     await row.waitFor({ state: 'detached', ...T });
-    const after = await server.api(team.owner.token).get('/api/permissions/members');
+    const after = await dash.server.api(team.owner.token).get('/api/permissions/members');
     assert.ok(!after.body.data.some((m: { userId: string }) => m.userId === leaver.userId), 'removed on the server');
     noPageErrors(page);
     await context.close();
   });
 
   it('grants: add one with POST, replace the set with PUT, delete one after confirming', async () => {
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signInTo(page, team.admin, team.orgId);
     await page.goto(`/org/grants?user=${team.restricted.userId}`);
     await heading(page, 'Grants').waitFor(T);
@@ -182,7 +175,7 @@ describe('dashboard: the org pages', { skip }, () => {
     await section.getByLabel('Resource type').nth(1).selectOption('audit');
     await section.getByRole('button', { name: 'Save grants' }).click();
     await section.getByRole('row').filter({ hasText: 'Audit log' }).waitFor(T);
-    const set = await server.api(team.owner.token).get(`/api/permissions/grants?userId=${team.restricted.userId}`);
+    const set = await dash.server.api(team.owner.token).get(`/api/permissions/grants?userId=${team.restricted.userId}`);
     assert.deepEqual(
       set.body.data.map((g: { resourceType: string; resourceId: string; permissions: string[] }) => `${g.resourceType}:${g.resourceId}:${g.permissions.join('+')}`).sort(),
       ['audit:*:read', `project:${beta.id}:read`],
@@ -199,7 +192,7 @@ describe('dashboard: the org pages', { skip }, () => {
   });
 
   it('a new token is shown once with a warning; after a reload it is gone from the page; revoking asks first and ends it', async () => {
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signInTo(page, team.admin, team.orgId);
     await page.goto('/account/tokens');
     await heading(page, 'Access tokens').waitFor(T);
@@ -212,8 +205,8 @@ describe('dashboard: the org pages', { skip }, () => {
     await shown.waitFor(T);
     const token = await shown.innerText();
     assert.match(await page.getByText('it will not be shown again').innerText(), /Copy it now/);
-    assert.equal((await server.api(token).get('/api/projects')).status, 200, 'the token works');
-    assert.equal((await server.api(token).post('/api/projects', { name: 'nope' })).status, 403, 'within its scopes only');
+    assert.equal((await dash.server.api(token).get('/api/projects')).status, 200, 'the token works');
+    assert.equal((await dash.server.api(token).post('/api/projects', { name: 'nope' })).status, 403, 'within its scopes only');
     const row = page.getByRole('row').filter({ hasText: 'CI deploys' });
     assert.match(await row.innerText(), /project:read[\s\S]*in 30 days[\s\S]*active/);
     await screenshot(page, 'tokens');
@@ -232,13 +225,13 @@ describe('dashboard: the org pages', { skip }, () => {
     assert.equal((await revoked).status(), 200);
     await page.getByText('Token “CI deploys” revoked').waitFor(T);
     assert.equal(await row.getByRole('button', { name: /^Revoke/ }).count(), 0);
-    assert.equal((await server.api(token).get('/api/projects')).status, 401, 'revoked at once');
+    assert.equal((await dash.server.api(token).get('/api/projects')).status, 401, 'revoked at once');
     noPageErrors(page);
     await context.close();
   });
 
   it('the audit log shows the invitation newest first and pages back with "Load more"', async () => {
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signInTo(page, team.admin, team.orgId);
     await page.goto('/org/audit');
     await heading(page, 'Audit log').waitFor(T);
@@ -249,7 +242,7 @@ describe('dashboard: the org pages', { skip }, () => {
     await screenshot(page, 'audit-log');
 
     // Enough events for more than one page of 25.
-    for (let i = 0; i < 26; i++) await createToken(server, team.owner, { name: `bulk ${i}` });
+    for (let i = 0; i < 26; i++) await createToken(dash.server, team.owner, { name: `bulk ${i}` });
     await page.reload();
     await heading(page, 'Audit log').waitFor(T);
     await page.getByLabel('Events per page').selectOption('25');
@@ -277,7 +270,7 @@ describe('dashboard: the org pages', { skip }, () => {
   });
 
   it('every org page is readable at 375 px, and a personal org is told that members live in team orgs', async () => {
-    const { context, page } = await openPage(browser, server, { width: 375 });
+    const { context, page } = await openPage(dash.browser, dash.server, { width: 375 });
     await signInTo(page, team.admin, team.orgId);
     for (const [path, title] of [
       ['/org/members', 'Members'],
@@ -298,8 +291,8 @@ describe('dashboard: the org pages', { skip }, () => {
     noPageErrors(page);
     await context.close();
 
-    const solo = await createUser(server);
-    const phone = await openPage(browser, server, { width: 375 });
+    const solo = await createUser(dash.server);
+    const phone = await openPage(dash.browser, dash.server, { width: 375 });
     await signIn(phone.page, solo);
     await phone.page.goto('/org/members');
     await heading(phone.page, 'Members').waitFor(T);
@@ -311,8 +304,8 @@ describe('dashboard: the org pages', { skip }, () => {
   });
 
   it('the token form works with the keyboard alone', async () => {
-    const user = await createUser(server);
-    const { context, page } = await openPage(browser, server);
+    const user = await createUser(dash.server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, user);
     await page.goto('/account/tokens');
     await heading(page, 'Access tokens').waitFor(T);

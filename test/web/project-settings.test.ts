@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { resolveEnvForRuntime } from '../../src/modules/projects/index.js';
-import { assertFitsWidth, browserSuite, launchBrowser, openPage, pageErrors, screenshot, startDashboardServer, type ViewOptions } from '../support/browser.js';
+import { assertFitsWidth, browserSuite, openPage, pageErrors, screenshot, useDashboard, type ViewOptions } from '../support/browser.js';
 import { startDnsStub, type DnsStub } from '../support/dns-stub.js';
 import { createDeployment, createProject, createUser, type TestProject, type TestUser } from '../support/factories.js';
-import { tempDir, type TestServer } from '../support/harness.js';
+import { tempDir } from '../support/harness.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -14,28 +14,25 @@ import { waitFor } from '../support/wait.js';
  * removal), route rules, build settings, resources, sleep mode, status and deletion.
  */
 describe('project settings pages (env, domains, route rules, settings)', browserSuite('project settings pages'), () => {
-  let server: TestServer;
-  let browser: Browser;
   let dns: DnsStub;
+  // Domains verified by their TXT record (the cloud default; self-hosted verifies at once unless told).
+  const dash = useDashboard(async () => {
+    dns = await startDnsStub();
+    return { env: { BERTH_DOMAIN_VERIFICATION: 'dns', BERTH_DNS_SERVERS: dns.server } };
+  });
   let user: TestUser;
 
   before(async () => {
-    dns = await startDnsStub();
-    // Domains verified by their TXT record (the cloud default; self-hosted verifies at once unless told).
-    server = await startDashboardServer({ env: { BERTH_DOMAIN_VERIFICATION: 'dns', BERTH_DNS_SERVERS: dns.server } });
-    browser = await launchBrowser();
-    user = await createUser(server);
+    user = await createUser(dash.server);
   });
   after(async () => {
-    await browser?.close();
-    await server?.close();
     await dns?.close();
   });
 
   /** A signed-in page (the session cookie from the sign-in route: the sign-in form has its own suite). */
   async function open(view: ViewOptions = {}): Promise<{ context: BrowserContext; page: Page }> {
-    const opened = await openPage(browser, server, view);
-    const r = await opened.page.request.post('/api/auth/login', { data: { email: user.email, password: user.password }, headers: { origin: server.url } });
+    const opened = await openPage(dash.browser, dash.server, view);
+    const r = await opened.page.request.post('/api/auth/login', { data: { email: user.email, password: user.password }, headers: { origin: dash.server.url } });
     assert.equal(r.status(), 200, await r.text());
     return opened;
   }
@@ -55,11 +52,11 @@ describe('project settings pages (env, domains, route rules, settings)', browser
     assert.fail(`Tab never reached ${target}`);
   }
 
-  const api = () => server.api(user.token);
+  const api = () => dash.server.api(user.token);
   const toast = (page: Page, text: string | RegExp) => page.locator('.toast').filter({ hasText: text }).first().waitFor({ timeout: 10_000 });
 
   it('a secret variable stays masked after saving and reloading, and the plain one shows', async () => {
-    const project = await createProject(server, user);
+    const project = await createProject(dash.server, user);
     const secret = `s3cr3t-${Math.random().toString(36).slice(2)}-value`;
     const { context, page } = await open();
     // Every API answer the page receives, to search for the secret afterwards.
@@ -93,7 +90,7 @@ describe('project settings pages (env, domains, route rules, settings)', browser
         ['SECRET_KEY', '********', true],
       ],
     );
-    assert.equal((await resolveEnvForRuntime(server.ctx, project.id)).env.SECRET_KEY, secret, 'stored as typed');
+    assert.equal((await resolveEnvForRuntime(dash.server.ctx, project.id)).env.SECRET_KEY, secret, 'stored as typed');
 
     await page.reload();
     await page.getByRole('button', { name: 'Replace the value of SECRET_KEY' }).waitFor();
@@ -114,13 +111,13 @@ describe('project settings pages (env, domains, route rules, settings)', browser
     await fresh.fill(`${secret}-2`);
     await page.getByRole('button', { name: 'Save changes' }).click();
     await toast(page, 'Saved 1 change to production');
-    await waitFor(async () => (await resolveEnvForRuntime(server.ctx, project.id)).env.SECRET_KEY === `${secret}-2`, 'the replaced secret');
+    await waitFor(async () => (await resolveEnvForRuntime(dash.server.ctx, project.id)).env.SECRET_KEY === `${secret}-2`, 'the replaced secret');
     assert.deepEqual(pageErrors(page), []);
     await context.close();
   });
 
   it('a key the API refuses shows its error at that variable, and the draft is kept to fix it', async () => {
-    const project = await createProject(server, user);
+    const project = await createProject(dash.server, user);
     const { context, page } = await open();
     await visit(page, project, '/env', 'Environment variables');
     await page.getByRole('button', { name: 'Add variable' }).click();
@@ -152,7 +149,7 @@ describe('project settings pages (env, domains, route rules, settings)', browser
   });
 
   it('a save over variables changed elsewhere meanwhile is refused, and the page offers to reload them', async () => {
-    const project = await createProject(server, user);
+    const project = await createProject(dash.server, user);
     await api().patch(`/api/projects/${project.id}/env`, { upserts: [{ key: 'SHARED', value: 'v1' }] });
     const { context, page } = await open();
     await visit(page, project, '/env', 'Environment variables');
@@ -172,7 +169,7 @@ describe('project settings pages (env, domains, route rules, settings)', browser
   });
 
   it('pasted .env lines become rows, a removal is saved with them, and Redeploy queues a deployment', async () => {
-    const project = await createProject(server, user, { localPath: tempDir('berth-app-') });
+    const project = await createProject(dash.server, user, { localPath: tempDir('berth-app-') });
     await api().patch(`/api/projects/${project.id}/env`, { upserts: [{ key: 'OLD_KEY', value: 'old' }, { key: 'API_TOKEN', value: 'tok-1', isSecret: true }] });
     const { context, page } = await open();
     await visit(page, project, '/env', 'Environment variables');
@@ -195,7 +192,7 @@ describe('project settings pages (env, domains, route rules, settings)', browser
         ['LOG_LEVEL', 'debug', false],
       ],
     );
-    assert.equal((await resolveEnvForRuntime(server.ctx, project.id)).env.API_TOKEN, 'tok-2');
+    assert.equal((await resolveEnvForRuntime(dash.server.ctx, project.id)).env.API_TOKEN, 'tok-2');
 
     await page.getByRole('button', { name: 'Redeploy now' }).click();
     const follow = page.getByRole('link', { name: /^Follow deployment / });
@@ -210,7 +207,7 @@ describe('project settings pages (env, domains, route rules, settings)', browser
   });
 
   it('the environment selector edits a preview environment apart from production', async () => {
-    const project = await createProject(server, user);
+    const project = await createProject(dash.server, user);
     assert.equal((await api().post(`/api/projects/${project.id}/environments`, { name: 'staging', branch: 'staging' })).status, 201);
     const { context, page } = await open();
     await visit(page, project, '/env', 'Environment variables');
@@ -227,7 +224,7 @@ describe('project settings pages (env, domains, route rules, settings)', browser
   });
 
   it('a domain is added, verified by its TXT record and removed after confirmation; a bad name shows at the domain field', async () => {
-    const project = await createProject(server, user);
+    const project = await createProject(dash.server, user);
     const { context, page } = await open();
     await visit(page, project, '/domains', 'Domains');
     await page.getByText(project.routes.freeDomain).first().waitFor();
@@ -265,7 +262,7 @@ describe('project settings pages (env, domains, route rules, settings)', browser
     assert.equal(await row.getByRole('alert').count(), 0);
     // Now primary and verified: the project is served at it.
     await page.locator('dl.facts').getByRole('link', { name: 'www.shop.example.com' }).waitFor();
-    assert.match(await row.innerText(), /none/, 'TLS status shown (no HTTPS port on this server)');
+    assert.match(await row.innerText(), /none/, 'TLS status shown (no HTTPS port on this dash.server)');
 
     await row.getByRole('button', { name: 'Remove www.shop.example.com' }).click();
     const dialog = page.getByRole('dialog', { name: 'Remove www.shop.example.com?' });
@@ -285,7 +282,7 @@ describe('project settings pages (env, domains, route rules, settings)', browser
   });
 
   it('the HTTPS redirect and HSTS switches save as they are toggled', async () => {
-    const project = await createProject(server, user);
+    const project = await createProject(dash.server, user);
     const { context, page } = await open();
     await visit(page, project, '/domains', 'Domains');
     const redirect = page.getByLabel('Redirect plain HTTP to HTTPS');
@@ -307,7 +304,7 @@ describe('project settings pages (env, domains, route rules, settings)', browser
   });
 
   it('a rate-limit rule is added, toggled, edited and deleted; a bad path shows at the path field', async () => {
-    const project = await createProject(server, user);
+    const project = await createProject(dash.server, user);
     const { context, page } = await open();
     await visit(page, project, '/rules', 'Route rules');
     await page.getByText('No route rules').waitFor();
@@ -362,7 +359,7 @@ describe('project settings pages (env, domains, route rules, settings)', browser
   });
 
   it('a ban rule is added with the keyboard alone', async () => {
-    const project = await createProject(server, user);
+    const project = await createProject(dash.server, user);
     const { context, page } = await open();
     await visit(page, project, '/rules', 'Route rules');
     await tabTo(page, page.getByRole('button', { name: 'Add rule' }));
@@ -386,7 +383,7 @@ describe('project settings pages (env, domains, route rules, settings)', browser
   });
 
   it('build settings, resources and sleep mode are saved; a value out of range shows at its field', async () => {
-    const project = await createProject(server, user);
+    const project = await createProject(dash.server, user);
     const { context, page } = await open();
     await visit(page, project, '/settings', 'Build and run');
 
@@ -426,7 +423,7 @@ describe('project settings pages (env, domains, route rules, settings)', browser
   });
 
   it('disabling the project asks first; enabling brings it back', async () => {
-    const project = await createProject(server, user);
+    const project = await createProject(dash.server, user);
     const { context, page } = await open();
     await visit(page, project, '/settings', 'Status');
     await page.getByRole('button', { name: 'Disable project' }).click();
@@ -442,9 +439,9 @@ describe('project settings pages (env, domains, route rules, settings)', browser
   });
 
   it('deleting a project lists what goes, needs its name typed, and lands on the projects page', async () => {
-    const project = await createProject(server, user, { name: 'doomed-shop' });
+    const project = await createProject(dash.server, user, { name: 'doomed-shop' });
     await api().patch(`/api/projects/${project.id}/env`, { upserts: [{ key: 'DOOMED_VAR', value: 'x' }] });
-    await createDeployment(server, project);
+    await createDeployment(dash.server, project);
     const { context, page } = await open();
     await visit(page, project, '/settings', 'Danger zone');
     await page.getByRole('button', { name: 'Delete project' }).click();
@@ -466,7 +463,7 @@ describe('project settings pages (env, domains, route rules, settings)', browser
   });
 
   it('every page fits 375 px', async () => {
-    const project = await createProject(server, user, { name: 'phone-check' });
+    const project = await createProject(dash.server, user, { name: 'phone-check' });
     await api().patch(`/api/projects/${project.id}/env`, { upserts: [{ key: 'A_RATHER_LONG_VARIABLE_NAME_FOR_A_PHONE', value: 'x'.repeat(120) }, { key: 'TOKEN', value: 't', isSecret: true }] });
     await api().post(`/api/projects/${project.id}/domains`, { domain: 'a-long-subdomain.of-a-long-domain.example.com' });
     await api().post(`/api/projects/${project.id}/route-rules`, { kind: 'ban', ips: ['2001:db8:1234:5678::/64', '198.51.100.0/24'], path: '/a/very/long/path/*' });
@@ -489,7 +486,7 @@ describe('project settings pages (env, domains, route rules, settings)', browser
   });
 
   it('the environment, domains and settings pages show a realistic project (screenshots)', async () => {
-    const project = await createProject(server, user, { name: 'storefront', buildCommand: 'npm run build', startCommand: 'node server.js', installCommand: 'npm ci' });
+    const project = await createProject(dash.server, user, { name: 'storefront', buildCommand: 'npm run build', startCommand: 'node dash.server.js', installCommand: 'npm ci' });
     await api().post(`/api/projects/${project.id}/environments`, { name: 'staging', branch: 'staging' });
     await api().patch(`/api/projects/${project.id}/env`, {
       upserts: [

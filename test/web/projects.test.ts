@@ -7,13 +7,13 @@ import assert from 'node:assert/strict';
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import * as tar from 'tar';
 import { randomString } from '../../src/lib/ids.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';
-import { assertFitsWidth, browserSuite, launchBrowser, openPage, pageErrors, screenshot, signIn, startDashboardServer } from '../support/browser.js';
+import { assertFitsWidth, browserSuite, openPage, pageErrors, screenshot, signIn, useDashboard } from '../support/browser.js';
 import { createDeployment, createProject, createTeam, createUser, type TestUser } from '../support/factories.js';
-import { tempDir, type TestServer } from '../support/harness.js';
+import { tempDir } from '../support/harness.js';
 import { waitForDeployment } from '../support/wait.js';
 
 const { skip } = browserSuite('web/projects');
@@ -24,8 +24,7 @@ function noPageErrors(page: Page): void {
 }
 
 describe('dashboard: projects and their overview', { skip }, () => {
-  let server: TestServer;
-  let browser: Browser;
+  const dash = useDashboard({ background: true });
   let root: string;
   let owner: TestUser;
   /** A project built and running from an uploaded folder. */
@@ -36,7 +35,7 @@ describe('dashboard: projects and their overview', { skip }, () => {
     const dir = writeTinyApp(path.join(root, version), { version });
     const file = path.join(root, `${version}.tgz`);
     tar.c({ gzip: true, cwd: dir, sync: true, file, portable: true }, ['server.js', 'package.json']);
-    const s = await server.api(user.token).post('/api/projects/folder/session', { name: 'uploaded' });
+    const s = await dash.server.api(user.token).post('/api/projects/folder/session', { name: 'uploaded' });
     assert.equal(s.status, 201, s.text);
     const { url, method, headers, sessionId } = s.body.data;
     const res = await fetch(url, { method, headers: { ...headers, 'content-type': 'application/gzip' }, body: readFileSync(file) });
@@ -46,9 +45,8 @@ describe('dashboard: projects and their overview', { skip }, () => {
 
   before(async () => {
     root = tempDir('berth-web-projects-');
-    [server, browser] = await Promise.all([startDashboardServer({ background: true }), launchBrowser()]);
-    owner = await createUser(server);
-    const api = server.api(owner.token);
+    owner = await createUser(dash.server);
+    const api = dash.server.api(owner.token);
     const p = await api.post('/api/projects', { name: 'Storefront' });
     assert.equal(p.status, 201, p.text);
     const d = await api.post('/api/deployments', { projectId: p.body.data.id, sessionId: await upload(owner, 'v1') });
@@ -57,20 +55,18 @@ describe('dashboard: projects and their overview', { skip }, () => {
     assert.equal(done.status, 'ready', done.error);
     live = { id: p.body.data.id, name: 'Storefront', deploymentId: d.body.data.id };
     // Neighbours with recorded deployments (no build), so the list reads like a real one.
-    const api2 = await createProject(server, owner, { name: 'Billing API' });
-    await createDeployment(server, api2, { commit: 'a1b2c3d4e5f6a7b8', ref: 'main', trigger: 'push' });
-    const docs = await createProject(server, owner, { name: 'Docs site' });
-    await createDeployment(server, docs, { status: 'failed' });
-    await createProject(server, owner, { name: 'Marketing preview' });
+    const api2 = await createProject(dash.server, owner, { name: 'Billing API' });
+    await createDeployment(dash.server, api2, { commit: 'a1b2c3d4e5f6a7b8', ref: 'main', trigger: 'push' });
+    const docs = await createProject(dash.server, owner, { name: 'Docs site' });
+    await createDeployment(dash.server, docs, { status: 'failed' });
+    await createProject(dash.server, owner, { name: 'Marketing preview' });
   });
   after(async () => {
-    await browser?.close();
-    await server?.close();
     if (root) rmSync(root, { recursive: true, force: true });
   });
 
   it('the projects list shows each project with its status, URL and last deployment', async () => {
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, owner);
     const card = page.getByRole('listitem').filter({ has: page.getByRole('link', { name: 'Storefront', exact: true }) });
     await card.waitFor(T);
@@ -88,7 +84,7 @@ describe('dashboard: projects and their overview', { skip }, () => {
   });
 
   it('the filter narrows the list and says when nothing matches', async () => {
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, owner);
     await page.getByRole('link', { name: 'Billing API' }).waitFor(T);
     const filter = page.getByLabel('Filter projects');
@@ -104,8 +100,8 @@ describe('dashboard: projects and their overview', { skip }, () => {
   });
 
   it('an org without projects leads to New project', async () => {
-    const fresh = await createUser(server);
-    const { context, page } = await openPage(browser, server);
+    const fresh = await createUser(dash.server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, fresh);
     await page.getByText('No projects yet').waitFor(T);
     await page.getByRole('link', { name: 'Create your first project' }).click();
@@ -115,14 +111,14 @@ describe('dashboard: projects and their overview', { skip }, () => {
   });
 
   it('the overview shows the status, URLs, current deployment, runtime state and source', async () => {
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, owner);
     await page.getByRole('link', { name: 'Storefront', exact: true }).click();
     await page.getByRole('heading', { name: /Storefront/, level: 1 }).waitFor(T);
     for (const h of ['Status', 'URLs', 'Current deployment', 'Source', 'Quick actions']) await page.getByRole('heading', { name: h, level: 2 }).waitFor(T);
     const status = page.getByRole('region', { name: 'Status' });
     await status.getByText('running').waitFor(T);
-    const info = (await server.api(owner.token).get(`/api/projects/${live.id}/info`)).body.data;
+    const info = (await dash.server.api(owner.token).get(`/api/projects/${live.id}/info`)).body.data;
     assert.match(await status.innerText(), new RegExp(`Port\\s+${info.runtime.port}`));
     await page.getByRole('link', { name: info.runtime.url }).waitFor(T);
     const current = page.getByRole('region', { name: 'Current deployment' });
@@ -137,7 +133,7 @@ describe('dashboard: projects and their overview', { skip }, () => {
   });
 
   it('Redeploy starts a deployment and the overview follows it until it is ready', async () => {
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, owner);
     await page.goto(`/projects/${live.id}`);
     const current = page.getByRole('region', { name: 'Current deployment' });
@@ -155,7 +151,7 @@ describe('dashboard: projects and their overview', { skip }, () => {
     await current.getByText('ready', { exact: true }).waitFor({ timeout: 40_000 });
     await current.getByText('serving', { exact: true }).waitFor(T);
     assert.equal(await current.getByText('Still serving the earlier release').count(), 0);
-    const done = await waitForDeployment(server.api(owner.token), newId, 5_000);
+    const done = await waitForDeployment(dash.server.api(owner.token), newId, 5_000);
     assert.equal(done.status, 'ready');
     live.deploymentId = newId;
     noPageErrors(page);
@@ -163,7 +159,7 @@ describe('dashboard: projects and their overview', { skip }, () => {
   });
 
   it('the projects list and the overview fit 375 px', async () => {
-    const { context, page } = await openPage(browser, server, { width: 375 });
+    const { context, page } = await openPage(dash.browser, dash.server, { width: 375 });
     await signIn(page, owner);
     await page.getByRole('link', { name: 'Storefront', exact: true }).waitFor(T);
     await assertFitsWidth(page);
@@ -176,23 +172,15 @@ describe('dashboard: projects and their overview', { skip }, () => {
 });
 
 describe('dashboard: organizations', { skip }, () => {
-  let server: TestServer;
-  let browser: Browser;
-  before(async () => {
-    [server, browser] = await Promise.all([startDashboardServer(), launchBrowser()]);
-  });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  const dash = useDashboard();
 
   it('the org switcher switches the projects list', async () => {
-    const team = await createTeam(server);
-    await createProject(server, team.owner, { name: 'Team dashboard' });
-    const user = await createUser(server);
-    await createProject(server, user, { name: 'My side project' });
-    await createUser(server, { email: user.email, orgId: team.orgId, role: 'member' });
-    const { context, page } = await openPage(browser, server);
+    const team = await createTeam(dash.server);
+    await createProject(dash.server, team.owner, { name: 'Team dashboard' });
+    const user = await createUser(dash.server);
+    await createProject(dash.server, user, { name: 'My side project' });
+    await createUser(dash.server, { email: user.email, orgId: team.orgId, role: 'member' });
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, user);
     const switcher = page.getByLabel('Organization');
     const mine = page.getByRole('link', { name: 'My side project' });
@@ -211,8 +199,8 @@ describe('dashboard: organizations', { skip }, () => {
   });
 
   it('creates a team organization with the keyboard and switches to it', async () => {
-    const user = await createUser(server);
-    const { context, page } = await openPage(browser, server);
+    const user = await createUser(dash.server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, user);
     await page.getByRole('link', { name: 'New organization' }).click();
     await page.getByRole('heading', { name: 'New organization', level: 1 }).waitFor(T);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -112,15 +112,14 @@ describe('the dashboard is served at / beside the API', () => {
     assert.equal((await unbuilt.api().get('/api/health')).status, 200);
   });
 
-  it("the built dashboard's page references only its own assets (no inline script, which the policy would block)", () => {
-    const built = path.resolve(new URL('../../dist/web/index.html', import.meta.url).pathname);
-    let html: string;
-    try {
-      html = readFileSync(built, 'utf8');
-    } catch {
-      return; // not built here: the browser suites need it and say so
-    }
-    assert.doesNotMatch(html, /<script(?![^>]*\bsrc=)[^>]*>/, 'an inline <script>');
-    for (const m of html.matchAll(/(?:src|href)="([^"]+)"/g)) assert.ok(m[1]!.startsWith('/assets/') || m[1]!.startsWith('data:'), m[1]);
-  });
+  const builtPage = path.resolve(new URL('../../dist/web/index.html', import.meta.url).pathname);
+  it(
+    "the built dashboard's page references only its own assets (no inline script, which the policy would block)",
+    { skip: existsSync(builtPage) ? false : 'the dashboard is not built here (npm run build:web)' },
+    () => {
+      const html = readFileSync(builtPage, 'utf8');
+      assert.doesNotMatch(html, /<script(?![^>]*\bsrc=)[^>]*>/, 'an inline <script>');
+      for (const m of html.matchAll(/(?:src|href)="([^"]+)"/g)) assert.ok(m[1]!.startsWith('/assets/') || m[1]!.startsWith('data:'), m[1]);
+    },
+  );
 });

@@ -1,27 +1,18 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { Browser } from 'playwright-core';
-import { assertFitsWidth, browserSuite, launchBrowser, openPage, pageErrors, screenshot, signIn, startDashboardServer } from '../support/browser.js';
+import { before, describe, it } from 'node:test';
+import { assertFitsWidth, browserSuite, openPage, pageErrors, screenshot, signIn, useDashboard } from '../support/browser.js';
 import { createUser, type TestUser } from '../support/factories.js';
-import type { TestServer } from '../support/harness.js';
 
 /** The frame every page shares: what a first visit costs, the theme, the menu on a phone, the keyboard. */
 describe('the dashboard frame', browserSuite('the dashboard frame'), () => {
-  let server: TestServer;
-  let browser: Browser;
+  const dash = useDashboard();
   let user: TestUser;
   before(async () => {
-    server = await startDashboardServer();
-    browser = await launchBrowser();
-    user = await createUser(server);
-  });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
+    user = await createUser(dash.server);
   });
 
   it('a first visit transfers under 250 KB compressed before the sign-in page shows', async () => {
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     const sizes: Array<Promise<number>> = [];
     page.on('requestfinished', (req) => {
       if (['document', 'script', 'stylesheet'].includes(req.resourceType())) sizes.push(req.sizes().then((s) => s.responseBodySize + s.responseHeadersSize));
@@ -37,7 +28,7 @@ describe('the dashboard frame', browserSuite('the dashboard frame'), () => {
   });
 
   it("the theme follows the system's, and the toggle pins light or dark across reloads", async () => {
-    const { context, page } = await openPage(browser, server, { colorScheme: 'dark' });
+    const { context, page } = await openPage(dash.browser, dash.server, { colorScheme: 'dark' });
     const background = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
     const dark = (rgb: string) => {
       const [r, g, b] = rgb.match(/\d+/g)!.map(Number);
@@ -58,7 +49,7 @@ describe('the dashboard frame', browserSuite('the dashboard frame'), () => {
   });
 
   it('at 375 px the navigation folds into a menu that works with the keyboard alone', async () => {
-    const { context, page } = await openPage(browser, server, { width: 375 });
+    const { context, page } = await openPage(dash.browser, dash.server, { width: 375 });
     await signIn(page, user);
     await assertFitsWidth(page);
     const nav = page.getByRole('navigation', { name: 'Main' });
@@ -77,7 +68,7 @@ describe('the dashboard frame', browserSuite('the dashboard frame'), () => {
   });
 
   it('the first Tab reaches "Skip to content", which moves focus to the page', async () => {
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, user);
     await page.keyboard.press('Tab');
     const skip = page.getByRole('link', { name: 'Skip to content' });
@@ -88,7 +79,7 @@ describe('the dashboard frame', browserSuite('the dashboard frame'), () => {
   });
 
   it('an unknown path shows "Page not found" with a way home', async () => {
-    const { context, page } = await openPage(browser, server);
+    const { context, page } = await openPage(dash.browser, dash.server);
     await page.goto('/no/such/page');
     await page.getByRole('heading', { name: 'Page not found' }).waitFor();
     assert.ok(await page.getByRole('link', { name: /projects/i }).isVisible());
