@@ -55,9 +55,12 @@ export const Input = (p: InputHTMLAttributes<HTMLInputElement>) => <input classN
 export const Select = (p: SelectHTMLAttributes<HTMLSelectElement>) => <select className="input" {...p} />;
 export const TextArea = (p: TextareaHTMLAttributes<HTMLTextAreaElement>) => <textarea className="input" {...p} />;
 
-/** A failed request, in the server's words, with the field it names. Nothing when there is no error. */
-export function ErrorNotice({ error, title }: { error: unknown; title?: string }) {
-  if (!error) return null;
+/**
+ * A failed request, in the server's words, with the field it names. Nothing when there is no error,
+ * nor when it names one of `fields` (a form's Fields, which show it under the field themselves).
+ */
+export function ErrorNotice({ error, title, fields }: { error: unknown; title?: string; fields?: readonly string[] }) {
+  if (!error || fields?.some((f) => errorNames(error, f))) return null;
   const e = error instanceof ApiError ? error : null;
   return (
     <div className="notice notice-error" role="alert">

@@ -2,18 +2,8 @@ import { useEffect, type ReactNode } from 'react';
 import { Link, useLocation } from 'wouter';
 import { ApiError } from '../../api/client';
 import { useMe } from '../../session';
-import { errorNames, ErrorNotice } from '../../ui/controls';
 import { Centered } from '../../ui/layout';
 import './auth.css';
-
-/**
- * The error of a form that the Fields did not already show: a field's own error sits under that
- * field (Field), anything else (wrong credentials, a refusal) above the button.
- */
-export function FormError({ error, fields, title }: { error: unknown; fields: string[]; title?: string }) {
-  if (!error || fields.some((f) => errorNames(error, f))) return null;
-  return <ErrorNotice error={error} title={title} />;
-}
 
 /** `?next=` carried from one signed-out page to another (sign-in <-> sign-up), only for a path of this site. */
 export function withNext(path: string): string {

@@ -4,8 +4,8 @@ import { useLocation } from 'wouter';
 import type { PageProps } from '../../app';
 import { api, call } from '../../api/client';
 import { nextPath, useResetSession } from '../../session';
-import { Button, Field, Input } from '../../ui/controls';
-import { AuthLink, AuthSwitch, FormError, SignedOutPage, withNext } from './common';
+import { Button, ErrorNotice, Field, Input } from '../../ui/controls';
+import { AuthLink, AuthSwitch, SignedOutPage, withNext } from './common';
 
 /** Sign in with email and password (the session cookie); then on to `?next=` or the projects. */
 export default function LoginPage(_: PageProps) {
@@ -34,7 +34,7 @@ export default function LoginPage(_: PageProps) {
         <Field label="Password" name="password" error={login.error}>
           {(p) => <Input {...p} type="password" autoComplete="current-password" value={password} onChange={(e) => setPassword(e.target.value)} required />}
         </Field>
-        <FormError error={login.error} fields={['email', 'password']} title="Could not sign in" />
+        <ErrorNotice error={login.error} fields={['email', 'password']} title="Could not sign in" />
         <Button type="submit" variant="primary" busy={login.isPending}>
           Sign in
         </Button>

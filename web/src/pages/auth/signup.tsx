@@ -4,8 +4,8 @@ import { useLocation } from 'wouter';
 import type { PageProps } from '../../app';
 import { api, call } from '../../api/client';
 import { nextPath, useResetSession } from '../../session';
-import { Button, Field, Input } from '../../ui/controls';
-import { AuthLink, AuthSwitch, FormError, isSignupRefusal, SignedOutPage, withNext } from './common';
+import { Button, ErrorNotice, Field, Input } from '../../ui/controls';
+import { AuthLink, AuthSwitch, isSignupRefusal, SignedOutPage, withNext } from './common';
 
 /**
  * Sign-up where the instance allows it (contract section 10: BERTH_SIGNUP open, invite, closed, or
@@ -42,7 +42,7 @@ export default function SignupPage(_: PageProps) {
         <Field label="Password" name="password" error={signup.error} hint="At least 8 characters.">
           {(p) => <Input {...p} type="password" autoComplete="new-password" value={password} onChange={(e) => setPassword(e.target.value)} required />}
         </Field>
-        {isSignupRefusal(signup.error) ? <SignupRefused message={signup.error.message} /> : <FormError error={signup.error} fields={['email', 'password', 'name']} title="Could not create the account" />}
+        {isSignupRefusal(signup.error) ? <SignupRefused message={signup.error.message} /> : <ErrorNotice error={signup.error} fields={['email', 'password', 'name']} title="Could not create the account" />}
         <Button type="submit" variant="primary" busy={signup.isPending}>
           Create account
         </Button>

@@ -1,13 +1,11 @@
 import { api, data } from '../../api/client';
 import type { operations } from '../../api/schema';
-import { errorNames } from '../../ui/controls';
 
 /** The backups area's records as the API answers them (from the generated OpenAPI types). */
 type Json<Op, Status extends number = 200> = Op extends { responses: { [S in Status]: { content: { 'application/json': infer B } } } } ? B : never;
 type DataOf<Op, Status extends number = 200> = Json<Op, Status> extends { data: infer D } ? D : never;
 
 export type Destination = DataOf<operations['getBackupDestinations']>[number];
-export type S3Destination = Extract<Destination, { kind: 's3' }>;
 export type DestinationBody = NonNullable<operations['postBackupDestinations']['requestBody']>['content']['application/json'];
 export type DestinationPatch = NonNullable<operations['patchBackupDestinationsById']['requestBody']>['content']['application/json'];
 export type DestinationTest = DataOf<operations['postBackupDestinationsByIdTest']>;
@@ -80,9 +78,4 @@ export function serviceLabel(s: Service | undefined, id: string): string {
 export interface PreparedState {
   confirmationToken: string;
   expiresAt: string;
-}
-
-/** The error to show above a form's buttons: only when no field of the form shows it already. */
-export function formLevelError(err: unknown, fields: string[]): unknown {
-  return fields.some((f) => errorNames(err, f)) ? null : err;
 }

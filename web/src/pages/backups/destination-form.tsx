@@ -3,7 +3,7 @@ import { useState, type FormEvent } from 'react';
 import { api, data } from '../../api/client';
 import { Button, ErrorNotice, Field, Input, Select } from '../../ui/controls';
 import { useToast } from '../../ui/toast';
-import { formLevelError, keys, type Destination, type DestinationBody, type DestinationPatch } from './api';
+import { keys, type Destination, type DestinationBody, type DestinationPatch } from './api';
 
 type Kind = 'local' | 's3';
 
@@ -117,7 +117,7 @@ export function DestinationForm({ initial, onDone }: { initial?: Destination; on
       ) : (
         <S3Fields v={v} set={set} err={err} editing={!!initial} />
       )}
-      <ErrorNotice error={formLevelError(err, v.kind === 'local' ? ['name', 'kind', 'path'] : ['name', 'kind', 'bucket', 'endpoint', 'region', 'prefix', 'accessKeyId', 'secretAccessKey'])} />
+      <ErrorNotice error={err} fields={v.kind === 'local' ? ['name', 'kind', 'path'] : ['name', 'kind', 'bucket', 'endpoint', 'region', 'prefix', 'accessKeyId', 'secretAccessKey']} />
       <div className="row">
         <Button type="submit" variant="primary" busy={save.isPending}>
           {initial ? 'Save destination' : 'Create destination'}

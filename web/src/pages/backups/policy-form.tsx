@@ -4,7 +4,7 @@ import { Link } from 'wouter';
 import { api, data } from '../../api/client';
 import { Button, ErrorNotice, Field, Input, Select } from '../../ui/controls';
 import { useToast } from '../../ui/toast';
-import { destinationWhere, formLevelError, keys, serviceLabel, type Destination, type Policy, type PolicyBody, type PolicyPatch, type Service } from './api';
+import { destinationWhere, keys, serviceLabel, type Destination, type Policy, type PolicyBody, type PolicyPatch, type Service } from './api';
 
 interface Values {
   destinationId: string;
@@ -219,7 +219,7 @@ export function PolicyForm({
           </label>
         ) : null}
       </div>
-      <ErrorNotice error={formLevelError(err, FIELDS)} />
+      <ErrorNotice error={err} fields={FIELDS} />
       <div className="row">
         <Button type="submit" variant="primary" busy={save.isPending}>
           {initial ? 'Save policy' : 'Create policy'}

@@ -1,7 +1,7 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { api, call, data } from '../../api/client';
-import { Button, ErrorNotice, errorNames, Field, Select } from '../../ui/controls';
+import { Button, ErrorNotice, Field, Select } from '../../ui/controls';
 import { useToast } from '../../ui/toast';
 import { GrantRow, GrantRows, newDraft, toEntry, type GrantDraft } from './grant-rows';
 import { grantKeys, type Grant, type Member } from './org-api';
@@ -26,7 +26,6 @@ export function AddGrantForm({ members, userId, onUserChange }: { members: Membe
     e.preventDefault();
     add.mutate();
   };
-  const named = ['userId', 'resourceType', 'resourceId', 'permissions'].some((f) => errorNames(add.error, f));
   return (
     <form className="card" onSubmit={submit} aria-labelledby="add-grant-title">
       <h2 id="add-grant-title" style={{ marginTop: 0 }}>
@@ -45,7 +44,7 @@ export function AddGrantForm({ members, userId, onUserChange }: { members: Membe
         )}
       </Field>
       <GrantRow draft={draft} path="" index={0} error={add.error} onChange={setDraft} />
-      {add.error && !named ? <ErrorNotice error={add.error} title="Could not grant" /> : null}
+      <ErrorNotice error={add.error} fields={['userId', 'resourceType', 'resourceId', 'permissions']} title="Could not grant" />
       <p className="field-hint">A grant on a resource the member already has replaces its permissions; none checked revokes it.</p>
       <div className="form-actions">
         <Button type="submit" variant="primary" busy={add.isPending}>
@@ -69,7 +68,6 @@ export function ReplaceGrants({ member, grants, onDone }: { member: Member; gran
       onDone();
     },
   });
-  const named = errorNames(save.error, 'grants');
   return (
     <form
       onSubmit={(e) => {
@@ -78,7 +76,7 @@ export function ReplaceGrants({ member, grants, onDone }: { member: Member; gran
       }}
     >
       <GrantRows rows={rows} onChange={setRows} error={save.error} legend={`Every grant of ${who(member)}`} empty="No grants: saving removes them all." />
-      {save.error && !named ? <ErrorNotice error={save.error} title="Could not save" /> : null}
+      <ErrorNotice error={save.error} fields={['grants']} title="Could not save" />
       <div className="form-actions">
         <Button type="submit" variant="primary" busy={save.isPending}>
           Save grants

@@ -19,7 +19,6 @@ const fetchCatalog = (type: string) => data(api.GET('/api/permissions/resources'
 export type Member = Awaited<ReturnType<typeof fetchMembers>>[number];
 export type Invitation = Awaited<ReturnType<typeof fetchInvitations>>[number];
 export type Grant = Awaited<ReturnType<typeof fetchGrants>>[number];
-export type CatalogEntry = Awaited<ReturnType<typeof fetchCatalog>>[number];
 
 export const INVITATION_FILTERS = ['open', 'pending', 'expired', 'accepted', 'declined', 'cancelled', 'all'] as const;
 export type InvitationFilter = (typeof INVITATION_FILTERS)[number];

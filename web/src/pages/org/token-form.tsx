@@ -85,7 +85,6 @@ export function TokenForm() {
     e.preventDefault();
     create.mutate();
   };
-  const named = ['name', 'expiresInDays', 'scopes', 'orgId'].some((f) => errorNames(create.error, f));
   const scopesError = errorNames(create.error, 'scopes');
   return (
     <>
@@ -156,7 +155,7 @@ export function TokenForm() {
             ) : null}
           </fieldset>
         ) : null}
-        {create.error && !named ? <ErrorNotice error={create.error} title="Could not create the token" /> : null}
+        <ErrorNotice error={create.error} fields={['name', 'expiresInDays', 'scopes', 'orgId']} title="Could not create the token" />
         <div className="form-actions">
           <Button type="submit" variant="primary" busy={create.isPending}>
             Create token

@@ -52,9 +52,8 @@ export function useShown<T>(value: T): [T, (v: T) => void, () => void] {
 }
 
 /**
- * A ConfirmDialog that exists only while open: the shared dialog's title has a fixed id, so two of
- * them mounted on one page would both be named by the first one's title. On closing, the focus goes
- * back to the control that opened it (while that control is still on the page).
+ * A ConfirmDialog that exists only while open. On closing (unmounting), the focus goes back to the
+ * control that opened it, while that control is still on the page.
  */
 export function OpenConfirm(props: Omit<ComponentProps<typeof ConfirmDialog>, 'open'> & { open: boolean }) {
   return props.open ? <MountedConfirm {...props} /> : null;

@@ -3,7 +3,7 @@ import { useRef, useState, type FormEvent } from 'react';
 import { useLocation } from 'wouter';
 import type { PageProps } from '../../app';
 import { api, ApiError, data } from '../../api/client';
-import { Button, ErrorNotice, errorNames, Field, Input, Notice } from '../../ui/controls';
+import { Button, ErrorNotice, Field, Input, Notice } from '../../ui/controls';
 import { PageHeader } from '../../ui/layout';
 import { pack, planPack, type PackPlan } from './new-pack';
 import { configOf, draftOf, PlanForm, type PlanDraft } from './new-plan';
@@ -130,7 +130,6 @@ export default function NewProjectPage(_: PageProps) {
 
   const working = phase === 'uploading' || phase === 'deploying';
   const planFields = scan && scan.result.apps.length > 1 ? [...PLAN_FIELDS, 'rootDirectory'] : PLAN_FIELDS;
-  const atField = (phase === 'plan' || phase === 'deploying' ? planFields : SOURCE_FIELDS).some((f) => errorNames(error, f));
   return (
     <div className="new-project">
       <PageHeader title="New project" sub="Deploy an app from a folder on this computer." />
@@ -158,7 +157,7 @@ export default function NewProjectPage(_: PageProps) {
           ) : null}
         </section>
       ) : null}
-      {atField ? null : <ErrorNotice error={error} title="Could not deploy" />}
+      <ErrorNotice error={error} fields={phase === 'plan' || phase === 'deploying' ? planFields : SOURCE_FIELDS} title="Could not deploy" />
       {(phase === 'plan' || phase === 'deploying') && scan && draft ? (
         <PlanForm scan={scan.result} draft={draft} onChange={setDraft} onSubmit={() => void deploy()} onBack={back} busy={phase === 'deploying'} error={error} />
       ) : null}
