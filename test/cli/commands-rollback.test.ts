@@ -1,6 +1,6 @@
 /**
- * `berth deployments` marking the serving deployment and `berth rollback`, against two real ready
- * deployments of a tiny app (local folder source, the sandbox runtime, the edge).
+ * `berth deployments` marking the serving deployment, `berth rollback` and `berth promote`, against
+ * real ready deployments of a tiny app (local folder source, the sandbox runtime, the edge).
  */
 process.env.BERTH_HEALTH_TIMEOUT_SECONDS = '10';
 process.env.BERTH_STOP_GRACE_SECONDS = '2';
@@ -21,7 +21,7 @@ function edge(srv: TestServer, host: string): Promise<EdgeAnswer> {
   return edgeRequest(getRuntime(srv.ctx).edgePort(), host);
 }
 
-describe('berth deployments and rollback (real deployments)', () => {
+describe('berth deployments, rollback and promote (real deployments)', () => {
   let server: TestServer;
   let owner: TestUser;
   let project: { id: string; slug: string };
@@ -32,8 +32,8 @@ describe('berth deployments and rollback (real deployments)', () => {
   const appDir = path.join(root, 'local', 'tiny');
 
 
-  async function deployReady(): Promise<string> {
-    const res = await server.api(owner.token).post('/api/deployments', { projectId: project.id });
+  async function deployReady(environment?: string): Promise<string> {
+    const res = await server.api(owner.token).post('/api/deployments', { projectId: project.id, ...(environment ? { environment } : {}) });
     assert.equal(res.status, 202, res.text);
     const done = await waitForDeployment(server.api(owner.token), res.body.data.id, 60000);
     assert.equal(done.status, 'ready', done.error);
@@ -100,5 +100,36 @@ describe('berth deployments and rollback (real deployments)', () => {
     assert.match(foreign.stderr, /no project/);
     assert.equal(usage.code, 2);
     assert.match((await edge(server, `${project.slug}.localhost`)).text, /^hello v2/);
+  });
+
+  it('`promote PROJECT ENV` puts the preview\'s ready build into production without a build, and says what serves', async () => {
+    const env = await server.api(owner.token).post(`/api/projects/${project.id}/environments`, { name: 'next', branch: 'next' });
+    assert.equal(env.status, 201, env.text);
+    writeTinyApp(appDir, { version: 'v3' });
+    const preview = await deployReady('next');
+    assert.match((await edge(server, `${project.slug}.localhost`)).text, /^hello v2/, 'production is untouched by the preview');
+    const res = await cli.run(['promote', project.slug, 'next']);
+    assert.equal(res.code, 0, res.stderr);
+    const first = lines(res.stdout)[0]!;
+    assert.match(first, new RegExp(`^promoted next of ${project.slug} to production: now serving dpl_\\S+ \\(.*the build of ${preview}\\)$`));
+    assert.match((await edge(server, `${project.slug}.localhost`)).text, /^hello v3/);
+    const list = JSON.parse((await cli.run(['deployments', project.slug, '-e', 'production', '--json'])).stdout);
+    const current = list.find((d: any) => d.current);
+    assert.equal(current.trigger, 'promote');
+    assert.ok(first.includes(current.id));
+  });
+
+  it('`promote` refusals: production itself or an unknown environment (1, the API\'s words); no ENV (2)', async () => {
+    const [self, unknown, usage] = await Promise.all([
+      cli.run(['promote', project.slug, 'production']),
+      cli.run(['promote', project.slug, 'nowhere', '--json']),
+      cli.run(['promote', project.slug]),
+    ]);
+    assert.equal(self.code, 1);
+    assert.match(self.stderr, /production cannot be promoted to itself/);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /no environment named "nowhere"/);
+    assert.doesNotMatch(unknown.stderr, /\n\s+at /);
+    assert.equal(usage.code, 2);
   });
 });

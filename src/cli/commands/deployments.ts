@@ -42,7 +42,10 @@ async function listDeployments(client: ApiClient, projectId: string, q: { limit?
   return client.request<Deployment[]>('GET', `/api/projects/${seg(projectId)}/deployments${query ? `?${query}` : ''}`);
 }
 
-/** `berth deployments [PROJECT]`, `berth rollback PROJECT [DEPLOYMENT]`, `berth cancel DEPLOYMENT`. */
+/**
+ * `berth deployments [PROJECT]`, `berth rollback PROJECT [DEPLOYMENT]`, `berth promote PROJECT ENVIRONMENT
+ * [DEPLOYMENT]`, `berth cancel DEPLOYMENT`.
+ */
 export function registerDeploymentCommands(program: Command): void {
   program
     .command('deployments [project]')
@@ -78,6 +81,27 @@ export function registerDeploymentCommands(program: Command): void {
         const d = await client.request<Deployment>('POST', `/api/projects/${seg(p.id)}/rollback`, deploymentId ? { deploymentId } : {});
         if (opts.json) return printJson(d);
         console.log(`rolled back ${p.slug} (${d.environment}): now serving ${d.id} (${source(d)}, built ${age(d.finishedAt ?? d.createdAt)} ago)`);
+        const info = await client.request<{ runtime?: { url?: string | null } }>('GET', `/api/projects/${seg(p.id)}/info`).catch(() => null);
+        if (info?.runtime?.url) console.log(info.runtime.url);
+      }),
+    );
+
+  program
+    .command('promote <project> <environment> [deployment]')
+    .description("put a preview environment's ready build into production, without a rebuild (default: the preview's current release)")
+    .option('--json', 'print JSON: the new production deployment')
+    .action(
+      action(async (ref: string, environment: string, deploymentId: string | undefined, opts: { json?: boolean }) => {
+        const client = savedClient();
+        const p = await resolveProject(client, ref);
+        // The answer comes once the swap is done: production runs the preview's build under a new deployment.
+        const d = await client.request<Deployment & { promotedFrom?: string | null }>(
+          'POST',
+          `/api/projects/${seg(p.id)}/environments/${seg(environment)}/promote`,
+          deploymentId ? { deploymentId } : {},
+        );
+        if (opts.json) return printJson(d);
+        console.log(`promoted ${environment} of ${p.slug} to production: now serving ${d.id} (${source(d)}, the build of ${d.promotedFrom ?? 'the preview'})`);
         const info = await client.request<{ runtime?: { url?: string | null } }>('GET', `/api/projects/${seg(p.id)}/info`).catch(() => null);
         if (info?.runtime?.url) console.log(info.runtime.url);
       }),
