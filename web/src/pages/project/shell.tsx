@@ -17,6 +17,7 @@ export function useProject(id: string) {
 const TABS: Array<{ path: string; label: string }> = [
   { path: '', label: 'Overview' },
   { path: '/deployments', label: 'Deployments' },
+  { path: '/previews', label: 'Previews' },
   { path: '/logs', label: 'Logs' },
   { path: '/requests', label: 'Requests' },
   { path: '/env', label: 'Environment' },
