@@ -16,7 +16,8 @@ import { clientErrorAnswer, ConnectionGuard } from './http/connection-guard.js';
 import { parseTrustedProxies } from './lib/trusted-proxies.js';
 import { describeAjvError, installValidators } from './http/validation.js';
 import { JobQueue } from './jobs/queue.js';
-import { LeaderLease, Scheduler } from './jobs/leader.js';
+import { LeaderLease, Scheduler, leaderTtlFromEnv } from './jobs/leader.js';
+import { openBus } from './db/notify.js';
 import { areaModules } from './modules/index.js';
 import { metaModule } from './modules/meta/index.js';
 import type { Logger } from 'pino';
@@ -128,8 +129,16 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   });
 
   const instanceId = `ins_${randomString(12)}`;
+  // The notification bus (LISTEN/NOTIFY on PostgreSQL, in-process on SQLite): wired below to the
+  // access events, the job queue and (by the modules) caches and streams.
+  const bus = openBus({ db: database.db, databaseUrl: config.databaseUrl, instanceId, log });
+  await bus.start();
   const jobs = new JobQueue(database.db, database.dialect, instanceId, log);
-  const scheduler = new Scheduler(new LeaderLease(database.db, 'scheduler', instanceId, log), log);
+  bus.subscribe('jobs', () => jobs.wake());
+  bus.onResync(() => jobs.wake());
+  const scheduler = new Scheduler(new LeaderLease(database.db, 'scheduler', instanceId, log, leaderTtlFromEnv(process.env)), log);
+  const access = new AccessEvents();
+  access.relay(bus);
   const ctx: AppContext = {
     config,
     db: database.db,
@@ -140,7 +149,8 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     jobs,
     scheduler,
     instanceId,
-    access: new AccessEvents(),
+    bus,
+    access,
     ports: emptyPorts(),
     publicUrl() {
       const addr = app.server.address();
@@ -169,6 +179,16 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     // A NUL in a path or query value can reach neither PostgreSQL text nor a file name.
     if (req.url.includes('%00')) return done(new AppError('VALIDATION_FAILED', 'the URL must not contain NUL characters'));
     done();
+  });
+  // A change a request announces on the bus (a revoked token) is sent before its answer is, so that a
+  // client's next request reaches no instance that has not heard of it.
+  app.addHook('onSend', (_req, _reply, payload, done) => {
+    const pending = bus.pending();
+    if (!pending) return done(null, payload);
+    pending.then(
+      () => done(null, payload),
+      () => done(null, payload),
+    );
   });
 
   app.setErrorHandler((err: FastifyError | AppError, req, reply) => {
@@ -251,6 +271,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
       await scheduler.stop();
       await jobs.stop();
     }
+    await bus.close();
     await database.close();
   });
 

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Db, Dialect } from './db/client.js';
 import type { WriteEvents } from './db/write-events.js';
+import type { Bus } from './db/notify.js';
 import type { Keyring } from './lib/crypto.js';
 import type { JobQueue } from './jobs/queue.js';
 import type { Scheduler } from './jobs/leader.js';
@@ -18,6 +19,11 @@ export interface AppContext {
   dialect: Dialect;
   /** Which tables are written, as queries are compiled (`src/db/write-events.ts`): read caches listen. */
   writes: WriteEvents;
+  /**
+   * The notification bus (`src/db/notify.ts`): LISTEN/NOTIFY between the instances sharing a
+   * PostgreSQL database, in-process on SQLite. Cache invalidation, job wake-ups, SSE events.
+   */
+  bus: Bus;
   keyring: Keyring;
   log: Logger;
   jobs: JobQueue;

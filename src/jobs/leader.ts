@@ -1,32 +1,49 @@
 import type { Logger } from 'pino';
 import type { Db } from '../db/client.js';
 
+/** The leader lease's default ttl: a dead leader is replaced within this (BERTH_LEADER_TTL_MS). */
+export const DEFAULT_LEADER_TTL_MS = 10000;
+
+/** BERTH_LEADER_TTL_MS (1 s to 10 min), else the default; a bad value stops the start with its name. */
+export function leaderTtlFromEnv(env: NodeJS.ProcessEnv): number {
+  const raw = env.BERTH_LEADER_TTL_MS?.trim();
+  if (!raw) return DEFAULT_LEADER_TTL_MS;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1000 || n > 600000) throw new Error(`BERTH_LEADER_TTL_MS must be a whole number of milliseconds from 1000 to 600000 (got "${raw}")`);
+  return n;
+}
+
 /**
  * A named lease in the database: at most one holder at a time, for `ttlMs` unless renewed. Several
- * instances sharing one PostgreSQL elect one scheduler this way; the holder renews every ttl/3.
+ * instances sharing one PostgreSQL elect one scheduler this way; the holder renews every ttl/3, so a
+ * holder that dies (or stops renewing) is replaced within the ttl (default 10 s). A holder counts
+ * itself leader only until its own last renewal's expiry (measured from before it asked, less a
+ * margin), so a paused process that wakes after its lease ran out stops acting before it learns so.
  */
 export class LeaderLease {
   private timer: NodeJS.Timeout | null = null;
   private leader = false;
+  private validUntil = 0;
 
   constructor(
     private readonly db: Db,
     private readonly name: string,
     private readonly holder: string,
     private readonly log: Logger,
-    private readonly ttlMs = 30000,
+    readonly ttlMs = DEFAULT_LEADER_TTL_MS,
   ) {}
 
   get isLeader(): boolean {
-    return this.leader;
+    return this.leader && Date.now() < this.validUntil;
   }
 
-  /** One attempt to take or renew the lease. */
+  /** One attempt to take or renew the lease (one statement: the upsert answers the row only when it is ours). */
   async tryAcquire(): Promise<boolean> {
-    const now = new Date();
-    const expiresAt = new Date(now.getTime() + this.ttlMs).toISOString();
+    const asked = Date.now();
+    const now = new Date(asked);
+    const expiresAt = new Date(asked + this.ttlMs).toISOString();
     try {
-      await this.db
+      const row = await this.db
         .insertInto('leases')
         .values({ name: this.name, holder: this.holder, expiresAt })
         .onConflict((oc) =>
@@ -35,14 +52,16 @@ export class LeaderLease {
             .doUpdateSet({ holder: this.holder, expiresAt })
             .where((eb) => eb.or([eb('leases.holder', '=', this.holder), eb('leases.expiresAt', '<', now.toISOString())])),
         )
-        .execute();
-      const row = await this.db.selectFrom('leases').select('holder').where('name', '=', this.name).executeTakeFirst();
+        .returning('holder')
+        .executeTakeFirst();
       this.leader = row?.holder === this.holder;
+      // Clocks of instances differ a little: stop acting a tenth of the ttl before the lease's end.
+      if (this.leader) this.validUntil = asked + this.ttlMs - Math.floor(this.ttlMs / 10);
     } catch (e) {
       this.log.warn({ err: (e as Error).message, lease: this.name }, 'lease renewal failed');
       this.leader = false;
     }
-    return this.leader;
+    return this.isLeader;
   }
 
   start(): void {
@@ -52,9 +71,14 @@ export class LeaderLease {
     this.timer.unref();
   }
 
-  async stop(): Promise<void> {
+  /** Stops renewing without giving the lease back (tests: a holder that died). */
+  halt(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+  }
+
+  async stop(): Promise<void> {
+    this.halt();
     if (this.leader) {
       await this.db.deleteFrom('leases').where('name', '=', this.name).where('holder', '=', this.holder).execute().catch(() => {});
     }
@@ -110,6 +134,12 @@ export class Scheduler {
     } finally {
       this.busy.delete(t.name);
     }
+  }
+
+  /** Stops everything without giving the lease back (tests: an instance that died). */
+  halt(): void {
+    for (const t of this.timers.splice(0)) clearInterval(t);
+    this.lease.halt();
   }
 
   async stop(): Promise<void> {

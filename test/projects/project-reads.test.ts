@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { openDatabase } from '../../src/db/client.js';
-import { PROJECT_READ_TTL_MS } from '../../src/modules/projects/project-reads.js';
 import { createProject, createTeam, type TestOrg } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 import { waitFor } from '../support/wait.js';
@@ -45,17 +44,20 @@ describe('GET /api/projects/:id read cache', () => {
     assert.deepEqual(domains, ['shop-reads.example']);
   });
 
-  it("another instance's write is seen within the read TTL, and a deleted project is 404 at once here", async (t) => {
+  it("another instance's write is seen as soon as it commits (PostgreSQL tells every instance), and a deleted project is 404 at once here", async (t) => {
     const p = await createProject(server, team.owner, { name: 'shared' });
     const api = server.api(team.owner.token);
     assert.equal((await api.get(`/api/projects/${p.id}`)).body.data.name, 'shared');
-    // A second handle on the same database stands for another instance: its writes are not announced here.
-    const other = openDatabase({ dataDir: server.dataDir, databaseUrl: server.config.databaseUrl });
-    t.after(() => other.close());
-    await other.db.updateTable('projects').set({ name: 'renamed elsewhere' }).where('id', '=', p.id).execute();
-    const started = Date.now();
-    await waitFor(async () => (await api.get(`/api/projects/${p.id}`)).body.data.name === 'renamed elsewhere', "the other instance's rename", 5000);
-    assert.ok(Date.now() - started <= PROJECT_READ_TTL_MS + 1000, 'seen within the TTL');
+    if (server.ctx.dialect === 'postgres') {
+      // A second handle on the same database stands for another instance: nothing in this process is
+      // told of its write; the database's notification on commit is (migration 024).
+      const other = openDatabase({ dataDir: server.dataDir, databaseUrl: server.config.databaseUrl });
+      t.after(() => other.close());
+      await other.db.updateTable('projects').set({ name: 'renamed elsewhere' }).where('id', '=', p.id).execute();
+      await waitFor(async () => (await api.get(`/api/projects/${p.id}`)).body.data.name === 'renamed elsewhere', "the other instance's rename", 5000);
+    } else {
+      t.diagnostic('SQLite: one instance per data dir, no other instance to hear from');
+    }
     assert.equal((await api.delete(`/api/projects/${p.id}`)).status, 200);
     assert.equal((await api.get(`/api/projects/${p.id}`)).status, 404);
   });

@@ -3,15 +3,16 @@ import type { Actor } from '../../authz/actor.js';
 import type { MeView } from './auth.presenters.js';
 
 /**
- * The auth area's short-lived caches of one running server: resolved credentials and `me` answers,
- * so that an authenticated read costs no database round trip. The auth module makes one `AuthCaches`
- * per server (`provides`) and subscribes it to the server's access events (`ctx.access`): every write
- * that changes who can do what, or what `me` answers (tokens, sessions, memberships, roles, grants,
- * users, orgs), says so there after it committed, and the entries it concerns are dropped at once.
- * Entries also expire after TTL_MS, so a change made by another instance sharing the database is seen
- * within that time.
+ * The auth area's caches of one running server: resolved credentials and `me` answers, so that an
+ * authenticated read costs no database round trip. The auth module makes one `AuthCaches` per server
+ * (`provides`) and subscribes it to the server's access events (`ctx.access`): every write that
+ * changes who can do what, or what `me` answers (tokens, sessions, memberships, roles, grants, users,
+ * orgs), says so there after it committed, and the entries it concerns are dropped at once, on this
+ * instance and, through the notification bus (`ctx.bus`, LISTEN/NOTIFY), on every other instance
+ * sharing the database. When the bus may have missed messages everything is dropped (and every second
+ * while its listener is down). TTL_MS is only a safety net for a write that announced nothing.
  */
-const TTL_MS = 2000;
+const TTL_MS = 60_000;
 const MAX = 10000;
 
 interface Entry<T> {

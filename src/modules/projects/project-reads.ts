@@ -1,9 +1,15 @@
 import type { Db } from '../../db/client.js';
 import type { WriteEvents } from '../../db/write-events.js';
+import type { Bus } from '../../db/notify.js';
 import { findProject, listDomains, previewSlugs, type DomainRow, type ProjectRow } from './projects.store.js';
 
-/** How long a read may be served from memory. Bounds how stale a read can be after another instance's write. */
-export const PROJECT_READ_TTL_MS = 1000;
+/**
+ * How long a read may be served from memory: a safety net only. Another instance's writes drop the
+ * entries at once (the bus's `tables` messages, sent by the database when the write commits).
+ */
+export const PROJECT_READ_TTL_MS = 60_000;
+/** The tables whose writes make these reads stale (as the code and as the database name them). */
+const TABLES = ['projects', 'domains', 'environments'];
 
 interface Entry<T> {
   gen: number;
@@ -18,7 +24,9 @@ interface Entry<T> {
  * Every write to `projects`, `domains` or `environments` through the query builder on this server drops everything
  * at once (`ctx.writes`, told when the write is compiled, before it runs), and an answer read while a
  * write happened is not kept (the generation it was read under has passed). A write made by another
- * instance sharing a PostgreSQL database is seen within the TTL, as for the credential cache. Only
+ * instance sharing a PostgreSQL database drops everything when it commits (`ctx.bus` `tables`, from
+ * the triggers of migration 024), as does a bus that may have missed messages; while the bus's
+ * listener is down nothing is kept. Only
  * reads use it: a route that writes resolves its record from the database, so an update never
  * merges into a stale row. The rows handed out are frozen: presenters copy, nothing mutates them.
  */
@@ -28,13 +36,22 @@ export class ProjectReads {
   private readonly domains = new Map<string, Entry<DomainRow[]>>();
   private readonly previews = new Map<string, Entry<string[]>>();
 
-  constructor(writes: WriteEvents) {
-    writes.on(['projects', 'domains', 'environments'], () => {
-      this.gen++;
-      this.rows.clear();
-      this.domains.clear();
-      this.previews.clear();
+  constructor(
+    writes: WriteEvents,
+    private readonly bus?: Pick<Bus, 'live' | 'subscribe' | 'onResync'>,
+  ) {
+    writes.on(TABLES, () => this.dropAll());
+    bus?.subscribe('tables', (p: { t?: unknown } | null) => {
+      if (typeof p?.t === 'string' && TABLES.includes(p.t)) this.dropAll();
     });
+    bus?.onResync(() => this.dropAll());
+  }
+
+  private dropAll(): void {
+    this.gen++;
+    this.rows.clear();
+    this.domains.clear();
+    this.previews.clear();
   }
 
   project(db: Db, orgId: string, id: string): Promise<ProjectRow | undefined> {
@@ -56,7 +73,7 @@ export class ProjectReads {
     if (hit && hit.gen === this.gen && now - hit.at <= PROJECT_READ_TTL_MS) return hit.value;
     const gen = this.gen;
     const value = freeze(await load());
-    if (gen === this.gen) {
+    if (gen === this.gen && (this.bus?.live ?? true)) {
       if (map.size >= 10000) map.clear();
       map.set(key, { gen, at: now, value });
     }

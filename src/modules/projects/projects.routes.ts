@@ -240,7 +240,7 @@ export const projectsModule: ModuleDef = {
   resolvers: { project: resolveProject },
   // The `project` resources of grants (GET /api/permissions/resources?type=project, RESOURCE_NOT_IN_ORG checks).
   provides: (ctx) => ({
-    projectReads: new ProjectReads(ctx.writes),
+    projectReads: new ProjectReads(ctx.writes, ctx.bus),
     catalogs: {
       project: {
         async list(ctx, orgId) {

@@ -1,0 +1,282 @@
+import { createRequire } from 'node:module';
+import type pgTypes from 'pg';
+import type { Logger } from 'pino';
+import { sql } from './kysely.js';
+import type { Db } from './client.js';
+
+/**
+ * The notification bus of one running server (`ctx.bus`): `publish(channel, payload)` and
+ * `subscribe(channel, fn)`, where a channel is any short string (`access`, `tables`, `jobs`,
+ * `backup:run:<id>`, `log:<key>`) and a payload is JSON.
+ *
+ * - PostgreSQL (`PgBus`): every instance holds one dedicated connection (outside the pool) that
+ *   LISTENs on the database channel `berth`; a publish is `pg_notify('berth', '{"c","i","p"}')`
+ *   through the pool. The connection reconnects with backoff (100 ms doubling to 5 s) and LISTENs
+ *   again; while it is down the bus is not `live`, and both when it drops and when it is back the
+ *   `onResync` listeners are told (caches drop everything: messages may have been missed).
+ * - SQLite (`LocalBus`): in-process delivery only (one instance per data dir; the flock says so).
+ *
+ * Own messages: a publish is delivered to this instance's subscribers at once, synchronously, on both
+ * stores; the copy PostgreSQL sends back is recognised by the instance id (`i`) and ignored. Messages
+ * the database itself sends (the triggers of migration 024: `tables` on writes to the project and route
+ * tables, `jobs` on an enqueue; they carry no `i`) reach every instance, this one included: they are sent
+ * at commit, never for a rolled-back write.
+ *
+ * A payload stays under 7900 bytes (PostgreSQL refuses 8000): large things go by reference (a row id,
+ * a file size to read up to). Never a secret: every session of the database user may LISTEN.
+ */
+
+/** The PostgreSQL channel every instance listens on. */
+export const BUS_CHANNEL = 'berth';
+/** The largest message (JSON text of the envelope), in bytes. */
+export const MAX_MESSAGE_BYTES = 7900;
+
+export type BusListener = (payload: any, origin: string | null) => void;
+
+export interface Bus {
+  readonly instanceId: string;
+  /** True when other instances hear what this one publishes (PostgreSQL). */
+  readonly shared: boolean;
+  /** False while the PostgreSQL listener is down: caches must not keep what they read meanwhile. */
+  readonly live: boolean;
+  /** Delivers `payload` on `channel` here at once and to every other instance; resolves once sent. */
+  publish(channel: string, payload?: unknown): Promise<void>;
+  /** Listens on one channel; answers the function that stops listening. */
+  subscribe(channel: string, fn: BusListener): () => void;
+  /** Called when messages may have been missed (the listener dropped, and again when it is back). */
+  onResync(fn: () => void): () => void;
+  /** Delivers a message here as if it came from `origin` (another instance; null: the database). Tests. */
+  inject(channel: string, payload: unknown, origin: string | null): void;
+  /** Publishes still on their way to the database, or null (a response waits for them: `app.ts`). */
+  pending(): Promise<void> | null;
+  start(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class LocalBus implements Bus {
+  readonly shared: boolean = false;
+  private readonly channels = new Map<string, Set<BusListener>>();
+  private readonly resyncs = new Set<() => void>();
+
+  constructor(
+    readonly instanceId: string,
+    protected readonly log?: Logger,
+  ) {}
+
+  get live(): boolean {
+    return true;
+  }
+
+  publish(channel: string, payload?: unknown): Promise<void> {
+    this.deliver(channel, payload, this.instanceId);
+    return Promise.resolve();
+  }
+
+  subscribe(channel: string, fn: BusListener): () => void {
+    let set = this.channels.get(channel);
+    if (!set) this.channels.set(channel, (set = new Set()));
+    set.add(fn);
+    return () => {
+      set.delete(fn);
+      if (set.size === 0 && this.channels.get(channel) === set) this.channels.delete(channel);
+    };
+  }
+
+  onResync(fn: () => void): () => void {
+    this.resyncs.add(fn);
+    return () => this.resyncs.delete(fn);
+  }
+
+  pending(): Promise<void> | null {
+    return null;
+  }
+
+  async start(): Promise<void> {}
+
+  async close(): Promise<void> {
+    this.channels.clear();
+    this.resyncs.clear();
+  }
+
+  /** Delivers a message as if it came from `origin` (another instance; null: the database). */
+  inject(channel: string, payload: unknown, origin: string | null): void {
+    this.deliver(channel, payload, origin);
+  }
+
+  protected deliver(channel: string, payload: unknown, origin: string | null): void {
+    const set = this.channels.get(channel);
+    if (!set) return;
+    for (const fn of [...set]) {
+      try {
+        fn(payload, origin);
+      } catch (err) {
+        this.log?.warn({ err, channel }, 'bus subscriber failed');
+      }
+    }
+  }
+
+  protected resync(): void {
+    for (const fn of [...this.resyncs]) {
+      try {
+        fn();
+      } catch (err) {
+        this.log?.warn({ err }, 'bus resync listener failed');
+      }
+    }
+  }
+}
+
+let pgModule: typeof pgTypes | undefined;
+function loadPg(): typeof pgTypes {
+  return (pgModule ??= createRequire(import.meta.url)('pg') as typeof pgTypes);
+}
+
+const BACKOFF_MIN_MS = 100;
+const BACKOFF_MAX_MS = 5000;
+/** The listener connection is checked this often (a half-open TCP connection hears nothing). */
+const HEARTBEAT_MS = 10000;
+
+export class PgBus extends LocalBus {
+  override readonly shared = true;
+  private client: pgTypes.Client | null = null;
+  private connected = false;
+  private closed = false;
+  private attempt = 0;
+  private retry: NodeJS.Timeout | null = null;
+  private heartbeat: NodeJS.Timeout | null = null;
+  private readonly inFlight = new Set<Promise<void>>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly url: string,
+    instanceId: string,
+    log?: Logger,
+  ) {
+    super(instanceId, log);
+  }
+
+  override get live(): boolean {
+    return this.connected;
+  }
+
+  override publish(channel: string, payload?: unknown): Promise<void> {
+    const text = JSON.stringify({ c: channel, i: this.instanceId, p: payload ?? null });
+    const size = Buffer.byteLength(text);
+    if (size > MAX_MESSAGE_BYTES) {
+      // A programming error (send a reference instead), never the caller's input.
+      throw new Error(`bus message on ${channel} is ${size} bytes (at most ${MAX_MESSAGE_BYTES}): publish a reference`);
+    }
+    this.deliver(channel, payload, this.instanceId);
+    const sent = sql`select pg_notify(${BUS_CHANNEL}, ${text})`
+      .execute(this.db)
+      .then(
+        () => {},
+        (err) => this.log?.warn({ err: (err as Error).message, channel }, 'bus: could not publish'),
+      )
+      .finally(() => this.inFlight.delete(sent));
+    this.inFlight.add(sent);
+    return sent;
+  }
+
+  override pending(): Promise<void> | null {
+    if (this.inFlight.size === 0) return null;
+    return Promise.all([...this.inFlight]).then(() => {});
+  }
+
+  /** Connects the listener; a failure is logged and retried in the background (the pool may still work). */
+  override async start(): Promise<void> {
+    await this.connect();
+  }
+
+  override async close(): Promise<void> {
+    this.closed = true;
+    if (this.retry) clearTimeout(this.retry);
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    await Promise.all([...this.inFlight]);
+    const c = this.client;
+    this.client = null;
+    this.connected = false;
+    if (c) await c.end().catch(() => {});
+    await super.close();
+  }
+
+  /** Tests: drops the listener connection as a network failure would. */
+  simulateDrop(): void {
+    this.client?.emit('error', new Error('simulated connection loss'));
+  }
+
+  private async connect(): Promise<void> {
+    if (this.closed) return;
+    const pg = loadPg();
+    const client = new pg.Client({ connectionString: this.url, keepAlive: true, application_name: `berth-bus ${this.instanceId}` });
+    this.client = client;
+    let failed = false;
+    const fail = (err?: Error) => {
+      if (failed) return;
+      failed = true;
+      if (this.client === client) this.lost(err);
+      client.end().catch(() => {});
+    };
+    client.on('error', fail);
+    client.on('end', () => fail());
+    client.on('notification', (m) => {
+      if (m.channel === BUS_CHANNEL && m.payload) this.receive(m.payload);
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${BUS_CHANNEL}`);
+    } catch (err) {
+      fail(err as Error);
+      return;
+    }
+    if (failed || this.closed) return;
+    const reconnected = this.attempt > 0;
+    this.attempt = 0;
+    this.connected = true;
+    this.heartbeat = setInterval(() => {
+      client.query('SELECT 1').catch((err: Error) => fail(err));
+    }, HEARTBEAT_MS);
+    this.heartbeat.unref();
+    if (reconnected) {
+      this.log?.info('bus: listening again');
+      this.resync();
+    }
+  }
+
+  private lost(err?: Error): void {
+    const wasConnected = this.connected;
+    this.connected = false;
+    this.client = null;
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = null;
+    if (this.closed) return;
+    if (wasConnected) {
+      this.log?.warn({ err: err?.message }, 'bus: listener connection lost; reconnecting');
+      this.resync();
+    }
+    const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** this.attempt);
+    this.attempt++;
+    this.retry = setTimeout(() => {
+      this.retry = null;
+      void this.connect();
+    }, delay);
+    this.retry.unref();
+  }
+
+  private receive(text: string): void {
+    let m: { c?: unknown; i?: unknown; p?: unknown };
+    try {
+      m = JSON.parse(text);
+    } catch {
+      return;
+    }
+    if (typeof m?.c !== 'string') return;
+    if (m.i === this.instanceId) return; // delivered at publish
+    this.deliver(m.c, m.p, typeof m.i === 'string' ? m.i : null);
+  }
+}
+
+/** The bus for a database: PostgreSQL's LISTEN/NOTIFY, or in-process on SQLite. */
+export function openBus(opts: { db: Db; databaseUrl?: string; instanceId: string; log?: Logger }): Bus {
+  return opts.databaseUrl ? new PgBus(opts.db, opts.databaseUrl, opts.instanceId, opts.log) : new LocalBus(opts.instanceId, opts.log);
+}
