@@ -62,6 +62,22 @@ export interface Config {
   https: HttpsConfig;
   /** The docker runtime (contract section 13): Swarm services (BERTH_DOCKER_SWARM=1) and the registry images go through (BERTH_REGISTRY). */
   docker: DockerConfig;
+  /** This instance among several sharing one PostgreSQL and one data dir (docs/scale-out.md). */
+  instance: InstanceConfig;
+}
+
+export interface InstanceConfig {
+  /**
+   * BERTH_INSTANCE_NAME: this instance's stable name among those sharing the data dir (its lock file
+   * `<data-dir>/instances/<name>.lock` on PostgreSQL, and the namespace of its boxes); null: `default`
+   * (one instance per data dir, as on SQLite).
+   */
+  name: string | null;
+  /**
+   * BERTH_INSTANCE_URL: where the other instances reach this one's edge (`http://host:port`, the
+   * private address), for requests of apps this instance runs; null: `http://127.0.0.1:<edge port>`.
+   */
+  url: string | null;
 }
 
 export interface HttpsConfig {
@@ -201,6 +217,7 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
     if (!isIP(m[1] ?? '') || !(port >= 1 && port <= 65535)) throw new ConfigError(`BERTH_DNS_SERVERS must list IP addresses, each with an optional port (got "${server}")`);
   }
   const trimSlash = (u: string) => u.replace(/\/+$/, '');
+  const instance = loadInstance(env);
   return {
     host,
     port,
@@ -239,7 +256,29 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
     dnsServers,
     https,
     docker: { swarm, registry, baseImages: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => /^BERTH_IMAGE_[A-Z0-9_]+$/.test(e[0]) && !!e[1]?.trim())) },
+    instance,
   };
+}
+
+/** BERTH_INSTANCE_NAME and BERTH_INSTANCE_URL (docs/scale-out.md, "Several Berth instances on one PostgreSQL"). */
+function loadInstance(env: NodeJS.ProcessEnv): InstanceConfig {
+  const name = env.BERTH_INSTANCE_NAME?.trim() || null;
+  if (name !== null && !/^[a-z0-9][a-z0-9-]{0,39}$/.test(name)) throw new ConfigError(`BERTH_INSTANCE_NAME must be 1 to 40 lowercase letters, digits and dashes, starting with a letter or digit (got "${name}")`);
+  const raw = env.BERTH_INSTANCE_URL?.trim() || null;
+  let url: string | null = null;
+  if (raw !== null) {
+    let u: URL | null = null;
+    try {
+      u = new URL(raw);
+    } catch {
+      u = null;
+    }
+    if (!u || u.protocol !== 'http:' || !u.port || (u.pathname !== '/' && u.pathname !== '') || u.search || u.hash || u.username || u.password) {
+      throw new ConfigError(`BERTH_INSTANCE_URL must be http://HOST:PORT, the address the other instances reach this instance's edge at (got "${raw}")`);
+    }
+    url = `http://${u.host}`;
+  }
+  return { name, url };
 }
 
 /** The public base URL: BERTH_PUBLIC_URL, else http://<host>:<port> of the bound server. */

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
-import { acquireDirLock } from './lib/lockfile.js';
+import { acquireDirLock, acquireInstanceLock } from './lib/lockfile.js';
 import { edgeUrlOf } from './modules/deployments/index.js';
 
 export interface RunningServer {
@@ -30,7 +30,9 @@ export async function startServer(config: Config, print: (line: string) => void 
       /* not there */
     }
   }
-  const release = acquireDirLock(config.dataDir);
+  // SQLite: one server per data dir. PostgreSQL: several instances share the data dir (volumes,
+  // builds, logs, the secret key), each under its own name (docs/scale-out.md).
+  const release = config.databaseUrl ? acquireInstanceLock(config.dataDir, config.instance.name ?? 'default') : acquireDirLock(config.dataDir);
   let app: FastifyInstance;
   try {
     app = await buildApp(config);

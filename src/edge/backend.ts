@@ -43,6 +43,13 @@ export interface EdgeBackend {
   acmeChallenge?(token: string): Promise<string | null>;
   /** The port the edge's TLS listener is reached on (redirects name it when it is not 443); null: none. */
   httpsPort?(): number | null;
+  /**
+   * Several instances on one database (docs/scale-out.md): the edge of the instance that runs the app
+   * when it is another one (the request goes there as it came, src/edge/forward.ts), else null.
+   */
+  peer?(app: string): EdgeUpstream | null;
+  /** The secret a forwarded request carries between the instances' edges (with `peer`). */
+  hopToken?: string;
 }
 
 /** Where a project's app is reached (its sandbox's address or loopback); `key` is `host:port`. */

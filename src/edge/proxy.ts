@@ -10,6 +10,7 @@ import { clientAddress } from '../lib/trusted-proxies.js';
 import type { EdgeBackend, EdgeUpstream } from './backend.js';
 import { countConnection, isOverCap } from './connection-cap.js';
 import { BAD_PATH, OVER_CAP, page } from './error-page.js';
+import { forwardToPeer, readHop } from './forward.js';
 import { edgeLimitsFromEnv, type EdgeLimits } from './limits.js';
 import { normalizeTarget, pathOfTarget } from './normalize.js';
 import { OpenRequests } from './open-requests.js';
@@ -121,8 +122,11 @@ export class EdgeServer {
   async handleRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const started = performance.now();
     const h2 = req.httpVersionMajor === 2;
+    // A request another instance's edge forwarded (src/edge/forward.ts): its client and scheme as that
+    // edge saw them; the other instance's connections carry many clients, so they are not capped.
+    const hop = readHop(req, this.backend.hopToken);
     // Over the per-address connection cap: one 503, then the connection closes.
-    if (isOverCap(req.socket)) {
+    if (isOverCap(req.socket) && !hop) {
       const body = page('Too many connections', OVER_CAP);
       const headers: http.OutgoingHttpHeaders = { 'content-type': 'text/html; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), 'cache-control': 'no-store', 'retry-after': '5' };
       if (!h2) {
@@ -134,12 +138,12 @@ export class EdgeServer {
       if (h2) (req as unknown as { stream: { session?: { close(): void } } }).stream.session?.close();
       return;
     }
-    const secure = isSecure(req);
+    const secure = hop ? hop.secure : isSecure(req);
     // ACME HTTP-01 (plain HTTP, any host): before the host's project, its rules and any redirect.
     if (!secure && this.backend.acmeChallenge && req.url?.startsWith(ACME_CHALLENGE_PREFIX) && (req.method === 'GET' || req.method === 'HEAD')) {
       return this.answerChallenge(req, res);
     }
-    const ip = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], this.limits.trustedProxies);
+    const ip = hop ? hop.ip : clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], this.limits.trustedProxies);
     // The normalised request-target (path and query) the app is sent, and its path that rules see.
     let forwardTo: string | null = null;
     let path: string | null = null;
@@ -166,6 +170,14 @@ export class EdgeServer {
       const found = host ? this.backend.lookup(host) : null;
       const target = found instanceof Promise ? await found : found;
       if (!target) return answer(404, 'No project here', host ? `No project is served at ${host}. Check the domain, or connect it to a project.` : 'The request named no host.');
+      // Another live instance runs this app: its edge answers (and logs) the request. Static files are
+      // served by any instance (they are in the shared data dir); a forwarded request is never forwarded again.
+      const peer = hop || target.static ? null : (this.backend.peer?.(target.projectId) ?? null);
+      if (peer) {
+        const undici = undiciIfLoaded() ?? (await loadUndici());
+        const pid = target.projectId;
+        return forwardToPeer(req, res, peer, this.pools, undici, { token: this.backend.hopToken ?? '', ip, secure, authority }, (err) => this.log.debug({ err: err.message, projectId: pid }, 'edge: the instance running the app did not answer'));
+      }
       projectId = target.projectId;
       // HTTP/2 has no upgrades and the edge offers no extended CONNECT: a CONNECT is refused.
       if (h2 && req.method === 'CONNECT') return answer(405, 'Method not allowed', 'The edge does not tunnel CONNECT requests.');
@@ -198,6 +210,13 @@ export class EdgeServer {
         const up = this.backend.upstream(target.projectId);
         upstream = 'then' in up ? await up : up;
       } catch (e) {
+        // Several instances: the app turned out to run on another one (its lease moved since the check above).
+        const moved = hop ? null : (this.backend.peer?.(target.projectId) ?? null);
+        if (moved) {
+          projectId = null;
+          const undici = undiciIfLoaded() ?? (await loadUndici());
+          return forwardToPeer(req, res, moved, this.pools, undici, { token: this.backend.hopToken ?? '', ip, secure, authority }, (err) => this.log.debug({ err: err.message }, 'edge: the instance running the app did not answer'));
+        }
         return answer(503, 'Project unavailable', (e as Error).message || 'The app is not running.', { 'retry-after': '10' });
       }
       // undici is loaded on the first proxied request (a server that proxies nothing never loads it).
@@ -210,7 +229,7 @@ export class EdgeServer {
       // HTTP/2 names the host in `:authority`; the app gets it as `Host`.
       if (headers.host === undefined && authority !== undefined) headers.host = authority;
       headers['x-forwarded-for'] = ip;
-      headers['x-forwarded-proto'] = forwardedProto(req, this.limits.trustedProxies);
+      headers['x-forwarded-proto'] = hop ? (hop.secure ? 'https' : 'http') : forwardedProto(req, this.limits.trustedProxies);
       headers['x-forwarded-host'] = authority ?? host;
       headers['x-real-ip'] = ip;
       // A client that goes away aborts the upstream request: the response itself is the abort

@@ -4,8 +4,11 @@ import type { TrustedProxies } from '../lib/trusted-proxies.js';
 /** Reading a client request's head, and which of its headers the edge does not pass on. */
 
 export const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
-/** Client headers that name the client: the edge writes its own (`forwarded` it drops). */
-const CLIENT_ADDRESS_HEADERS = ['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-real-ip', 'forwarded'];
+/**
+ * Client headers that name the client: the edge writes its own (`forwarded` it drops), and those one
+ * instance's edge sends another's with a request it forwards (src/edge/forward.ts), never to an app.
+ */
+const CLIENT_ADDRESS_HEADERS = ['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-real-ip', 'forwarded', 'x-berth-hop', 'x-berth-client', 'x-berth-proto'];
 /** Request headers not passed on to the app. */
 export const REQUEST_DROP = new Set([...HOP_BY_HOP, 'expect', ...CLIENT_ADDRESS_HEADERS]);
 /** Request headers not passed on with an upgrade (which keeps its `Connection` and `Upgrade`). */

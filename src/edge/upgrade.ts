@@ -6,6 +6,7 @@ import { clientAddress } from '../lib/trusted-proxies.js';
 import type { EdgeBackend, EdgeUpstream } from './backend.js';
 import { isOverCap } from './connection-cap.js';
 import { BAD_PATH, OVER_CAP, page } from './error-page.js';
+import { hopHeaders, readHop } from './forward.js';
 import type { EdgeLimits } from './limits.js';
 import { normalizeTarget, pathOfTarget } from './normalize.js';
 import type { OpenRequests } from './open-requests.js';
@@ -35,22 +36,41 @@ export interface UpgradeContext {
  */
 export async function handleUpgrade(edge: UpgradeContext, req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
   const started = performance.now();
-  const ip = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], edge.limits.trustedProxies);
+  // Forwarded by another instance's edge (src/edge/forward.ts): its client and scheme as that edge saw them.
+  const hop = readHop(req, edge.backend.hopToken);
+  const secure = hop ? hop.secure : isSecure(req);
+  const ip = hop ? hop.ip : clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], edge.limits.trustedProxies);
+  /** Set when the request goes to another instance's edge: that edge checks and logs it. */
+  let viaPeer = false;
   let path = pathOf(req.url);
   const onError = () => socket.destroy();
   socket.on('error', onError);
-  const record = (projectId: string, status: number, bytes: number) =>
-    edge.requests.record(projectId, { ts: new Date().toISOString(), method: req.method ?? 'GET', path, status, durationMs: Math.round((performance.now() - started) * 10) / 10, ip, bytes });
+  const record = (projectId: string, status: number, bytes: number): void => {
+    if (!viaPeer) edge.requests.record(projectId, { ts: new Date().toISOString(), method: req.method ?? 'GET', path, status, durationMs: Math.round((performance.now() - started) * 10) / 10, ip, bytes });
+  };
   const refuse = (status: number, text: string, projectId?: string) => {
     if (socket.writable) socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nCache-Control: no-store\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`);
     if (projectId) record(projectId, status, Buffer.byteLength(text));
   };
-  if (isOverCap(socket)) return refuse(503, OVER_CAP);
+  if (isOverCap(socket) && !hop) return refuse(503, OVER_CAP);
   try {
     const host = hostOf(hostHeader(req));
     const target = host ? await edge.backend.lookup(host) : null;
     if (!target) return refuse(404, 'no project here');
-    if (target.httpsRedirect && !isSecure(req)) {
+    // Another live instance runs the app: the upgrade goes to its edge as it came (never again from there).
+    const toPeer = (peer: EdgeUpstream) => {
+      viaPeer = true;
+      const cl = req.headers['content-length'];
+      if (req.headers['transfer-encoding'] !== undefined || (cl !== undefined && cl !== '0')) return refuse(400, 'an upgrade request cannot carry a body');
+      const headers: string[] = [];
+      const raw = req.rawHeaders;
+      for (let i = 0; i < raw.length; i += 2) if (!UPGRADE_DROP.has(raw[i]!.toLowerCase())) headers.push(raw[i]!, raw[i + 1]!);
+      for (const [k, v] of hopHeaders(edge.backend.hopToken ?? '', ip, secure)) headers.push(k, v);
+      tunnel(edge, req, socket, head, peer, req.url ?? '/', headers, target.projectId, record, refuse, onError);
+    };
+    const peer = hop || target.static ? null : (edge.backend.peer?.(target.projectId) ?? null);
+    if (peer) return toPeer(peer);
+    if (target.httpsRedirect && !secure) {
       const to = normalizeTarget(req.url ?? '/');
       if (to === null) return refuse(400, BAD_PATH, target.projectId);
       const location = httpsLocation(host, edge.backend.httpsPort?.() ?? null, to);
@@ -80,84 +100,105 @@ export async function handleUpgrade(edge: UpgradeContext, req: http.IncomingMess
     try {
       upstream = await edge.backend.upstream(target.projectId);
     } catch (e) {
+      // Several instances: the app turned out to run on another one (its lease moved since the check above).
+      const moved = hop ? null : (edge.backend.peer?.(target.projectId) ?? null);
+      if (moved) return toPeer(moved);
       return refuse(503, (e as Error).message, target.projectId);
     }
     const headers: string[] = [];
     const raw = req.rawHeaders;
     for (let i = 0; i < raw.length; i += 2) if (!UPGRADE_DROP.has(raw[i]!.toLowerCase())) headers.push(raw[i]!, raw[i + 1]!);
-    headers.push('X-Forwarded-For', ip, 'X-Forwarded-Proto', forwardedProto(req, edge.limits.trustedProxies), 'X-Forwarded-Host', req.headers.host ?? host, 'X-Real-IP', ip);
-
-    const pid = target.projectId;
-    edge.upgrades.add(socket);
-    const closeOpen = edge.open.open(pid);
-    const release = () => {
-      edge.upgrades.delete(socket);
-      closeOpen();
-    };
-    let answered = false;
-    const upReq = http.request({ host: upstream.host, port: upstream.port, method: req.method, path: forwardTo, headers, agent: false, setHost: false });
-    const timer = setTimeout(() => upReq.destroy(new Error('the app did not answer in time')), edge.limits.requestTimeoutMs);
-    timer.unref();
-    const onClientGone = () => {
-      release();
-      upReq.destroy();
-    };
-    socket.once('close', onClientGone);
-    upReq.on('error', (err) => {
-      clearTimeout(timer);
-      edge.log.debug({ err: err.message, projectId: pid }, 'edge upgrade upstream error');
-      release();
-      if (answered || socket.destroyed) return void socket.destroy();
-      refuse(502, 'the app closed the connection before answering', pid);
-    });
-
-    // 101: the tunnel. Either side ending closes both (no half-open WebSockets).
-    upReq.once('upgrade', (res: http.IncomingMessage, up: net.Socket, upHead: Buffer) => {
-      answered = true;
-      clearTimeout(timer);
-      socket.removeListener('close', onClientGone);
-      const cleanup = () => {
-        release();
-        up.destroy();
-        socket.destroy();
-      };
-      up.on('error', cleanup);
-      up.on('close', cleanup);
-      up.on('end', cleanup);
-      socket.on('close', cleanup);
-      socket.on('end', cleanup);
-      if (socket.destroyed) return cleanup();
-      let out = `HTTP/1.1 101 ${res.statusMessage || 'Switching Protocols'}\r\n`;
-      const rh = res.rawHeaders;
-      for (let i = 0; i < rh.length; i += 2) out += `${rh[i]}: ${rh[i + 1]}\r\n`;
-      socket.write(out + '\r\n');
-      if (upHead.length) socket.write(upHead);
-      if (head.length) up.write(head);
-      socket.pipe(up);
-      up.pipe(socket);
-      record(pid, 101, 0);
-    });
-
-    // Anything else: an ordinary response, and the connection stays HTTP.
-    upReq.once('response', (res: http.IncomingMessage) => {
-      answered = true;
-      clearTimeout(timer);
-      relayResponse(edge.server, req, socket, res, (status, bytes, reuse) => {
-        record(pid, status, bytes);
-        release();
-        socket.removeListener('close', onClientGone);
-        socket.removeListener('error', onError);
-        if (!reuse || socket.destroyed) return void socket.end();
-        // Back to the HTTP server: the bytes read after the upgrade request's head come first.
-        if (head.length) socket.unshift(head);
-        edge.server.emit('connection', socket);
-      });
-    });
-    upReq.end();
+    headers.push('X-Forwarded-For', ip, 'X-Forwarded-Proto', hop ? (hop.secure ? 'https' : 'http') : forwardedProto(req, edge.limits.trustedProxies), 'X-Forwarded-Host', req.headers.host ?? host, 'X-Real-IP', ip);
+    tunnel(edge, req, socket, head, upstream, forwardTo, headers, target.projectId, record, refuse, onError);
   } catch (e) {
     edge.log.error({ err: e }, 'edge upgrade failed');
     refuse(500, 'edge error');
   }
+}
+
+/**
+ * Sends an upgrade request on a connection of its own (to the app, or to the edge of the instance
+ * running it) and joins the two sockets on a 101; any other answer is relayed as an ordinary response.
+ */
+function tunnel(
+  edge: UpgradeContext,
+  req: http.IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  upstream: EdgeUpstream,
+  forwardTo: string,
+  headers: string[],
+  pid: string,
+  record: (projectId: string, status: number, bytes: number) => unknown,
+  refuse: (status: number, text: string, projectId?: string) => void,
+  onError: () => void,
+): void {
+  edge.upgrades.add(socket);
+  const closeOpen = edge.open.open(pid);
+  const release = () => {
+    edge.upgrades.delete(socket);
+    closeOpen();
+  };
+  let answered = false;
+  const upReq = http.request({ host: upstream.host, port: upstream.port, method: req.method, path: forwardTo, headers, agent: false, setHost: false });
+  const timer = setTimeout(() => upReq.destroy(new Error('the app did not answer in time')), edge.limits.requestTimeoutMs);
+  timer.unref();
+  const onClientGone = () => {
+    release();
+    upReq.destroy();
+  };
+  socket.once('close', onClientGone);
+  upReq.on('error', (err) => {
+    clearTimeout(timer);
+    edge.log.debug({ err: err.message, projectId: pid }, 'edge upgrade upstream error');
+    release();
+    if (answered || socket.destroyed) return void socket.destroy();
+    refuse(502, 'the app closed the connection before answering', pid);
+  });
+
+  // 101: the tunnel. Either side ending closes both (no half-open WebSockets).
+  upReq.once('upgrade', (res: http.IncomingMessage, up: net.Socket, upHead: Buffer) => {
+    answered = true;
+    clearTimeout(timer);
+    socket.removeListener('close', onClientGone);
+    const cleanup = () => {
+      release();
+      up.destroy();
+      socket.destroy();
+    };
+    up.on('error', cleanup);
+    up.on('close', cleanup);
+    up.on('end', cleanup);
+    socket.on('close', cleanup);
+    socket.on('end', cleanup);
+    if (socket.destroyed) return cleanup();
+    let out = `HTTP/1.1 101 ${res.statusMessage || 'Switching Protocols'}\r\n`;
+    const rh = res.rawHeaders;
+    for (let i = 0; i < rh.length; i += 2) out += `${rh[i]}: ${rh[i + 1]}\r\n`;
+    socket.write(out + '\r\n');
+    if (upHead.length) socket.write(upHead);
+    if (head.length) up.write(head);
+    socket.pipe(up);
+    up.pipe(socket);
+    record(pid, 101, 0);
+  });
+
+  // Anything else: an ordinary response, and the connection stays HTTP.
+  upReq.once('response', (res: http.IncomingMessage) => {
+    answered = true;
+    clearTimeout(timer);
+    relayResponse(edge.server, req, socket, res, (status, bytes, reuse) => {
+      record(pid, status, bytes);
+      release();
+      socket.removeListener('close', onClientGone);
+      socket.removeListener('error', onError);
+      if (!reuse || socket.destroyed) return void socket.end();
+      // Back to the HTTP server: the bytes read after the upgrade request's head come first.
+      if (head.length) socket.unshift(head);
+      edge.server.emit('connection', socket);
+    });
+  });
+  upReq.end();
 }
 
 /**

@@ -3,8 +3,18 @@ import { closeSync, fstatSync, ftruncateSync, mkdirSync, openSync, readFileSync,
 import path from 'node:path';
 
 export class LockHeldError extends Error {
-  constructor(readonly pid: number, readonly file: string) {
-    super(`another berth server (${pid > 0 ? `pid ${pid}` : 'pid unknown'}) is already using this data dir (${path.dirname(file)}); stop it first or pass another --data-dir`);
+  constructor(
+    readonly pid: number,
+    readonly file: string,
+    /** Set for an instance lock (PostgreSQL): the instance's name. */
+    readonly instance?: string,
+  ) {
+    const who = `another berth server (${pid > 0 ? `pid ${pid}` : 'pid unknown'})`;
+    super(
+      instance === undefined
+        ? `${who} is already using this data dir (${path.dirname(file)}); stop it first or pass another --data-dir`
+        : `${who} is already running as instance "${instance}" on this data dir (${path.dirname(path.dirname(file))}); stop it first, or give each instance its own BERTH_INSTANCE_NAME`,
+    );
     this.name = 'LockHeldError';
   }
 }
@@ -53,7 +63,21 @@ function readPid(file: string): number {
  */
 export function acquireDirLock(dir: string): () => void {
   mkdirSync(dir, { recursive: true });
-  const file = path.join(dir, 'berth.lock');
+  return acquireLockFile(path.join(dir, 'berth.lock'));
+}
+
+/**
+ * On PostgreSQL several instances share one data dir (docs/scale-out.md): each takes
+ * `<dir>/instances/<name>.lock` the same way instead, so two processes never run as the same
+ * instance (the same boxes, the same cgroups), while differently named ones start side by side.
+ */
+export function acquireInstanceLock(dir: string, name: string): () => void {
+  const folder = path.join(dir, 'instances');
+  mkdirSync(folder, { recursive: true, mode: 0o700 });
+  return acquireLockFile(path.join(folder, `${path.basename(name)}.lock`), name);
+}
+
+function acquireLockFile(file: string, instance?: string): () => void {
   for (let attempt = 0; attempt < 5; attempt++) {
     const fd = openSync(file, 'a+', 0o600);
     let state: 'taken' | 'held';
@@ -65,7 +89,7 @@ export function acquireDirLock(dir: string): () => void {
     }
     if (state === 'held') {
       closeSync(fd);
-      throw new LockHeldError(readPid(file), file);
+      throw new LockHeldError(readPid(file), file, instance);
     }
     // A releasing server unlinks the file while it holds the lock: if ours is no longer the file at
     // this path, the lock is on an orphaned inode; open the path again.

@@ -13,15 +13,17 @@ import { SandboxDriver, findSandboxBins } from './sandbox-driver.js';
 /**
  * A short key for this Berth's data dir: the name under which its cgroups live (`berth/<key>/`), so
  * that several servers on one machine never touch each other's boxes and a restart finds its own.
+ * Instances sharing one data dir (PostgreSQL, BERTH_INSTANCE_NAME) each have their own: the dir's
+ * key with the instance's name.
  */
-export function instanceKeyOf(dataDir: string): string {
+export function instanceKeyOf(dataDir: string, instanceName: string | null = null): string {
   let real = dataDir;
   try {
     real = realpathSync(dataDir);
   } catch {
     /* not made yet */
   }
-  return createHash('sha256').update(real).digest('hex').slice(0, 12);
+  return createHash('sha256').update(instanceName ? `${real}\n${instanceName}` : real).digest('hex').slice(0, 12);
 }
 
 /** Plugs what the docker driver builds images with (DockerImageBuilder) and runs apps with (the Swarm runner). */
@@ -34,8 +36,8 @@ export interface DriverParts {
  * The driver of BERTH_RUNTIME. The docker driver builds images with the docker CLI's BuildKit
  * (DockerImageBuilder) and runs apps as containers, or as Swarm services with BERTH_DOCKER_SWARM=1.
  */
-export function createDriver(name: RuntimeName, dataDir: string, parts: DriverParts = {}, docker: DockerConfig = { swarm: false, registry: null, baseImages: {} }): RuntimeDriver {
-  const key = instanceKeyOf(dataDir);
+export function createDriver(name: RuntimeName, dataDir: string, parts: DriverParts = {}, docker: DockerConfig = { swarm: false, registry: null, baseImages: {} }, instanceName: string | null = null): RuntimeDriver {
+  const key = instanceKeyOf(dataDir, instanceName);
   if (name === 'docker') {
     let images = parts.images;
     if (!images) {

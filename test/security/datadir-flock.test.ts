@@ -46,12 +46,15 @@ describe('data-dir lock (flock)', () => {
 
       const first = await startServe(['--port', '0', '--host', '127.0.0.1'], env);
       running.push(first);
-      const lockFile = path.join(dataDir, 'berth.lock');
+      // On PostgreSQL several instances may share the data dir, each under its own name (docs/scale-out.md):
+      // two unnamed ones are the same instance, refused the same way.
+      const lockFile = usingPostgres() ? path.join(dataDir, 'instances', 'default.lock') : path.join(dataDir, 'berth.lock');
+      const refused = usingPostgres() ? /already running as instance "default" on this data dir/ : /already using this data dir/;
       assert.equal(Number(readFileSync(lockFile, 'utf8').trim()), first.child.pid);
 
       const second = await runCli(['serve', '--port', '0'], { env, timeoutMs: 60000 });
       assert.equal(second.code, 1, second.stderr);
-      assert.match(second.stderr, /already using this data dir/);
+      assert.match(second.stderr, refused);
       assert.match(second.stderr, new RegExp(`pid ${first.child.pid}`));
       assert.equal((await fetch(`${first.url}/api/health`)).status, 200);
 
@@ -67,7 +70,7 @@ describe('data-dir lock (flock)', () => {
       // And it holds the lock in turn.
       const fourth = await runCli(['serve', '--port', '0'], { env, timeoutMs: 60000 });
       assert.equal(fourth.code, 1, fourth.stderr);
-      assert.match(fourth.stderr, /already using this data dir/);
+      assert.match(fourth.stderr, refused);
       assert.equal(await third.stop('SIGTERM'), 0);
       assert.ok(!existsSync(lockFile));
     });

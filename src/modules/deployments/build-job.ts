@@ -221,7 +221,11 @@ async function releasePreview(ctx: AppContext, d: store.DeploymentRow, enabled: 
       }
       return false;
     }
-    if (!awake) await rt.supervisor.stop(app, 'sleeping');
+    if (!awake) {
+      await rt.supervisor.stop(app, 'sleeping');
+      // Several instances: one that runs the preview's previous release stops it (the next request starts this one).
+      await rt.evict(app);
+    }
     return true;
   });
   if (!ok) return false;
@@ -268,6 +272,8 @@ async function releaseStaticSite(
     // The edge serves the files from the next request on (its routes read the pointer), then the app a server release ran stops.
     rt.invalidate(project.id);
     await rt.supervisor.stop(appKeyOf(project.id, environment)).catch(() => {});
+    // Several instances: one that runs the app of a previous (server) release stops it too.
+    await rt.evict(appKeyOf(project.id, environment));
     return true;
   });
   if (!ready) return;

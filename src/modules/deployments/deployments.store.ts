@@ -356,6 +356,11 @@ export async function saveRuntimeState(db: Db, row: RuntimeStateRow): Promise<vo
 }
 
 /** Every persisted runtime state (start-up: bring back what ran). System-wide by design. */
+/** One project's recorded runtime state (what the instance running its app last saved). */
+export async function runtimeStateOf(db: Db, orgId: string, projectId: string): Promise<RuntimeStateRow | undefined> {
+  return db.selectFrom('runtimeStates').selectAll().where('orgId', '=', orgId).where('projectId', '=', projectId).executeTakeFirst();
+}
+
 export async function allRuntimeStates(db: Db): Promise<RuntimeStateRow[]> {
   return db.selectFrom('runtimeStates').selectAll().execute();
 }

@@ -89,7 +89,36 @@ export interface SandboxIdentitiesTable {
   createdAt: string;
 }
 
+/**
+ * The runtime owner of an app (026_app_owners): with several instances on one PostgreSQL, the one that
+ * runs it, the edge address the others forward its requests to, and its lease (docs/scale-out.md).
+ */
+export interface AppOwnersTable {
+  /** `appKeyOf(projectId, environment)`: the project's id, or a preview environment's key. */
+  appKey: string;
+  projectId: string;
+  /** The owner's `ctx.instanceId` (one per process). */
+  instanceId: string;
+  /** Its BERTH_INSTANCE_NAME (`default`): a restart of the same instance takes its apps back at once. */
+  instanceName: string;
+  /** `http://host:port` of the owner's edge (BERTH_INSTANCE_URL). */
+  address: string;
+  expiresAt: string;
+  updatedAt: string;
+}
+
+/** A live instance sharing the database (026_app_owners), renewed with its leases. */
+export interface BerthInstancesTable {
+  instanceId: string;
+  instanceName: string;
+  address: string;
+  startedAt: string;
+  expiresAt: string;
+}
+
 export interface DeploymentsTables {
+  appOwners: AppOwnersTable;
+  berthInstances: BerthInstancesTable;
   deployments: DeploymentsTable;
   sandboxIdentities: SandboxIdentitiesTable;
   deploymentBuilds: DeploymentBuildsTable;

@@ -1,6 +1,7 @@
 import { edgeProject, listDomains, listEnvironments, projectRuntimeFacts, type RuntimePort, type RuntimeState } from '../projects/index.js';
 import * as store from './deployments.store.js';
 import { appKeyOf } from './releases.js';
+import type { RuntimeSnapshot } from '../../runtime/supervisor.js';
 import type { BerthRuntime } from './runtime.js';
 
 /**
@@ -23,8 +24,10 @@ export function projectsRuntimePort(rt: BerthRuntime): RuntimePort {
         await supervisor.deploy(spec).catch((err) => ctx.log.warn({ projectId, err: (err as Error).message }, 'app did not start on enable'));
       }
     },
-    takeOffline: async (_ctx, _orgId, projectId) => {
+    takeOffline: async (_ctx, orgId, projectId) => {
       rt.invalidate(projectId);
+      // Several instances: the one running an app of the project stops it too (its lease moves here).
+      for (const app of [projectId, ...(await listEnvironments(ctx.db, orgId, projectId)).filter((e) => e.type === 'preview').map((e) => appKeyOf(projectId, e.name))]) await rt.evict(app);
       await supervisor.stop(projectId, 'stopped');
       // Its previews' apps too (the edge answers 503 for every host of a disabled project).
       for (const app of supervisor.appsOf(projectId)) if (app !== projectId) await supervisor.stop(app, 'sleeping');
@@ -66,7 +69,12 @@ export async function runtimeState(rt: BerthRuntime, orgId: string, projectId: s
   const host = domains.find((d) => d.isPrimary === 1 && d.verifiedAt !== null)?.domain ?? `${p.slug}.${ctx.config.appsDomain}`;
   const edgePort = rt.edgePort();
   const url = `http://${host}${edgePort && edgePort !== 80 ? `:${edgePort}` : ''}`;
-  const snap = supervisor.snapshot(projectId);
+  let snap = supervisor.snapshot(projectId);
+  // Several instances: an app another live instance runs is shown as that instance recorded it.
+  if ((!snap || snap.state === 'stopped') && rt.owners.heldElsewhere(projectId)) {
+    const saved = await store.runtimeStateOf(ctx.db, orgId, projectId);
+    if (saved) snap = { state: saved.state as RuntimeSnapshot['state'], restarts: 0, ...(saved.port ? { port: saved.port } : {}), ...(saved.pid ? { pid: saved.pid } : {}), ...(saved.startedAt ? { startedAt: saved.startedAt } : {}) };
+  }
   const limits = {
     isolation: driver.isolation,
     ...(driver.limits.enforced ? {} : { limitsEnforced: false }),

@@ -8,6 +8,8 @@ import { createDriver } from '../../runtime/drivers.js';
 import { LogStore } from '../../runtime/logs.js';
 import { Supervisor, type RuntimeSnapshot, type Upstream } from '../../runtime/supervisor.js';
 import { listEnvironments, projectOrgAnyOrg, projectStatusAnyOrg, projectsToRestore, sleepModesOf } from '../projects/index.js';
+import { hmacSha256Hex } from '../../lib/crypto.js';
+import { AppOwnership } from './app-owners.js';
 import * as store from './deployments.store.js';
 import { EdgeRoutes } from './edge-routes.js';
 import { appKeyOf, baseEnv, envNumber, isPreviewApp, projectOfAppKey, Releases } from './releases.js';
@@ -30,6 +32,8 @@ export class BerthRuntime {
   readonly supervisor: Supervisor;
   readonly driver: RuntimeDriver;
   readonly releases: Releases;
+  /** Which instance runs each app when several share one PostgreSQL (app-owners.ts; off on SQLite). */
+  readonly owners: AppOwnership;
   readonly requests = new RequestLog(1000);
   /** AbortControllers of the builds running in this process, by deployment id. */
   readonly building = new Map<string, AbortController>();
@@ -51,7 +55,7 @@ export class BerthRuntime {
 
   constructor(readonly ctx: AppContext) {
     this.logs = new LogStore(ctx.config.dataDir);
-    this.driver = createDriver(ctx.config.runtime, ctx.config.dataDir, {}, ctx.config.docker);
+    this.driver = createDriver(ctx.config.runtime, ctx.config.dataDir, {}, ctx.config.docker, ctx.config.instance.name);
     this.supervisor = new Supervisor({
       logs: this.logs,
       driver: this.driver,
@@ -59,10 +63,30 @@ export class BerthRuntime {
       baseEnv: baseEnv(),
       healthTimeoutMs: this.healthTimeoutMs,
       graceMs: envNumber('BERTH_STOP_GRACE_SECONDS', 10) * 1000,
-      onState: (projectId, snap) => this.persist(projectId, snap),
+      onState: (app, snap) => this.onState(app, snap),
     });
     this.releases = new Releases(ctx, this.driver, this.supervisor);
     this.routes = new EdgeRoutes(ctx, this.supervisor);
+    this.owners = new AppOwnership(ctx, {
+      lost: (app) => this.supervisor.stop(app, 'stopped'),
+      tookOver: (apps) => this.takeOver(apps),
+    });
+  }
+
+  /**
+   * An app's state changed here. An app that came up here (a deploy, rollback, promotion or enable
+   * run by this instance) is this instance's from now on: its lease moves here, and the instance that
+   * ran it before stops its copy at its next tick (docs/scale-out.md). A start that failed here for an
+   * app another instance runs leaves no trace here (the edge keeps forwarding to the running one).
+   */
+  private onState(app: string, snap: RuntimeSnapshot): void {
+    if (snap.state === 'running' && !this.owners.isMine(app) && !this.shuttingDown) void this.owners.claim(app, true);
+    if (snap.state === 'failed' && this.owners.heldElsewhere(app)) {
+      queueMicrotask(() => {
+        if (this.supervisor.stateOf(app) === 'failed' && this.owners.heldElsewhere(app)) this.supervisor.forget(app);
+      });
+    }
+    if (this.owners.isMine(app)) this.persist(app, snap);
   }
 
   /** What every app and build starts from: never the server's own environment (it holds its secrets). */
@@ -107,7 +131,9 @@ export class BerthRuntime {
     const edge = new EdgeServer(
       {
         lookup: (host) => this.routes.lookup(host),
-        upstream: (projectId) => this.upstream(projectId),
+        upstream: (app) => this.upstream(app),
+        // Several instances on one PostgreSQL: an app another live instance runs is served through its edge.
+        ...(this.owners.enabled ? { peer: (app: string) => (this.supervisor.upstreamNow(app) ? null : this.owners.peerOf(app)), hopToken: this.hopToken() } : {}),
         ...(this.ctx.ports.certificates ? { acmeChallenge: (token: string) => this.ctx.ports.certificates?.http01(token) ?? Promise.resolve(null) } : {}),
         httpsPort: () => this.https?.port() ?? null,
       },
@@ -144,6 +170,7 @@ export class BerthRuntime {
       }
       this.https = tlsEdge;
     }
+    this.owners.start(this.ctx.config.instance.url ?? `http://${loopbackOf(this.ctx.config.edgeHost)}:${addr.port}`);
     const tick = Math.max(200, Math.min(5000, Math.floor(sleepIdleMs() / 4)));
     this.sweeper = setInterval(() => void this.sweep().catch((err) => this.ctx.log.warn({ err }, 'sleep sweep failed')), tick);
     this.sweeper.unref();
@@ -159,6 +186,8 @@ export class BerthRuntime {
     if (this.sweeper) clearInterval(this.sweeper);
     for (const c of this.building.values()) c.abort();
     await Promise.all([this.https?.close(), this.edge?.close()]);
+    // The other instances take this one's apps over at their next tick (their runtime states say what ran).
+    await this.owners.stop();
     if (this.settling.size) await Promise.race([Promise.all([...this.settling]), new Promise((r) => setTimeout(r, 5000).unref())]);
     await this.supervisor.stopAll();
     this.logs.closeAll();
@@ -166,27 +195,62 @@ export class BerthRuntime {
 
   /** Marks builds a dead process left behind as failed, then starts what should run. */
   private async restore(): Promise<void> {
-    for (const d of await store.staleInFlight(this.ctx.db)) {
+    // Several instances: builds in flight may be another live instance's; they are left alone then.
+    const others = await this.owners.othersAlive().catch(() => 0);
+    for (const d of others > 0 ? [] : await store.staleInFlight(this.ctx.db)) {
       if (this.building.has(d.id)) continue;
       if (await store.transition(this.ctx.db, d.orgId, d.id, ['building', 'deploying'], { status: 'failed', error: 'interrupted by a server restart', finishedAt: nowIso() })) deploymentSettled(this.ctx, d.orgId, d.id);
     }
+    await this.startWhatRan(null, 'could not start the app after restart');
+    // Containers a previous run left that no release adopted (a project since disabled, slept or deleted) go.
+    await this.driver.apps?.sweepUnadopted().catch((err) => this.ctx.log.warn({ err: (err as Error).message }, 'could not remove the containers nothing adopted'));
+  }
+
+  /**
+   * Starts the production apps that should run (enabled, with a ready release; an `auto_sleep` one
+   * only when it was up): every one after a restart (`only` null), or the ones this instance just took
+   * over. With several instances, only apps whose lease this instance holds or gets (a live owner
+   * elsewhere keeps its own); a preview's app starts on its next request.
+   */
+  private async startWhatRan(only: Set<string> | null, failure: string): Promise<void> {
     const states = new Map((await store.allRuntimeStates(this.ctx.db)).map((s) => [s.projectId, s]));
-    const projects = await projectsToRestore(this.ctx.db, store.readyProductionProjectIds(this.ctx.db));
+    const projects = (await projectsToRestore(this.ctx.db, store.readyProductionProjectIds(this.ctx.db))).filter((p) => !only || only.has(p.id));
     await Promise.all(
       projects.map(async (p) => {
         const prev = states.get(p.id);
         const wasUp = prev && ['running', 'starting', 'crashed'].includes(prev.state);
         if (p.sleepMode === 'auto_sleep' && !wasUp) return;
+        if (!(await this.owners.claim(p.id))) return;
         try {
-          const spec = await this.releases.specFor(p.orgId, p.id);
-          if (spec) await this.supervisor.deploy(spec);
+          await this.supervisor.acquire(p.id, () => this.releases.specFor(p.orgId, p.id), this.healthTimeoutMs + 5000);
         } catch (err) {
-          this.ctx.log.warn({ projectId: p.id, err: (err as Error).message }, 'could not start the app after restart');
+          this.ctx.log.warn({ projectId: p.id, err: (err as Error).message }, failure);
         }
       }),
     );
-    // Containers a previous run left that no release adopted (a project since disabled, slept or deleted) go.
-    await this.driver.apps?.sweepUnadopted().catch((err) => this.ctx.log.warn({ err: (err as Error).message }, 'could not remove the containers nothing adopted'));
+  }
+
+  /** Apps taken over from an instance that stopped renewing its leases (app-owners.ts). */
+  private async takeOver(apps: string[]): Promise<void> {
+    if (this.shuttingDown) return;
+    this.invalidate();
+    await this.startWhatRan(new Set(apps.filter((a) => !isPreviewApp(a))), 'could not start an app taken over from another instance');
+  }
+
+  /**
+   * Makes the instance that runs an app elsewhere stop it (see AppOwnership.evict): a disable, a
+   * static release or a sleeping preview's new release decided here.
+   */
+  evict(app: string): Promise<void> {
+    return this.owners.evict(app);
+  }
+
+  /**
+   * The secret the edges of instances sharing one database prove a forwarded request with (derived
+   * from the shared secret key): such a request's client address and scheme are believed.
+   */
+  hopToken(): string {
+    return hmacSha256Hex(this.ctx.keyring.current.key, 'berth edge hop v1');
   }
 
   /**
@@ -239,6 +303,16 @@ export class BerthRuntime {
   private upstream(app: string): Upstream | Promise<Upstream> {
     const up = this.supervisor.upstreamNow(app);
     if (up) return up;
+    if (this.owners.isMine(app)) return this.wake(app);
+    // Several instances: the app runs here once this instance holds its lease (nobody else runs it).
+    return this.owners.claim(app).then((held) => {
+      if (!held) throw new Error('This app runs on another Berth instance that is not reachable right now; try again in a moment.');
+      return this.wake(app);
+    });
+  }
+
+  /** Starts the app here (wake), or waits for its start in flight. */
+  private wake(app: string): Promise<Upstream> {
     const projectId = projectOfAppKey(app);
     return this.supervisor.acquire(
       app,
@@ -263,6 +337,12 @@ export class BerthRuntime {
     const a = this.edge?.server.address();
     return a && typeof a === 'object' ? a.port : this.ctx.config.edgePort;
   }
+}
+
+/** The address the other instances reach this edge at, by default: loopback for a wildcard or loopback edge host. */
+function loopbackOf(edgeHost: string): string {
+  if (edgeHost === '0.0.0.0' || edgeHost === '::' || edgeHost === 'localhost' || edgeHost === '') return '127.0.0.1';
+  return edgeHost.includes(':') ? `[${edgeHost}]` : edgeHost;
 }
 
 /** The runtime of a running Berth (`ctx.ports.runtimeHost`, made by the deployments module's `provides`). */
