@@ -3,6 +3,9 @@ import type { EdgeUpstream } from '../../edge/backend.js';
 import * as owners from './app-owners.store.js';
 import { envNumber, projectOfAppKey } from './releases.js';
 
+/** The bus channel a moved lease is announced on (payload `{ app }`, or `{ taken: n }` after a takeover). */
+const OWNERS_CHANNEL = 'owners';
+
 /** What the runtime does when ownership moves (runtime.ts). */
 export interface OwnershipHooks {
   /** Another instance took the app (a deploy there, or this instance's lease ran out): stop the local copy. */
@@ -19,6 +22,10 @@ export interface OwnershipHooks {
  * edge (`peerOf`).
  *
  * On SQLite (one instance per data dir) it is off: every app is this instance's, nothing is written.
+ *
+ * A lease that moves is announced on the bus (`owners`, the app's key: no secret): every instance
+ * ticks at once, so the previous owner stops its copy and the edges forward to the new one without
+ * waiting for the next tick (the ticks alone still converge when a message is missed).
  *
  * Every write goes through one chain (`serial`), so a tick never sees a claim half done.
  */
@@ -39,6 +46,9 @@ export class AppOwnership {
   private stopped = false;
   private address = '';
   private ticking = false;
+  /** A tick was asked for while one ran: run another right after. */
+  private again = false;
+  private unsubscribe: (() => void) | null = null;
   private readonly startedAt = new Date().toISOString();
 
   constructor(
@@ -63,6 +73,9 @@ export class AppOwnership {
   start(address: string): void {
     this.address = address;
     if (!this.enabled || this.timer) return;
+    this.unsubscribe = this.ctx.bus.subscribe(OWNERS_CHANNEL, (_payload, origin) => {
+      if (origin !== this.ctx.instanceId) void this.tick();
+    });
     this.timer = setInterval(() => void this.tick(), this.tickMs);
     this.timer.unref();
     void this.tick();
@@ -71,6 +84,7 @@ export class AppOwnership {
   /** A clean stop: the ticks end and every lease runs out now, so the other instances take over at once. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.unsubscribe?.();
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     if (!this.enabled) return;
@@ -163,6 +177,7 @@ export class AppOwnership {
       if (held) {
         this.mine.add(app);
         this.rows.set(app, row);
+        if (force) void this.ctx.bus.publish(OWNERS_CHANNEL, { app }).catch(() => {});
       } else {
         this.mine.delete(app);
         // Held elsewhere: the row as it is now (the edge forwards there without waiting for a tick).
@@ -196,7 +211,11 @@ export class AppOwnership {
 
   /** One tick: renew this instance's leases, see which it lost, read every row, take over what ran out. */
   async tick(): Promise<void> {
-    if (this.ticking || this.stopped) return;
+    if (this.stopped) return;
+    if (this.ticking) {
+      this.again = true;
+      return;
+    }
     this.ticking = true;
     try {
       const { lost, taken } = await this.serial(async () => {
@@ -228,12 +247,17 @@ export class AppOwnership {
       }
       if (taken.length) {
         this.ctx.log.info({ apps: taken }, 'took over apps whose owner stopped renewing');
+        void this.ctx.bus.publish(OWNERS_CHANNEL, { taken: taken.length }).catch(() => {});
         void this.hooks.tookOver(taken).catch((err) => this.ctx.log.warn({ err: (err as Error).message }, 'could not start the apps taken over'));
       }
     } catch (err) {
       if (!this.stopped) this.ctx.log.warn({ err: (err as Error).message }, 'app ownership tick failed');
     } finally {
       this.ticking = false;
+      if (this.again) {
+        this.again = false;
+        void this.tick();
+      }
     }
   }
 }
