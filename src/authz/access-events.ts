@@ -14,7 +14,7 @@ export interface AccessRelay {
   readonly instanceId: string;
   /** False while the bus may be missing messages (its PostgreSQL listener is down). */
   readonly live: boolean;
-  publish(channel: string, payload?: unknown): Promise<void>;
+  publish(channel: string, payload?: unknown, opts?: { hold?: boolean }): Promise<void>;
   subscribe(channel: string, fn: (payload: any, origin: string | null) => void): () => void;
   onResync(fn: () => void): () => void;
 }
@@ -61,7 +61,8 @@ export class AccessEvents {
 
   changed(change: AccessChange): void {
     this.deliver(change);
-    if (this.bus) void this.bus.publish(ACCESS_CHANNEL, pick(change)).catch(() => {});
+    // The request's answer waits until the other instances have it (`hold`).
+    if (this.bus) void this.bus.publish(ACCESS_CHANNEL, pick(change), { hold: true }).catch(() => {});
   }
 
   private deliver(change: AccessChange): void {

@@ -17,7 +17,9 @@ import type { Db } from './client.js';
  * - SQLite (`LocalBus`): in-process delivery only (one instance per data dir; the flock says so).
  *
  * Own messages: a publish is delivered to this instance's subscribers at once, synchronously, on both
- * stores; the copy PostgreSQL sends back is recognised by the instance id (`i`) and ignored. Messages
+ * stores; the copy PostgreSQL sends back is recognised by the instance id (`i`) and not delivered
+ * again: it only resolves the publish (PostgreSQL signals every listener at once, so the other
+ * instances have the message by then), and a response waits for its request's publishes (`app.ts`). Messages
  * the database itself sends (the triggers of migration 024: `tables` on writes to the project and route
  * tables, `jobs` on an enqueue; they carry no `i`) reach every instance, this one included: they are sent
  * at commit, never for a rolled-back write.
@@ -39,15 +41,19 @@ export interface Bus {
   readonly shared: boolean;
   /** False while the PostgreSQL listener is down: caches must not keep what they read meanwhile. */
   readonly live: boolean;
-  /** Delivers `payload` on `channel` here at once and to every other instance; resolves once sent. */
-  publish(channel: string, payload?: unknown): Promise<void>;
+  /**
+   * Delivers `payload` on `channel` here at once and to every other instance; resolves once sent.
+   * `hold`: the answer of a request in progress waits for it (`pending()`): a change whose next
+   * request may reach another instance (a revoked token).
+   */
+  publish(channel: string, payload?: unknown, opts?: { hold?: boolean }): Promise<void>;
   /** Listens on one channel; answers the function that stops listening. */
   subscribe(channel: string, fn: BusListener): () => void;
   /** Called when messages may have been missed (the listener dropped, and again when it is back). */
   onResync(fn: () => void): () => void;
   /** Delivers a message here as if it came from `origin` (another instance; null: the database). Tests. */
   inject(channel: string, payload: unknown, origin: string | null): void;
-  /** Publishes still on their way to the database, or null (a response waits for them: `app.ts`). */
+  /** Held publishes still on their way, or null (a response waits for them: `app.ts`). */
   pending(): Promise<void> | null;
   start(): Promise<void>;
   close(): Promise<void>;
@@ -67,7 +73,7 @@ export class LocalBus implements Bus {
     return true;
   }
 
-  publish(channel: string, payload?: unknown): Promise<void> {
+  publish(channel: string, payload?: unknown, _opts?: { hold?: boolean }): Promise<void> {
     this.deliver(channel, payload, this.instanceId);
     return Promise.resolve();
   }
@@ -135,6 +141,8 @@ const BACKOFF_MIN_MS = 100;
 const BACKOFF_MAX_MS = 5000;
 /** The listener connection is checked this often (a half-open TCP connection hears nothing). */
 const HEARTBEAT_MS = 10000;
+/** How long a publish waits for its own message to come back (then it resolves anyway). */
+const ECHO_WAIT_MS = 1000;
 
 export class PgBus extends LocalBus {
   override readonly shared = true;
@@ -145,6 +153,9 @@ export class PgBus extends LocalBus {
   private retry: NodeJS.Timeout | null = null;
   private heartbeat: NodeJS.Timeout | null = null;
   private readonly inFlight = new Set<Promise<void>>();
+  /** Own messages on their way back, by sequence number. */
+  private readonly echoes = new Map<number, () => void>();
+  private seq = 0;
 
   constructor(
     private readonly db: Db,
@@ -159,22 +170,45 @@ export class PgBus extends LocalBus {
     return this.connected;
   }
 
-  override publish(channel: string, payload?: unknown): Promise<void> {
-    const text = JSON.stringify({ c: channel, i: this.instanceId, p: payload ?? null });
+  /**
+   * Resolves once the message came back to this instance's own listener: PostgreSQL signals every
+   * listening session at once, so by then the other instances' listeners have it too (at most
+   * ECHO_WAIT_MS; at once when the listener is down).
+   */
+  override publish(channel: string, payload?: unknown, opts: { hold?: boolean } = {}): Promise<void> {
+    const n = ++this.seq;
+    const text = JSON.stringify({ c: channel, i: this.instanceId, n, p: payload ?? null });
     const size = Buffer.byteLength(text);
     if (size > MAX_MESSAGE_BYTES) {
       // A programming error (send a reference instead), never the caller's input.
       throw new Error(`bus message on ${channel} is ${size} bytes (at most ${MAX_MESSAGE_BYTES}): publish a reference`);
     }
     this.deliver(channel, payload, this.instanceId);
-    const sent = sql`select pg_notify(${BUS_CHANNEL}, ${text})`
+    const echoed = new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.echoes.delete(n);
+        resolve();
+      }, ECHO_WAIT_MS);
+      timer.unref();
+      this.echoes.set(n, () => {
+        clearTimeout(timer);
+        this.echoes.delete(n);
+        resolve();
+      });
+    });
+    const sent: Promise<void> = sql`select pg_notify(${BUS_CHANNEL}, ${text})`
       .execute(this.db)
       .then(
-        () => {},
-        (err) => this.log?.warn({ err: (err as Error).message, channel }, 'bus: could not publish'),
+        () => (this.connected ? echoed : undefined),
+        (err) => {
+          this.log?.warn({ err: (err as Error).message, channel }, 'bus: could not publish');
+        },
       )
-      .finally(() => this.inFlight.delete(sent));
-    this.inFlight.add(sent);
+      .finally(() => {
+        this.echoes.get(n)?.();
+        this.inFlight.delete(sent);
+      });
+    if (opts.hold) this.inFlight.add(sent);
     return sent;
   }
 
@@ -264,14 +298,18 @@ export class PgBus extends LocalBus {
   }
 
   private receive(text: string): void {
-    let m: { c?: unknown; i?: unknown; p?: unknown };
+    let m: { c?: unknown; i?: unknown; n?: unknown; p?: unknown };
     try {
       m = JSON.parse(text);
     } catch {
       return;
     }
     if (typeof m?.c !== 'string') return;
-    if (m.i === this.instanceId) return; // delivered at publish
+    if (m.i === this.instanceId) {
+      // Delivered here at publish; its return says the other instances' listeners have it too.
+      if (typeof m.n === 'number') this.echoes.get(m.n)?.();
+      return;
+    }
     this.deliver(m.c, m.p, typeof m.i === 'string' ? m.i : null);
   }
 }

@@ -32,6 +32,8 @@ export class LogFile {
   constructor(
     readonly file: string,
     private readonly maxBytes: number,
+    /** Told after each line written to disk (the log relay: other instances' streams read the file). */
+    private readonly onWrite?: () => void,
   ) {}
 
   append(entry: LogLine): void {
@@ -50,6 +52,7 @@ export class LogFile {
         this.size = 0;
       }
       this.size += writeSync(this.fd, text);
+      this.onWrite?.();
     } catch {
       /* a full disk must not take the app or the build down; the line is still streamed */
     }
@@ -120,6 +123,8 @@ export class LogFile {
  */
 export class LogStore {
   private readonly files = new Map<string, LogFile>();
+  /** Told of each line written, by the file's key (`p:<app>`, `d:<deploymentId>`): the log relay. */
+  onAppend: ((key: string) => void) | null = null;
 
   constructor(
     private readonly dataDir: string,
@@ -165,7 +170,7 @@ export class LogStore {
   private get(key: string, file: string, max: number): LogFile {
     let f = this.files.get(key);
     if (!f) {
-      f = new LogFile(file, max);
+      f = new LogFile(file, max, () => this.onAppend?.(key));
       this.files.set(key, f);
     }
     return f;

@@ -10,9 +10,11 @@ import type { MeView } from './auth.presenters.js';
  * orgs), says so there after it committed, and the entries it concerns are dropped at once, on this
  * instance and, through the notification bus (`ctx.bus`, LISTEN/NOTIFY), on every other instance
  * sharing the database. When the bus may have missed messages everything is dropped (and every second
- * while its listener is down). TTL_MS is only a safety net for a write that announced nothing.
+ * while its listener is down). TTL_MS is no longer how other instances' changes arrive: it is the
+ * safety net for writers that announce nothing (the admin CLI, SQL by hand), short because it bounds
+ * how long an open stream outlives such a change (docs/security.md: 5 s re-check plus this).
  */
-const TTL_MS = 60_000;
+const TTL_MS = 2000;
 const MAX = 10000;
 
 interface Entry<T> {

@@ -14,8 +14,8 @@ export interface BackupsRuntime {
   webhookLimiter: RateLimiter;
 }
 
-export function createBackupsRuntime(ctx: Pick<AppContext, 'config'>): BackupsRuntime {
-  return { events: new BackupEvents(), aborts: new Map(), webhookLimiter: new RateLimiter(ctx.config.webhookRateLimit) };
+export function createBackupsRuntime(ctx: Pick<AppContext, 'config' | 'bus'>): BackupsRuntime {
+  return { events: new BackupEvents(ctx.bus), aborts: new Map(), webhookLimiter: new RateLimiter(ctx.config.webhookRateLimit) };
 }
 
 /** This server's backups state (the module provides it; a server without the module has none). */

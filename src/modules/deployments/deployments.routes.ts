@@ -14,6 +14,7 @@ import { rollbackProject } from './rollback.service.js';
 import { projectsRuntimePort } from './runtime-port.js';
 import { BerthRuntime, runtimeOf } from './runtime.js';
 import { deploymentSession, issueBuildToken, streamTokenPort } from './stream-tokens.service.js';
+import { logRelayOf } from './log-relay.js';
 
 declare module '../../http/route.js' {
   interface ResourceKinds {
@@ -131,6 +132,8 @@ export const deploymentsModule: ModuleDef = {
     ctx.jobs.register<{ deploymentId: string; orgId: string }>(BUILD_JOB, (payload, _job, signal) => runDeploymentJob(ctx, payload, signal), { maxAttempts: 1 });
   },
   async start(ctx) {
+    // Before any stream: other instances' streams ask for the logs this one writes (log-relay.ts).
+    logRelayOf(ctx, runtimeOf(ctx).logs);
     await runtimeOf(ctx).start();
   },
   async stop(ctx) {

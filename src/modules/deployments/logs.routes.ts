@@ -9,6 +9,7 @@ import { EVENT_STREAM, IssuedTokenSchema, LogLineSchema, RequestEntrySchema } fr
 import { isTerminal, readBuildLogs } from './deployments.service.js';
 import * as store from './deployments.store.js';
 import { checkSince, streamLogs } from './log-stream.js';
+import { logRelayOf } from './log-relay.js';
 import { appKeyOf } from './releases.js';
 import { runtimeOf } from './runtime.js';
 import { serverLogStreamToken } from './stream-tokens.service.js';
@@ -66,11 +67,13 @@ export const logRoutes = [
     handler: ({ query, resource, req, reply }, ctx) => {
       if (!resource) throw new AppError('NOT_FOUND', 'deployment not found');
       const d = resource.record;
-      const file = runtimeOf(ctx).logs.build(d.projectId, d.id);
+      const logs = runtimeOf(ctx).logs;
+      const file = logs.build(d.projectId, d.id);
       streamLogs(reply, req.id, {
         event: 'log',
         backlog: file.read({ limit: 10000 }),
-        subscribe: (fn) => file.subscribe(fn),
+        // Lines written by any instance (the build may run on another one: log-relay.ts).
+        subscribe: (fn) => logRelayOf(ctx, logs).follow(`d:${d.id}`, file, fn),
         until: async () => {
           const now = await store.findDeployment(ctx.db, d.orgId, d.id);
           return !now || isTerminal(now.status);
@@ -102,11 +105,14 @@ export const logRoutes = [
     produces: EVENT_STREAM,
     schema: { params: IdParams, querystring: Obj({ limit: Limit(10000), since: Since, follow: Follow, environment: Environment }) },
     handler: async ({ query, resource, req, reply }, ctx) => {
-      const file = runtimeOf(ctx).logs.runtime(await appOfQuery(ctx, resource.record, query.environment));
+      const app = await appOfQuery(ctx, resource.record, query.environment);
+      const logs = runtimeOf(ctx).logs;
+      const file = logs.runtime(app);
       streamLogs(reply, req.id, {
         event: 'log',
         backlog: file.read({ limit: query.limit ?? 100, since: checkSince(query.since) }),
-        subscribe: (fn) => file.subscribe(fn),
+        // Lines written by any instance (the app may run on another one: log-relay.ts).
+        subscribe: (fn) => logRelayOf(ctx, logs).follow(`p:${app}`, file, fn),
         follow: query.follow ?? true,
         access: gateAccess(req),
       });

@@ -1,0 +1,185 @@
+import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
+import type { AppContext } from '../../context.js';
+import type { Bus } from '../../db/notify.js';
+import type { LogFile, LogLine, LogStore } from '../../runtime/logs.js';
+
+/**
+ * Build and runtime log lines for SSE clients of another instance (several instances on one
+ * PostgreSQL and one data dir; `docs/scale-out.md`). The lines themselves never go through the
+ * database: they are in the shared data dir already. What goes on the bus is a reference:
+ *
+ * - a stream that follows a log on a shared bus says so (`log-watch { k }`, again every WATCH_RENEW_MS
+ *   while open); every instance notes which logs are watched (for WATCH_TTL_MS);
+ * - the instance that writes a watched log says that it grew (`log:<key> {}`, at most every
+ *   NOTIFY_EVERY_MS per log, the last write always followed by one);
+ * - the stream then reads the file from where it stopped to its end (following a rotation to
+ *   `<file>.1`) and sends the new lines, in file order. It also looks every FALLBACK_POLL_MS, so a
+ *   notification lost while the bus reconnected delays lines, never drops them.
+ *
+ * On a shared bus the stream takes every line from the file, this instance's own included (a log
+ * written by two instances at once, as during an app's hand-over, then still has no duplicates).
+ * On SQLite (one instance) a stream takes lines from the in-process subscription as before.
+ */
+const NOTIFY_EVERY_MS = 50;
+const WATCH_TTL_MS = 60_000;
+const WATCH_RENEW_MS = 20_000;
+const FALLBACK_POLL_MS = 2000;
+/** At most this much is read per look (a stream far behind catches up over several). */
+const MAX_READ = 1024 * 1024;
+
+export class LogRelay {
+  /** Logs some stream (on any instance) follows, until when. */
+  private readonly watched = new Map<string, number>();
+  /** Per log: a notification waiting for its turn. */
+  private readonly pendingNotify = new Map<string, NodeJS.Timeout>();
+  private readonly lastNotify = new Map<string, number>();
+
+  constructor(
+    private readonly bus: Bus,
+    logs: LogStore,
+  ) {
+    if (!bus.shared) return;
+    logs.onAppend = (key) => this.appended(key);
+    bus.subscribe('log-watch', (p: { k?: unknown } | null) => {
+      if (typeof p?.k === 'string' && p.k.length <= 200) this.watched.set(p.k, Date.now() + WATCH_TTL_MS);
+    });
+  }
+
+  /**
+   * Follows `file` (whose store key is `key`) for one stream: `fn` gets each line appended from now
+   * on, by any instance. Answers the function that stops following.
+   */
+  follow(key: string, file: LogFile, fn: (l: LogLine) => void): () => void {
+    if (!this.bus.shared) return file.subscribe(fn);
+    const tail = new Tail(file.file, fn);
+    let soon = false;
+    const look = () => {
+      if (soon) return;
+      soon = true;
+      setImmediate(() => {
+        soon = false;
+        tail.read();
+      });
+    };
+    const offBus = this.bus.subscribe(`log:${key}`, look);
+    const offLocal = file.subscribe(look);
+    const watch = () => void this.bus.publish('log-watch', { k: key }).catch(() => {});
+    watch();
+    const renew = setInterval(watch, WATCH_RENEW_MS);
+    const poll = setInterval(look, FALLBACK_POLL_MS);
+    renew.unref();
+    poll.unref();
+    return () => {
+      offBus();
+      offLocal();
+      clearInterval(renew);
+      clearInterval(poll);
+    };
+  }
+
+  private appended(key: string): void {
+    const until = this.watched.get(key);
+    if (until === undefined) return;
+    if (until < Date.now()) {
+      this.watched.delete(key);
+      return;
+    }
+    if (this.pendingNotify.has(key)) return;
+    const wait = Math.max(0, (this.lastNotify.get(key) ?? 0) + NOTIFY_EVERY_MS - Date.now());
+    const timer = setTimeout(() => {
+      this.pendingNotify.delete(key);
+      this.lastNotify.set(key, Date.now());
+      void this.bus.publish(`log:${key}`, {}).catch(() => {});
+    }, wait);
+    timer.unref();
+    this.pendingNotify.set(key, timer);
+  }
+}
+
+/** Where one stream is in a log file: the file's identity (inode) and the byte offset read up to. */
+class Tail {
+  private ino: number;
+  private pos: number;
+  private partial = '';
+
+  constructor(
+    private readonly file: string,
+    private readonly fn: (l: LogLine) => void,
+  ) {
+    const st = statOf(file);
+    this.ino = st?.ino ?? -1;
+    this.pos = st?.size ?? 0;
+  }
+
+  read(): void {
+    const st = statOf(this.file);
+    if (!st) return;
+    if (st.ino !== this.ino) {
+      // Rotated: the rest of the old file is `<file>.1` now (when it is still that file).
+      const old = statOf(this.file + '.1');
+      if (old && old.ino === this.ino) this.emit(readRange(this.file + '.1', this.pos, old.size));
+      this.partial = '';
+      this.ino = st.ino;
+      this.pos = 0;
+    }
+    if (st.size < this.pos) this.pos = 0;
+    if (st.size > this.pos) this.emit(readRange(this.file, this.pos, st.size));
+  }
+
+  private emit(chunk: { text: string; end: number } | null): void {
+    if (!chunk) return;
+    this.pos = chunk.end;
+    const text = this.partial + chunk.text;
+    const lines = text.split('\n');
+    this.partial = lines.pop() ?? '';
+    for (const raw of lines) {
+      if (!raw) continue;
+      try {
+        this.fn(JSON.parse(raw) as LogLine);
+      } catch {
+        /* a torn line */
+      }
+    }
+  }
+}
+
+function statOf(file: string): { ino: number; size: number } | null {
+  try {
+    const st = statSync(file);
+    return { ino: st.ino, size: st.size };
+  } catch {
+    return null;
+  }
+}
+
+/** Bytes [from, min(to, from + MAX_READ)) of `file` as text, and where the read ended. */
+function readRange(file: string, from: number, to: number): { text: string; end: number } | null {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const size = Math.min(to, fstatSync(fd).size);
+    const n = Math.min(size - from, MAX_READ);
+    if (n <= 0) return null;
+    const buf = Buffer.alloc(n);
+    const got = readSync(fd, buf, 0, n, from);
+    // Cut at the last newline so a multi-byte character is never split.
+    const cut = buf.subarray(0, got).lastIndexOf(0x0a);
+    if (cut < 0) return got === MAX_READ ? { text: buf.toString('utf8', 0, got), end: from + got } : null;
+    return { text: buf.toString('utf8', 0, cut + 1), end: from + cut + 1 };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+const relays = new WeakMap<LogStore, LogRelay>();
+
+/** The log relay of this server's log store (made once, when the deployments module starts). */
+export function logRelayOf(ctx: Pick<AppContext, 'bus'>, logs: LogStore): LogRelay {
+  let r = relays.get(logs);
+  if (!r) relays.set(logs, (r = new LogRelay(ctx.bus, logs)));
+  return r;
+}

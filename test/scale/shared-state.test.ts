@@ -1,0 +1,135 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { createDeployment, createDestination, createProject, createProjectWithVolume, createTeam, createUser, type TestOrg } from '../support/factories.js';
+import { usingPostgres } from '../support/harness.js';
+import { runtimeOf } from '../../src/modules/deployments/runtime.js';
+import { logRelayOf } from '../../src/modules/deployments/log-relay.js';
+import { fillVolume } from '../backups/helpers.js';
+import { openSse, startPair, type Pair } from './pair.js';
+
+/**
+ * Two instances on one PostgreSQL database and one data dir behave as one (issue 23): what one
+ * changes, the other's caches drop at once; what one runs, a client of the other follows live;
+ * limits count on both. The runtime side (which instance runs an app, the edge forwarding to it, a
+ * kill -9) is test/scale/two-instances.test.ts.
+ */
+describe('two instances on one database share their state', { skip: usingPostgres() ? false : 'PostgreSQL only: on SQLite one instance serves a data dir' }, () => {
+  let pair: Pair;
+  let team: TestOrg;
+  before(async () => {
+    pair = await startPair();
+    team = await createTeam(pair.a);
+  });
+  after(() => pair?.close());
+
+  it('a token revoked on A is refused on B at once, though B had just used it', async () => {
+    const { a, b } = pair;
+    const u = await createUser(a);
+    const t = (await a.api(u.token).post('/api/auth/tokens', { name: 'shared' })).body.data;
+    assert.equal((await b.api(t.token).get('/api/auth/me')).status, 200);
+    assert.equal((await b.api(t.token).get('/api/auth/me')).status, 200); // from B's cache now
+    assert.equal((await a.api(u.token).delete(`/api/auth/tokens/${t.id}`)).status, 200);
+    assert.equal((await b.api(t.token).get('/api/auth/me')).status, 401);
+  });
+
+  it('a member removed on A loses access on B at once', async () => {
+    const { a, b } = pair;
+    const m = await createUser(a, { orgId: team.orgId, role: 'member' });
+    assert.equal((await b.api(m.token).get('/api/projects')).status, 200);
+    assert.equal((await a.api(team.owner.token).delete(`/api/permissions/members/${m.userId}`)).status, 200);
+    assert.equal((await b.api(m.token).get('/api/projects')).status, 401);
+  });
+
+  it("a domain connected on A is in B's next read of the project, though B had just read it", async () => {
+    const { a, b } = pair;
+    const p = await createProject(a, team.owner, { name: 'shared-routes' });
+    const read = async () => (await b.api(team.owner.token).get(`/api/projects/${p.id}`)).body.data;
+    assert.deepEqual((await read()).routes.domains, []);
+    assert.deepEqual((await read()).routes.domains, []); // from B's cache now
+    const r = await a.api(team.owner.token).post(`/api/projects/${p.id}/connect`, { domain: 'shared-routes.example' });
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(
+      (await read()).routes.domains.map((d: { domain: string }) => d.domain),
+      ['shared-routes.example'],
+    );
+    assert.equal((await a.api(team.owner.token).patch(`/api/projects/${p.id}`, { name: 'renamed-on-a' })).status, 200);
+    assert.equal((await read()).name, 'renamed-on-a');
+  });
+
+  it('ten failed sign-ins spread over A and B lock the pair on both', async () => {
+    const { a, b } = pair;
+    const u = await createUser(a);
+    for (let i = 0; i < 10; i++) {
+      const r = await (i % 2 ? b : a).api().post('/api/auth/login', { email: u.email, password: `wrong-${i}-password` });
+      assert.equal(r.status, 401, `attempt ${i + 1}: ${r.text}`);
+    }
+    for (const s of [a, b]) {
+      const r = await s.api().post('/api/auth/login', { email: u.email, password: u.password });
+      assert.equal(r.status, 429, r.text);
+      assert.equal(r.body.error.code, 'RATE_LIMITED');
+    }
+  });
+
+  it('a client of B follows the build log of a deployment A builds, and the runtime log of an app A runs', async () => {
+    const { a, b } = pair;
+    const p = await createProject(a, team.owner, { name: 'shared-logs' });
+    const dep = await createDeployment(a, { id: p.id, orgId: team.orgId }, { status: 'building', finished: false });
+    const logsA = runtimeOf(a.ctx).logs;
+    logRelayOf(a.ctx, logsA); // what A's deployments module does when it starts
+    const build = await openSse(`${b.url}/api/deployments/${dep}/logs/stream`, team.owner.token);
+    const runtime = await openSse(`${b.url}/api/projects/${p.id}/logs/stream`, team.owner.token);
+    try {
+      assert.equal(build.status, 200);
+      assert.equal(runtime.status, 200);
+      // B's streams ask A for notice of these logs first (log-watch): give the request its moment.
+      await new Promise((r) => setTimeout(r, 200));
+      const ts = () => new Date().toISOString();
+      for (let i = 1; i <= 3; i++) logsA.build(p.id, dep).append({ ts: ts(), stream: 'stdout', line: `build step ${i}` });
+      logsA.runtime(p.id).append({ ts: ts(), stream: 'stderr', line: 'app says hello' });
+      const lines = await build.until((evs) => evs.filter((e) => e.event === 'log').length >= 3, 'three build lines on B');
+      assert.deepEqual(
+        lines.filter((e) => e.event === 'log').map((e) => e.data.line),
+        ['build step 1', 'build step 2', 'build step 3'],
+      );
+      const rt = await runtime.until((evs) => evs.some((e) => e.event === 'log'), 'the runtime line on B');
+      assert.deepEqual(
+        rt.filter((e) => e.event === 'log').map((e) => [e.data.stream, e.data.line]),
+        [['stderr', 'app says hello']],
+      );
+      // The deployment ends (on A): B's build stream closes.
+      await a.ctx.db.updateTable('deployments').set({ status: 'failed', finishedAt: ts() }).where('id', '=', dep).execute();
+      await build.until(() => build.ended, 'the build stream to close');
+    } finally {
+      build.close();
+      runtime.close();
+    }
+  });
+
+  it('a client of B follows the progress of a backup run A executes, to its end', async () => {
+    const { a, b } = pair;
+    const p = await createProjectWithVolume(a, team.owner);
+    fillVolume(p.volume, 3);
+    const dest = await createDestination(a, team.owner);
+    const pol = await a.api(team.owner.token).post(`/api/projects/${p.id}/backup-policies`, { destinationId: dest.id });
+    assert.equal(pol.status, 201, pol.text);
+    // Neither instance runs jobs yet: the run stays queued while B's client connects.
+    const start = await a.api(team.owner.token).post(`/api/backup-policies/${pol.body.data.id}/run`);
+    const runId = start.body.data.runId;
+    const live = await openSse(`${b.url}/api/backup-runs/${runId}/stream`, team.owner.token);
+    try {
+      assert.equal(live.status, 200);
+      await live.until((evs) => evs.some((e) => e.event === 'snapshot'), 'the snapshot');
+      assert.equal(live.events[0]!.data.status, 'queued');
+      await a.app.berth.startBackground();
+      const events = await live.until(() => live.ended, 'the run to complete on B', 30000);
+      const kinds = events.map((e) => e.event);
+      assert.equal(kinds[kinds.length - 1], 'complete');
+      assert.equal(events[events.length - 1]!.data.status, 'succeeded');
+      assert.ok(kinds.includes('progress'), `B saw A's progress events (got ${kinds.join(', ')})`);
+      const run = (await b.api(team.owner.token).get(`/api/backup-runs/${runId}`)).body.data;
+      assert.equal(run.status, 'succeeded');
+    } finally {
+      live.close();
+    }
+  });
+});
