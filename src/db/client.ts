@@ -7,6 +7,7 @@ import type { Transaction } from 'kysely';
 import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, SqliteDialect } from './kysely.js';
 import type { DB } from './schema.js';
 import { WriteEvents } from './write-events.js';
+import { countingPool, RoundTrips } from './pg-pool.js';
 import { migrations } from './migrations/index.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -18,6 +19,8 @@ export interface Database {
   dialect: Dialect;
   /** Which tables the query builder writes, as queries are compiled (read caches listen). */
   writes: WriteEvents;
+  /** PostgreSQL only: the round trips sent (`db/pg-pool.ts`). */
+  roundTrips?: RoundTrips;
   close(): Promise<void>;
 }
 
@@ -38,7 +41,14 @@ function loadPg(): typeof pgTypes {
 export interface OpenOptions {
   dataDir: string;
   databaseUrl?: string;
+  /** PostgreSQL: the pool's size (BERTH_PG_POOL_MAX; default PG_POOL_MAX). */
+  poolMax?: number;
+  /** PostgreSQL: named prepared statements kept per connection (0: none). */
+  preparePerConnection?: number;
 }
+
+/** The pool size when BERTH_PG_POOL_MAX is not set (docs/decisions.md, "PostgreSQL: pool, prepared statements and round trips"). */
+export const PG_POOL_MAX = 10;
 
 export function openDatabase(opts: OpenOptions): Database {
   const writes = new WriteEvents();
@@ -46,11 +56,10 @@ export function openDatabase(opts: OpenOptions): Database {
   const plugins = [writes, new CamelCasePlugin()];
   if (opts.databaseUrl) {
     const pg = loadPg();
-    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: 10 });
-    // A dropped idle connection must not take the process down.
-    pool.on('error', () => {});
+    const roundTrips = new RoundTrips();
+    const pool = countingPool(pg, { connectionString: opts.databaseUrl, max: opts.poolMax ?? PG_POOL_MAX, idleTimeoutMillis: 30_000, preparePerConnection: opts.preparePerConnection ?? 0 }, roundTrips);
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), plugins });
-    return { db, dialect: 'postgres', writes, close: () => db.destroy() };
+    return { db, dialect: 'postgres', writes, roundTrips, close: () => db.destroy() };
   }
   mkdirSync(opts.dataDir, { recursive: true });
   const file = path.join(opts.dataDir, 'berth.db');

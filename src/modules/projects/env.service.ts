@@ -6,9 +6,8 @@ import { decryptSecret, encryptSecret } from '../../lib/crypto.js';
 import { newId, nowIso } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/index.js';
 import * as envStore from './env.store.js';
-import type { EnvVarRow } from './env.store.js';
-import * as store from './projects.store.js';
-import type { EnvironmentRow, ProjectRow } from './projects.store.js';
+import type { EnvHead, EnvVarRow } from './env.store.js';
+import type { ProjectRow } from './projects.store.js';
 
 export const MASK = '********';
 export const ENV_KEY_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -28,14 +27,12 @@ export function envAad(projectId: string, environment: string, key: string): str
   return `env:${projectId}:${environment}:${key}`;
 }
 
-function etagOf(env: EnvironmentRow): string {
+function etagOf(env: EnvHead): string {
   return `"${env.id}.${env.envRevision}"`;
 }
 
-async function environmentOr400(ctx: AppContext, row: ProjectRow, name: string): Promise<EnvironmentRow> {
-  const env = await store.findEnvironment(ctx.db, row.orgId, row.id, name);
-  if (!env) throw invalid('environment', `this project has no environment named "${name}"`);
-  return env;
+function noEnvironment(name: string): AppError {
+  return invalid('environment', `this project has no environment named "${name}"`);
 }
 
 function toRecord(ctx: AppContext, r: EnvVarRow): EnvVarRecord {
@@ -48,11 +45,11 @@ function toRecord(ctx: AppContext, r: EnvVarRow): EnvVarRecord {
   };
 }
 
-/** Variables of one environment, secret values masked, with the ETag of the set. */
+/** Variables of one environment, secret values masked, with the ETag of the set (one query). */
 export async function getEnv(ctx: AppContext, row: ProjectRow, environment = 'production'): Promise<{ vars: EnvVarRecord[]; etag: string }> {
-  const env = await environmentOr400(ctx, row, environment);
-  const rows = await envStore.listEnvVars(ctx.db, row.orgId, row.id, env.name);
-  return { vars: rows.map((r) => toRecord(ctx, r)), etag: etagOf(env) };
+  const read = await envStore.readEnv(ctx.db, row.orgId, row.id, environment);
+  if (!read) throw noEnvironment(environment);
+  return { vars: read.vars.map((r) => toRecord(ctx, r)), etag: etagOf(read.env) };
 }
 
 export interface EnvPatch {
@@ -90,26 +87,20 @@ export async function patchEnv(ctx: AppContext, actor: Actor, row: ProjectRow, p
     if (!ENV_KEY_RE.test(k)) throw invalid(`deletes.${i}`, `deletes.${i} must match ^[A-Za-z_][A-Za-z0-9_]*$`);
     if (seen.has(k)) throw invalid(`deletes.${i}`, `key ${k} is both upserted and deleted`);
   });
-  const env = await environmentOr400(ctx, row, environment);
 
   const now = nowIso();
-  const changed: string[] = [];
-  const deleted: string[] = [];
-  await transaction(ctx.db, async (tx) => {
-    // Concurrency: compare-and-set on the environment's revision (a stale If-Match updates nothing).
-    if (ifMatch !== undefined && ifMatch.trim() !== '') {
-      const current = await store.findEnvironment(tx, row.orgId, row.id, env.name);
-      if (!current || !ifMatchHolds(ifMatch, etagOf(current))) {
-        throw conflict('the variables changed since you read them (stale If-Match): read them again and retry');
-      }
-      if ((await envStore.bumpEnvRevision(tx, row.orgId, current.id, current.envRevision)) !== 1) {
-        throw conflict('the variables changed since you read them (stale If-Match): read them again and retry');
-      }
-    } else {
-      await envStore.bumpEnvRevision(tx, row.orgId, env.id);
+  // One transaction, one statement per table: the revision bump (which also finds the environment
+  // and locks it), the variables as they are, one multi-row upsert, one delete, the audit row. The
+  // answer is the set as this transaction leaves it, built here rather than read again.
+  const answer = await transaction(ctx.db, async (tx) => {
+    const env = await envStore.bumpEnvRevisionOf(tx, row.orgId, row.id, environment);
+    if (!env) throw noEnvironment(environment);
+    // Concurrency: compare-and-set on the revision the bump moved on from (a stale If-Match rolls the bump back).
+    if (ifMatch !== undefined && ifMatch.trim() !== '' && !ifMatchHolds(ifMatch, etagOf({ ...env, envRevision: env.envRevision - 1 }))) {
+      throw conflict('the variables changed since you read them (stale If-Match): read them again and retry');
     }
 
-    const existing = new Map((await envStore.listEnvKeys(tx, row.orgId, row.id, env.name)).map((r) => [r.key, r.isSecret === 1]));
+    const existing = new Map((await envStore.listEnvVars(tx, row.orgId, row.id, env.name)).map((r) => [r.key, r]));
     const finalKeys = new Set(existing.keys());
     for (const u of upserts) finalKeys.add(u.key);
     for (const k of deletes) finalKeys.delete(k);
@@ -118,10 +109,12 @@ export async function patchEnv(ctx: AppContext, actor: Actor, row: ProjectRow, p
     }
 
     const rows: EnvVarRow[] = [];
+    const after = new Map<string, EnvVarRecord>();
+    const changed: string[] = [];
     for (const u of upserts) {
       const was = existing.get(u.key);
-      if (was === true && u.value === MASK) continue; // masked secret sent back as read: left intact
-      const isSecret = u.isSecret ?? was ?? false;
+      if (was?.isSecret === 1 && u.value === MASK) continue; // masked secret sent back as read: left intact
+      const isSecret = u.isSecret ?? (was ? was.isSecret === 1 : false);
       rows.push({
         id: newId('ev'),
         orgId: row.orgId,
@@ -133,12 +126,12 @@ export async function patchEnv(ctx: AppContext, actor: Actor, row: ProjectRow, p
         createdAt: now,
         updatedAt: now,
       });
+      after.set(u.key, { key: u.key, value: isSecret ? MASK : u.value, isSecret, environment: env.name, updatedAt: now });
       changed.push(u.key);
     }
-    await envStore.upsertEnvVars(tx, rows);
-    const toDelete = deletes.filter((k) => existing.has(k));
-    if (toDelete.length) await envStore.deleteEnvVars(tx, row.orgId, row.id, env.name, toDelete);
-    deleted.push(...toDelete);
+    if (rows.length) await envStore.upsertEnvVars(tx, rows);
+    const deleted = deletes.filter((k) => existing.has(k));
+    if (deleted.length) await envStore.deleteEnvVars(tx, row.orgId, row.id, env.name, deleted);
     // Keys only, never values.
     await insertAuditEvent(tx, {
       orgId: row.orgId,
@@ -148,8 +141,11 @@ export async function patchEnv(ctx: AppContext, actor: Actor, row: ProjectRow, p
       resourceId: row.id,
       details: { environment: env.name, upserted: changed, deleted },
     });
+    for (const k of deleted) existing.delete(k);
+    const vars = [...existing.values()].filter((r) => !after.has(r.key)).map((r) => toRecord(ctx, r));
+    return { vars: [...vars, ...after.values()].sort(envStore.byKey), etag: etagOf(env) };
   });
-  return getEnv(ctx, row, env.name);
+  return answer;
 }
 
 /**

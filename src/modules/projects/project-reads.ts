@@ -1,7 +1,19 @@
 import type { Db } from '../../db/client.js';
 import type { WriteEvents } from '../../db/write-events.js';
 import type { Bus } from '../../db/notify.js';
-import { findProject, listDomains, previewSlugs, type DomainRow, type ProjectRow } from './projects.store.js';
+import { findProject, listRoutes, type DomainRow, type ProjectRow } from './projects.store.js';
+
+/** A project's domains and preview slugs (what its `routes` show). */
+export interface ProjectRoutes {
+  domains: DomainRow[];
+  previews: readonly string[];
+}
+
+/** The domains and preview slugs of an org's projects, by project id (what the project list shows). */
+export interface OrgRoutes {
+  domains: ReadonlyMap<string, DomainRow[]>;
+  previews: ReadonlyMap<string, readonly string[]>;
+}
 
 /**
  * How long a read may be served from memory: a safety net only. Another instance's writes drop the
@@ -33,8 +45,8 @@ interface Entry<T> {
 export class ProjectReads {
   private gen = 0;
   private readonly rows = new Map<string, Entry<ProjectRow | undefined>>();
-  private readonly domains = new Map<string, Entry<DomainRow[]>>();
-  private readonly previews = new Map<string, Entry<string[]>>();
+  private readonly orgs = new Map<string, Entry<OrgRoutes>>();
+  private readonly routes = new Map<string, Entry<ProjectRoutes>>();
 
   constructor(
     writes: WriteEvents,
@@ -50,21 +62,25 @@ export class ProjectReads {
   private dropAll(): void {
     this.gen++;
     this.rows.clear();
-    this.domains.clear();
-    this.previews.clear();
+    this.orgs.clear();
+    this.routes.clear();
   }
 
   project(db: Db, orgId: string, id: string): Promise<ProjectRow | undefined> {
     return this.read(this.rows, `${orgId}|${id}`, () => findProject(db, orgId, id));
   }
 
-  domainsOf(db: Db, orgId: string, projectId: string): Promise<DomainRow[]> {
-    return this.read(this.domains, `${orgId}|${projectId}`, () => listDomains(db, orgId, projectId));
+  /** The project's domains and preview slugs (its `routes`), read in one query. */
+  routesOf(db: Db, orgId: string, projectId: string): Promise<ProjectRoutes> {
+    return this.read(this.routes, `${orgId}|${projectId}`, () => loadProjectRoutes(db, orgId, projectId));
   }
 
-  /** The slugs of the project's preview environments (its `routes.previewDomains`). */
-  previewSlugsOf(db: Db, orgId: string, projectId: string): Promise<string[]> {
-    return this.read(this.previews, `${orgId}|${projectId}`, () => previewSlugs(db, orgId, projectId));
+  /**
+   * The domains and preview slugs of every project of the org: the project list reads its projects
+   * (one query) and takes the rest from here, so a warm list costs one round trip.
+   */
+  orgRoutesOf(db: Db, orgId: string): Promise<OrgRoutes> {
+    return this.read(this.orgs, orgId, () => loadOrgRoutes(db, orgId));
   }
 
   private async read<T>(map: Map<string, Entry<T>>, key: string, load: () => Promise<T>): Promise<T> {
@@ -79,6 +95,31 @@ export class ProjectReads {
     }
     return value;
   }
+}
+
+/** The domains and preview slugs of the org's projects (or of one), grouped by project: one query. */
+export async function loadOrgRoutes(db: Db, orgId: string, projectId?: string): Promise<OrgRoutes> {
+  const read = await listRoutes(db, orgId, projectId);
+  const domains = new Map<string, DomainRow[]>();
+  for (const d of read.domains) {
+    Object.freeze(d);
+    const list = domains.get(d.projectId);
+    if (list) list.push(d);
+    else domains.set(d.projectId, [d]);
+  }
+  const previews = new Map<string, string[]>();
+  for (const e of read.previews) {
+    const list = previews.get(e.projectId);
+    if (list) list.push(e.slug);
+    else previews.set(e.projectId, [e.slug]);
+  }
+  return { domains, previews };
+}
+
+/** One project's domains and preview slugs: one query. */
+export async function loadProjectRoutes(db: Db, orgId: string, projectId: string): Promise<ProjectRoutes> {
+  const all = await loadOrgRoutes(db, orgId, projectId);
+  return { domains: all.domains.get(projectId) ?? [], previews: all.previews.get(projectId) ?? [] };
 }
 
 function freeze<T>(v: T): T {

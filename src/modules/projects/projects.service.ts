@@ -12,8 +12,9 @@ import { insertAuditEvent } from '../audit/index.js';
 import { blankConfig, changedFields, DEFAULT_RESOURCES, mergeInput, type ProjectInput } from './project-input.js';
 import { projectRecord, type ProjectRecord } from './projects.presenters.js';
 import * as store from './projects.store.js';
-import type { DomainRow, ProjectRow } from './projects.store.js';
+import type { ProjectRow } from './projects.store.js';
 import { requireUploadSource } from './upload-port.js';
+import { loadOrgRoutes, loadProjectRoutes } from './project-reads.js';
 import { slugify } from './validate.js';
 
 export async function loadRecord(ctx: AppContext, db: Db, orgId: string, id: string): Promise<ProjectRecord> {
@@ -25,8 +26,8 @@ export async function loadRecord(ctx: AppContext, db: Db, orgId: string, id: str
 /** `GET /api/projects/:id` (its domains through the per-server read cache when there is one). */
 export async function getProject(ctx: AppContext, row: ProjectRow): Promise<ProjectRecord> {
   const reads = ctx.ports.projectReads;
-  if (!reads) return projectRecord(ctx, row, await store.listDomains(ctx.db, row.orgId, row.id), await store.previewSlugs(ctx.db, row.orgId, row.id));
-  return projectRecord(ctx, row, await reads.domainsOf(ctx.db, row.orgId, row.id), await reads.previewSlugsOf(ctx.db, row.orgId, row.id));
+  const { domains, previews } = reads ? await reads.routesOf(ctx.db, row.orgId, row.id) : await loadProjectRoutes(ctx.db, row.orgId, row.id);
+  return projectRecord(ctx, row, domains, previews);
 }
 
 // ---------------------------------------------------------------- create / update
@@ -156,15 +157,9 @@ async function ensureFields(ctx: AppContext, actor: Actor, row: ProjectRow | und
 export async function listProjects(ctx: AppContext, actor: Actor): Promise<ProjectRecord[]> {
   const rows = (await store.listProjects(ctx.db, actor.orgId)).filter((r) => can(actor, 'project:read', store.projectRef(r)));
   if (rows.length === 0) return [];
-  const byProject = new Map<string, DomainRow[]>();
-  for (const d of await store.listOrgDomains(ctx.db, actor.orgId)) {
-    const list = byProject.get(d.projectId) ?? [];
-    list.push(d);
-    byProject.set(d.projectId, list);
-  }
-  const previews = new Map<string, string[]>();
-  for (const e of await store.orgPreviewSlugs(ctx.db, actor.orgId)) previews.set(e.projectId, [...(previews.get(e.projectId) ?? []), e.slug]);
-  return rows.map((r) => projectRecord(ctx, r, byProject.get(r.id) ?? [], previews.get(r.id) ?? []));
+  const reads = ctx.ports.projectReads;
+  const { domains, previews } = reads ? await reads.orgRoutesOf(ctx.db, actor.orgId) : await loadOrgRoutes(ctx.db, actor.orgId);
+  return rows.map((r) => projectRecord(ctx, r, domains.get(r.id) ?? [], previews.get(r.id) ?? []));
 }
 
 /** Home feed: local projects, merged with their live cloud records by the cloud area (`ctx.ports.cloud`) when linked. */

@@ -9,6 +9,7 @@ import type { Insertable, Selectable, SelectQueryBuilder, Updateable } from 'kys
 import type { GrantKey } from '../../authz/grants.js';
 import type { AppContext } from '../../context.js';
 import type { Db } from '../../db/client.js';
+import { sql } from '../../db/kysely.js';
 import { precompiled } from '../../db/precompiled.js';
 import type { DB } from '../../db/schema.js';
 import type { ResolvedResource } from '../../http/route.js';
@@ -138,12 +139,6 @@ export async function previewSlugs(db: Db, orgId: string, projectId: string, exc
   return (await q.orderBy('createdAt', 'asc').orderBy('name', 'asc').execute()).map((r) => r.slug!);
 }
 
-/** The org's preview slugs by project, oldest first (the project list's `routes.previewDomains`). */
-export async function orgPreviewSlugs(db: Db, orgId: string): Promise<{ projectId: string; slug: string }[]> {
-  const rows = await db.selectFrom('environments').select(['projectId', 'slug']).where('orgId', '=', orgId).where('slug', 'is not', null).orderBy('createdAt', 'asc').orderBy('name', 'asc').execute();
-  return rows.map((r) => ({ projectId: r.projectId, slug: r.slug! }));
-}
-
 /** A preview environment's branch and slug (ensure on a branch change). */
 export async function updateEnvironment(db: Db, orgId: string, id: string, patch: { branch: string | null; slug: string | null }): Promise<void> {
   await db.updateTable('environments').set(patch).where('orgId', '=', orgId).where('id', '=', id).execute();
@@ -180,9 +175,26 @@ export async function listDomains(db: Db, orgId: string, projectId: string): Pro
   return listDomainsQuery(db, orgId, projectId);
 }
 
-/** Every domain of the org's projects, oldest first (the project list joins them in memory). */
-export async function listOrgDomains(db: Db, orgId: string): Promise<DomainRow[]> {
-  return db.selectFrom('domains').selectAll().where('orgId', '=', orgId).orderBy('createdAt', 'asc').orderBy('domain', 'asc').execute();
+/**
+ * The domains (oldest first) and preview slugs (oldest first) of one project, or of every project of
+ * the org, in one query: what a project's `routes` show, read in one round trip.
+ */
+export async function listRoutes(db: Db, orgId: string, projectId?: string): Promise<{ domains: DomainRow[]; previews: { projectId: string; slug: string }[] }> {
+  const ofProject = projectId === undefined ? sql`` : sql`and project_id = ${projectId}`;
+  const { rows } = await sql<DomainRow & { kind: 'd' | 'p' }>`
+    select 'd' as kind, id, org_id, project_id, domain, is_primary, verification, verified_at, created_at, domain as sort_key
+      from domains where org_id = ${orgId} ${ofProject}
+    union all
+    select 'p', id, org_id, project_id, slug, 0, '', null, created_at, name
+      from environments where org_id = ${orgId} ${ofProject} and slug is not null
+    order by kind, created_at, sort_key`.execute(db);
+  const domains: DomainRow[] = [];
+  const previews: { projectId: string; slug: string }[] = [];
+  for (const { kind, sortKey: _, ...r } of rows as (DomainRow & { kind: 'd' | 'p'; sortKey: string })[]) {
+    if (kind === 'd') domains.push({ ...r, isPrimary: Number(r.isPrimary) });
+    else previews.push({ projectId: r.projectId, slug: r.domain });
+  }
+  return { domains, previews };
 }
 
 /** The project's claim on `domain`, verified or not. */
