@@ -5,7 +5,14 @@ import { usingPostgres } from '../support/harness.js';
 import { runtimeOf } from '../../src/modules/deployments/runtime.js';
 import { logRelayOf } from '../../src/modules/deployments/log-relay.js';
 import { fillVolume } from '../backups/helpers.js';
+import { randomBytes } from 'node:crypto';
 import { openSse, startPair, type Pair } from './pair.js';
+import { tgz } from '../uploads/targen.js';
+import { rawPost } from '../uploads/upload-client.js';
+import { waitFor } from '../support/wait.js';
+
+/** The org's allowance of disk for uploads not deployed yet, lowered for the quota test. */
+const ORG_UPLOAD_CAP = 4_000_000;
 
 /**
  * Two instances on one PostgreSQL database and one data dir behave as one (issue 23): what one
@@ -17,7 +24,8 @@ describe('two instances on one database share their state', { skip: usingPostgre
   let pair: Pair;
   let team: TestOrg;
   before(async () => {
-    pair = await startPair();
+    const env = { BERTH_UPLOAD_MAX_ORG_BYTES: String(ORG_UPLOAD_CAP) };
+    pair = await startPair({ a: { env }, b: { env } });
     team = await createTeam(pair.a);
   });
   after(() => pair?.close());
@@ -131,5 +139,41 @@ describe('two instances on one database share their state', { skip: usingPostgre
     } finally {
       live.close();
     }
+  });
+
+  it("an upload in flight on A counts against the org's allowance on B", async () => {
+    const { a, b } = pair;
+    const open = async () => {
+      const r = await a.api(team.owner.token).post('/api/projects/folder/session', {});
+      assert.equal(r.status, 201, r.text);
+      return r.body.data as { sessionId: string; url: string; headers: Record<string, string> };
+    };
+    // About 1.5 MB that does not compress: archive and extracted file hold about 3 MB once received.
+    const big = tgz([{ path: 'big.bin', data: randomBytes(1_500_000) }]);
+    const first = await open();
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const cut = 1_300_000;
+    async function* slowly() {
+      for (let at = 0; at < cut; at += 65536) yield big.subarray(at, Math.min(cut, at + 65536));
+      await held;
+      yield big.subarray(cut);
+    }
+    const onA = rawPost(first.url, first.headers, slowly());
+    try {
+      // A says in the database what its upload holds so far (about 2.6 MB: archive plus extracted bytes).
+      await waitFor(async () => {
+        const row = await b.ctx.db.selectFrom('uploadSessions').select('inFlightBytes').where('id', '=', first.sessionId).executeTakeFirst();
+        return Number(row?.inFlightBytes ?? 0) >= 1_000_000;
+      }, "A's report of its upload in flight", 15000);
+      // On B alone this one would fit (about 2.4 MB of 4); with A's in flight it does not.
+      const second = await open();
+      const onB = await rawPost(second.url.replace(a.url, b.url), second.headers, tgz([{ path: 'other.bin', data: randomBytes(1_200_000) }]));
+      assert.equal(onB.status, 429, JSON.stringify(onB.body));
+      assert.equal(onB.body.error.code, 'RATE_LIMITED');
+    } finally {
+      release();
+    }
+    assert.equal((await onA).status, 200);
   });
 });

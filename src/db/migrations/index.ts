@@ -23,6 +23,7 @@ import * as m021 from './021_drop_domain_tls.js';
 import * as m022 from './022_preview_environments.js';
 import * as m023 from './023_preview_pulls.js';
 import * as m024 from './024_bus_triggers.js';
+import * as m025 from './025_upload_in_flight.js';
 import * as m026 from './026_app_owners.js';
 
 /**
@@ -54,5 +55,6 @@ export const migrations: Record<string, Migration> = {
   '022_preview_environments': m022,
   '023_preview_pulls': m023,
   '024_bus_triggers': m024,
+  '025_upload_in_flight': m025,
   '026_app_owners': m026,
 };

@@ -12,6 +12,9 @@ const ROUTE_TTL_MS = 400;
 /** Older than this, a cached answer is not served while it is refreshed (rule changes: within 1 s). */
 const ROUTE_STALE_MS = 800;
 
+/** The tables a host's route is read from (as the database names them). */
+const ROUTE_TABLES = new Set(['projects', 'domains', 'environments', 'route_rules', 'deployments']);
+
 type RouteValue = {
   project: EdgeProject;
   /** The app the host names (`appKeyOf`): the project's id for its own domains, a preview environment's key for a preview host. */
@@ -50,7 +53,14 @@ export class EdgeRoutes {
   constructor(
     private readonly ctx: AppContext,
     private readonly supervisor: Supervisor,
-  ) {}
+  ) {
+    // Another instance's write to what a route is made of drops everything here when it commits (the
+    // bus's `tables`, migration 024); the TTL below stays, for this instance's own writes by raw SQL.
+    ctx.bus.subscribe('tables', (p: { t?: unknown } | null) => {
+      if (typeof p?.t === 'string' && ROUTE_TABLES.has(p.t)) this.invalidate();
+    });
+    ctx.bus.onResync(() => this.invalidate());
+  }
 
   /**
    * Drops the edge's cached routes (enable, disable, deploy, delete, routing retry). The cache is small

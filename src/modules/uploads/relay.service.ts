@@ -15,7 +15,7 @@ import { SafeExtractor } from '../../lib/tar/extractor.js';
 import { DEFAULT_LIMITS } from '../../lib/tar/limits.js';
 import { findProject, projectRef } from '../projects/index.js';
 import { MAX_UPLOAD_BYTES, stagedDir, UPLOAD_CONTENT_TYPES, UPLOAD_TOKEN_HEADER, UPLOADED_TTL_MS, uploadsRoot, type Deps } from './upload-layout.js';
-import { inFlightOf, orgFull, setInFlight } from './upload-quota.js';
+import { inFlightOf, inFlightSince, orgFull, REPORT_EVERY_BYTES, REPORT_EVERY_MS, setInFlight } from './upload-quota.js';
 import * as store from './uploads.store.js';
 import type { UploadSessionRow } from './uploads.store.js';
 
@@ -93,11 +93,21 @@ export async function receiveUpload(ctx: Deps, row: UploadSessionRow, body: Asyn
   // byte of the file is written; the loop below counts the archive too.
   const cap = ctx.config.hardening.uploads.maxOrgBytes;
   const stored = await store.storedBytesOfOrg(ctx.db, row.orgId, nowIso());
-  const budget = () => cap - stored.bytes - inFlightOf(row.orgId, row.id);
+  // Other instances' uploads of the org in flight (the database, refreshed with each report below).
+  let elsewhere = await store.inFlightElsewhere(ctx.db, row.orgId, ctx.instanceId, inFlightSince(), row.id);
+  const budget = () => cap - stored.bytes - inFlightOf(ctx.instanceId, row.orgId, row.id) - elsewhere;
   if (budget() <= 0) throw orgFull(cap, stored.soonest);
   if (!(await store.claimForUpload(ctx.db, row.orgId, row.id, nowIso()))) throw conflict('an upload to this session is in progress or finished');
   const fileCap = Math.min(DEFAULT_LIMITS.maxBytes, budget());
-  setInFlight(row.orgId, row.id, 0);
+  setInFlight(ctx.instanceId, row.orgId, row.id, 0);
+  let reported = { bytes: 0, at: Date.now() };
+  await store.reportInFlight(ctx.db, row.orgId, row.id, ctx.instanceId, 0, nowIso());
+  /** Says what this upload holds now, and reads what the other instances' ones hold. */
+  const report = async (bytes: number) => {
+    reported = { bytes, at: Date.now() };
+    await store.reportInFlight(ctx.db, row.orgId, row.id, ctx.instanceId, bytes, nowIso());
+    elsewhere = await store.inFlightElsewhere(ctx.db, row.orgId, ctx.instanceId, inFlightSince(), row.id);
+  };
   const root = uploadsRoot(ctx);
   const tmp = path.join(root, '.tmp', `${path.basename(row.id)}-${randomString(8)}`);
   const src = path.join(tmp, 'src');
@@ -119,7 +129,8 @@ export async function receiveUpload(ctx: Deps, row: UploadSessionRow, body: Asyn
       archive.write(chunk);
       await extractor.write(chunk);
       const onDisk = size + extractor.committedBytes;
-      setInFlight(row.orgId, row.id, onDisk);
+      setInFlight(ctx.instanceId, row.orgId, row.id, onDisk);
+      if (onDisk - reported.bytes >= REPORT_EVERY_BYTES || Date.now() - reported.at >= REPORT_EVERY_MS) await report(onDisk);
       if (onDisk > budget()) throw orgFull(cap, stored.soonest);
       if (archive.writableNeedDrain) await Promise.race([new Promise<void>((r) => archive!.once('drain', () => r())), archiveError]);
     }
@@ -127,7 +138,8 @@ export async function receiveUpload(ctx: Deps, row: UploadSessionRow, body: Asyn
     await closeStream(archive);
     // Again against the database: an upload of the org that finished meanwhile is counted there now.
     const latest = await store.storedBytesOfOrg(ctx.db, row.orgId, nowIso());
-    if (size + out.bytes > cap - latest.bytes - inFlightOf(row.orgId, row.id)) throw orgFull(cap, latest.soonest);
+    elsewhere = await store.inFlightElsewhere(ctx.db, row.orgId, ctx.instanceId, inFlightSince(), row.id);
+    if (size + out.bytes > cap - latest.bytes - inFlightOf(ctx.instanceId, row.orgId, row.id) - elsewhere) throw orgFull(cap, latest.soonest);
     const staged = stagedDir(ctx, row.id);
     await fsp.rm(staged, { recursive: true, force: true });
     await fsp.mkdir(path.dirname(staged), { recursive: true });
@@ -151,6 +163,6 @@ export async function receiveUpload(ctx: Deps, row: UploadSessionRow, body: Asyn
     }
     throw e;
   } finally {
-    setInFlight(row.orgId, row.id, null);
+    setInFlight(ctx.instanceId, row.orgId, row.id, null);
   }
 }

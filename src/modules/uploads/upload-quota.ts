@@ -1,6 +1,9 @@
 /**
  * The org's allowance of disk for uploads not deployed yet (contract section 17): received uploads
- * are counted from the database (`storedBytes`), uploads in flight from this process's count below.
+ * are counted from the database (`storedBytes`); uploads in flight from this process's exact count
+ * below, plus what other instances sharing the database say theirs hold (`inFlightBytes`, reported
+ * at least every REPORT_EVERY_BYTES or REPORT_EVERY_MS while bytes arrive; a report older than
+ * IN_FLIGHT_STALE_MS no longer counts: its instance died or its client stalled).
  */
 import { AppError } from '../../lib/errors.js';
 import { SESSION_TTL_MS } from './upload-layout.js';
@@ -12,6 +15,15 @@ export function retryAfter(iso: string | null): number {
 }
 
 const MiB = 1024 * 1024;
+
+export const REPORT_EVERY_BYTES = MiB;
+export const REPORT_EVERY_MS = 1000;
+export const IN_FLIGHT_STALE_MS = 60_000;
+
+/** The oldest report of another instance's upload in flight that still counts. */
+export function inFlightSince(now = Date.now()): string {
+  return new Date(now - IN_FLIGHT_STALE_MS).toISOString();
+}
 const fmtBytes = (n: number) => (n >= 1024 * MiB ? `${(n / (1024 * MiB)).toFixed(2)} GiB` : `${(n / MiB).toFixed(1)} MiB`);
 
 /** 429: the org's received, unconsumed uploads hold its whole allowance of disk. */
@@ -24,25 +36,27 @@ export function orgFull(cap: number, soonest: string | null): AppError {
 }
 
 /**
- * Bytes on disk of uploads in flight in this process, per org and session (received archive bytes
- * plus extracted file bytes). Process state on purpose: it counts this process's writes to its disk,
- * which no other instance sees; session ids are unique, so servers sharing a process never collide.
+ * Bytes on disk of uploads in flight on each server of this process, per server (its instance id), org
+ * and session (received archive bytes plus extracted file bytes). Exact for the server's own writes;
+ * the database has them as reported, for the other instances (which never count this map: two test
+ * servers in one process are two instances too).
  */
 const inFlightBytes = new Map<string, Map<string, number>>();
 
-export function inFlightOf(orgId: string, except?: string): number {
+export function inFlightOf(instanceId: string, orgId: string, except?: string): number {
   let n = 0;
-  for (const [id, b] of inFlightBytes.get(orgId) ?? []) if (id !== except) n += b;
+  for (const [id, b] of inFlightBytes.get(`${instanceId}|${orgId}`) ?? []) if (id !== except) n += b;
   return n;
 }
 
-export function setInFlight(orgId: string, sessionId: string, bytes: number | null): void {
-  let m = inFlightBytes.get(orgId);
+export function setInFlight(instanceId: string, orgId: string, sessionId: string, bytes: number | null): void {
+  const key = `${instanceId}|${orgId}`;
+  let m = inFlightBytes.get(key);
   if (bytes === null) {
     m?.delete(sessionId);
-    if (m && m.size === 0) inFlightBytes.delete(orgId);
+    if (m && m.size === 0) inFlightBytes.delete(key);
     return;
   }
-  if (!m) inFlightBytes.set(orgId, (m = new Map()));
+  if (!m) inFlightBytes.set(key, (m = new Map()));
   m.set(sessionId, bytes);
 }

@@ -123,6 +123,34 @@ export async function storedBytesOfOrg(db: Db, orgId: string, now: string): Prom
   return { bytes: Number(r?.bytes ?? 0), soonest: r?.soonest ?? null };
 }
 
+/**
+ * What an upload being received holds on disk so far, said by the instance receiving it (the org's
+ * allowance is shared by every instance: issue 23).
+ */
+export async function reportInFlight(db: Db, orgId: string, id: string, instanceId: string, bytes: number, at: string): Promise<void> {
+  await db
+    .updateTable('uploadSessions')
+    .set({ inFlightBytes: bytes, inFlightBy: instanceId, inFlightAt: at })
+    .where('orgId', '=', orgId)
+    .where('id', '=', id)
+    .where('status', '=', 'uploading')
+    .execute();
+}
+
+/** Bytes the org's uploads being received by other instances hold (said since `since`), `except` one session. */
+export async function inFlightElsewhere(db: Db, orgId: string, instanceId: string, since: string, except?: string): Promise<number> {
+  let q = db
+    .selectFrom('uploadSessions')
+    .select((eb) => eb.fn.sum<number>('inFlightBytes').as('bytes'))
+    .where('orgId', '=', orgId)
+    .where('status', '=', 'uploading')
+    .where('inFlightBy', '!=', instanceId)
+    .where('inFlightAt', '>', since);
+  if (except) q = q.where('id', '!=', except);
+  const r = await q.executeTakeFirst();
+  return Number(r?.bytes ?? 0);
+}
+
 // ---------------------------------------------------------------- sweep (instance-wide, by design)
 
 /** Sessions never consumed whose time ran out (any org: the sweeper cleans the whole instance). */

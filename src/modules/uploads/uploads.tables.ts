@@ -24,6 +24,10 @@ export interface UploadSessionsTable {
   consumedAt: string | null;
   /** Bytes the upload holds on disk (archive + extracted files) until it is consumed or swept (migration 012). */
   storedBytes: number | null;
+  /** While uploading: bytes on disk so far, the instance receiving them, and when it last said so (migration 025). */
+  inFlightBytes: number | null;
+  inFlightBy: string | null;
+  inFlightAt: string | null;
 }
 
 export interface UploadTables {
