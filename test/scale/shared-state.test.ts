@@ -78,22 +78,25 @@ describe('two instances on one database share their state', { skip: usingPostgre
     }
   });
 
-  it('a client of B follows the build log of a deployment A builds, and the runtime log of an app A runs', async () => {
+  it('a client of B follows the build log of a deployment A builds, and the runtime log and request log of an app A runs', async () => {
     const { a, b } = pair;
     const p = await createProject(a, team.owner, { name: 'shared-logs' });
     const dep = await createDeployment(a, { id: p.id, orgId: team.orgId }, { status: 'building', finished: false });
     const logsA = runtimeOf(a.ctx).logs;
-    logRelayOf(a.ctx, logsA); // what A's deployments module does when it starts
+    logRelayOf(a.ctx, logsA, runtimeOf(a.ctx).requests); // what A's deployments module does when it starts
     const build = await openSse(`${b.url}/api/deployments/${dep}/logs/stream`, team.owner.token);
     const runtime = await openSse(`${b.url}/api/projects/${p.id}/logs/stream`, team.owner.token);
+    const requests = await openSse(`${b.url}/api/projects/${p.id}/server-logs/stream`, team.owner.token);
     try {
       assert.equal(build.status, 200);
       assert.equal(runtime.status, 200);
+      assert.equal(requests.status, 200);
       // B's streams ask A for notice of these logs first (log-watch): give the request its moment.
       await new Promise((r) => setTimeout(r, 200));
       const ts = () => new Date().toISOString();
       for (let i = 1; i <= 3; i++) logsA.build(p.id, dep).append({ ts: ts(), stream: 'stdout', line: `build step ${i}` });
       logsA.runtime(p.id).append({ ts: ts(), stream: 'stderr', line: 'app says hello' });
+      runtimeOf(a.ctx).requests.record(p.id, { ts: ts(), method: 'GET', path: '/served-by-a', status: 200, durationMs: 3, ip: '127.0.0.1', bytes: 12 });
       const lines = await build.until((evs) => evs.filter((e) => e.event === 'log').length >= 3, 'three build lines on B');
       assert.deepEqual(
         lines.filter((e) => e.event === 'log').map((e) => e.data.line),
@@ -104,12 +107,18 @@ describe('two instances on one database share their state', { skip: usingPostgre
         rt.filter((e) => e.event === 'log').map((e) => [e.data.stream, e.data.line]),
         [['stderr', 'app says hello']],
       );
+      const req = await requests.until((evs) => evs.some((e) => e.event === 'request'), "the request A's edge served, on B");
+      assert.deepEqual(
+        req.filter((e) => e.event === 'request').map((e) => [e.data.method, e.data.path, e.data.status]),
+        [['GET', '/served-by-a', 200]],
+      );
       // The deployment ends (on A): B's build stream closes.
       await a.ctx.db.updateTable('deployments').set({ status: 'failed', finishedAt: ts() }).where('id', '=', dep).execute();
       await build.until(() => build.ended, 'the build stream to close');
     } finally {
       build.close();
       runtime.close();
+      requests.close();
     }
   });
 

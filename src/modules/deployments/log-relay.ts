@@ -2,6 +2,7 @@ import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import type { AppContext } from '../../context.js';
 import type { Bus } from '../../db/notify.js';
 import type { LogFile, LogLine, LogStore } from '../../runtime/logs.js';
+import type { RequestEntry, RequestLog } from '../../edge/requests.js';
 
 /**
  * Build and runtime log lines for SSE clients of another instance (several instances on one
@@ -16,6 +17,11 @@ import type { LogFile, LogLine, LogStore } from '../../runtime/logs.js';
  *   `<file>.1`) and sends the new lines, in file order. It also looks every FALLBACK_POLL_MS, so a
  *   notification lost while the bus reconnected delays lines, never drops them.
  *
+ * The edge's request log (`server-logs/stream`) lives in the memory of the instance whose edge served
+ * the request, so its entries go by value instead: a stream says `req-watch { k }` as above, and every
+ * instance that hears it forwards the entries its edge records for that project (`req:<key>`, batched
+ * every REQUEST_BATCH_MS, several messages when they do not fit one; paths cut to 1000 characters).
+ *
  * On a shared bus the stream takes every line from the file, this instance's own included (a log
  * written by two instances at once, as during an app's hand-over, then still has no duplicates).
  * On SQLite (one instance) a stream takes lines from the in-process subscription as before.
@@ -24,6 +30,9 @@ const NOTIFY_EVERY_MS = 50;
 const WATCH_TTL_MS = 60_000;
 const WATCH_RENEW_MS = 20_000;
 const FALLBACK_POLL_MS = 2000;
+const REQUEST_BATCH_MS = 100;
+/** What one message of request entries may hold (JSON text), under the bus's limit with its envelope. */
+const REQUEST_BATCH_BYTES = 6000;
 /** At most this much is read per look (a stream far behind catches up over several). */
 const MAX_READ = 1024 * 1024;
 
@@ -34,15 +43,85 @@ export class LogRelay {
   private readonly pendingNotify = new Map<string, NodeJS.Timeout>();
   private readonly lastNotify = new Map<string, number>();
 
+  /** Request-log keys some stream on another instance follows: until when, and the local subscription. */
+  private readonly requestWatch = new Map<string, { until: number; off: () => void; batch: RequestEntry[]; timer: NodeJS.Timeout | null }>();
+
   constructor(
     private readonly bus: Bus,
     logs: LogStore,
+    private readonly requests?: RequestLog,
   ) {
     if (!bus.shared) return;
     logs.onAppend = (key) => this.appended(key);
     bus.subscribe('log-watch', (p: { k?: unknown } | null) => {
       if (typeof p?.k === 'string' && p.k.length <= 200) this.watched.set(p.k, Date.now() + WATCH_TTL_MS);
     });
+    bus.subscribe('req-watch', (p: { k?: unknown } | null, origin) => {
+      if (origin !== bus.instanceId && typeof p?.k === 'string' && p.k.length <= 200) this.watchRequests(p.k);
+    });
+  }
+
+  /**
+   * Follows the request log of `key` for one stream: entries recorded by this instance's edge and, on
+   * a shared bus, by every other instance's. Answers the function that stops following.
+   */
+  followRequests(key: string, requests: RequestLog, fn: (e: RequestEntry) => void): () => void {
+    const offLocal = requests.subscribe(key, fn);
+    if (!this.bus.shared) return offLocal;
+    const offBus = this.bus.subscribe(`req:${key}`, (entries: unknown, origin) => {
+      if (origin === this.bus.instanceId || !Array.isArray(entries)) return;
+      for (const e of entries) if (e && typeof e === 'object') fn(e as RequestEntry);
+    });
+    const watch = () => void this.bus.publish('req-watch', { k: key }).catch(() => {});
+    watch();
+    const renew = setInterval(watch, WATCH_RENEW_MS);
+    renew.unref();
+    return () => {
+      offLocal();
+      offBus();
+      clearInterval(renew);
+    };
+  }
+
+  private watchRequests(key: string): void {
+    const until = Date.now() + WATCH_TTL_MS;
+    const w = this.requestWatch.get(key);
+    if (w) {
+      w.until = until;
+      return;
+    }
+    if (!this.requests) return;
+    const entry: { until: number; off: () => void; batch: RequestEntry[]; timer: NodeJS.Timeout | null } = { until, off: () => {}, batch: [], timer: null };
+    entry.off = this.requests.subscribe(key, (e) => {
+      if (Date.now() > entry.until) {
+        entry.off();
+        this.requestWatch.delete(key);
+        return;
+      }
+      entry.batch.push(e.path.length > 1000 ? { ...e, path: e.path.slice(0, 1000) } : e);
+      entry.timer ??= setTimeout(() => {
+        entry.timer = null;
+        this.sendRequests(key, entry.batch.splice(0));
+      }, REQUEST_BATCH_MS);
+      entry.timer.unref?.();
+    });
+    this.requestWatch.set(key, entry);
+  }
+
+  private sendRequests(key: string, entries: RequestEntry[]): void {
+    let part: RequestEntry[] = [];
+    let size = 2;
+    for (const e of entries) {
+      const n = JSON.stringify(e).length + 1;
+      if (part.length && size + n > REQUEST_BATCH_BYTES) {
+        void this.bus.publish(`req:${key}`, part).catch(() => {});
+        part = [];
+        size = 2;
+      }
+      part.push(e);
+      size += n;
+    }
+    if (part.length) void this.bus.publish(`req:${key}`, part).catch(() => {});
   }
 
   /**
@@ -178,8 +257,8 @@ function readRange(file: string, from: number, to: number): { text: string; end:
 const relays = new WeakMap<LogStore, LogRelay>();
 
 /** The log relay of this server's log store (made once, when the deployments module starts). */
-export function logRelayOf(ctx: Pick<AppContext, 'bus'>, logs: LogStore): LogRelay {
+export function logRelayOf(ctx: Pick<AppContext, 'bus'>, logs: LogStore, requests?: RequestLog): LogRelay {
   let r = relays.get(logs);
-  if (!r) relays.set(logs, (r = new LogRelay(ctx.bus, logs)));
+  if (!r) relays.set(logs, (r = new LogRelay(ctx.bus, logs, requests)));
   return r;
 }

@@ -152,7 +152,8 @@ export const logRoutes = [
       streamLogs(reply, req.id, {
         event: 'request',
         backlog: [],
-        subscribe: (fn) => rt.requests.subscribe(params.id, fn),
+        // Requests served by any instance's edge (log-relay.ts).
+        subscribe: (fn) => logRelayOf(ctx, rt.logs, rt.requests).followRequests(params.id, rt.requests, fn),
         follow: query.follow ?? true,
         access: gateAccess(req),
       });
