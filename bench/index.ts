@@ -17,6 +17,7 @@ const BENCHES: Record<string, [string, string]> = {
   docker: ['docker.ts', 'dockerBench'],
   https: ['https.ts', 'httpsBench'],
   dashboard: ['dashboard.ts', 'dashboardBench'],
+  postgres: ['postgres.ts', 'postgresBench'],
 };
 
 const wanted = process.argv.slice(2);

@@ -1,4 +1,6 @@
+import type { RawBuilder } from 'kysely';
 import type { Db } from '../../db/client.js';
+import { sql } from '../../db/kysely.js';
 import { randomString } from '../../lib/ids.js';
 
 export interface AuditInput {
@@ -37,21 +39,39 @@ function auditId(ms: number): string {
   return `aud_${ms.toString(36).padStart(9, '0')}${seq.toString(36).padStart(4, '0')}${randomString(8)}`;
 }
 
-export async function insertAuditEvent(db: Db, e: AuditInput): Promise<void> {
+/** The row `insertAuditEvent` writes, for a store that writes it in a statement of its own (a whole change in one). */
+export function auditEventRow(e: AuditInput) {
   const ms = Date.now();
-  await db
-    .insertInto('auditEvents')
-    .values({
-      id: auditId(ms),
-      orgId: e.orgId,
-      at: new Date(ms).toISOString(),
-      actorId: e.actorId,
-      action: e.action,
-      resourceType: e.resourceType,
-      resourceId: e.resourceId ?? null,
-      details: JSON.stringify(e.details ?? {}),
-    })
-    .execute();
+  return {
+    id: auditId(ms),
+    orgId: e.orgId,
+    at: new Date(ms).toISOString(),
+    actorId: e.actorId,
+    action: e.action,
+    resourceType: e.resourceType,
+    resourceId: e.resourceId ?? null,
+    details: JSON.stringify(e.details ?? {}),
+  };
+}
+
+export type AuditRow = ReturnType<typeof auditEventRow>;
+
+export async function insertAuditEvent(db: Db, e: AuditInput): Promise<void> {
+  await insertAuditRow(db, auditEventRow(e));
+}
+
+/** Writes a row made by `auditEventRow` (inside the transaction of the change it describes). */
+export async function insertAuditRow(db: Db, row: AuditRow): Promise<void> {
+  await db.insertInto('auditEvents').values(row).execute();
+}
+
+/**
+ * The same insert as one step of a larger PostgreSQL statement (a data-modifying CTE): the row is
+ * written only when `when` holds, so it commits with the change it describes or not at all.
+ */
+export function auditInsertStep(row: AuditRow, when: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`insert into audit_events (id, org_id, at, actor_id, action, resource_type, resource_id, details)
+    select ${row.id}, ${row.orgId}, ${row.at}, ${row.actorId}, ${row.action}, ${row.resourceType}, ${row.resourceId}, ${row.details} where ${when}`;
 }
 
 /** Newest first; `cursor` is the id of the last event of the previous page. */

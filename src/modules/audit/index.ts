@@ -3,4 +3,4 @@
  * of the write they describe); the module serves `GET /api/audit`.
  */
 export { auditModule } from './audit.routes.js';
-export { insertAuditEvent, type AuditInput } from './audit.store.js';
+export { auditEventRow, auditInsertStep, insertAuditEvent, insertAuditRow, type AuditInput, type AuditRow } from './audit.store.js';

@@ -1,10 +1,11 @@
 import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
-import { transaction } from '../../db/client.js';
+import { transaction, type Db } from '../../db/client.js';
+import { serialOf, type Turn } from '../../db/serial.js';
 import { AppError, conflict, invalid, notFound } from '../../lib/errors.js';
 import { decryptSecret, encryptSecret } from '../../lib/crypto.js';
 import { newId, nowIso } from '../../lib/ids.js';
-import { insertAuditEvent } from '../audit/index.js';
+import { auditEventRow } from '../audit/index.js';
 import * as envStore from './env.store.js';
 import type { EnvHead, EnvVarRow } from './env.store.js';
 import type { ProjectRow } from './projects.store.js';
@@ -88,64 +89,118 @@ export async function patchEnv(ctx: AppContext, actor: Actor, row: ProjectRow, p
     if (seen.has(k)) throw invalid(`deletes.${i}`, `key ${k} is both upserted and deleted`);
   });
 
-  const now = nowIso();
-  // One transaction, one statement per table: the revision bump (which also finds the environment
-  // and locks it), the variables as they are, one multi-row upsert, one delete, the audit row. The
-  // answer is the set as this transaction leaves it, built here rather than read again.
-  const answer = await transaction(ctx.db, async (tx) => {
-    const env = await envStore.bumpEnvRevisionOf(tx, row.orgId, row.id, environment);
-    if (!env) throw noEnvironment(environment);
-    // Concurrency: compare-and-set on the revision the bump moved on from (a stale If-Match rolls the bump back).
-    if (ifMatch !== undefined && ifMatch.trim() !== '' && !ifMatchHolds(ifMatch, etagOf({ ...env, envRevision: env.envRevision - 1 }))) {
-      throw conflict('the variables changed since you read them (stale If-Match): read them again and retry');
-    }
+  // PATCHes of one environment take turns in this process (`db/serial.ts`): run together, all but
+  // one would lose the compare-and-set and read again.
+  return serialOf(ctx.db).run<{ vars: EnvVarRecord[]; etag: string }, EnvState>(`env:${row.id}:${environment}`, (turn) => writeEnvPatch(ctx, actor, row, environment, upserts, deletes, ifMatch, turn));
+}
 
-    const existing = new Map((await envStore.listEnvVars(tx, row.orgId, row.id, env.name)).map((r) => [r.key, r]));
-    const finalKeys = new Set(existing.keys());
-    for (const u of upserts) finalKeys.add(u.key);
-    for (const k of deletes) finalKeys.delete(k);
-    if (finalKeys.size > MAX_ENV_KEYS) {
-      throw invalid('upserts', `an environment holds at most ${MAX_ENV_KEYS} variables (this change would make ${finalKeys.size})`);
-    }
+/** An environment and its variables as a PATCH left them (handed to the next PATCH queued behind it). */
+interface EnvState {
+  env: EnvHead;
+  vars: EnvVarRow[];
+}
 
-    const rows: EnvVarRow[] = [];
-    const after = new Map<string, EnvVarRecord>();
-    const changed: string[] = [];
-    for (const u of upserts) {
-      const was = existing.get(u.key);
-      if (was?.isSecret === 1 && u.value === MASK) continue; // masked secret sent back as read: left intact
-      const isSecret = u.isSecret ?? (was ? was.isSecret === 1 : false);
-      rows.push({
-        id: newId('ev'),
-        orgId: row.orgId,
-        projectId: row.id,
-        environment: env.name,
-        key: u.key,
-        value: encryptSecret(ctx.keyring, u.value, envAad(row.id, env.name, u.key)),
-        isSecret: isSecret ? 1 : 0,
-        createdAt: now,
-        updatedAt: now,
-      });
-      after.set(u.key, { key: u.key, value: isSecret ? MASK : u.value, isSecret, environment: env.name, updatedAt: now });
-      changed.push(u.key);
+/** Optimistic attempts of a PATCH before it writes under the environment's row lock. */
+const OPTIMISTIC_ATTEMPTS = 2;
+
+/**
+ * The PATCH itself: start from the environment and its variables (what the PATCH queued before this
+ * one handed over, else one query), work out the change, and write it all at once if the
+ * environment's revision has not moved since (`applyEnvPatch`: one statement on PostgreSQL, so the
+ * environment's row is locked only while it runs). When it moved (another instance wrote), an
+ * If-Match PATCH is 409; one without tries again, and after OPTIMISTIC_ATTEMPTS reads and writes
+ * under the row lock (a transaction), so a busy other instance cannot starve it. The answer is the
+ * set as the write leaves it, built here rather than read again.
+ */
+async function writeEnvPatch(ctx: AppContext, actor: Actor, row: ProjectRow, environment: string, upserts: NonNullable<EnvPatch['upserts']>, deletes: string[], ifMatch: string | undefined, turn: Turn<EnvState>): Promise<{ vars: EnvVarRecord[]; etag: string }> {
+  const stale = () => conflict('the variables changed since you read them (stale If-Match): read them again and retry');
+  const withIfMatch = ifMatch !== undefined && ifMatch.trim() !== '';
+  const read = async (db: Db) => {
+    const r = await envStore.readEnv(db, row.orgId, row.id, environment);
+    if (!r) throw noEnvironment(environment);
+    return r;
+  };
+  /** Writes the change computed from `from`; undefined when the revision moved since `from`. */
+  const write = async (db: Db, from: EnvState) => {
+    const plan = planEnvPatch(ctx, actor, row, from, upserts, deletes);
+    const written = await envStore.applyEnvPatch(db, ctx.dialect, { orgId: row.orgId, projectId: row.id, env: from.env, rows: plan.rows, deletes: plan.deleted, audit: plan.audit });
+    if (!written) return undefined;
+    turn.handOver({ env: written, vars: plan.vars });
+    return { vars: plan.answer, etag: etagOf(written) };
+  };
+
+  let handed = turn.handed;
+  for (let attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt++) {
+    const fresh = handed === undefined;
+    const from = handed ?? (await read(ctx.db));
+    handed = undefined;
+    if (withIfMatch && !ifMatchHolds(ifMatch, etagOf(from.env))) {
+      if (fresh) throw stale();
+      continue; // judged on the database's own set, not on what was handed over
     }
-    if (rows.length) await envStore.upsertEnvVars(tx, rows);
-    const deleted = deletes.filter((k) => existing.has(k));
-    if (deleted.length) await envStore.deleteEnvVars(tx, row.orgId, row.id, env.name, deleted);
-    // Keys only, never values.
-    await insertAuditEvent(tx, {
-      orgId: row.orgId,
-      actorId: actor.userId,
-      action: 'project.env.update',
-      resourceType: 'project',
-      resourceId: row.id,
-      details: { environment: env.name, upserted: changed, deleted },
-    });
-    for (const k of deleted) existing.delete(k);
-    const vars = [...existing.values()].filter((r) => !after.has(r.key)).map((r) => toRecord(ctx, r));
-    return { vars: [...vars, ...after.values()].sort(envStore.byKey), etag: etagOf(env) };
+    const done = await write(ctx.db, from);
+    if (done) return done;
+    if (withIfMatch && fresh) throw stale();
+  }
+  return transaction(ctx.db, async (tx) => {
+    await envStore.lockEnv(tx, ctx.dialect, row.orgId, row.id, environment);
+    const from = await read(tx);
+    if (withIfMatch && !ifMatchHolds(ifMatch, etagOf(from.env))) throw stale();
+    const done = await write(tx, from);
+    if (!done) throw new AppError('INTERNAL', 'the environment changed under its row lock');
+    return done;
   });
-  return answer;
+}
+
+/** The rows, deletes and audit row of a PATCH applied to `from`, the set it leaves, and the answer. */
+function planEnvPatch(ctx: AppContext, actor: Actor, row: ProjectRow, from: EnvState, upserts: NonNullable<EnvPatch['upserts']>, deletes: string[]) {
+  const { env } = from;
+  const existing = new Map(from.vars.map((r) => [r.key, r]));
+  const finalKeys = new Set(existing.keys());
+  for (const u of upserts) finalKeys.add(u.key);
+  for (const k of deletes) finalKeys.delete(k);
+  if (finalKeys.size > MAX_ENV_KEYS) {
+    throw invalid('upserts', `an environment holds at most ${MAX_ENV_KEYS} variables (this change would make ${finalKeys.size})`);
+  }
+  const now = nowIso();
+  const rows: EnvVarRow[] = [];
+  const after = new Map<string, EnvVarRecord>();
+  const changed: string[] = [];
+  for (const u of upserts) {
+    const was = existing.get(u.key);
+    if (was?.isSecret === 1 && u.value === MASK) continue; // masked secret sent back as read: left intact
+    const isSecret = u.isSecret ?? (was ? was.isSecret === 1 : false);
+    rows.push({
+      id: newId('ev'),
+      orgId: row.orgId,
+      projectId: row.id,
+      environment: env.name,
+      key: u.key,
+      value: encryptSecret(ctx.keyring, u.value, envAad(row.id, env.name, u.key)),
+      isSecret: isSecret ? 1 : 0,
+      createdAt: now,
+      updatedAt: now,
+    });
+    after.set(u.key, { key: u.key, value: isSecret ? MASK : u.value, isSecret, environment: env.name, updatedAt: now });
+    changed.push(u.key);
+  }
+  const deleted = deletes.filter((k) => existing.has(k));
+  // Keys only, never values.
+  const audit = auditEventRow({
+    orgId: row.orgId,
+    actorId: actor.userId,
+    action: 'project.env.update',
+    resourceType: 'project',
+    resourceId: row.id,
+    details: { environment: env.name, upserted: changed, deleted },
+  });
+  for (const k of deleted) existing.delete(k);
+  const answer = [...existing.values()].filter((r) => !after.has(r.key)).map((r) => toRecord(ctx, r));
+  for (const r of rows) {
+    const was = existing.get(r.key);
+    existing.set(r.key, was ? { ...r, id: was.id, createdAt: was.createdAt } : r);
+  }
+  return { rows, deleted, audit, vars: [...existing.values()], answer: [...answer, ...after.values()].sort(envStore.byKey) };
 }
 
 /**

@@ -1,6 +1,8 @@
 import type { Selectable } from 'kysely';
-import type { Db } from '../../db/client.js';
+import { transaction, type Db, type Dialect } from '../../db/client.js';
+import { sql } from '../../db/kysely.js';
 import { precompiled } from '../../db/precompiled.js';
+import { auditInsertStep, insertAuditRow, type AuditRow } from '../audit/index.js';
 import type { EnvVarsTable } from './projects.tables.js';
 
 export type EnvVarRow = Selectable<EnvVarsTable>;
@@ -41,23 +43,6 @@ export async function readEnv(db: Db, orgId: string, projectId: string, name: st
     vars.push({ id: r.id, orgId: r.orgId!, projectId: r.projectId!, environment: r.environment!, key: r.key!, value: r.value!, isSecret: r.isSecret!, createdAt: r.createdAt!, updatedAt: r.updatedAt! });
   }
   return { env: { id: first.envId, name: first.envName, envRevision: Number(first.envRevision) }, vars: vars.sort(byKey) };
-}
-
-/**
- * Bumps the env revision of a project's environment named `name` and answers its id and new revision
- * (undefined: no such environment). The updated row stays locked until the transaction ends, so
- * concurrent env writes of one environment take turns.
- */
-export async function bumpEnvRevisionOf(db: Db, orgId: string, projectId: string, name: string): Promise<EnvHead | undefined> {
-  const r = await db
-    .updateTable('environments')
-    .set((eb) => ({ envRevision: eb('envRevision', '+', 1) }))
-    .where('orgId', '=', orgId)
-    .where('projectId', '=', projectId)
-    .where('name', '=', name)
-    .returning(['id', 'name', 'envRevision'])
-    .executeTakeFirst();
-  return r ? { id: r.id, name: r.name, envRevision: Number(r.envRevision) } : undefined;
 }
 
 export async function listEnvVars(db: Db, orgId: string, projectId: string, environment: string): Promise<EnvVarRow[]> {
@@ -101,4 +86,70 @@ export async function deleteEnvVars(db: Db, orgId: string, projectId: string, en
       .where('key', 'in', keys.slice(i, i + 1000))
       .execute();
   }
+}
+
+/** Takes the row lock of a project's environment until the transaction ends (PostgreSQL; SQLite's writer lock is the file's). */
+export async function lockEnv(tx: Db, dialect: Dialect, orgId: string, projectId: string, name: string): Promise<void> {
+  if (dialect !== 'postgres') return;
+  await tx.selectFrom('environments').select('id').where('orgId', '=', orgId).where('projectId', '=', projectId).where('name', '=', name).forUpdate().execute();
+}
+
+/** What one env PATCH writes: the environment as it was read, the rows to upsert, the keys to delete, the audit row. */
+export interface EnvWrite {
+  orgId: string;
+  projectId: string;
+  /** The environment as read: the write applies only if its revision is still this one. */
+  env: EnvHead;
+  rows: EnvVarRow[];
+  deletes: string[];
+  audit: AuditRow;
+}
+
+/**
+ * Applies an env change if the environment's revision is still the one it was computed from
+ * (compare-and-set): bumps the revision, upserts the rows, deletes the keys and writes the audit row,
+ * all or nothing. Answers the environment with its new revision, or undefined when the revision
+ * moved on (or the environment is gone) and nothing was written. On PostgreSQL this is one statement
+ * (data-modifying CTEs, each gated on the bump), so the change costs one round trip and holds the
+ * environment's row lock only while the statement runs; on SQLite one transaction of the same steps.
+ */
+export async function applyEnvPatch(db: Db, dialect: Dialect, w: EnvWrite): Promise<EnvHead | undefined> {
+  if (dialect === 'postgres') {
+    // Every step after the bump runs only if the bump updated the row (`exists (table e)`).
+    const bumped = sql`exists (table e)`;
+    const steps = [
+      sql`e as (update environments set env_revision = env_revision + 1
+          where org_id = ${w.orgId} and id = ${w.env.id} and env_revision = ${w.env.envRevision}
+          returning id, name, env_revision)`,
+    ];
+    if (w.rows.length) {
+      const values = sql.join(w.rows.map((r) => sql`(${r.id}, ${r.orgId}, ${r.projectId}, ${r.environment}, ${r.key}, ${r.value}, ${r.isSecret}::integer, ${r.createdAt}, ${r.updatedAt})`));
+      steps.push(sql`u as (insert into env_vars (id, org_id, project_id, environment, key, value, is_secret, created_at, updated_at)
+          select * from (values ${values}) as v (id, org_id, project_id, environment, key, value, is_secret, created_at, updated_at) where ${bumped}
+          on conflict (project_id, environment, key) do update set value = excluded.value, is_secret = excluded.is_secret, updated_at = excluded.updated_at)`);
+    }
+    if (w.deletes.length) {
+      steps.push(sql`d as (delete from env_vars where org_id = ${w.orgId} and project_id = ${w.projectId} and environment = ${w.env.name}
+          and key in (${sql.join(w.deletes)}) and ${bumped})`);
+    }
+    steps.push(sql`a as (${auditInsertStep(w.audit, bumped)})`);
+    const { rows } = await sql<{ id: string; name: string; envRevision: number }>`with ${sql.join(steps)} table e`.execute(db);
+    const r = rows[0];
+    return r ? { id: r.id, name: r.name, envRevision: Number(r.envRevision) } : undefined;
+  }
+  return transaction(db, async (tx) => {
+    const r = await tx
+      .updateTable('environments')
+      .set((eb) => ({ envRevision: eb('envRevision', '+', 1) }))
+      .where('orgId', '=', w.orgId)
+      .where('id', '=', w.env.id)
+      .where('envRevision', '=', w.env.envRevision)
+      .returning(['id', 'name', 'envRevision'])
+      .executeTakeFirst();
+    if (!r) return undefined;
+    await upsertEnvVars(tx, w.rows);
+    if (w.deletes.length) await deleteEnvVars(tx, w.orgId, w.projectId, w.env.name, w.deletes);
+    await insertAuditRow(tx, w.audit);
+    return { id: r.id, name: r.name, envRevision: Number(r.envRevision) };
+  });
 }
