@@ -64,6 +64,15 @@ export interface Config {
   docker: DockerConfig;
   /** This instance among several sharing one PostgreSQL and one data dir (docs/scale-out.md). */
   instance: InstanceConfig;
+  /** The PostgreSQL pool (docs/decisions.md, "PostgreSQL: pool, prepared statements and round trips"). */
+  pg: PgConfig;
+}
+
+export interface PgConfig {
+  /** BERTH_PG_POOL_MAX: most connections this instance opens (default 10). */
+  poolMax: number;
+  /** BERTH_PG_PREPARED: named prepared statements kept per connection (default 100; 0 turns them off). */
+  preparePerConnection: number;
 }
 
 export interface InstanceConfig {
@@ -218,6 +227,7 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
   }
   const trimSlash = (u: string) => u.replace(/\/+$/, '');
   const instance = loadInstance(env);
+  const pg = loadPg(env);
   return {
     host,
     port,
@@ -257,7 +267,20 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
     https,
     docker: { swarm, registry, baseImages: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => /^BERTH_IMAGE_[A-Z0-9_]+$/.test(e[0]) && !!e[1]?.trim())) },
     instance,
+    pg,
   };
+}
+
+/** BERTH_PG_POOL_MAX and BERTH_PG_PREPARED. */
+function loadPg(env: NodeJS.ProcessEnv): PgConfig {
+  const whole = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = env[name]?.trim();
+    if (!raw) return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name} must be a whole number from ${min} to ${max} (got "${raw}")`);
+    return n;
+  };
+  return { poolMax: whole('BERTH_PG_POOL_MAX', 10, 1, 1000), preparePerConnection: whole('BERTH_PG_PREPARED', 100, 0, 10000) };
 }
 
 /** BERTH_INSTANCE_NAME and BERTH_INSTANCE_URL (docs/scale-out.md, "Several Berth instances on one PostgreSQL"). */

@@ -14,6 +14,14 @@ describe('configuration of releases and domains', () => {
     }
   });
 
+  it('opens at most 10 PostgreSQL connections and prepares up to 100 statements on each by default; BERTH_PG_POOL_MAX and BERTH_PG_PREPARED take whole numbers', () => {
+    assert.deepEqual(load({}).pg, { poolMax: 10, preparePerConnection: 100 });
+    assert.deepEqual(load({ BERTH_PG_POOL_MAX: '4', BERTH_PG_PREPARED: '0' }).pg, { poolMax: 4, preparePerConnection: 0 });
+    for (const [name, bad] of [['BERTH_PG_POOL_MAX', '0'], ['BERTH_PG_POOL_MAX', '2.5'], ['BERTH_PG_PREPARED', '-1'], ['BERTH_PG_PREPARED', 'lots']] as const) {
+      assert.throws(() => load({ [name]: bad }), (e: Error) => e instanceof ConfigError && e.message.includes(name), `${name}=${bad}`);
+    }
+  });
+
   it('runs Swarm services only with the docker runtime; BERTH_REGISTRY is a registry address without a scheme', () => {
     assert.deepEqual(load({}).docker, { swarm: false, registry: null, baseImages: {} });
     assert.deepEqual(load({ BERTH_RUNTIME: 'docker', BERTH_DOCKER_SWARM: '1', BERTH_REGISTRY: 'registry.example.com:5000/team/' }).docker, { swarm: true, registry: 'registry.example.com:5000/team', baseImages: {} });

@@ -41,9 +41,9 @@ function loadPg(): typeof pgTypes {
 export interface OpenOptions {
   dataDir: string;
   databaseUrl?: string;
-  /** PostgreSQL: the pool's size (BERTH_PG_POOL_MAX; default PG_POOL_MAX). */
+  /** PostgreSQL: the pool's size (config.pg.poolMax, BERTH_PG_POOL_MAX; default PG_POOL_MAX). */
   poolMax?: number;
-  /** PostgreSQL: named prepared statements kept per connection (0: none). */
+  /** PostgreSQL: named prepared statements kept per connection (config.pg, BERTH_PG_PREPARED; default 0: none). */
   preparePerConnection?: number;
 }
 

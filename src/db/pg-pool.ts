@@ -52,32 +52,45 @@ export function statementName(sql: string): string {
 
 type Query = (text: unknown, values?: unknown) => Promise<unknown>;
 
+/** Uses of a statement text (in this process) before connections prepare it: one-off statements (migrations, rare admin work) never are. */
+const PREPARE_AFTER_USES = 2;
+
 /**
  * The pg pool Kysely runs on, with each client's `query` counted (`RoundTrips`) and, when
- * `preparePerConnection` > 0, parameterised queries sent as named prepared statements: the first use
- * on a connection parses it (in the same round trip), later uses only bind and execute. A connection
- * stops preparing new statements once it holds `preparePerConnection` of them (queries with a
- * varying `in (...)` list would otherwise grow the set without bound); those run unnamed as before.
+ * `preparePerConnection` > 0, parameterised queries sent as named prepared statements once their
+ * text has been used PREPARE_AFTER_USES times: the first use on a connection parses it (in the same
+ * round trip), later uses only bind and execute, and PostgreSQL may keep a generic plan. A connection
+ * prepares at most `preparePerConnection` statements (queries with a varying `in (...)` list or row
+ * count would otherwise grow the set without bound); beyond that, queries run unnamed as before.
+ *
+ * A prepared `select *` fails once its table gained a column ("cached plan must not change result
+ * type", 0A000: another instance migrated the database). The connection then stops using the
+ * statements it prepared (new names from then on; the old ones go with the connection) and the
+ * query's error is the caller's, once.
  */
 export function countingPool(pg: typeof pgTypes, opts: PgPoolOptions, trips: RoundTrips): PostgresPool {
-  const pool = new pg.Pool({ connectionString: opts.connectionString, max: opts.max, idleTimeoutMillis: opts.idleTimeoutMillis });
+  const pool = new pg.Pool({ connectionString: opts.connectionString, max: opts.max, idleTimeoutMillis: opts.idleTimeoutMillis, keepAlive: true });
   // A dropped idle connection must not take the process down.
   pool.on('error', () => {});
   pool.on('connect', () => void trips.connections++);
   const wrapped = new WeakSet<object>();
-  const names = new Map<string, string>();
-  const nameOf = (sql: string): string => {
-    let n = names.get(sql);
-    if (n === undefined) {
-      n = statementName(sql);
-      if (names.size < 10000) names.set(sql, n);
+  const seen = new Map<string, { name: string; uses: number }>();
+  const statementOf = (sql: string) => {
+    let st = seen.get(sql);
+    if (!st) {
+      st = { name: statementName(sql), uses: 0 };
+      if (seen.size >= 10000) seen.clear();
+      seen.set(sql, st);
     }
-    return n;
+    st.uses++;
+    return st;
   };
 
   const wrap = (client: pgTypes.PoolClient): void => {
     const query = client.query.bind(client) as Query;
-    const prepared = new Set<string>();
+    let prepared = new Set<string>();
+    let total = 0;
+    let generation = 0;
     (client as unknown as { query: Query }).query = (text: unknown, values?: unknown) => {
       if (typeof text !== 'string') {
         const t = (text as { text?: unknown })?.text;
@@ -86,10 +99,20 @@ export function countingPool(pg: typeof pgTypes, opts: PgPoolOptions, trips: Rou
       }
       trips.note(text);
       if (opts.preparePerConnection > 0 && Array.isArray(values) && values.length > 0) {
-        const name = nameOf(text);
-        if (prepared.has(name) || prepared.size < opts.preparePerConnection) {
-          prepared.add(name);
-          return query({ name, text, values });
+        const st = statementOf(text);
+        if (st.uses >= PREPARE_AFTER_USES && (prepared.has(text) || total < opts.preparePerConnection)) {
+          if (!prepared.has(text)) {
+            prepared.add(text);
+            total++;
+          }
+          const name = generation ? `${st.name}_${generation}` : st.name;
+          return query({ name, text, values }).catch((e: { code?: string }) => {
+            if (e?.code === '0A000') {
+              generation++;
+              prepared = new Set();
+            }
+            throw e;
+          });
         }
       }
       return query(text, values);

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { RoundTrips } from '../../src/db/pg-pool.js';
+import { createRequire } from 'node:module';
+import type pgTypes from 'pg';
+import { countingPool, RoundTrips } from '../../src/db/pg-pool.js';
 import { createProject, createToken, createUser, type TestUser } from '../support/factories.js';
-import { startTestServer, usingPostgres, type TestServer } from '../support/harness.js';
+import { freshPostgresDatabase, startTestServer, usingPostgres, type TestServer } from '../support/harness.js';
 import type { HttpClient, HttpResponse } from '../support/http.js';
 import { waitFor } from '../support/wait.js';
 
@@ -126,4 +128,38 @@ describe('database round trips of the hot routes (PostgreSQL)', { skip }, () => 
       assert.equal((await client.patch(`/api/projects/${projectId}/env`, { upserts: [{ key: 'GONE', value: 'g' }] })).status, 200);
     });
   }
+});
+
+describe('named prepared statements (PostgreSQL)', { skip }, () => {
+  it('a statement is prepared from its second use, each connection keeps at most its limit, and a prepared select * whose table gained a column fails once, then runs anew', async (t) => {
+    const fresh = await freshPostgresDatabase();
+    t.after(() => fresh.drop());
+    const pg = createRequire(import.meta.url)('pg') as typeof pgTypes;
+    const counted = new RoundTrips();
+    const pool = countingPool(pg, { connectionString: fresh.url, max: 1, idleTimeoutMillis: 1000, preparePerConnection: 2 }, counted);
+    t.after(() => pool.end());
+    const client = (await pool.connect()) as unknown as pgTypes.PoolClient;
+    const prepared = async () => (await client.query('select name from pg_prepared_statements order by name')).rows.map((r: { name: string }) => r.name);
+    try {
+      await client.query('create table t (a integer)');
+      await client.query('insert into t values (1)');
+      const q = 'select * from t where a = $1';
+      await client.query(q, [1]);
+      assert.equal((await prepared()).length, 0, 'not prepared on its first use');
+      await client.query(q, [1]);
+      await client.query(q, [1]);
+      assert.equal((await prepared()).length, 1, 'prepared once from its second use on');
+      for (const other of ['select a from t where a = $1', 'select a + 1 from t where a = $1', 'select a + 2 from t where a = $1']) {
+        await client.query(other, [1]);
+        await client.query(other, [1]);
+      }
+      assert.equal((await prepared()).length, 2, 'at most preparePerConnection');
+      await client.query('alter table t add column b text');
+      await assert.rejects(client.query(q, [1]), (e: { code?: string }) => e.code === '0A000');
+      const again = await client.query(q, [1]);
+      assert.deepEqual(again.rows, [{ a: 1, b: null }]);
+    } finally {
+      client.release();
+    }
+  });
 });
