@@ -7,7 +7,7 @@ import { decryptSecret, encryptSecret } from '../../lib/crypto.js';
 import { newId, nowIso } from '../../lib/ids.js';
 import { auditEventRow } from '../audit/index.js';
 import * as envStore from './env.store.js';
-import type { EnvHead, EnvVarRow } from './env.store.js';
+import type { EnvHead, EnvVarRow, EnvVarView } from './env.store.js';
 import type { ProjectRow } from './projects.store.js';
 
 export const MASK = '********';
@@ -36,7 +36,7 @@ function noEnvironment(name: string): AppError {
   return invalid('environment', `this project has no environment named "${name}"`);
 }
 
-function toRecord(ctx: AppContext, r: EnvVarRow): EnvVarRecord {
+function toRecord(ctx: AppContext, r: EnvVarView): EnvVarRecord {
   return {
     key: r.key,
     value: r.isSecret === 1 ? MASK : decryptSecret(ctx.keyring, r.value, envAad(r.projectId, r.environment, r.key)),
@@ -97,7 +97,7 @@ export async function patchEnv(ctx: AppContext, actor: Actor, row: ProjectRow, p
 /** An environment and its variables as a PATCH left them (handed to the next PATCH queued behind it). */
 interface EnvState {
   env: EnvHead;
-  vars: EnvVarRow[];
+  vars: EnvVarView[];
 }
 
 /** Optimistic attempts of a PATCH before it writes under the environment's row lock. */
@@ -196,10 +196,7 @@ function planEnvPatch(ctx: AppContext, actor: Actor, row: ProjectRow, from: EnvS
   });
   for (const k of deleted) existing.delete(k);
   const answer = [...existing.values()].filter((r) => !after.has(r.key)).map((r) => toRecord(ctx, r));
-  for (const r of rows) {
-    const was = existing.get(r.key);
-    existing.set(r.key, was ? { ...r, id: was.id, createdAt: was.createdAt } : r);
-  }
+  for (const r of rows) existing.set(r.key, r);
   return { rows, deleted, audit, vars: [...existing.values()], answer: [...answer, ...after.values()].sort(envStore.byKey) };
 }
 

@@ -19,11 +19,14 @@ export function byKey(a: { key: string }, b: { key: string }): number {
   return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
 }
 
-const envWithVarsQuery = precompiled<{ envId: string; envName: string; envRevision: number } & { [K in keyof EnvVarRow]: EnvVarRow[K] | null }>(3, (db, [orgId, projectId, name]) =>
+/** A variable as reads use it (what an answer shows, and the sealed value with what its AAD names). */
+export type EnvVarView = Pick<EnvVarRow, 'projectId' | 'environment' | 'key' | 'value' | 'isSecret' | 'updatedAt'>;
+
+const envWithVarsQuery = precompiled<{ envId: string; envName: string; envRevision: number; key: string | null; value: string; isSecret: number; updatedAt: string }>(3, (db, [orgId, projectId, name]) =>
   db
     .selectFrom('environments as e')
     .leftJoin('envVars as v', (j) => j.onRef('v.orgId', '=', 'e.orgId').onRef('v.projectId', '=', 'e.projectId').onRef('v.environment', '=', 'e.name'))
-    .select(['e.id as envId', 'e.name as envName', 'e.envRevision', 'v.id', 'v.orgId', 'v.projectId', 'v.environment', 'v.key', 'v.value', 'v.isSecret', 'v.createdAt', 'v.updatedAt'])
+    .select(['e.id as envId', 'e.name as envName', 'e.envRevision', 'v.key', 'v.value', 'v.isSecret', 'v.updatedAt'])
     .where('e.orgId', '=', orgId!)
     .where('e.projectId', '=', projectId!)
     .where('e.name', '=', name!),
@@ -33,15 +36,12 @@ const envWithVarsQuery = precompiled<{ envId: string; envName: string; envRevisi
  * An environment of a project and its variables, in one query (a read of the env costs one round
  * trip): undefined when the project has no such environment. Variables in key order (`byKey`).
  */
-export async function readEnv(db: Db, orgId: string, projectId: string, name: string): Promise<{ env: EnvHead; vars: EnvVarRow[] } | undefined> {
+export async function readEnv(db: Db, orgId: string, projectId: string, name: string): Promise<{ env: EnvHead; vars: EnvVarView[] } | undefined> {
   const rows = await envWithVarsQuery(db, orgId, projectId, name);
   if (rows.length === 0) return undefined;
   const first = rows[0]!;
-  const vars: EnvVarRow[] = [];
-  for (const r of rows) {
-    if (r.id === null) continue;
-    vars.push({ id: r.id, orgId: r.orgId!, projectId: r.projectId!, environment: r.environment!, key: r.key!, value: r.value!, isSecret: r.isSecret!, createdAt: r.createdAt!, updatedAt: r.updatedAt! });
-  }
+  const vars: EnvVarView[] = [];
+  for (const r of rows) if (r.key !== null) vars.push({ projectId, environment: first.envName, key: r.key, value: r.value, isSecret: r.isSecret, updatedAt: r.updatedAt });
   return { env: { id: first.envId, name: first.envName, envRevision: Number(first.envRevision) }, vars: vars.sort(byKey) };
 }
 
