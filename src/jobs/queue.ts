@@ -29,7 +29,11 @@ export interface EnqueueOptions {
   db?: Db;
 }
 
-const LOCK_MS = 5 * 60 * 1000;
+/**
+ * How long a claim holds without renewal (renewed every third of it while the job runs): a job whose
+ * process died is claimed again by another instance (or this one after a restart) within this.
+ */
+const LOCK_MS = 60 * 1000;
 
 /**
  * A durable jobs table with an in-process worker. Claims use `FOR UPDATE SKIP LOCKED` on

@@ -67,11 +67,21 @@ export function imageTagOf(projectSlug: string, deploymentId: string): string {
   return `berth/${projectSlug.toLowerCase()}:${deploymentId}`;
 }
 
-/** Builds and deploys one deployment (the job of kind BUILD_JOB). */
-export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId: string; orgId: string }, jobSignal: AbortSignal): Promise<void> {
+/**
+ * Builds and deploys one deployment (the job of kind BUILD_JOB). `attempt` above 1 means the job was
+ * claimed again because the process that ran it stopped renewing its lock (it died: kill -9, a lost
+ * machine, with several instances on one PostgreSQL); a deployment it left in flight is failed then,
+ * naming why, rather than left `building` forever.
+ */
+export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId: string; orgId: string }, jobSignal: AbortSignal, attempt = 1): Promise<void> {
   const { deploymentId: id, orgId } = payload;
   const rt = runtimeOf(ctx);
   const d = await store.findDeployment(ctx.db, orgId, id);
+  if (d && attempt > 1 && (d.status === 'building' || d.status === 'deploying') && !rt.building.has(id)) {
+    const failed = await store.transition(ctx.db, orgId, id, ['building', 'deploying'], { status: 'failed', error: 'interrupted: the Berth instance running this build stopped', finishedAt: nowIso() });
+    if (failed) deploymentSettled(ctx, orgId, id);
+    return;
+  }
   if (!d || d.status !== 'queued') return;
   const project = await findProject(ctx.db, orgId, d.projectId);
   if (!project) return;
