@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { TestServer } from '../support/harness.js';
+import { parseSseBlock, type SseEvent } from '../support/http.js';
 import { waitFor } from '../support/wait.js';
 
 /** Fills a folder with nested folders, unicode names, binary and empty files. */
@@ -47,33 +48,14 @@ export async function waitTerminal(server: TestServer, token: string, url: strin
   }, `${url} to reach a terminal status`, timeoutMs);
 }
 
-export interface SseEvent {
-  id?: string;
-  event: string;
-  data: any;
-}
-
 /** Reads an SSE stream to its end (bounded by `timeoutMs`). */
 export async function readSse(url: string, token: string, timeoutMs = 15000): Promise<{ status: number; events: SseEvent[]; raw: string; contentType: string | null }> {
   const res = await fetch(url, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(timeoutMs) });
   const raw = await res.text();
   const events: SseEvent[] = [];
   for (const block of raw.split('\n\n')) {
-    const lines = block.split('\n').filter((l) => l && !l.startsWith(':'));
-    if (!lines.length) continue;
-    const ev: SseEvent = { event: 'message', data: '' };
-    const data: string[] = [];
-    for (const l of lines) {
-      if (l.startsWith('id: ')) ev.id = l.slice(4);
-      else if (l.startsWith('event: ')) ev.event = l.slice(7);
-      else if (l.startsWith('data: ')) data.push(l.slice(6));
-    }
-    try {
-      ev.data = JSON.parse(data.join('\n'));
-    } catch {
-      ev.data = data.join('\n');
-    }
-    events.push(ev);
+    const ev = parseSseBlock(block);
+    if (ev) events.push(ev);
   }
   return { status: res.status, events, raw, contentType: res.headers.get('content-type') };
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { freshPostgresDatabase, startTestServer, tempDir, usingPostgres, type TestServer, type TestServerOptions } from '../support/harness.js';
+import { parseSseBlock, type SseEvent } from '../support/http.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -31,12 +32,6 @@ export async function startPair(opts: { a?: TestServerOptions; b?: TestServerOpt
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
-}
-
-export interface SseEvent {
-  id?: string;
-  event: string;
-  data: any;
 }
 
 /** An SSE stream read as it arrives: the events so far, and whether it ended. */
@@ -78,21 +73,8 @@ export async function openSse(url: string, token: string, timeoutMs = 30000): Pr
         while ((at = buf.indexOf('\n\n')) >= 0) {
           const block = buf.slice(0, at);
           buf = buf.slice(at + 2);
-          const lines = block.split('\n').filter((l) => l && !l.startsWith(':'));
-          if (!lines.length) continue;
-          const ev: SseEvent = { event: 'message', data: '' };
-          const data: string[] = [];
-          for (const l of lines) {
-            if (l.startsWith('id: ')) ev.id = l.slice(4);
-            else if (l.startsWith('event: ')) ev.event = l.slice(7);
-            else if (l.startsWith('data: ')) data.push(l.slice(6));
-          }
-          try {
-            ev.data = JSON.parse(data.join('\n'));
-          } catch {
-            ev.data = data.join('\n');
-          }
-          live.events.push(ev);
+          const ev = parseSseBlock(block);
+          if (ev) live.events.push(ev);
         }
       }
     } catch {

@@ -88,3 +88,29 @@ export function edgeRequest(port: number, host: string, pathName = '/', opts: { 
     req.end();
   });
 }
+
+/** One server-sent event; `data` is parsed as JSON when it is JSON. */
+export interface SseEvent {
+  id?: string;
+  event: string;
+  data: any;
+}
+
+/** The event of one SSE block (the text between blank lines); undefined for a comment-only block. */
+export function parseSseBlock(block: string): SseEvent | undefined {
+  const lines = block.split('\n').filter((l) => l && !l.startsWith(':'));
+  if (!lines.length) return undefined;
+  const ev: SseEvent = { event: 'message', data: '' };
+  const data: string[] = [];
+  for (const l of lines) {
+    if (l.startsWith('id: ')) ev.id = l.slice(4);
+    else if (l.startsWith('event: ')) ev.event = l.slice(7);
+    else if (l.startsWith('data: ')) data.push(l.slice(6));
+  }
+  try {
+    ev.data = JSON.parse(data.join('\n'));
+  } catch {
+    ev.data = data.join('\n');
+  }
+  return ev;
+}
