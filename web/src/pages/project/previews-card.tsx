@@ -24,6 +24,15 @@ export function DeploymentLine({ projectId, d }: { projectId: string; d: Deploym
 }
 
 /** Where the preview came from: a GitHub pull request (`pr-<n>`, linked when the repository is known) or made by hand. */
+/** An environment's address as a link (its domain, else its URL). */
+export function EnvLink({ env }: { env: Environment }) {
+  return (
+    <a href={env.url} target="_blank" rel="noreferrer" className="pv-url">
+      {env.domain ?? env.url}
+    </a>
+  );
+}
+
 function Origin({ env, project }: { env: Environment; project: Project }) {
   const pr = pullRequestOf(env.name);
   if (pr === null) return <>Created by hand (dashboard, CLI or API)</>;
@@ -71,9 +80,7 @@ export function PreviewCard({ projectId, project, env, production, canWrite, onR
         <dd className="mono">{env.branch ?? <span className="muted">none (named after the environment)</span>}</dd>
         <dt>URL</dt>
         <dd>
-          <a href={env.url} target="_blank" rel="noreferrer" className="pv-url">
-            {env.domain ?? env.url}
-          </a>
+          <EnvLink env={env} />
         </dd>
         <dt>From</dt>
         <dd>

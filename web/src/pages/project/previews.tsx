@@ -4,7 +4,7 @@ import type { PageProps } from '../../app';
 import { messageOf, type ApiError } from '../../api/client';
 import { EmptyState, ErrorNotice, Notice, Spinner } from '../../ui/controls';
 import { isActive, shortId } from './deploy-model';
-import { DeploymentLine, PreviewCard } from './previews-card';
+import { DeploymentLine, EnvLink, PreviewCard } from './previews-card';
 import { NewPreviewForm } from './previews-form';
 import { environmentsQuery, useEnvDeployments, type Environment } from './previews-model';
 import { useProject } from './shell';
@@ -28,9 +28,7 @@ function ProductionCard({ projectId, env }: { projectId: string; env: Environmen
           <>
             <dt>URL</dt>
             <dd>
-              <a href={env.url} target="_blank" rel="noreferrer" className="pv-url">
-                {env.domain ?? env.url}
-              </a>
+              <EnvLink env={env} />
             </dd>
           </>
         ) : null}
