@@ -16,7 +16,7 @@ import { clientErrorAnswer, ConnectionGuard } from './http/connection-guard.js';
 import { parseTrustedProxies } from './lib/trusted-proxies.js';
 import { describeAjvError, installValidators } from './http/validation.js';
 import { JobQueue } from './jobs/queue.js';
-import { LeaderLease, Scheduler, leaderTtlFromEnv } from './jobs/leader.js';
+import { LeaderLease, Scheduler } from './jobs/leader.js';
 import { openBus } from './db/notify.js';
 import { areaModules } from './modules/index.js';
 import { metaModule } from './modules/meta/index.js';
@@ -136,7 +136,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   const jobs = new JobQueue(database.db, database.dialect, instanceId, log);
   bus.subscribe('jobs', () => jobs.wake());
   bus.onResync(() => jobs.wake());
-  const scheduler = new Scheduler(new LeaderLease(database.db, 'scheduler', instanceId, log, leaderTtlFromEnv(process.env)), log);
+  const scheduler = new Scheduler(new LeaderLease(database.db, 'scheduler', instanceId, log, config.instance.leaderTtlMs), log);
   const access = new AccessEvents();
   access.relay(bus);
   const ctx: AppContext = {

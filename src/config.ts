@@ -87,6 +87,10 @@ export interface InstanceConfig {
    * private address), for requests of apps this instance runs; null: `http://127.0.0.1:<edge port>`.
    */
   url: string | null;
+  /** BERTH_LEADER_TTL_MS: the scheduler lease; a dead leader is replaced within it (1 000 to 600 000; default 10 000). */
+  leaderTtlMs: number;
+  /** BERTH_APP_OWNER_TTL_SECONDS: an app's runtime lease; a dead owner's apps are taken over within it (2 to 600; default 10). */
+  appOwnerTtlSeconds: number;
 }
 
 export interface HttpsConfig {
@@ -271,19 +275,21 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
   };
 }
 
-/** BERTH_PG_POOL_MAX and BERTH_PG_PREPARED. */
-function loadPg(env: NodeJS.ProcessEnv): PgConfig {
-  const whole = (name: string, fallback: number, min: number, max: number): number => {
-    const raw = env[name]?.trim();
-    if (!raw) return fallback;
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name} must be a whole number from ${min} to ${max} (got "${raw}")`);
-    return n;
-  };
-  return { poolMax: whole('BERTH_PG_POOL_MAX', 10, 1, 1000), preparePerConnection: whole('BERTH_PG_PREPARED', 100, 0, 10000) };
+/** A whole number from the variable `name` in [min, max], else `fallback` when unset; a ConfigError naming it otherwise. */
+function wholeSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name} must be a whole number from ${min} to ${max} (got "${raw}")`);
+  return n;
 }
 
-/** BERTH_INSTANCE_NAME and BERTH_INSTANCE_URL (docs/scale-out.md, "Several Berth instances on one PostgreSQL"). */
+/** BERTH_PG_POOL_MAX and BERTH_PG_PREPARED. */
+function loadPg(env: NodeJS.ProcessEnv): PgConfig {
+  return { poolMax: wholeSetting(env, 'BERTH_PG_POOL_MAX', 10, 1, 1000), preparePerConnection: wholeSetting(env, 'BERTH_PG_PREPARED', 100, 0, 10000) };
+}
+
+/** BERTH_INSTANCE_NAME, BERTH_INSTANCE_URL and the lease ttls (docs/scale-out.md, "Several Berth instances on one PostgreSQL"). */
 function loadInstance(env: NodeJS.ProcessEnv): InstanceConfig {
   const name = env.BERTH_INSTANCE_NAME?.trim() || null;
   if (name !== null && !/^[a-z0-9][a-z0-9-]{0,39}$/.test(name)) throw new ConfigError(`BERTH_INSTANCE_NAME must be 1 to 40 lowercase letters, digits and dashes, starting with a letter or digit (got "${name}")`);
@@ -301,7 +307,12 @@ function loadInstance(env: NodeJS.ProcessEnv): InstanceConfig {
     }
     url = `http://${u.host}`;
   }
-  return { name, url };
+  return {
+    name,
+    url,
+    leaderTtlMs: wholeSetting(env, 'BERTH_LEADER_TTL_MS', 10000, 1000, 600000),
+    appOwnerTtlSeconds: wholeSetting(env, 'BERTH_APP_OWNER_TTL_SECONDS', 10, 2, 600),
+  };
 }
 
 /** The public base URL: BERTH_PUBLIC_URL, else http://<host>:<port> of the bound server. */

@@ -22,6 +22,29 @@ describe('configuration of releases and domains', () => {
     }
   });
 
+  it('names this instance among several on one PostgreSQL (BERTH_INSTANCE_NAME, BERTH_INSTANCE_URL) and takes the two lease ttls as whole numbers', () => {
+    assert.deepEqual(load({}).instance, { name: null, url: null, leaderTtlMs: 10000, appOwnerTtlSeconds: 10 });
+    assert.deepEqual(load({ BERTH_INSTANCE_NAME: 'm2', BERTH_INSTANCE_URL: 'http://10.0.0.12:7380/', BERTH_LEADER_TTL_MS: '3000', BERTH_APP_OWNER_TTL_SECONDS: '4' }).instance, {
+      name: 'm2',
+      url: 'http://10.0.0.12:7380',
+      leaderTtlMs: 3000,
+      appOwnerTtlSeconds: 4,
+    });
+    for (const [name, bad] of [
+      ['BERTH_INSTANCE_NAME', 'M2'],
+      ['BERTH_INSTANCE_NAME', '-m'],
+      ['BERTH_INSTANCE_URL', 'https://10.0.0.12:7380'],
+      ['BERTH_INSTANCE_URL', 'http://10.0.0.12'],
+      ['BERTH_INSTANCE_URL', 'http://10.0.0.12:7380/edge'],
+      ['BERTH_LEADER_TTL_MS', '999'],
+      ['BERTH_LEADER_TTL_MS', 'soon'],
+      ['BERTH_APP_OWNER_TTL_SECONDS', '1'],
+      ['BERTH_APP_OWNER_TTL_SECONDS', '2.5'],
+    ] as const) {
+      assert.throws(() => load({ [name]: bad }), (e: Error) => e instanceof ConfigError && e.message.includes(name), `${name}=${bad}`);
+    }
+  });
+
   it('runs Swarm services only with the docker runtime; BERTH_REGISTRY is a registry address without a scheme', () => {
     assert.deepEqual(load({}).docker, { swarm: false, registry: null, baseImages: {} });
     assert.deepEqual(load({ BERTH_RUNTIME: 'docker', BERTH_DOCKER_SWARM: '1', BERTH_REGISTRY: 'registry.example.com:5000/team/' }).docker, { swarm: true, registry: 'registry.example.com:5000/team', baseImages: {} });

@@ -1,17 +1,8 @@
 import type { Logger } from 'pino';
 import type { Db } from '../db/client.js';
 
-/** The leader lease's default ttl: a dead leader is replaced within this (BERTH_LEADER_TTL_MS). */
+/** The leader lease's default ttl: a dead leader is replaced within this (BERTH_LEADER_TTL_MS, config.instance.leaderTtlMs). */
 export const DEFAULT_LEADER_TTL_MS = 10000;
-
-/** BERTH_LEADER_TTL_MS (1 s to 10 min), else the default; a bad value stops the start with its name. */
-export function leaderTtlFromEnv(env: NodeJS.ProcessEnv): number {
-  const raw = env.BERTH_LEADER_TTL_MS?.trim();
-  if (!raw) return DEFAULT_LEADER_TTL_MS;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1000 || n > 600000) throw new Error(`BERTH_LEADER_TTL_MS must be a whole number of milliseconds from 1000 to 600000 (got "${raw}")`);
-  return n;
-}
 
 /**
  * A named lease in the database: at most one holder at a time, for `ttlMs` unless renewed. Several

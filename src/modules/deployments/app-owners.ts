@@ -1,7 +1,7 @@
 import type { AppContext } from '../../context.js';
 import type { EdgeUpstream } from '../../edge/backend.js';
 import * as owners from './app-owners.store.js';
-import { envNumber, projectOfAppKey } from './releases.js';
+import { projectOfAppKey } from './releases.js';
 
 /** The bus channel a moved lease is announced on (payload `{ app }`, or `{ taken: n }` after a takeover). */
 const OWNERS_CHANNEL = 'owners';
@@ -56,7 +56,7 @@ export class AppOwnership {
     private readonly hooks: OwnershipHooks,
   ) {
     this.enabled = ctx.dialect === 'postgres';
-    this.ttlMs = envNumber('BERTH_APP_OWNER_TTL_SECONDS', 10) * 1000;
+    this.ttlMs = ctx.config.instance.appOwnerTtlSeconds * 1000;
     this.tickMs = Math.max(100, Math.min(1000, Math.floor(this.ttlMs / 5)));
   }
 
