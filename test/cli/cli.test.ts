@@ -37,7 +37,8 @@ describe('berth CLI', () => {
   it('a second `serve` on the same data dir fails with a clear message and leaves the first running', async () => {
     const second = await runCli(['serve', '--port', '0'], { env, timeoutMs: 30000 });
     assert.equal(second.code, 1);
-    assert.match(second.stderr, /already using this data dir/);
+    // On PostgreSQL several instances may share a data dir, each under its own name: the second unnamed one is refused.
+    assert.match(second.stderr, usingPostgres() ? /already running as instance "default" on this data dir .*BERTH_INSTANCE_NAME/ : /already using this data dir/);
     assert.equal((await fetch(`${serve.url}/api/health`)).status, 200);
   });
 
