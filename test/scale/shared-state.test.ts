@@ -173,7 +173,8 @@ describe('two instances on one database share their state', { skip: usingPostgre
       // A says in the database what its upload holds so far (about 2.6 MB: archive plus extracted bytes).
       await waitFor(async () => {
         const row = await b.ctx.db.selectFrom('uploadSessions').select('inFlightBytes').where('id', '=', first.sessionId).executeTakeFirst();
-        return Number(row?.inFlightBytes ?? 0) >= 1_000_000;
+        // Enough that B's upload cannot fit beside it (reports come every MiB or second, so an early one may be smaller).
+        return Number(row?.inFlightBytes ?? 0) >= 2_000_000;
       }, "A's report of its upload in flight", 15000);
       // On B alone this one would fit (about 2.4 MB of 4); with A's in flight it does not.
       const second = await open();
