@@ -94,19 +94,22 @@ export async function receiveUpload(ctx: Deps, row: UploadSessionRow, body: Asyn
   const cap = ctx.config.hardening.uploads.maxOrgBytes;
   const stored = await store.storedBytesOfOrg(ctx.db, row.orgId, nowIso());
   // Other instances' uploads of the org in flight (the database, refreshed with each report below).
-  let elsewhere = await store.inFlightElsewhere(ctx.db, row.orgId, ctx.instanceId, inFlightSince(), row.id);
+  // Only PostgreSQL is shared by several instances: on SQLite there are none, and nothing is reported.
+  const shared = ctx.dialect === 'postgres';
+  const othersInFlight = () => (shared ? store.inFlightElsewhere(ctx.db, row.orgId, ctx.instanceId, inFlightSince(), row.id) : Promise.resolve(0));
+  let elsewhere = await othersInFlight();
   const budget = () => cap - stored.bytes - inFlightOf(ctx.instanceId, row.orgId, row.id) - elsewhere;
   if (budget() <= 0) throw orgFull(cap, stored.soonest);
   if (!(await store.claimForUpload(ctx.db, row.orgId, row.id, nowIso()))) throw conflict('an upload to this session is in progress or finished');
   const fileCap = Math.min(DEFAULT_LIMITS.maxBytes, budget());
   setInFlight(ctx.instanceId, row.orgId, row.id, 0);
   let reported = { bytes: 0, at: Date.now() };
-  await store.reportInFlight(ctx.db, row.orgId, row.id, ctx.instanceId, 0, nowIso());
+  if (shared) await store.reportInFlight(ctx.db, row.orgId, row.id, ctx.instanceId, 0, nowIso());
   /** Says what this upload holds now, and reads what the other instances' ones hold. */
   const report = async (bytes: number) => {
     reported = { bytes, at: Date.now() };
     await store.reportInFlight(ctx.db, row.orgId, row.id, ctx.instanceId, bytes, nowIso());
-    elsewhere = await store.inFlightElsewhere(ctx.db, row.orgId, ctx.instanceId, inFlightSince(), row.id);
+    elsewhere = await othersInFlight();
   };
   const root = uploadsRoot(ctx);
   const tmp = path.join(root, '.tmp', `${path.basename(row.id)}-${randomString(8)}`);
@@ -130,7 +133,7 @@ export async function receiveUpload(ctx: Deps, row: UploadSessionRow, body: Asyn
       await extractor.write(chunk);
       const onDisk = size + extractor.committedBytes;
       setInFlight(ctx.instanceId, row.orgId, row.id, onDisk);
-      if (onDisk - reported.bytes >= REPORT_EVERY_BYTES || Date.now() - reported.at >= REPORT_EVERY_MS) await report(onDisk);
+      if (shared && (onDisk - reported.bytes >= REPORT_EVERY_BYTES || Date.now() - reported.at >= REPORT_EVERY_MS)) await report(onDisk);
       if (onDisk > budget()) throw orgFull(cap, stored.soonest);
       if (archive.writableNeedDrain) await Promise.race([new Promise<void>((r) => archive!.once('drain', () => r())), archiveError]);
     }
@@ -138,7 +141,7 @@ export async function receiveUpload(ctx: Deps, row: UploadSessionRow, body: Asyn
     await closeStream(archive);
     // Again against the database: an upload of the org that finished meanwhile is counted there now.
     const latest = await store.storedBytesOfOrg(ctx.db, row.orgId, nowIso());
-    elsewhere = await store.inFlightElsewhere(ctx.db, row.orgId, ctx.instanceId, inFlightSince(), row.id);
+    elsewhere = await othersInFlight();
     if (size + out.bytes > cap - latest.bytes - inFlightOf(ctx.instanceId, row.orgId, row.id) - elsewhere) throw orgFull(cap, latest.soonest);
     const staged = stagedDir(ctx, row.id);
     await fsp.rm(staged, { recursive: true, force: true });

@@ -67,7 +67,7 @@ export async function createSession(
       });
     }
     const stored = await store.storedBytesOfOrg(tx, actor.orgId, now);
-    const elsewhere = await store.inFlightElsewhere(tx, actor.orgId, ctx.instanceId, inFlightSince());
+    const elsewhere = ctx.dialect === 'postgres' ? await store.inFlightElsewhere(tx, actor.orgId, ctx.instanceId, inFlightSince()) : 0;
     if (stored.bytes + inFlightOf(ctx.instanceId, actor.orgId) + elsewhere >= limits.maxOrgBytes) throw orgFull(limits.maxOrgBytes, stored.soonest);
     await store.insertSession(tx, {
       id,
