@@ -172,12 +172,13 @@ export class EdgeServer {
       if (!target) return answer(404, 'No project here', host ? `No project is served at ${host}. Check the domain, or connect it to a project.` : 'The request named no host.');
       // Another live instance runs this app: its edge answers (and logs) the request. Static files are
       // served by any instance (they are in the shared data dir); a forwarded request is never forwarded again.
-      const peer = hop || target.static ? null : (this.backend.peer?.(target.projectId) ?? null);
-      if (peer) {
+      const pid = target.projectId;
+      const toPeer = async (peer: EdgeUpstream) => {
         const undici = undiciIfLoaded() ?? (await loadUndici());
-        const pid = target.projectId;
         return forwardToPeer(req, res, peer, this.pools, undici, { token: this.backend.hopToken ?? '', ip, secure, authority }, (err) => this.log.debug({ err: err.message, projectId: pid }, 'edge: the instance running the app did not answer'));
-      }
+      };
+      const peer = hop || target.static ? null : (this.backend.peer?.(pid) ?? null);
+      if (peer) return await toPeer(peer);
       projectId = target.projectId;
       // HTTP/2 has no upgrades and the edge offers no extended CONNECT: a CONNECT is refused.
       if (h2 && req.method === 'CONNECT') return answer(405, 'Method not allowed', 'The edge does not tunnel CONNECT requests.');
@@ -198,7 +199,6 @@ export class EdgeServer {
       // A static site: the edge answers from its files (no app, no upstream).
       if (target.static) {
         res.once('close', this.open.open(target.projectId));
-        const pid = target.projectId;
         return await serveStatic(req, res, target.static, forwardTo, (status, n, err) => {
           if (err) this.log.error({ err, projectId: pid }, 'edge static request failed');
           bytes = n;
@@ -214,8 +214,7 @@ export class EdgeServer {
         const moved = hop ? null : (this.backend.peer?.(target.projectId) ?? null);
         if (moved) {
           projectId = null;
-          const undici = undiciIfLoaded() ?? (await loadUndici());
-          return forwardToPeer(req, res, moved, this.pools, undici, { token: this.backend.hopToken ?? '', ip, secure, authority }, (err) => this.log.debug({ err: err.message }, 'edge: the instance running the app did not answer'));
+          return await toPeer(moved);
         }
         return answer(503, 'Project unavailable', (e as Error).message || 'The app is not running.', { 'retry-after': '10' });
       }

@@ -62,9 +62,7 @@ export async function handleUpgrade(edge: UpgradeContext, req: http.IncomingMess
       viaPeer = true;
       const cl = req.headers['content-length'];
       if (req.headers['transfer-encoding'] !== undefined || (cl !== undefined && cl !== '0')) return refuse(400, 'an upgrade request cannot carry a body');
-      const headers: string[] = [];
-      const raw = req.rawHeaders;
-      for (let i = 0; i < raw.length; i += 2) if (!UPGRADE_DROP.has(raw[i]!.toLowerCase())) headers.push(raw[i]!, raw[i + 1]!);
+      const headers = passedHeaders(req);
       for (const [k, v] of hopHeaders(edge.backend.hopToken ?? '', ip, secure)) headers.push(k, v);
       tunnel(edge, req, socket, head, peer, req.url ?? '/', headers, target.projectId, record, refuse, onError);
     };
@@ -105,15 +103,21 @@ export async function handleUpgrade(edge: UpgradeContext, req: http.IncomingMess
       if (moved) return toPeer(moved);
       return refuse(503, (e as Error).message, target.projectId);
     }
-    const headers: string[] = [];
-    const raw = req.rawHeaders;
-    for (let i = 0; i < raw.length; i += 2) if (!UPGRADE_DROP.has(raw[i]!.toLowerCase())) headers.push(raw[i]!, raw[i + 1]!);
+    const headers = passedHeaders(req);
     headers.push('X-Forwarded-For', ip, 'X-Forwarded-Proto', hop ? (hop.secure ? 'https' : 'http') : forwardedProto(req, edge.limits.trustedProxies), 'X-Forwarded-Host', req.headers.host ?? host, 'X-Real-IP', ip);
     tunnel(edge, req, socket, head, upstream, forwardTo, headers, target.projectId, record, refuse, onError);
   } catch (e) {
     edge.log.error({ err: e }, 'edge upgrade failed');
     refuse(500, 'edge error');
   }
+}
+
+/** The client's headers as they go on (raw name and value pairs), without the ones the edge sets or drops. */
+function passedHeaders(req: http.IncomingMessage): string[] {
+  const headers: string[] = [];
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) if (!UPGRADE_DROP.has(raw[i]!.toLowerCase())) headers.push(raw[i]!, raw[i + 1]!);
+  return headers;
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { AppContext } from '../../context.js';
 import type { EdgeUpstream } from '../../edge/backend.js';
+import { Serial } from '../../db/serial.js';
 import * as owners from './app-owners.store.js';
 import { projectOfAppKey } from './releases.js';
 
@@ -41,7 +42,8 @@ export class AppOwnership {
   private readonly rows = new Map<string, owners.AppOwnerRow>();
   /** Peers' edges as upstreams, by address (one object per address: the edge's pools key on it). */
   private readonly peers = new Map<string, EdgeUpstream>();
-  private chain: Promise<unknown> = Promise.resolve();
+  /** Every write, one at a time (`serial`). */
+  private readonly writes = new Serial();
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
   private address = '';
@@ -204,9 +206,7 @@ export class AppOwnership {
   }
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.chain.then(fn, fn);
-    this.chain = run.catch(() => {});
-    return run;
+    return this.writes.run('owners', () => fn());
   }
 
   /** One tick: renew this instance's leases, see which it lost, read every row, take over what ran out. */
