@@ -48,7 +48,7 @@ function toRecord(ctx: AppContext, r: EnvVarView): EnvVarRecord {
 
 /** Variables of one environment, secret values masked, with the ETag of the set (one query). */
 export async function getEnv(ctx: AppContext, row: ProjectRow, environment = 'production'): Promise<{ vars: EnvVarRecord[]; etag: string }> {
-  const read = await envStore.readEnv(ctx.db, row.orgId, row.id, environment);
+  const read = await envStore.readEnv(ctx.db, ctx.dialect, row.orgId, row.id, environment);
   if (!read) throw noEnvironment(environment);
   return { vars: read.vars.map((r) => toRecord(ctx, r)), etag: etagOf(read.env) };
 }
@@ -116,7 +116,7 @@ async function writeEnvPatch(ctx: AppContext, actor: Actor, row: ProjectRow, env
   const stale = () => conflict('the variables changed since you read them (stale If-Match): read them again and retry');
   const withIfMatch = ifMatch !== undefined && ifMatch.trim() !== '';
   const read = async (db: Db) => {
-    const r = await envStore.readEnv(db, row.orgId, row.id, environment);
+    const r = await envStore.readEnv(db, ctx.dialect, row.orgId, row.id, environment);
     if (!r) throw noEnvironment(environment);
     return r;
   };

@@ -33,10 +33,35 @@ const envWithVarsQuery = precompiled<{ envId: string; envName: string; envRevisi
 );
 
 /**
+ * PostgreSQL's form of the same read: one row, with the variables as one JSON array of
+ * `[key, value, isSecret, updatedAt]`. pg parses each field of each row in JavaScript and the query
+ * builder then renames every row's columns; one JSON value is parsed natively instead (measured in
+ * docs/decisions.md, "PostgreSQL: pool, prepared statements and round trips").
+ */
+const envWithVarsJsonQuery = precompiled<{ envId: string; envName: string; envRevision: number; vars: [string, string, number, string][] }>(3, (db, [orgId, projectId, name]) =>
+  db
+    .selectFrom('environments as e')
+    .select(['e.id as envId', 'e.name as envName', 'e.envRevision'])
+    .select(
+      sql<[string, string, number, string][]>`coalesce((select json_agg(json_build_array(v.key, v.value, v.is_secret, v.updated_at))
+        from env_vars v where v.org_id = e.org_id and v.project_id = e.project_id and v.environment = e.name), '[]')`.as('vars'),
+    )
+    .where('e.orgId', '=', orgId!)
+    .where('e.projectId', '=', projectId!)
+    .where('e.name', '=', name!),
+);
+
+/**
  * An environment of a project and its variables, in one query (a read of the env costs one round
  * trip): undefined when the project has no such environment. Variables in key order (`byKey`).
  */
-export async function readEnv(db: Db, orgId: string, projectId: string, name: string): Promise<{ env: EnvHead; vars: EnvVarView[] } | undefined> {
+export async function readEnv(db: Db, dialect: Dialect, orgId: string, projectId: string, name: string): Promise<{ env: EnvHead; vars: EnvVarView[] } | undefined> {
+  if (dialect === 'postgres') {
+    const row = (await envWithVarsJsonQuery(db, orgId, projectId, name))[0];
+    if (!row) return undefined;
+    const vars = row.vars.map(([key, value, isSecret, updatedAt]): EnvVarView => ({ projectId, environment: row.envName, key, value, isSecret: Number(isSecret), updatedAt }));
+    return { env: { id: row.envId, name: row.envName, envRevision: Number(row.envRevision) }, vars: vars.sort(byKey) };
+  }
   const rows = await envWithVarsQuery(db, orgId, projectId, name);
   if (rows.length === 0) return undefined;
   const first = rows[0]!;
