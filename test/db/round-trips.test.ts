@@ -130,6 +130,30 @@ describe('database round trips of the hot routes (PostgreSQL)', { skip }, () => 
   }
 });
 
+describe('what an env PATCH leaves in memory (PostgreSQL)', { skip }, () => {
+  it('an env PATCH announces no write to environments (its revision bump is no cache\'s), so project reads stay warm on every instance; a new environment still is announced', async () => {
+    const bus = (server.ctx as unknown as { bus: { subscribe(c: string, fn: (p: { t?: string } | null) => void): () => void; publish(c: string): Promise<void> } }).bus;
+    const heard: string[] = [];
+    const stop = bus.subscribe('tables', (p) => heard.push(String(p?.t)));
+    try {
+      const client = server.api(owner.token);
+      await client.get(`/api/projects/${projectId}`);
+      assert.equal((await client.patch(`/api/projects/${projectId}/env`, { upserts: [{ key: 'KEEP', value: `k-${Date.now()}` }] })).status, 200);
+      // Notifications arrive in commit order: once this one is back, any the PATCH caused are in.
+      await bus.publish('round-trips-sentinel');
+      assert.ok(!heard.includes('environments'), `announced: ${heard.join(', ')}`);
+      within('GET /api/projects/:id after an env PATCH', await tripsOf(() => client.get(`/api/projects/${projectId}`)), 0);
+
+      const made = await client.post(`/api/projects/${projectId}/environments`, { name: `pv-${Date.now()}`, branch: 'feature' });
+      assert.equal(made.status, 201, made.text);
+      await bus.publish('round-trips-sentinel');
+      assert.ok(heard.includes('environments'), `a new environment is announced: ${heard.join(', ')}`);
+    } finally {
+      stop();
+    }
+  });
+});
+
 describe('named prepared statements (PostgreSQL)', { skip }, () => {
   it('a statement is prepared from its second use, each connection keeps at most its limit, and a prepared select * whose table gained a column fails once, then runs anew', async (t) => {
     const fresh = await freshPostgresDatabase();

@@ -184,6 +184,21 @@ describe('optimistic concurrency on env', () => {
   });
 });
 
+describe('what an env PATCH leaves in memory', () => {
+  it('an env PATCH writes no table a read cache holds (the revision bump is no cache\'s), so the project reads are kept', async () => {
+    const p = await createProject(server, team.owner, { name: 'env-quiet' });
+    const told: string[] = [];
+    const stop = server.ctx.writes.on(['projects', 'domains', 'environments'], (t) => told.push(t));
+    try {
+      const r = await api(team.owner).patch(`/api/projects/${p.id}/env`, { upserts: [{ key: 'A', value: '1' }, { key: 'S', value: 's', isSecret: true }], deletes: ['B'] });
+      assert.equal(r.status, 200, r.text);
+      assert.deepEqual(told, []);
+    } finally {
+      stop();
+    }
+  });
+});
+
 describe('env authorization', () => {
   it('404 for another org, 403 for a restricted member without a grant; a read grant reads but cannot PATCH', async () => {
     const p = await createProject(server, team.owner);

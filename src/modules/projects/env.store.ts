@@ -163,14 +163,13 @@ export async function applyEnvPatch(db: Db, dialect: Dialect, w: EnvWrite): Prom
     return r ? { id: r.id, name: r.name, envRevision: Number(r.envRevision) } : undefined;
   }
   return transaction(db, async (tx) => {
-    const r = await tx
-      .updateTable('environments')
-      .set((eb) => ({ envRevision: eb('envRevision', '+', 1) }))
-      .where('orgId', '=', w.orgId)
-      .where('id', '=', w.env.id)
-      .where('envRevision', '=', w.env.envRevision)
-      .returning(['id', 'name', 'envRevision'])
-      .executeTakeFirst();
+    // Written as SQL text, as on PostgreSQL, so the write events (db/write-events.ts) do not see it:
+    // the revision is no cache's, and a query-builder update of `environments` would drop the
+    // project reads on every PATCH (migration 027 spares other instances the same).
+    const { rows } = await sql<{ id: string; name: string; envRevision: number }>`update environments set env_revision = env_revision + 1
+        where org_id = ${w.orgId} and id = ${w.env.id} and env_revision = ${w.env.envRevision}
+        returning id, name, env_revision`.execute(tx);
+    const r = rows[0];
     if (!r) return undefined;
     await upsertEnvVars(tx, w.rows);
     if (w.deletes.length) await deleteEnvVars(tx, w.orgId, w.projectId, w.env.name, w.deletes);
