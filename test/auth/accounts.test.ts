@@ -71,6 +71,16 @@ describe('accounts: signup, login, sessions', () => {
     assert.equal((await server.api().post('/api/auth/login', { email: other.email, password: other.password })).status, 200);
   });
 
+  it('30 wrong passwords sent at once for one address and email: at most 10 are checked (401), the rest are 429, and then the right one is 429 too', async () => {
+    const u = await createUser(server);
+    const all = await Promise.all(Array.from({ length: 30 }, (_, i) => server.api().post('/api/auth/login', { email: u.email, password: `burst-${i}-xx` })));
+    const statuses = all.map((r) => r.status);
+    assert.ok(statuses.every((s) => s === 401 || s === 429), statuses.join(','));
+    const checked = statuses.filter((s) => s === 401).length;
+    assert.ok(checked >= 1 && checked <= 10, `${checked} attempts were checked: ${statuses.join(',')}`);
+    assert.equal((await server.api().post('/api/auth/login', { email: u.email, password: u.password })).status, checked === 10 ? 429 : 200);
+  });
+
   it('logout ends the session', async () => {
     const u = await createUser(server);
     const login = await server.api().post('/api/auth/login', { email: u.email, password: u.password });

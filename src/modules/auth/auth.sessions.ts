@@ -41,17 +41,23 @@ export async function login(
   const deviceId = user ? verifyDeviceToken(keyring, user.id, input.device) : null;
   // The failure counter's key: the device when the client proved one, else the client address.
   const key = deviceId ? `device:${deviceId}` : input.ip;
+  // The attempt counts as a failure before its password is checked, and the count includes it: of
+  // attempts sent at once (on this instance or another), at most LOGIN_MAX_FAILURES get checked.
+  const attempt = { id: newId('lgf'), ip: key, email, at: nowIso() };
+  await store.insertLoginAttempt(db, attempt);
   const recent = await store.countRecentLoginFailures(db, key, email, since);
-  if (Number(recent.n) >= LOGIN_MAX_FAILURES) {
+  if (Number(recent.n) > LOGIN_MAX_FAILURES) {
+    await store.forgetLoginAttempt(db, attempt.id);
     const oldest = recent.oldest ? Date.parse(String(recent.oldest)) : Date.now();
     const retry = Math.max(1, Math.ceil((oldest + LOGIN_WINDOW_MS - Date.now()) / 1000));
     throw new AppError('RATE_LIMITED', 'too many failed sign-in attempts; try again later', { retryAfterSeconds: retry });
   }
   const ok = await verifyPassword(input.password, user?.passwordHash);
   if (!user || !ok) {
-    await store.recordLoginFailure(db, { id: newId('lgf'), ip: key, email, at: nowIso() }, since);
+    await store.pruneLoginFailures(db, since);
     throw new AppError('UNAUTHENTICATED', 'wrong email or password');
   }
+  await store.forgetLoginAttempt(db, attempt.id);
   const orgs = await store.listUserOrgs(db, user.id);
   if (orgs.length === 0) throw new AppError('UNAUTHENTICATED', 'this account belongs to no organization');
   const session = newSession(user.id, orgs[0]!.id);

@@ -144,7 +144,15 @@ export async function countRecentLoginFailures(db: Db, ip: string, email: string
     .executeTakeFirstOrThrow();
 }
 
-export async function recordLoginFailure(db: Db, row: { id: string; ip: string; email: string; at: string }, pruneBeforeIso: string): Promise<void> {
+/** Records a sign-in attempt as failed until it is known to have succeeded (`forgetLoginAttempt`). */
+export async function insertLoginAttempt(db: Db, row: { id: string; ip: string; email: string; at: string }): Promise<void> {
   await db.insertInto('loginFailures').values(row).execute();
-  await db.deleteFrom('loginFailures').where('at', '<', pruneBeforeIso).execute();
+}
+
+export async function forgetLoginAttempt(db: Db, id: string): Promise<void> {
+  await db.deleteFrom('loginFailures').where('id', '=', id).execute();
+}
+
+export async function pruneLoginFailures(db: Db, beforeIso: string): Promise<void> {
+  await db.deleteFrom('loginFailures').where('at', '<', beforeIso).execute();
 }
