@@ -20,8 +20,9 @@ export async function startPair(opts: { a?: TestServerOptions; b?: TestServerOpt
   const pg = await freshPostgresDatabase();
   const dataDir = tempDir('berth-pair-');
   const env = { BERTH_SECRET_KEY: randomBytes(32).toString('base64') };
-  const a = await startTestServer({ ...opts.a, dataDir, databaseUrl: pg.url, env: { ...env, ...opts.a?.env } });
-  const b = await startTestServer({ ...opts.b, dataDir, databaseUrl: pg.url, env: { ...env, ...opts.b?.env } });
+  // Each its own instance name, as two instances must have (docs/scale-out.md): one name is one instance.
+  const a = await startTestServer({ ...opts.a, dataDir, databaseUrl: pg.url, env: { ...env, BERTH_INSTANCE_NAME: 'a', ...opts.a?.env } });
+  const b = await startTestServer({ ...opts.b, dataDir, databaseUrl: pg.url, env: { ...env, BERTH_INSTANCE_NAME: 'b', ...opts.b?.env } });
   return {
     a,
     b,

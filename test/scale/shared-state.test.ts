@@ -83,7 +83,7 @@ describe('two instances on one database share their state', { skip: usingPostgre
     const p = await createProject(a, team.owner, { name: 'shared-logs' });
     const dep = await createDeployment(a, { id: p.id, orgId: team.orgId }, { status: 'building', finished: false });
     const logsA = runtimeOf(a.ctx).logs;
-    logRelayOf(a.ctx, logsA, runtimeOf(a.ctx).requests); // what A's deployments module does when it starts
+    logRelayOf(a.ctx, runtimeOf(a.ctx)); // what A's deployments module does when it starts
     const build = await openSse(`${b.url}/api/deployments/${dep}/logs/stream`, team.owner.token);
     const runtime = await openSse(`${b.url}/api/projects/${p.id}/logs/stream`, team.owner.token);
     const requests = await openSse(`${b.url}/api/projects/${p.id}/server-logs/stream`, team.owner.token);
@@ -120,6 +120,32 @@ describe('two instances on one database share their state', { skip: usingPostgre
       runtime.close();
       requests.close();
     }
+  });
+
+  it("B answers server-logs/recent of an app A runs with A's entries (asked over the bus) merged with its own, newest last", async () => {
+    const { a, b } = pair;
+    const p = await createProject(a, team.owner, { name: 'shared-recent' });
+    logRelayOf(a.ctx, runtimeOf(a.ctx)); // what A's deployments module does when it starts
+    const entry = (path: string, ms: number) => ({ ts: new Date(Date.now() - ms).toISOString(), method: 'GET', path, status: 200, durationMs: 1, ip: '127.0.0.1', bytes: 2 });
+    // Before A ran the app, B's edge served it once.
+    runtimeOf(b.ctx).requests.record(p.id, entry('/served-by-b', 5000));
+    for (let i = 1; i <= 3; i++) runtimeOf(a.ctx).requests.record(p.id, entry(`/served-by-a-${i}`, 4000 - i * 1000));
+    // A long path and many entries: the answer comes in several bus messages.
+    for (let i = 0; i < 60; i++) runtimeOf(a.ctx).requests.record(p.id, entry(`/bulk-${i}/${'x'.repeat(300)}`, 500 - i));
+    assert.equal(await runtimeOf(a.ctx).owners.claim(p.id, true), true, 'A claims the app');
+    await runtimeOf(b.ctx).owners.tick();
+    assert.equal(runtimeOf(b.ctx).owners.heldElsewhere(p.id), true, `B sees A hold it: ${JSON.stringify(runtimeOf(b.ctx).owners.ownerOf(p.id))}`);
+
+    const all = await b.api(team.owner.token).get(`/api/projects/${p.id}/server-logs/recent?limit=1000`);
+    assert.equal(all.status, 200, all.text);
+    const paths = all.body.data.map((e: { path: string }) => e.path.split('/').slice(0, 2).join('/'));
+    assert.deepEqual(paths.slice(0, 4), ['/served-by-b', '/served-by-a-1', '/served-by-a-2', '/served-by-a-3']);
+    assert.equal(paths.length, 64);
+    assert.equal(paths.at(-1), '/bulk-59');
+    const last = await b.api(team.owner.token).get(`/api/projects/${p.id}/server-logs/recent?limit=2`);
+    assert.deepEqual(last.body.data.map((e: { path: string }) => e.path.split('/')[1]), ['bulk-58', 'bulk-59']);
+    // A answers from its own ring without asking anyone.
+    assert.equal((await a.api(team.owner.token).get(`/api/projects/${p.id}/server-logs/recent?limit=1000`)).body.data.length, 63);
   });
 
   it('a client of B follows the progress of a backup run A executes, to its end', async () => {

@@ -133,7 +133,7 @@ export const deploymentsModule: ModuleDef = {
   },
   async start(ctx) {
     // Before any stream: other instances' streams ask for the logs this one writes (log-relay.ts).
-    logRelayOf(ctx, runtimeOf(ctx).logs, runtimeOf(ctx).requests);
+    logRelayOf(ctx, runtimeOf(ctx));
     await runtimeOf(ctx).start();
   },
   async stop(ctx) {

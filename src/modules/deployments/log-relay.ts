@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import type { AppContext } from '../../context.js';
 import type { Bus } from '../../db/notify.js';
@@ -21,6 +22,9 @@ import type { RequestEntry, RequestLog } from '../../edge/requests.js';
  * the request, so its entries go by value instead: a stream says `req-watch { k }` as above, and every
  * instance that hears it forwards the entries its edge records for that project (`req:<key>`, batched
  * every REQUEST_BATCH_MS, several messages when they do not fit one; paths cut to 1000 characters).
+ * `server-logs/recent` asked of an instance that does not run the app asks the one that does
+ * (`req-recent { k, n, r, to }`); it answers on `req-recent:<r>` in numbered parts, and the asker
+ * merges them with what its own ring holds (waiting at most RECENT_WAIT_MS).
  *
  * On a shared bus the stream takes every line from the file, this instance's own included (a log
  * written by two instances at once, as during an app's hand-over, then still has no duplicates).
@@ -33,6 +37,8 @@ const FALLBACK_POLL_MS = 2000;
 const REQUEST_BATCH_MS = 100;
 /** What one message of request entries may hold (JSON text), under the bus's limit with its envelope. */
 const REQUEST_BATCH_BYTES = 6000;
+/** How long a read of the recent requests waits for the instance that runs the app. */
+const RECENT_WAIT_MS = 2000;
 /** At most this much is read per look (a stream far behind catches up over several). */
 const MAX_READ = 1024 * 1024;
 
@@ -49,7 +55,7 @@ export class LogRelay {
   constructor(
     private readonly bus: Bus,
     logs: LogStore,
-    private readonly requests?: RequestLog,
+    private readonly requests: RequestLog,
   ) {
     if (!bus.shared) return;
     logs.onAppend = (key) => this.appended(key);
@@ -59,14 +65,51 @@ export class LogRelay {
     bus.subscribe('req-watch', (p: { k?: unknown } | null, origin) => {
       if (origin !== bus.instanceId && typeof p?.k === 'string' && p.k.length <= 200) this.watchRequests(p.k);
     });
+    bus.subscribe('req-recent', (p: { k?: unknown; n?: unknown; r?: unknown; to?: unknown } | null, origin) => {
+      if (origin === bus.instanceId || p?.to !== bus.instanceId) return;
+      if (typeof p.k !== 'string' || p.k.length > 200 || typeof p.r !== 'string' || p.r.length > 64 || typeof p.n !== 'number') return;
+      const parts = partsOf(this.requests.recent(p.k, p.n));
+      parts.forEach((e, i) => void this.bus.publish(`req-recent:${p.r}`, { i, of: parts.length, e }).catch(() => {}));
+    });
+  }
+
+  /**
+   * The `limit` newest requests of `key`, oldest first: this instance's own and, when another live
+   * instance runs the app (`owner`, its instance id), that instance's, asked over the bus. An owner
+   * that does not answer in RECENT_WAIT_MS leaves what has arrived.
+   */
+  recentRequests(key: string, limit: number, owner: string | undefined): Promise<RequestEntry[]> {
+    const own = this.requests.recent(key, limit);
+    if (!this.bus.shared || owner === undefined || owner === this.bus.instanceId) return Promise.resolve(own);
+    const reply = randomUUID();
+    const parts = new Map<number, RequestEntry[]>();
+    return new Promise((resolve) => {
+      let done = false;
+      const finish = () => {
+        if (done) return;
+        done = true;
+        off();
+        clearTimeout(timer);
+        const all = [...own, ...[...parts.values()].flat()].sort((x, y) => (x.ts < y.ts ? -1 : x.ts > y.ts ? 1 : 0));
+        resolve(all.slice(-Math.max(1, limit)));
+      };
+      const off = this.bus.subscribe(`req-recent:${reply}`, (p: { i?: unknown; of?: unknown; e?: unknown } | null, origin) => {
+        if (origin !== owner || typeof p?.i !== 'number' || typeof p.of !== 'number' || !Array.isArray(p.e)) return;
+        parts.set(p.i, p.e.filter((e): e is RequestEntry => !!e && typeof e === 'object' && typeof (e as RequestEntry).ts === 'string'));
+        if (parts.size >= p.of) finish();
+      });
+      const timer = setTimeout(finish, RECENT_WAIT_MS);
+      timer.unref?.();
+      this.bus.publish('req-recent', { k: key, n: limit, r: reply, to: owner }).catch(finish);
+    });
   }
 
   /**
    * Follows the request log of `key` for one stream: entries recorded by this instance's edge and, on
    * a shared bus, by every other instance's. Answers the function that stops following.
    */
-  followRequests(key: string, requests: RequestLog, fn: (e: RequestEntry) => void): () => void {
-    const offLocal = requests.subscribe(key, fn);
+  followRequests(key: string, fn: (e: RequestEntry) => void): () => void {
+    const offLocal = this.requests.subscribe(key, fn);
     if (!this.bus.shared) return offLocal;
     const offBus = this.bus.subscribe(`req:${key}`, (entries: unknown, origin) => {
       if (origin === this.bus.instanceId || !Array.isArray(entries)) return;
@@ -90,7 +133,6 @@ export class LogRelay {
       w.until = until;
       return;
     }
-    if (!this.requests) return;
     const entry: { until: number; off: () => void; batch: RequestEntry[]; timer: NodeJS.Timeout | null } = { until, off: () => {}, batch: [], timer: null };
     entry.off = this.requests.subscribe(key, (e) => {
       if (Date.now() > entry.until) {
@@ -98,7 +140,7 @@ export class LogRelay {
         this.requestWatch.delete(key);
         return;
       }
-      entry.batch.push(e.path.length > 1000 ? { ...e, path: e.path.slice(0, 1000) } : e);
+      entry.batch.push(e);
       entry.timer ??= setTimeout(() => {
         entry.timer = null;
         this.sendRequests(key, entry.batch.splice(0));
@@ -109,19 +151,7 @@ export class LogRelay {
   }
 
   private sendRequests(key: string, entries: RequestEntry[]): void {
-    let part: RequestEntry[] = [];
-    let size = 2;
-    for (const e of entries) {
-      const n = JSON.stringify(e).length + 1;
-      if (part.length && size + n > REQUEST_BATCH_BYTES) {
-        void this.bus.publish(`req:${key}`, part).catch(() => {});
-        part = [];
-        size = 2;
-      }
-      part.push(e);
-      size += n;
-    }
-    if (part.length) void this.bus.publish(`req:${key}`, part).catch(() => {});
+    for (const part of partsOf(entries)) if (part.length) void this.bus.publish(`req:${key}`, part).catch(() => {});
   }
 
   /**
@@ -254,11 +284,31 @@ function readRange(file: string, from: number, to: number): { text: string; end:
   }
 }
 
+/**
+ * Request entries cut into parts that each fit one bus message (REQUEST_BATCH_BYTES of JSON), paths
+ * cut to 1000 characters; always at least one part (empty when there are no entries).
+ */
+function partsOf(entries: RequestEntry[]): RequestEntry[][] {
+  const parts: RequestEntry[][] = [[]];
+  let size = 2;
+  for (const entry of entries) {
+    const e = entry.path.length > 1000 ? { ...entry, path: entry.path.slice(0, 1000) } : entry;
+    const n = JSON.stringify(e).length + 1;
+    if (parts.at(-1)!.length && size + n > REQUEST_BATCH_BYTES) {
+      parts.push([]);
+      size = 2;
+    }
+    parts.at(-1)!.push(e);
+    size += n;
+  }
+  return parts;
+}
+
 const relays = new WeakMap<LogStore, LogRelay>();
 
 /** The log relay of this server's log store (made once, when the deployments module starts). */
-export function logRelayOf(ctx: Pick<AppContext, 'bus'>, logs: LogStore, requests?: RequestLog): LogRelay {
-  let r = relays.get(logs);
-  if (!r) relays.set(logs, (r = new LogRelay(ctx.bus, logs, requests)));
+export function logRelayOf(ctx: Pick<AppContext, 'bus'>, rt: { logs: LogStore; requests: RequestLog }): LogRelay {
+  let r = relays.get(rt.logs);
+  if (!r) relays.set(rt.logs, (r = new LogRelay(ctx.bus, rt.logs, rt.requests)));
   return r;
 }

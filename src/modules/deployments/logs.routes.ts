@@ -73,7 +73,7 @@ export const logRoutes = [
         event: 'log',
         backlog: file.read({ limit: 10000 }),
         // Lines written by any instance (the build may run on another one: log-relay.ts).
-        subscribe: (fn) => logRelayOf(ctx, logs).follow(`d:${d.id}`, file, fn),
+        subscribe: (fn) => logRelayOf(ctx, runtimeOf(ctx)).follow(`d:${d.id}`, file, fn),
         until: async () => {
           const now = await store.findDeployment(ctx.db, d.orgId, d.id);
           return !now || isTerminal(now.status);
@@ -112,7 +112,7 @@ export const logRoutes = [
         event: 'log',
         backlog: file.read({ limit: query.limit ?? 100, since: checkSince(query.since) }),
         // Lines written by any instance (the app may run on another one: log-relay.ts).
-        subscribe: (fn) => logRelayOf(ctx, logs).follow(`p:${app}`, file, fn),
+        subscribe: (fn) => logRelayOf(ctx, runtimeOf(ctx)).follow(`p:${app}`, file, fn),
         follow: query.follow ?? true,
         access: gateAccess(req),
       });
@@ -125,7 +125,13 @@ export const logRoutes = [
     tag: 'project:read',
     resource: { kind: 'project', param: 'id' },
     schema: { params: IdParams, querystring: Obj({ limit: Limit(1000), environment: Environment }), response: Type.Array(RequestEntrySchema) },
-    handler: async ({ query, resource }, ctx) => runtimeOf(ctx).requests.recent(await appOfQuery(ctx, resource.record, query.environment), query.limit ?? 100),
+    handler: async ({ query, resource }, ctx) => {
+      const app = await appOfQuery(ctx, resource.record, query.environment);
+      const rt = runtimeOf(ctx);
+      // Entries live in the memory of the instance that runs the app: ask it when it is another one.
+      const owner = rt.owners.heldElsewhere(app) ? rt.owners.ownerOf(app)?.instanceId : undefined;
+      return logRelayOf(ctx, rt).recentRequests(app, query.limit ?? 100, owner);
+    },
   }),
   defineRoute({
     method: 'GET',
@@ -153,7 +159,7 @@ export const logRoutes = [
         event: 'request',
         backlog: [],
         // Requests served by any instance's edge (log-relay.ts).
-        subscribe: (fn) => logRelayOf(ctx, rt.logs, rt.requests).followRequests(params.id, rt.requests, fn),
+        subscribe: (fn) => logRelayOf(ctx, rt).followRequests(params.id, fn),
         follow: query.follow ?? true,
         access: gateAccess(req),
       });
