@@ -6,6 +6,7 @@ import * as tar from 'tar';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { createUser, type TestUser } from '../support/factories.js';
 import { getRuntime } from '../../src/modules/deployments/index.js';
+import { attachUploadToProject, uploadSourceDir } from '../../src/modules/uploads/index.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';
 import { waitForDeployment } from '../support/wait.js';
 import { edgeRequest, type EdgeAnswer } from '../support/http.js';
@@ -77,7 +78,8 @@ test('an uploaded folder deploys (POST /api/deployments with sessionId) and the 
   const first = await upload('up-v3');
   const second = await upload('up-v4');
   assert.equal((await api.post('/api/deployments', { projectId, sessionId: first })).status, 202);
-  assert.equal((await api.post('/api/deployments', { projectId, sessionId: second })).status, 202);
+  const secondDeploy = await api.post('/api/deployments', { projectId, sessionId: second });
+  assert.equal(secondDeploy.status, 202, secondDeploy.text);
   const stale = await api.post('/api/deployments', { projectId, sessionId: first });
   assert.equal(stale.status, 409, stale.text);
   // a plain redeploy builds the last uploaded folder again
@@ -89,4 +91,21 @@ test('an uploaded folder deploys (POST /api/deployments with sessionId) and the 
   const info = await api.get(`/api/projects/${projectId}/info`);
   assert.equal(info.body.data.runtime.state, 'running');
   assert.equal(info.body.data.runtime.isolation, 'sandbox');
+});
+
+test("a new upload attached while the project's source is being looked up (a build of the previous one starting) is what the folder holds after both", async () => {
+  const api = server.api(owner.token);
+  const p = await api.post('/api/projects', { name: 'attach-race' });
+  assert.equal(p.status, 201, p.text);
+  const projectId = p.body.data.id;
+  await attachUploadToProject(server.ctx, owner.userId, owner.orgId, projectId, await upload('race-v1'));
+  for (let round = 2; round <= 6; round++) {
+    const sessionId = await upload(`race-v${round}`);
+    // The attach moves the new upload into `current` while lookups (what a build does first) run.
+    const [, ...dirs] = await Promise.all([attachUploadToProject(server.ctx, owner.userId, owner.orgId, projectId, sessionId), uploadSourceDir(server.ctx, owner.orgId, projectId), uploadSourceDir(server.ctx, owner.orgId, projectId)]);
+    for (const d of dirs) assert.ok(d, `round ${round}: a lookup found no source`);
+    const dir = await uploadSourceDir(server.ctx, owner.orgId, projectId);
+    assert.ok(dir, `round ${round}: no source after the attach`);
+    assert.match(readFileSync(path.join(dir, 'server.js'), 'utf8'), new RegExp(`race-v${round}`));
+  }
 });

@@ -5,6 +5,7 @@
 import { existsSync, promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { transaction, type Db } from '../../db/client.js';
+import { serialOf } from '../../db/serial.js';
 import { AppError, conflict } from '../../lib/errors.js';
 import { nowIso, randomString } from '../../lib/ids.js';
 import { scanProject, type ScanResult } from '../detect/index.js';
@@ -79,9 +80,16 @@ export async function attachUploadToProject(ctx: Deps, actorId: string | null, o
 
 /**
  * Moves the project's latest consumed upload into `<projectId>/current` if it is not there yet
- * (idempotent: attach calls it after its commit; scans and the sweep repair an interrupted move).
+ * (idempotent: attach calls it after its commit; scans, builds and the sweep repair an interrupted
+ * move). One at a time per project: two at once (an attach while a build of the previous upload
+ * looks for its source) each moved `current` aside and one found the staged folder gone, leaving
+ * no `current` at all (a deploy then answered "no uploaded source yet").
  */
-async function materialize(ctx: Deps, orgId: string, projectId: string): Promise<void> {
+function materialize(ctx: Deps, orgId: string, projectId: string): Promise<void> {
+  return serialOf(ctx.db).run(`upload-source:${projectId}`, () => moveIntoCurrent(ctx, orgId, projectId));
+}
+
+async function moveIntoCurrent(ctx: Deps, orgId: string, projectId: string): Promise<void> {
   const row = await store.currentForProject(ctx.db, orgId, projectId);
   if (!row) return;
   const staged = stagedDir(ctx, row.id);
