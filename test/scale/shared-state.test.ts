@@ -10,6 +10,9 @@ import { openSse, startPair, type Pair } from './pair.js';
 import { tgz } from '../uploads/targen.js';
 import { rawPost } from '../uploads/upload-client.js';
 import { waitFor } from '../support/wait.js';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { attachUploadToProject, uploadSourceDir } from '../../src/modules/uploads/index.js';
 
 /** The org's allowance of disk for uploads not deployed yet, lowered for the quota test. */
 const ORG_UPLOAD_CAP = 4_000_000;
@@ -173,6 +176,37 @@ describe('two instances on one database share their state', { skip: usingPostgre
       assert.equal(run.status, 'succeeded');
     } finally {
       live.close();
+    }
+  });
+
+  it("an upload attached on A while B looks up the project's source (a build B runs) leaves the new upload in place on both", async () => {
+    const { a, b } = pair;
+    const p = await a.api(team.owner.token).post('/api/projects', { name: 'attach-across' });
+    assert.equal(p.status, 201, p.text);
+    const projectId = p.body.data.id as string;
+    const uploadOne = async (round: number) => {
+      const r = await a.api(team.owner.token).post('/api/projects/folder/session', {});
+      assert.equal(r.status, 201, r.text);
+      const s = r.body.data as { sessionId: string; url: string; headers: Record<string, string> };
+      const sent = await rawPost(s.url, s.headers, tgz([{ path: 'index.html', data: Buffer.from(`round ${round}`) }]));
+      assert.equal(sent.status, 200, JSON.stringify(sent.body));
+      return s.sessionId;
+    };
+    await attachUploadToProject(a.ctx, team.owner.userId, team.orgId, projectId, await uploadOne(1));
+    for (let round = 2; round <= 8; round++) {
+      const sessionId = await uploadOne(round);
+      // B looks again and again while A attaches: every look must find a source.
+      let attached = false;
+      const looks: (string | null)[] = [];
+      const looking = (async () => {
+        while (!attached) looks.push(await uploadSourceDir(b.ctx, team.orgId, projectId));
+      })();
+      await attachUploadToProject(a.ctx, team.owner.userId, team.orgId, projectId, sessionId).finally(() => (attached = true));
+      await looking;
+      assert.ok(looks.length > 0 && looks.every((d) => d !== null), `round ${round}: ${looks.filter((d) => d === null).length} of B's ${looks.length} looks found no source`);
+      const dir = await uploadSourceDir(b.ctx, team.orgId, projectId);
+      assert.ok(dir, `round ${round}: no source on B after the attach`);
+      assert.equal(readFileSync(path.join(dir, 'index.html'), 'utf8'), `round ${round}`);
     }
   });
 

@@ -5,6 +5,7 @@
 import { existsSync, promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { transaction, type Db } from '../../db/client.js';
+import { sql } from '../../db/kysely.js';
 import { serialOf } from '../../db/serial.js';
 import { AppError, conflict } from '../../lib/errors.js';
 import { nowIso, randomString } from '../../lib/ids.js';
@@ -81,31 +82,45 @@ export async function attachUploadToProject(ctx: Deps, actorId: string | null, o
 /**
  * Moves the project's latest consumed upload into `<projectId>/current` if it is not there yet
  * (idempotent: attach calls it after its commit; scans, builds and the sweep repair an interrupted
- * move). One at a time per project: two at once (an attach while a build of the previous upload
- * looks for its source) each moved `current` aside and one found the staged folder gone, leaving
- * no `current` at all (a deploy then answered "no uploaded source yet").
+ * move), and answers whether the project has its uploaded source in `current` now. One at a time
+ * per project, in this process and, on PostgreSQL, across the instances sharing the data dir (an
+ * advisory lock): two at once (an attach while a build of the previous upload looks for its source)
+ * each moved `current` aside and one found the staged folder gone, leaving no `current` at all (a
+ * deploy then answered "no uploaded source yet"). The folder moved aside is removed after.
  */
-function materialize(ctx: Deps, orgId: string, projectId: string): Promise<void> {
-  return serialOf(ctx.db).run(`upload-source:${projectId}`, () => moveIntoCurrent(ctx, orgId, projectId));
+function materialize(ctx: Deps, orgId: string, projectId: string): Promise<boolean> {
+  const key = `upload-source:${projectId}`;
+  return serialOf(ctx.db).run(key, async () => {
+    const moved =
+      ctx.dialect === 'postgres'
+        ? await transaction(ctx.db, async (tx) => {
+            await sql`select pg_advisory_xact_lock(hashtext(${key}))`.execute(tx);
+            return moveIntoCurrent(ctx, tx, orgId, projectId);
+          })
+        : await moveIntoCurrent(ctx, ctx.db, orgId, projectId);
+    if (moved.old) await fsp.rm(moved.old, { recursive: true, force: true });
+    return moved.current;
+  });
 }
 
-async function moveIntoCurrent(ctx: Deps, orgId: string, projectId: string): Promise<void> {
-  const row = await store.currentForProject(ctx.db, orgId, projectId);
-  if (!row) return;
-  const staged = stagedDir(ctx, row.id);
-  if (!existsSync(path.join(staged, 'src'))) return;
+async function moveIntoCurrent(ctx: Deps, db: Db, orgId: string, projectId: string): Promise<{ current: boolean; old?: string }> {
+  const row = await store.currentForProject(db, orgId, projectId);
+  if (!row) return { current: false };
   const dir = projectDir(ctx, projectId);
+  const current = path.join(dir, 'current');
+  const staged = stagedDir(ctx, row.id);
+  if (!existsSync(path.join(staged, 'src'))) return { current: existsSync(current) };
   await fsp.mkdir(dir, { recursive: true });
   const old = path.join(dir, `.old-${randomString(8)}`);
-  const current = path.join(dir, 'current');
-  if (existsSync(current)) await fsp.rename(current, old);
+  const movedAside = existsSync(current);
+  if (movedAside) await fsp.rename(current, old);
   await fsp.rename(path.join(staged, 'src'), current);
   await fsp.rm(path.join(dir, 'source.tar.gz'), { force: true });
   await fsp.rename(path.join(staged, 'source.tar.gz'), path.join(dir, 'source.tar.gz')).catch(() => {});
   const meta = { sessionId: row.id, sha256: row.sha256, sizeBytes: row.sizeBytes, files: row.files, attachedAt: row.consumedAt };
   await fsp.writeFile(path.join(dir, 'source.json'), JSON.stringify(meta, null, 2) + '\n');
   await fsp.rm(staged, { recursive: true, force: true });
-  await fsp.rm(old, { recursive: true, force: true });
+  return { current: true, old: movedAside ? old : undefined };
 }
 
 /**
@@ -113,7 +128,5 @@ async function moveIntoCurrent(ctx: Deps, orgId: string, projectId: string): Pro
  * (`<dataDir>/uploads/<projectId>/current`), or null when the project has none. Copy it; never build in it.
  */
 export async function uploadSourceDir(ctx: Deps, orgId: string, projectId: string): Promise<string | null> {
-  await materialize(ctx, orgId, projectId);
-  const current = path.join(projectDir(ctx, projectId), 'current');
-  return (await store.currentForProject(ctx.db, orgId, projectId)) && existsSync(current) ? current : null;
+  return (await materialize(ctx, orgId, projectId)) ? path.join(projectDir(ctx, projectId), 'current') : null;
 }
