@@ -22,8 +22,20 @@ interface Entry<T> {
   at: number;
 }
 
+/**
+ * Entries live TTL_MS. A value read from the database while a drop happened is not kept: callers
+ * take `generation` before they read and hand it to `set`, which keeps the value only if no drop
+ * came in between (a grant written while a credential was being resolved would otherwise be cached
+ * without it, and a revoked token with it, for up to TTL_MS).
+ */
 export class TtlCache<T> {
   private readonly map = new Map<string, Entry<T>>();
+  private gen = 0;
+
+  /** Moves on at every drop: a read started under another generation is not kept. */
+  get generation(): number {
+    return this.gen;
+  }
 
   get(key: string, now = Date.now()): T | undefined {
     const e = this.map.get(key);
@@ -35,17 +47,21 @@ export class TtlCache<T> {
     return e.value;
   }
 
-  set(key: string, value: T, now = Date.now()): void {
+  /** Keeps `value` unless a drop came since `readUnder` (the generation taken before the read). */
+  set(key: string, value: T, readUnder: number, now = Date.now()): void {
+    if (readUnder !== this.gen) return;
     if (this.map.size >= MAX) this.map.clear();
     this.map.set(key, { value, at: now });
   }
 
   /** Drops every entry whose value `stale` answers true for. */
   dropWhere(stale: (value: T) => boolean): void {
+    this.gen++;
     for (const [k, e] of this.map) if (stale(e.value)) this.map.delete(k);
   }
 
   clear(): void {
+    this.gen++;
     this.map.clear();
   }
 }

@@ -66,11 +66,12 @@ export async function actorFromBearer({ db }: Deps, caches: AuthCaches | null, t
   const now = Date.now();
   const cached = caches?.actors.get(`t:${hash}`, now);
   if (cached) return cached.expiresAt > now ? cached.actor : null;
+  const gen = caches?.actors.generation ?? 0;
   const row = await store.findTokenActor(db, hash);
   if (!liveToken(row, now)) return null;
   if (!row.lastUsedAt || now - Date.parse(row.lastUsedAt) > TOUCH_EVERY_MS) await store.touchToken(db, row.tokenId, new Date(now).toISOString());
   const actor = await tokenActor(db, row);
-  caches?.actors.set(`t:${hash}`, { actor, expiresAt: row.expiresAt ? Date.parse(row.expiresAt) : Infinity }, now);
+  caches?.actors.set(`t:${hash}`, { actor, expiresAt: row.expiresAt ? Date.parse(row.expiresAt) : Infinity }, gen, now);
   return actor;
 }
 
@@ -80,10 +81,11 @@ export async function actorFromSession({ db }: Deps, caches: AuthCaches | null, 
   const now = Date.now();
   const cached = caches?.actors.get(`s:${hash}`, now);
   if (cached) return cached.expiresAt > now ? cached.actor : null;
+  const gen = caches?.actors.generation ?? 0;
   const row = await store.findSessionActor(db, hash);
   if (!liveSession(row, now)) return null;
   const actor = await sessionActor(db, row);
-  caches?.actors.set(`s:${hash}`, { actor, expiresAt: Date.parse(row.expiresAt) }, now);
+  caches?.actors.set(`s:${hash}`, { actor, expiresAt: Date.parse(row.expiresAt) }, gen, now);
   return actor;
 }
 

@@ -17,10 +17,11 @@ export async function me(ctx: Deps, actor: Actor): Promise<MeView> {
   const key = `${actor.userId}:${actor.orgId}:${actor.role}`;
   const hit = caches?.me.get(key);
   if (hit) return hit.value;
+  const gen = caches?.me.generation ?? 0;
   const [user, orgs] = await Promise.all([store.findUserById(ctx.db, actor.userId), store.listUserOrgs(ctx.db, actor.userId)]);
   if (!user) throw new AppError('UNAUTHENTICATED', 'account no longer exists');
   const value = presentMe(user, actor.orgId, actor.role, orgs);
-  caches?.me.set(key, { userId: actor.userId, orgIds: orgs.map((o) => o.id), value });
+  caches?.me.set(key, { userId: actor.userId, orgIds: orgs.map((o) => o.id), value }, gen);
   return value;
 }
 
