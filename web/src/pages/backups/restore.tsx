@@ -58,7 +58,11 @@ export default function RestorePage({ params }: PageProps) {
     status && !DONE.includes(status) ? `/api/backup-restores/${restoreId}/stream` : null,
     {
       snapshot: (r: Restore) => setRestore(r),
-      transition: (t: Transition) => setRestore({ status: t.to }),
+      transition: (t: Transition) => {
+        setRestore({ status: t.to });
+        // An ended restore closes the stream, perhaps before its `complete` is handled: read it again.
+        if (DONE.includes(t.to)) void qc.invalidateQueries({ queryKey: keys.restore(restoreId) });
+      },
       progress: (p: ProgressEvent) => setProgress(p),
       complete: (r: Restore) => setRestore(r),
     },

@@ -143,6 +143,9 @@ function RunLive({ projectId, run, estimate }: { projectId: string; run: Run; es
     transition: (t: Transition) => {
       patch(run.id, { status: t.to });
       setProgress(null); // a new phase starts from zero
+      // An ended run unmounts this view, which may close the stream before its `complete` (size,
+      // finish time) is handled: the list is read again instead.
+      if (!inFlight(t.to)) void qc.invalidateQueries({ queryKey: keys.runs(projectId) });
     },
     progress: (p: ProgressEvent) => setProgress(p),
     complete: (r: Run) => {
