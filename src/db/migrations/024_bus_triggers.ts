@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { isPostgres } from './dialect.js';
 
 /**
  * The notification bus's messages sent by the database itself (`src/db/notify.ts`), PostgreSQL only
@@ -11,10 +12,6 @@ import { sql, type Kysely } from 'kysely';
  * back, and identical messages of one transaction are sent once.
  */
 const CACHED_TABLES = ['projects', 'domains', 'environments', 'route_rules', 'deployments'];
-
-function isPostgres(db: Kysely<any>): boolean {
-  return db.getExecutor().adapter.constructor.name === 'PostgresAdapter';
-}
 
 export async function up(db: Kysely<any>): Promise<void> {
   if (!isPostgres(db)) return;

@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { isPostgres } from './dialect.js';
 
 /**
  * The bus trigger on `environments` (024) announces every statement that writes the table, and every
@@ -9,10 +10,6 @@ import { sql, type Kysely } from 'kysely';
  * must be added to this list. PostgreSQL only, as 024.
  */
 const ANNOUNCED_COLUMNS = ['id', 'org_id', 'project_id', 'name', 'type', 'branch', 'slug', 'created_at'];
-
-function isPostgres(db: Kysely<any>): boolean {
-  return db.getExecutor().adapter.constructor.name === 'PostgresAdapter';
-}
 
 export async function up(db: Kysely<any>): Promise<void> {
   if (!isPostgres(db)) return;

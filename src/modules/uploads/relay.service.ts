@@ -15,7 +15,7 @@ import { SafeExtractor } from '../../lib/tar/extractor.js';
 import { DEFAULT_LIMITS } from '../../lib/tar/limits.js';
 import { findProject, projectRef } from '../projects/index.js';
 import { MAX_UPLOAD_BYTES, stagedDir, UPLOAD_CONTENT_TYPES, UPLOAD_TOKEN_HEADER, UPLOADED_TTL_MS, uploadsRoot, type Deps } from './upload-layout.js';
-import { inFlightOf, inFlightSince, orgFull, REPORT_EVERY_BYTES, REPORT_EVERY_MS, setInFlight } from './upload-quota.js';
+import { inFlightOf, orgFull, othersInFlight, REPORT_EVERY_BYTES, REPORT_EVERY_MS, setInFlight } from './upload-quota.js';
 import * as store from './uploads.store.js';
 import type { UploadSessionRow } from './uploads.store.js';
 
@@ -96,8 +96,7 @@ export async function receiveUpload(ctx: Deps, row: UploadSessionRow, body: Asyn
   // Other instances' uploads of the org in flight (the database, refreshed with each report below).
   // Only PostgreSQL is shared by several instances: on SQLite there are none, and nothing is reported.
   const shared = ctx.dialect === 'postgres';
-  const othersInFlight = () => (shared ? store.inFlightElsewhere(ctx.db, row.orgId, ctx.instanceId, inFlightSince(), row.id) : Promise.resolve(0));
-  let elsewhere = await othersInFlight();
+  let elsewhere = await othersInFlight(ctx, ctx.db, row.orgId, row.id);
   const budget = () => cap - stored.bytes - inFlightOf(ctx.instanceId, row.orgId, row.id) - elsewhere;
   if (budget() <= 0) throw orgFull(cap, stored.soonest);
   if (!(await store.claimForUpload(ctx.db, row.orgId, row.id, nowIso()))) throw conflict('an upload to this session is in progress or finished');
@@ -109,7 +108,7 @@ export async function receiveUpload(ctx: Deps, row: UploadSessionRow, body: Asyn
   const report = async (bytes: number) => {
     reported = { bytes, at: Date.now() };
     await store.reportInFlight(ctx.db, row.orgId, row.id, ctx.instanceId, bytes, nowIso());
-    elsewhere = await othersInFlight();
+    elsewhere = await othersInFlight(ctx, ctx.db, row.orgId, row.id);
   };
   const root = uploadsRoot(ctx);
   const tmp = path.join(root, '.tmp', `${path.basename(row.id)}-${randomString(8)}`);
@@ -141,7 +140,7 @@ export async function receiveUpload(ctx: Deps, row: UploadSessionRow, body: Asyn
     await closeStream(archive);
     // Again against the database: an upload of the org that finished meanwhile is counted there now.
     const latest = await store.storedBytesOfOrg(ctx.db, row.orgId, nowIso());
-    elsewhere = await othersInFlight();
+    elsewhere = await othersInFlight(ctx, ctx.db, row.orgId, row.id);
     if (size + out.bytes > cap - latest.bytes - inFlightOf(ctx.instanceId, row.orgId, row.id) - elsewhere) throw orgFull(cap, latest.soonest);
     const staged = stagedDir(ctx, row.id);
     await fsp.rm(staged, { recursive: true, force: true });

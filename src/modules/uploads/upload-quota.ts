@@ -5,8 +5,10 @@
  * at least every REPORT_EVERY_BYTES or REPORT_EVERY_MS while bytes arrive; a report older than
  * IN_FLIGHT_STALE_MS no longer counts: its instance died or its client stalled).
  */
+import type { Db } from '../../db/client.js';
 import { AppError } from '../../lib/errors.js';
-import { SESSION_TTL_MS } from './upload-layout.js';
+import { SESSION_TTL_MS, type Deps } from './upload-layout.js';
+import { inFlightElsewhere } from './uploads.store.js';
 
 /** Seconds until `iso` (at least 1, at most an hour): the Retry-After of a quota refusal. */
 export function retryAfter(iso: string | null): number {
@@ -21,9 +23,17 @@ export const REPORT_EVERY_MS = 1000;
 export const IN_FLIGHT_STALE_MS = 60_000;
 
 /** The oldest report of another instance's upload in flight that still counts. */
-export function inFlightSince(now = Date.now()): string {
+function inFlightSince(now = Date.now()): string {
   return new Date(now - IN_FLIGHT_STALE_MS).toISOString();
 }
+/**
+ * Bytes the org's uploads in flight on other instances hold, as they reported them (`except` one
+ * session). Only PostgreSQL is shared by several instances: on SQLite there are none, and no query.
+ */
+export function othersInFlight(ctx: Pick<Deps, 'dialect' | 'instanceId'>, db: Db, orgId: string, except?: string): Promise<number> {
+  return ctx.dialect === 'postgres' ? inFlightElsewhere(db, orgId, ctx.instanceId, inFlightSince(), except) : Promise.resolve(0);
+}
+
 const fmtBytes = (n: number) => (n >= 1024 * MiB ? `${(n / (1024 * MiB)).toFixed(2)} GiB` : `${(n / MiB).toFixed(1)} MiB`);
 
 /** 429: the org's received, unconsumed uploads hold its whole allowance of disk. */
