@@ -54,14 +54,20 @@ export default function RestorePage({ params }: PageProps) {
 
   const setRestore = (fields: Partial<Restore>) => qc.setQueryData<Restore>(keys.restore(restoreId), (r) => (r ? { ...r, ...fields } : r));
   const status = restore.data?.status;
+  // An ended restore closes the stream, perhaps before its `complete` is handled: read it again.
+  const ended = (s: string) => {
+    if (DONE.includes(s)) void qc.invalidateQueries({ queryKey: keys.restore(restoreId) });
+  };
   const live = useEventStream(
     status && !DONE.includes(status) ? `/api/backup-restores/${restoreId}/stream` : null,
     {
-      snapshot: (r: Restore) => setRestore(r),
+      snapshot: (r: Restore) => {
+        setRestore(r);
+        ended(r.status);
+      },
       transition: (t: Transition) => {
         setRestore({ status: t.to });
-        // An ended restore closes the stream, perhaps before its `complete` is handled: read it again.
-        if (DONE.includes(t.to)) void qc.invalidateQueries({ queryKey: keys.restore(restoreId) });
+        ended(t.to);
       },
       progress: (p: ProgressEvent) => setProgress(p),
       complete: (r: Restore) => setRestore(r),

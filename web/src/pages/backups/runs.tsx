@@ -138,20 +138,25 @@ function RunLive({ projectId, run, estimate }: { projectId: string; run: Run; es
   const qc = useQueryClient();
   const patch = usePatchRun(projectId);
   const [progress, setProgress] = useState<ProgressEvent | null>(null);
+  // An ended run unmounts this view, which may close the stream before its `complete` (size, finish
+  // time) is handled: the runs and the policies (their last backup) are read again instead.
+  const ended = (status: string) => {
+    if (inFlight(status)) return;
+    void qc.invalidateQueries({ queryKey: keys.runs(projectId) });
+    void qc.invalidateQueries({ queryKey: keys.policies(projectId) });
+  };
   useEventStream(`/api/backup-runs/${run.id}/stream`, {
-    snapshot: (r: Run) => patch(run.id, r),
+    snapshot: (r: Run) => {
+      patch(run.id, r);
+      ended(r.status);
+    },
     transition: (t: Transition) => {
       patch(run.id, { status: t.to });
       setProgress(null); // a new phase starts from zero
-      // An ended run unmounts this view, which may close the stream before its `complete` (size,
-      // finish time) is handled: the list is read again instead.
-      if (!inFlight(t.to)) void qc.invalidateQueries({ queryKey: keys.runs(projectId) });
+      ended(t.to);
     },
     progress: (p: ProgressEvent) => setProgress(p),
-    complete: (r: Run) => {
-      patch(run.id, r);
-      void qc.invalidateQueries({ queryKey: keys.policies(projectId) });
-    },
+    complete: (r: Run) => patch(run.id, r),
   });
   const phase = progress?.phase;
   const step = phase ?? (run.status === 'uploading' ? 'upload' : run.status === 'verifying' ? 'verify' : run.status);
