@@ -26,6 +26,7 @@ import * as m024 from './024_bus_triggers.js';
 import * as m025 from './025_upload_in_flight.js';
 import * as m026 from './026_app_owners.js';
 import * as m027 from './027_env_revision_quiet.js';
+import * as m028 from './028_certificate_renewal.js';
 
 /**
  * Every migration, in order. Names sort; add new ones at the end with the next number.
@@ -59,4 +60,5 @@ export const migrations: Record<string, Migration> = {
   '025_upload_in_flight': m025,
   '026_app_owners': m026,
   '027_env_revision_quiet': m027,
+  '028_certificate_renewal': m028,
 };

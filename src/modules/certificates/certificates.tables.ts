@@ -1,4 +1,4 @@
-/** Kysely table interfaces of the certificates area (migration 017_certificates). */
+/** Kysely table interfaces of the certificates area (migrations 017_certificates, 019, 020, 028). */
 
 /** One certificate per domain (contract section 14): the public chain, the private key sealed with the secret key. */
 export interface CertificatesTable {
@@ -23,6 +23,14 @@ export interface CertificatesTable {
   attempts: number;
   /** When the scheduler may enqueue the next attempt (backoff; also a guard while a job is queued). */
   nextAttemptAt: string | null;
+  /**
+   * When the scheduler renews the issued certificate (migration 028): a random time inside the window
+   * the CA's ACME Renewal Information suggests (RFC 9773), else two thirds of its lifetime. Null: not
+   * issued yet (or issued before migration 028; the next pass fills it in).
+   */
+  renewAt: string | null;
+  /** When the CA's renewal information is asked again (its Retry-After); null when the CA offers none. */
+  renewalInfoAt: string | null;
   createdAt: string;
   updatedAt: string;
 }

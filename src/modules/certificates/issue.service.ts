@@ -86,7 +86,7 @@ export async function ensureRow(ctx: AppContext, orgId: string, projectId: strin
 
 /** What a new certificate row (a project's or the instance's) starts with: pending, nothing issued yet. */
 function pendingFields(now: string) {
-  return { status: 'pending', certPem: null, keySealed: null, issuer: null, expiresAt: null, error: null, attempts: 0, nextAttemptAt: null, createdAt: now, updatedAt: now } as const;
+  return { status: 'pending', certPem: null, keySealed: null, issuer: null, expiresAt: null, error: null, attempts: 0, nextAttemptAt: null, renewAt: null, renewalInfoAt: null, createdAt: now, updatedAt: now } as const;
 }
 
 export type IssueOutcome = { status: 'issued'; expiresAt: string } | { status: 'failed'; error: string; nextAttemptAt: string } | { status: 'skipped'; reason: string };
