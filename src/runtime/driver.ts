@@ -25,6 +25,8 @@ export interface DriverStatus {
   reason?: string;
   /** The docker driver only: whether the Docker Engine answers, and its version. */
   engine?: EngineStatus;
+  /** Whether boxes reach the internet (a periodic check from inside a box; contract 18). */
+  egress?: { ok: boolean; checkedAt: string; error?: string };
 }
 
 export interface EngineStatus {
@@ -107,6 +109,10 @@ export interface RuntimeDriver {
   recheck?(): Promise<DriverStatus>;
   /** Kills and removes whatever a previous run of this server left (called once at start). */
   reclaim(): Promise<void>;
+  /** Server shutdown, after every app stopped: removes the host rules the driver added (when no other server needs them). */
+  close?(): Promise<void>;
+  /** Puts the driver's host firewall rules back where another firewall removed them (the periodic egress check calls it). */
+  ensureEgressRules?(): Promise<unknown>;
   open(spec: BoxSpec): Promise<Box>;
   /** Whether a host folder is visible inside the driver's boxes (PATH entries a build can use); all when absent. */
   sees?(hostDir: string): boolean;

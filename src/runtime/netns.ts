@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { HostFirewall, type FirewallReport } from './host-firewall.js';
 
 /**
  * A network namespace per sandbox (when the server runs as root), joined to the host by a veth pair
@@ -98,21 +99,75 @@ table inet berth {
 
 export class NetworkPool {
   private ready: Promise<void> | null = null;
+  readonly firewall: HostFirewall;
 
   constructor(
     private readonly bins: { ip: string; nft: string; nsenter: string },
     private readonly instanceKey: string,
-  ) {}
+    firewall?: HostFirewall,
+  ) {
+    this.firewall = firewall ?? new HostFirewall();
+  }
 
-  /** Host rules, forwarding on, and what a previous run of this instance (or a dead server) left. */
+  /**
+   * Host rules, forwarding on, the other firewalls of the host told to let boxes through
+   * (host-firewall.ts), and what a previous run of this instance (or a dead server) left.
+   */
   init(): Promise<void> {
     this.ready ??= (async () => {
       mkdirSync(CLAIMS_DIR, { recursive: true, mode: 0o700 });
       writeFileSync('/proc/sys/net/ipv4/ip_forward', '1');
+      // Registered before the rules are written, so a server shutting down meanwhile keeps them.
+      writeFileSync(path.join(CLAIMS_DIR, `server-${process.pid}`), `${this.instanceKey} ${process.pid}\n`, { mode: 0o600 });
       await run(this.bins.nft, ['-f', '-'], hostRules(process.getuid?.() ?? 0));
+      await this.firewall.ensure();
       await this.reclaim();
     })();
     return this.ready;
+  }
+
+  /** Puts Berth's rules back where another firewall dropped them (a restarted dockerd, a firewall reload). */
+  async ensureRules(): Promise<FirewallReport> {
+    await this.init();
+    const listed = await run(this.bins.nft, ['list', 'table', 'inet', 'berth']).then(
+      () => true,
+      () => false,
+    );
+    if (!listed) await run(this.bins.nft, ['-f', '-'], hostRules(process.getuid?.() ?? 0));
+    return this.firewall.ensure();
+  }
+
+  /**
+   * Server shutdown: Berth's host rules (the `inet berth` table, the other firewalls' shims) are
+   * removed, unless another live Berth on this machine still has boxes (claims) that need them.
+   */
+  async close(): Promise<void> {
+    if (!this.ready) return;
+    await this.ready.catch(() => {});
+    rmSync(path.join(CLAIMS_DIR, `server-${process.pid}`), { force: true });
+    if (this.othersAlive()) return;
+    await this.firewall.remove().catch(() => {});
+    await run(this.bins.nft, ['delete', 'table', 'inet', 'berth']).catch(() => {});
+  }
+
+  /** Whether another live server (not this process) is registered or holds a claim in /run/berth-net. */
+  private othersAlive(): boolean {
+    let names: string[] = [];
+    try {
+      names = readdirSync(CLAIMS_DIR);
+    } catch {
+      return false;
+    }
+    for (const n of names) {
+      if (!Number.isInteger(Number(n)) && !n.startsWith('server-')) continue;
+      try {
+        const pid = Number(readFileSync(path.join(CLAIMS_DIR, n), 'utf8').trim().split(' ')[1]);
+        if (pid !== process.pid && pidAlive(pid)) return true;
+      } catch {
+        /* released meanwhile */
+      }
+    }
+    return false;
   }
 
   private async reclaim(): Promise<void> {
@@ -124,6 +179,11 @@ export class NetworkPool {
     }
     for (const n of names) {
       const index = Number(n);
+      if (n.startsWith('server-')) {
+        // A server that died without its shutdown: its registration goes.
+        if (!pidAlive(Number(n.slice(7)))) rmSync(path.join(CLAIMS_DIR, n), { force: true });
+        continue;
+      }
       if (!Number.isInteger(index)) continue;
       let owner = '';
       try {
