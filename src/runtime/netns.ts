@@ -97,6 +97,36 @@ table inet berth {
 `;
 }
 
+/**
+ * The resolver configuration boxes get. A box has its own network, so a nameserver on the host's
+ * loopback (systemd-resolved's 127.0.0.53, a local dnsmasq) is out of its reach: then the upstream
+ * servers systemd-resolved lists (`/run/systemd/resolve/resolv.conf`) are written into a file of
+ * Berth's that boxes see as `/etc/resolv.conf`. Null: the host's own file works as it is.
+ */
+export function boxResolvConf(files = { etc: '/etc/resolv.conf', resolved: '/run/systemd/resolve/resolv.conf', out: path.join(CLAIMS_DIR, 'resolv.conf') }): string | null {
+  const servers = (text: string) => [...text.matchAll(/^\s*nameserver\s+(\S+)/gm)].map((m) => m[1]!);
+  const loopback = (a: string) => a.startsWith('127.') || a === '::1';
+  let etc = '';
+  try {
+    etc = readFileSync(files.etc, 'utf8');
+  } catch {
+    return null;
+  }
+  const own = servers(etc);
+  if (own.length === 0 || !own.every(loopback)) return null;
+  let upstream: string[] = [];
+  try {
+    upstream = servers(readFileSync(files.resolved, 'utf8')).filter((a) => !loopback(a));
+  } catch {
+    /* no systemd-resolved */
+  }
+  if (upstream.length === 0) return null;
+  const search = /^\s*(search|domain)\s+.*$/m.exec(etc)?.[0];
+  mkdirSync(path.dirname(files.out), { recursive: true, mode: 0o700 });
+  writeFileSync(files.out, [`# written by Berth: the host's resolver listens on its loopback, which boxes cannot reach`, ...upstream.slice(0, 3).map((a) => `nameserver ${a}`), ...(search ? [search] : []), ''].join('\n'), { mode: 0o644 });
+  return files.out;
+}
+
 export class NetworkPool {
   private ready: Promise<void> | null = null;
   readonly firewall: HostFirewall;

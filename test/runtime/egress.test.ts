@@ -14,7 +14,7 @@ process.env.BERTH_HEALTH_TIMEOUT_SECONDS = '20';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { createUser, type TestUser } from '../support/factories.js';
@@ -22,6 +22,7 @@ import { edgeRequest, type HttpClient } from '../support/http.js';
 import { getRuntime } from '../../src/modules/deployments/index.js';
 import { waitFor, waitForDeployment } from '../support/wait.js';
 import { HostFirewall } from '../../src/runtime/host-firewall.js';
+import { boxResolvConf } from '../../src/runtime/netns.js';
 
 const asRoot = process.getuid?.() === 0 && spawnSync('bwrap', ['--version']).status === 0;
 const iptables = spawnSync('iptables', ['-w', '-S', 'FORWARD'], { encoding: 'utf8' });
@@ -175,5 +176,28 @@ describe('the host firewall shim', { skip: (!asRoot || iptables.status !== 0) &&
     }
     assert.notEqual(spawnSync('iptables', ['-w', '-S', 'BERTH-TEST-FWD']).status, 0);
     assert.doesNotMatch(spawnSync('iptables', ['-w', '-S'], { encoding: 'utf8' }).stdout, /BERTH-TEST-FWD/);
+  });
+});
+
+describe("a box's resolver", () => {
+  test("is the host's own file when its nameservers are reachable from a box", () => {
+    const dir = tempDir('berth-resolv-');
+    writeFileSync(path.join(dir, 'etc'), 'nameserver 10.255.255.53\n');
+    assert.equal(boxResolvConf({ etc: path.join(dir, 'etc'), resolved: path.join(dir, 'none'), out: path.join(dir, 'out') }), null);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("is systemd-resolved's upstream servers when the host's resolver listens on its loopback", () => {
+    const dir = tempDir('berth-resolv-');
+    writeFileSync(path.join(dir, 'etc'), 'nameserver 127.0.0.53\noptions edns0\nsearch example.internal\n');
+    writeFileSync(path.join(dir, 'resolved'), 'nameserver 192.0.2.10\nnameserver 127.0.0.1\nnameserver 192.0.2.11\n');
+    const out = boxResolvConf({ etc: path.join(dir, 'etc'), resolved: path.join(dir, 'resolved'), out: path.join(dir, 'out') });
+    assert.equal(out, path.join(dir, 'out'));
+    const text = readFileSync(out!, 'utf8');
+    assert.match(text, /^nameserver 192\.0\.2\.10$/m);
+    assert.match(text, /^nameserver 192\.0\.2\.11$/m);
+    assert.doesNotMatch(text, /127\.0\.0/);
+    assert.match(text, /^search example\.internal$/m);
+    rmSync(dir, { recursive: true, force: true });
   });
 });
