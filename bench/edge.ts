@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { request } from 'undici';
 import { load, startChild, type LoadResult, type Row } from './lib.js';
-import { api, ensureNginx, startNginx, tgzOf, uploadAndDeploy, waitReady, writeHelloApp } from './hello.js';
+import { api, ensureNginx, startNginx, tgzOf, uploadAndDeploy, waitReady, writeExpressApp, writeHelloApp } from './hello.js';
 
 /**
  * The edge and the runtime, one run (issues "Build and run" point 8 and "Isolation" point 7):
@@ -60,6 +60,11 @@ export async function edgeBench(): Promise<Row[]> {
     const health = await api(url, token, 'GET', '/api/health');
     const u2r = median(times);
     rows.push({ bench: 'edge', metric: `upload-to-ready (hello world, ${health.runtime.driver})`, value: u2r, unit: 'ms', target: '< 2000 ms', ok: u2r < 2000 });
+
+    // ---- deploy-to-ready of an Express app, first build: its install reaches the npm registry from the box (issue 32)
+    const express = await deployHello(url, token, tgzOf(writeExpressApp(path.join(tmp, 'express'))), 'bench-express', 1);
+    const e2r = express.times[0]!;
+    rows.push({ bench: 'edge', metric: `deploy-to-ready (Express, first build, ${health.runtime.driver}; reference: hello world)`, value: e2r, reference: u2r, ratio: e2r / u2r, unit: 'ms', target: 'reported' });
 
     // ---- the same app, bare (process driver), for the references
     const b = bare.info as { url: string; token: string };

@@ -21,6 +21,17 @@ export function writeHelloApp(dir: string): string {
   return dir;
 }
 
+/**
+ * An Express app (a real dependency from the npm registry, no lockfile: the plan installs it), the
+ * shape of most users' first deploy, written into a new folder `dir`.
+ */
+export function writeExpressApp(dir: string): string {
+  mkdirSync(dir);
+  writeFileSync(path.join(dir, 'server.js'), "const express = require('express');\nconst app = express();\napp.get('/', (req, res) => res.type('text').send('hello from express'));\napp.listen(Number(process.env.PORT));\n");
+  writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'hello-express', private: true, scripts: { start: 'node server.js' }, dependencies: { express: '^4.21.2' } }));
+  return dir;
+}
+
 /** A gzipped tarball of `dir` (written beside it as `<dir>.tgz`). */
 export function tgzOf(dir: string): Buffer {
   const file = `${dir}.tgz`;
