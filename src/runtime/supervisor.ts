@@ -10,6 +10,7 @@ import type { LogStore } from './logs.js';
 import { startInstance, stopInstance, type Instance } from './app-instance.js';
 import { appOf, StartError, type ReleaseSpec, type Upstream } from './release-spec.js';
 import { MAX_CONSECUTIVE_FAILURES, restartDelayMs } from './restart-backoff.js';
+import { watchSilence } from './silent-step.js';
 
 export type { ReleaseSpec, Upstream } from './release-spec.js';
 export { appOf } from './release-spec.js';
@@ -40,6 +41,18 @@ interface Slot {
   generation: number;
   /** The project the app belongs to (from the specs it ran; the key itself until one ran). */
   projectId: string;
+}
+
+/**
+ * Where a deploy's start reports that it is still running (the deployment's build log): while the
+ * app's runtime log gets no line for the still-running interval, `log` gets
+ * `[berth] still running: <step> (<n> s without output)` (`step`: the start as the build log names it).
+ */
+export interface StartProgress {
+  step: string;
+  log(line: string): void;
+  /** The interval (default: silentStepMs()). */
+  silentMs?: number;
 }
 
 export interface SupervisorOptions {
@@ -121,7 +134,7 @@ export class Supervisor {
    * Starts `spec` beside whatever runs now; once it answers its health check it takes traffic and
    * the previous instance is stopped. On failure the previous instance keeps serving and this throws.
    */
-  async deploy(spec: ReleaseSpec): Promise<RuntimeSnapshot> {
+  async deploy(spec: ReleaseSpec, progress?: StartProgress): Promise<RuntimeSnapshot> {
     const slot = this.slot(appOf(spec), spec.projectId);
     slot.generation++;
     this.clearRestart(slot);
@@ -129,6 +142,9 @@ export class Supervisor {
     const wasRunning = !!slot.current;
     if (!wasRunning) this.setState(slot, 'starting');
     let inst: Instance;
+    // Any line of the app's runtime log (every driver writes the start's output there) counts as output.
+    const silence = progress ? watchSilence(progress.step, progress.log, progress.silentMs) : null;
+    const unsubscribe = silence ? this.opts.logs.runtime(appOf(spec)).subscribe(() => silence.output()) : null;
     const p = this.startInstance(spec);
     slot.starting = p;
     try {
@@ -139,6 +155,8 @@ export class Supervisor {
       throw e;
     } finally {
       if (slot.starting === p) slot.starting = null;
+      unsubscribe?.();
+      silence?.stop();
     }
     if (gen !== slot.generation || this.closed) {
       // Stopped (or superseded) while starting: this instance never takes traffic.
