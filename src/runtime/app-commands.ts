@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { ignoredLine, readTenantFile } from '../lib/tenant-file.js';
 import { parseCommand, type CommandStep } from './command.js';
 import { toolchainPath } from './toolchains.js';
 
@@ -7,22 +7,48 @@ import { toolchainPath } from './toolchains.js';
 const RUN_START = /^(?:npm|pnpm|yarn|bun)(?: run)? start$/;
 
 /**
- * The argument arrays a start command runs as. A package manager's `start` whose script needs no
- * shell is run directly (one process less, a faster start and wake, and no package manager needed
- * at run time); otherwise the command itself is parsed.
+ * The `start` script a package manager's start command would run, read from the app folder's
+ * package.json as a tenant's file (src/lib/tenant-file.ts: never through a link, never blocking on
+ * a FIFO or a device, at most 1 MiB), or null when the command is no such start or the script is not
+ * there. `root` is the release's source folder (the app folder or one above it): no folder between
+ * it and package.json may be a link. A package.json that is there but ignored is told to `note`.
  */
-export function startSteps(appDir: string, command: string, env: Record<string, string>): CommandStep[] {
+export async function startScript(appDir: string, command: string, note?: (line: string) => void, root = appDir): Promise<string | null> {
+  if (!RUN_START.test(command.trim())) return null;
+  const rel = path.relative(root, path.join(appDir, 'package.json'));
+  const file = await readTenantFile(root, rel);
+  if (file.text === null) {
+    if (file.problem !== 'missing') note?.(ignoredLine('package.json', file.problem));
+    return null;
+  }
+  try {
+    const script = (JSON.parse(file.text) as { scripts?: Record<string, unknown> } | null)?.scripts?.start;
+    return typeof script === 'string' ? script : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The argument arrays a start command runs as, given its start script (`startScript`). A package
+ * manager's `start` whose script needs no shell is run directly (one process less, a faster start
+ * and wake, and no package manager needed at run time); otherwise the command itself is parsed.
+ */
+export function stepsOf(command: string, script: string | null, env: Record<string, string>): CommandStep[] {
   const trimmed = command.trim();
-  if (RUN_START.test(trimmed)) {
+  if (script && RUN_START.test(trimmed) && !/^(?:npm|pnpm|yarn|bun)\b/.test(script.trim())) {
     try {
-      const pkg = JSON.parse(readFileSync(path.join(appDir, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
-      const script = pkg.scripts?.start;
-      if (script && !/^(?:npm|pnpm|yarn|bun)\b/.test(script.trim())) return parseCommand(script, env);
+      return parseCommand(script, env);
     } catch {
       /* fall through to the package manager itself */
     }
   }
   return parseCommand(trimmed, env);
+}
+
+/** `startScript` then `stepsOf`: the steps of a start command in the app folder as it is now. */
+export async function startSteps(appDir: string, command: string, env: Record<string, string>, note?: (line: string) => void, root = appDir): Promise<CommandStep[]> {
+  return stepsOf(command, await startScript(appDir, command, note, root), env);
 }
 
 /**

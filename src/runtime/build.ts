@@ -14,7 +14,7 @@ import { runBuildProcess, type ProcessBudget } from './build-process.js';
 import { fetchSource, type BuildSource } from './build-source.js';
 import { inside } from '../lib/copy-tree.js';
 
-export { pathWithBin, startSteps } from './app-commands.js';
+export { pathWithBin, startScript, startSteps, stepsOf } from './app-commands.js';
 export { BuildError } from './build-error.js';
 export type { BuildSource } from './build-source.js';
 
@@ -214,7 +214,7 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
   }
   if (start) {
     try {
-      startSteps(appDir, start, {});
+      await startSteps(appDir, start, {}, note, srcDir);
     } catch (e) {
       throw new BuildError(`the start command cannot run: ${(e as CommandError).message}`);
     }

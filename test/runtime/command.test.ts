@@ -38,19 +38,19 @@ test('anything that needs a shell is refused with a message naming it', () => {
   }
 });
 
-test('detection: install only with dependencies (lockfile picks the tool), build and start from package.json', () => {
+test('detection: install only with dependencies (lockfile picks the tool), build and start from package.json', async () => {
   const dir = tempDir('berth-detect-');
   try {
     writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ scripts: { start: 'node server.js' } }));
     writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ dependencies: { a: '1' }, scripts: { build: 'vite build', start: 'node dist/server.js' } }));
     // `npm start` runs the script's own command directly when it needs no shell
-    assert.deepEqual(startSteps(dir, 'npm start', { PORT: '1' }), [{ argv: ['node', 'dist/server.js'], env: {} }]);
+    assert.deepEqual(await startSteps(dir, 'npm start', { PORT: '1' }), [{ argv: ['node', 'dist/server.js'], env: {} }]);
     // a script that needs a shell is left to npm itself (the project's own script)
     writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ scripts: { start: 'node a.js | cat' } }));
-    assert.deepEqual(startSteps(dir, 'npm start', {}), [{ argv: ['npm', 'start'], env: {} }]);
+    assert.deepEqual(await startSteps(dir, 'npm start', {}), [{ argv: ['npm', 'start'], env: {} }]);
     // so does pnpm's, yarn's and bun's
     writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ scripts: { start: 'node server.js --port $PORT' } }));
-    for (const cmd of ['pnpm run start', 'yarn start', 'bun run start', 'pnpm start']) assert.deepEqual(startSteps(dir, cmd, { PORT: '7' }), [{ argv: ['node', 'server.js', '--port', '7'], env: {} }], cmd);
+    for (const cmd of ['pnpm run start', 'yarn start', 'bun run start', 'pnpm start']) assert.deepEqual(await startSteps(dir, cmd, { PORT: '7' }), [{ argv: ['node', 'server.js', '--port', '7'], env: {} }], cmd);
     mkdirSync(path.join(dir, 'apps', 'web'), { recursive: true });
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -2,6 +2,7 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { AppContext } from '../../context.js';
 import { nowIso } from '../../lib/ids.js';
+import { ignoredLine } from '../../lib/tenant-file.js';
 import { BuildError, runBuild, type BuildSource } from '../../runtime/build.js';
 import { redactText } from '../../runtime/redact.js';
 import { findEnvironment, findProject, resolveCloneCredential, resolveEnvForRuntime, type ProjectRow } from '../projects/index.js';
@@ -120,7 +121,7 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
       workDir: buildDir(ctx, project.id, id),
       source,
       commands: { installCommand: project.installCommand, buildCommand: project.buildCommand, startCommand: project.startCommand, rootDirectory: project.rootDirectory, outputDirectory: project.outputDirectory },
-      plan: (appDir) => planBuild(path.join(buildDir(ctx, project.id, id), 'src'), appDir),
+      plan: (appDir) => planBuild(path.join(buildDir(ctx, project.id, id), 'src'), appDir, (rel, why) => log('stdout', `[berth] ${ignoredLine(rel, why)}`)),
       nodeVersion: project.nodeVersion,
       imageTag: rt.driver.images ? imageTagOf(project.slug, id) : undefined,
       dockerfile: project.dockerfile,
@@ -152,7 +153,7 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
     if (d.environment === 'production' && current && current.status === 'enabled') {
       log('stdout', '[berth] starting the new release and waiting for its health check');
       const fresh = await resolveEnvForRuntime(ctx, project.id, 'production');
-      const releaseSpec = await rt.releases.releaseSpec(orgId, project.id, id, result.appDir, result.startCommand, current, { ...result.variables, ...fresh.env }, fresh.secrets, { image: result.image, imageCommand: result.imageCommand });
+      const releaseSpec = await rt.releases.releaseSpec(orgId, project.id, id, result.appDir, result.startCommand, current, { ...result.variables, ...fresh.env }, fresh.secrets, { image: result.image, imageCommand: result.imageCommand }, 'production', (line) => log('stdout', `[berth] ${line}`));
       // One swap at a time per project (a rollback waits): the app started here and the current pointer agree.
       const ok = await rt.releaseSwap(project.id, async () => {
         try {
@@ -212,7 +213,7 @@ async function releasePreview(ctx: AppContext, d: store.DeploymentRow, enabled: 
   const ok = await rt.releaseSwap(d.projectId, async () => {
     if (awake) {
       const rel = await store.releaseOf(ctx.db, d.orgId, d.id);
-      const spec = rel ? await rt.releases.specOf(d.orgId, d.projectId, rel) : null;
+      const spec = rel ? await rt.releases.specOf(d.orgId, d.projectId, rel, (line) => log('stdout', `[berth] ${line}`)) : null;
       if (spec) {
         log('stdout', `[berth] the app of ${d.environment} is awake: starting the new release and waiting for its health check`);
         try {

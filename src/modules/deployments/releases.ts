@@ -3,7 +3,7 @@ import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { AppContext } from '../../context.js';
 import { nowIso } from '../../lib/ids.js';
-import { pathWithBin, startSteps } from '../../runtime/build.js';
+import { pathWithBin, startScript, stepsOf } from '../../runtime/build.js';
 import { DEFAULT_PIDS_MAX, type Limits } from '../../runtime/cgroups.js';
 import type { Identity, RuntimeDriver } from '../../runtime/driver.js';
 import { CA_VARIABLES } from '../../runtime/host-ca.js';
@@ -71,7 +71,7 @@ export class Releases {
    * The spec a release of the project runs with, in its own environment (that environment's env over
    * its plan's variables; a preview's own app and volume), or null when it runs no process.
    */
-  async specOf(orgId: string, projectId: string, rel: store.ReleaseRow): Promise<ReleaseSpec | null> {
+  async specOf(orgId: string, projectId: string, rel: store.ReleaseRow, note?: (line: string) => void): Promise<ReleaseSpec | null> {
     if (!rel.releaseDir || (!rel.startCommand && !rel.image)) return null;
     const project = await projectRunSettings(this.ctx.db, orgId, projectId);
     if (!project) return null;
@@ -87,6 +87,7 @@ export class Releases {
       secrets,
       { image: rel.image, imageCommand: rel.imageCommand === 1 },
       rel.environment,
+      note,
     );
   }
 
@@ -98,7 +99,9 @@ export class Releases {
   /**
    * The spec of one release (its folder and start command) with the project's env and limits, run as
    * `environment`'s app: production's (the project's volume, its replicas), or a preview's (its own
-   * app key and volume, one replica).
+   * app key and volume, one replica). A package manager's start reads the release's package.json here,
+   * once and asynchronously, as a tenant's file (never through a link, never blocking on a FIFO or a
+   * device, at most 1 MiB); one that is ignored is told to `note` (the build log), else to the server log.
    */
   async releaseSpec(
     orgId: string,
@@ -111,17 +114,21 @@ export class Releases {
     secrets: string[],
     image: { image: string | null; imageCommand: boolean } = { image: null, imageCommand: false },
     environment = 'production',
+    note?: (line: string) => void,
   ): Promise<ReleaseSpec> {
     const base = baseEnv();
     const preview = environment !== 'production';
+    const appRoot = this.releaseRootOf(appDir);
+    const told = note ?? ((line: string) => this.ctx.log.warn({ projectId, deploymentId }, line));
+    const script = command ? await startScript(appDir, command, told, appRoot) : null;
     return {
       projectId,
       ...(preview ? { app: appKeyOf(projectId, environment) } : {}),
       orgId,
       deploymentId,
-      appRoot: this.releaseRootOf(appDir),
+      appRoot,
       cwd: appDir,
-      steps: (finalEnv) => (command ? startSteps(appDir, command, finalEnv) : []),
+      steps: (finalEnv) => (command ? stepsOf(command, script, finalEnv) : []),
       ...(image.image ? { image: image.image, imageCommand: image.imageCommand || !command, replicas: preview ? 1 : replicasOf(project.resources) } : {}),
       env,
       secrets,

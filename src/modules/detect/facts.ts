@@ -4,29 +4,22 @@
  * inside the scanned root (symlinks are not followed out). `Facts` is what the rules of
  * detect.rules.ts look at for one app folder.
  */
-import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseJsoncText, type ParseError } from 'jsonc-parser';
 import { parse as parseToml } from 'smol-toml';
+import { readTenantFileSync, type TenantFileProblem } from '../../lib/tenant-file.js';
 
-const MAX_READ = 1024 * 1024;
-
-/** Reads a small text file inside `root`; null when missing, too big, not a file, or a link out. */
-function readInside(root: string, rel: string): string | null {
-  const abs = path.join(root, rel);
-  try {
-    const st = lstatSync(abs);
-    if (st.isSymbolicLink()) {
-      const real = realpathSync(abs);
-      const realRoot = realpathSync(root);
-      if (real !== realRoot && !real.startsWith(realRoot + path.sep)) return null;
-      if (!statSync(real).isFile()) return null;
-    } else if (!st.isFile()) return null;
-    if (st.size > MAX_READ) return null;
-    return readFileSync(abs, 'utf8');
-  } catch {
-    return null;
-  }
+/**
+ * Reads a small text file inside `root` as a tenant's file (src/lib/tenant-file.ts): null when
+ * missing, over 1 MiB, not a regular file, a link, or below a folder that is a link. Synchronous, as
+ * detection is: it cannot block (opened O_NONBLOCK, only a bounded regular file is read). A file that
+ * is there but ignored is told to `onIgnored`.
+ */
+function readInside(root: string, rel: string, onIgnored?: (rel: string, problem: TenantFileProblem) => void): string | null {
+  const file = readTenantFileSync(root, rel);
+  if (file.text === null && file.problem !== 'missing') onIgnored?.(rel, file.problem);
+  return file.text;
 }
 
 export function listDir(abs: string): { files: Set<string>; dirs: string[] } {
@@ -98,6 +91,8 @@ export class Facts {
     readonly rel: string,
     /** Facts of the workspace root, for lockfiles and the packageManager field (self for the root). */
     readonly workspaceRoot: Facts | null,
+    /** Told about each file that is there but not read (a link, a FIFO, a device, over 1 MiB): its path below root and why. */
+    readonly onIgnored?: (rel: string, problem: TenantFileProblem) => void,
   ) {
     const l = listDir(path.join(root, rel));
     this.files = l.files;
@@ -123,7 +118,7 @@ export class Facts {
   }
 
   read(name: string): string | null {
-    if (!this.cache.has(name)) this.cache.set(name, readInside(this.root, path.join(this.rel, name)));
+    if (!this.cache.has(name)) this.cache.set(name, readInside(this.root, path.join(this.rel, name), this.onIgnored));
     return this.cache.get(name)!;
   }
 

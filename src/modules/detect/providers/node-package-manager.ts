@@ -4,8 +4,8 @@
  * only where the lockfile can satisfy it), and the tools to provide (pnpm and yarn through corepack,
  * bun from the npm registry) with the versions the folder pins.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from 'node:fs';
 import path from 'node:path';
+import { readTenantFileSync, type TenantReadOptions } from '../../../lib/tenant-file.js';
 import type { Facts } from '../facts.js';
 import type { Tool } from '../plan.js';
 import { fileVersion, toolVersion } from './versions.js';
@@ -28,38 +28,26 @@ const PMS: Record<NodePm['id'], NodePm> = {
   bun: { id: 'bun', run: 'bun run', exec: 'bunx', lockfiles: ['bun.lock', 'bun.lockb'] },
 };
 
-/** The first bytes of a file of a folder (lockfiles can be megabytes; their heads say what we need), or null. */
-function head(f: Facts, name: string, bytes = 4096): string | null {
+/** A file of a folder read as a tenant's file (never through a link, never blocking); one that is there but ignored is told to the Facts' listener. */
+function readOf(f: Facts, name: string, opts: TenantReadOptions): string | null {
   if (!f.hasFile(name)) return null;
-  const abs = path.join(f.root, f.rel, name);
-  try {
-    if (!lstatSync(abs).isFile()) return null;
-    // Never through a link swapped in after the check, and never blocking on a FIFO.
-    const fd = openSync(abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-    try {
-      if (!fstatSync(fd).isFile()) return null;
-      const buf = Buffer.alloc(bytes);
-      const n = readSync(fd, buf, 0, bytes, 0);
-      return buf.subarray(0, n).toString('utf8');
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    return null;
-  }
+  const rel = path.join(f.rel, name);
+  const file = readTenantFileSync(f.root, rel, opts);
+  if (file.text === null && file.problem !== 'missing') f.onIgnored?.(rel, file.problem);
+  return file.text;
 }
 
-/** A whole file of a folder up to `max` bytes (for npm lockfiles, which often pass Facts' 1 MiB), or null. */
+/** The first bytes of a file of a folder (lockfiles can be megabytes; their heads say what we need), or null. */
+function head(f: Facts, name: string, bytes = 4096): string | null {
+  return readOf(f, name, { head: bytes });
+}
+
+/**
+ * A whole file of a folder up to `max` bytes, or null. npm lockfiles often pass the 1 MiB other
+ * tenant files are held to; this read is bounded all the same (a regular file, at most `max` bytes).
+ */
 function readUpTo(f: Facts, name: string, max = 32 * 1024 * 1024): string | null {
-  if (!f.hasFile(name)) return null;
-  const abs = path.join(f.root, f.rel, name);
-  try {
-    const st = lstatSync(abs);
-    if (!st.isFile() || st.size > max) return null;
-    return head(f, name, st.size);
-  } catch {
-    return null;
-  }
+  return readOf(f, name, { max });
 }
 
 /** The folder (the app's, else the workspace root's) that holds the first of `names`, with the name found. */
