@@ -4,10 +4,19 @@ import type { BoxProcess } from './driver.js';
 /**
  * Starts `argv` (an argument array, never a shell string) as the leader of a new process group and
  * wraps it as a BoxProcess. The group lets a driver without cgroups still signal the whole tree.
+ * `fd3`, when given, is what the process reads from its fd 3 (then end of file): the sandbox hands
+ * bubblewrap its seccomp filter this way.
  */
-export function spawnBoxProcess(argv: string[], cwd: string, env: Record<string, string>): BoxProcess {
+export function spawnBoxProcess(argv: string[], cwd: string, env: Record<string, string>, fd3?: Buffer): BoxProcess {
   if (argv.length === 0) throw new Error('empty command');
-  const child = spawn(argv[0]!, argv.slice(1), { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const stdio: ('ignore' | 'pipe')[] = fd3 ? ['ignore', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'];
+  const child = spawn(argv[0]!, argv.slice(1), { cwd, env, detached: true, stdio });
+  const extra = fd3 ? child.stdio[3] : null;
+  if (extra && 'end' in extra) {
+    // A launcher that exits before reading it must not raise EPIPE in the server.
+    extra.on('error', () => {});
+    extra.end(fd3);
+  }
   const exited = new Promise<{ code: number | null; signal: string | null; error?: Error }>((resolve) => {
     child.once('error', (error) => resolve({ code: null, signal: null, error }));
     child.once('close', (code, signal) => resolve({ code, signal }));

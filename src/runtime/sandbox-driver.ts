@@ -8,6 +8,7 @@ import { DriverUnavailableError } from './driver.js';
 import { groupAlive, killGroup, spawnBoxProcess } from './box-process.js';
 import { NetworkPool, type NetNamespace } from './netns.js';
 import { freePort } from './proc.js';
+import { seccompFilter, SeccompUnsupportedError } from './seccomp.js';
 
 /**
  * The `sandbox` driver (default): every build step and app runs under bubblewrap.
@@ -15,7 +16,8 @@ import { freePort } from './proc.js';
  * When the server is root (the supported production setup):
  *   cgexec (the box's cgroup; the process starts inside it, so nothing it forks is ever outside)
  *   -> nsenter --net (the box's own network namespace, see netns.ts)
- *   -> bwrap (new mount, PID, IPC and UTS namespaces; the system read-only; /app, /data, /tmp, HOME)
+ *   -> bwrap (new mount, PID, IPC and UTS namespaces; the system read-only; /app, /data, /tmp, HOME;
+ *      the seccomp filter of seccomp.ts, read from fd 3 and applied right before it execs setpriv)
  *   -> setpriv (the project's own uid/gid, no supplementary groups, no capabilities in any set,
  *      an empty bounding set, no_new_privs)
  *   -> the command.
@@ -76,6 +78,8 @@ export class SandboxDriver implements RuntimeDriver {
   private readonly net: NetworkPool | null;
   private readonly systemArgs: string[];
   private readonly problem: string | null;
+  /** The seccomp filter, built once per server start and handed to every bwrap (`--seccomp 3`). */
+  private readonly seccomp: Buffer | null;
 
   constructor(
     private readonly bins: SandboxBins,
@@ -84,13 +88,28 @@ export class SandboxDriver implements RuntimeDriver {
     private readonly dataDir: string,
   ) {
     this.root = process.getuid?.() === 0;
-    this.problem = this.check();
+    const filter = this.filter();
+    this.seccomp = typeof filter === 'string' ? null : filter;
+    this.problem = this.check() ?? (typeof filter === 'string' ? filter : null);
     this.net = this.root && !this.problem ? new NetworkPool({ ip: bins.ip!, nft: bins.nft!, nsenter: bins.nsenter! }, instanceKey) : null;
     const notes: string[] = [];
     if (!cgroups.enforced) notes.push(`resource limits are not enforced: ${cgroups.reason}`);
     if (!this.root) notes.push('the server does not run as root: apps share the host network and the server\'s uid outside their user namespace');
     this.limits = notes.length ? { enforced: cgroups.enforced, note: notes.join('; ') } : { enforced: true };
     this.systemArgs = this.problem ? [] : this.systemMounts();
+  }
+
+  /** The seccomp filter's bytes, or why there cannot be one (no box runs without it). */
+  private filter(): Buffer | string {
+    try {
+      if (process.platform === 'linux' && !/^Seccomp:/m.test(readFileSync('/proc/self/status', 'utf8'))) {
+        return 'the kernel has no seccomp support (CONFIG_SECCOMP_FILTER), which the sandbox runtime needs: set BERTH_RUNTIME=docker';
+      }
+      return seccompFilter();
+    } catch (e) {
+      if (e instanceof SeccompUnsupportedError) return e.message;
+      return `the sandbox's seccomp filter could not be made: ${(e as Error).message}`;
+    }
   }
 
   private check(): string | null {
@@ -169,7 +188,7 @@ export class SandboxDriver implements RuntimeDriver {
       await cg?.remove();
       throw e;
     }
-    return new SandboxBox(this.bins, this.systemArgs, spec, cg, ns, port, this.net, this.root);
+    return new SandboxBox(this.bins, this.systemArgs, spec, cg, ns, port, this.net, this.root, this.seccomp!);
   }
 }
 
@@ -189,6 +208,8 @@ class SandboxBox implements Box {
     private readonly net: NetworkPool | null,
     /** The server runs as root: the box switches to the project's uid and starts inside its cgroup. */
     private readonly root: boolean,
+    /** The seccomp filter bwrap reads from fd 3 (see seccomp.ts). */
+    private readonly seccomp: Buffer,
   ) {
     this.host = ns ? ns.sandboxAddr : '127.0.0.1';
     this.bindHost = ns ? '0.0.0.0' : '127.0.0.1';
@@ -211,6 +232,10 @@ class SandboxBox implements Box {
     a.push('--chdir', this.inside(cwd));
     a.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--hostname', 'berth');
     a.push('--die-with-parent', '--new-session');
+    // Read from fd 3 (exec passes it) inside the new namespaces, applied right before bwrap execs setpriv
+    // (and in its PID 1): bwrap's own mounts come first, and setpriv's setresuid/setgroups/capset/prctl
+    // are allowed by the filter.
+    a.push('--seccomp', '3');
     if (!s.identity || !this.root) a.push('--unshare-user', '--cap-drop', 'ALL');
     return a;
   }
@@ -227,7 +252,7 @@ class SandboxBox implements Box {
     }
     chain.push(...argv);
     // The host-side working directory of the launcher itself: somewhere that always exists.
-    const p = spawnBoxProcess(chain, '/', opts.env);
+    const p = spawnBoxProcess(chain, '/', opts.env, this.seccomp);
     if (p.pid) {
       this.leaders.add(p.pid);
       if (!this.root) this.cg?.addPid(p.pid);
