@@ -73,7 +73,7 @@ export async function backupsBench(): Promise<Row[]> {
   const destDir = path.join(work, 'dest');
   const refDir = path.join(work, 'ref');
   mkdirSync(refDir, { recursive: true });
-  const berth = await startChild('bench/servers/berth.mjs', { BENCH_DATA_DIR: dataDir });
+  const berth = await startChild('bench/servers/berth.mjs', { BENCH_DATA_DIR: dataDir, BERTH_LOCAL_BACKUP_ROOT: work });
   try {
     const auth = { authorization: `Bearer ${berth.info.token}`, 'content-type': 'application/json' };
     const post = async (url: string, body: unknown) => {

@@ -37,6 +37,8 @@ export interface Config {
   cloudUrl?: string;
   cloudToken?: string;
   localRoots: string[];
+  /** The folder local backup destinations must lie under (BERTH_LOCAL_BACKUP_ROOT; default `<data-dir>/backups`). */
+  localBackupRoot: string;
   github: GithubConfig;
   ghBin: string;
   webhookRateLimit: number;
@@ -73,7 +75,15 @@ export interface PgConfig {
   poolMax: number;
   /** BERTH_PG_PREPARED: named prepared statements kept per connection (default 100; 0 turns them off). */
   preparePerConnection: number;
+  /**
+   * BERTH_PG_SYNCHRONOUS_COMMIT: `synchronous_commit` of Berth's sessions (default `off`, the
+   * durability of SQLite's WAL with synchronous=NORMAL: docs/decisions.md, "PostgreSQL durability").
+   */
+  synchronousCommit: PgSynchronousCommit;
 }
+
+export const PG_SYNCHRONOUS_COMMIT = ['off', 'local', 'remote_write', 'on', 'remote_apply'] as const;
+export type PgSynchronousCommit = (typeof PG_SYNCHRONOUS_COMMIT)[number];
 
 export interface InstanceConfig {
   /**
@@ -248,6 +258,7 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
     cloudUrl: env.BERTH_CLOUD_URL ? trimSlash(env.BERTH_CLOUD_URL) : undefined,
     cloudToken: env.BERTH_CLOUD_TOKEN || undefined,
     localRoots: (env.BERTH_LOCAL_ROOTS ? env.BERTH_LOCAL_ROOTS.split(':').filter(Boolean) : [path.join(dataDir, 'local')]).map((p) => path.resolve(p)),
+    localBackupRoot: path.resolve(env.BERTH_LOCAL_BACKUP_ROOT || path.join(dataDir, 'backups')),
     github: {
       apiUrl: trimSlash(env.BERTH_GITHUB_API_URL || 'https://api.github.com'),
       webUrl: trimSlash(env.BERTH_GITHUB_WEB_URL || 'https://github.com'),
@@ -284,9 +295,15 @@ function wholeSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, mi
   return n;
 }
 
-/** BERTH_PG_POOL_MAX and BERTH_PG_PREPARED. */
+/** BERTH_PG_POOL_MAX, BERTH_PG_PREPARED and BERTH_PG_SYNCHRONOUS_COMMIT. */
 function loadPg(env: NodeJS.ProcessEnv): PgConfig {
-  return { poolMax: wholeSetting(env, 'BERTH_PG_POOL_MAX', 10, 1, 1000), preparePerConnection: wholeSetting(env, 'BERTH_PG_PREPARED', 100, 0, 10000) };
+  const commit = env.BERTH_PG_SYNCHRONOUS_COMMIT?.trim() || 'off';
+  if (!(PG_SYNCHRONOUS_COMMIT as readonly string[]).includes(commit)) throw new ConfigError(`BERTH_PG_SYNCHRONOUS_COMMIT must be one of ${PG_SYNCHRONOUS_COMMIT.join(', ')} (got "${commit}")`);
+  return {
+    poolMax: wholeSetting(env, 'BERTH_PG_POOL_MAX', 10, 1, 1000),
+    preparePerConnection: wholeSetting(env, 'BERTH_PG_PREPARED', 100, 0, 10000),
+    synchronousCommit: commit as PgSynchronousCommit,
+  };
 }
 
 /** BERTH_INSTANCE_NAME, BERTH_INSTANCE_URL and the lease ttls (docs/scale-out.md, "Several Berth instances on one PostgreSQL"). */

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import os from 'node:os';
 import { after, before, describe, it } from 'node:test';
 import { createDestination, createPolicy, createProjectWithVolume, createUser, type TestUser } from '../support/factories.js';
 import { startServe, type ServeProcess } from '../support/cli.js';
@@ -24,7 +25,7 @@ describe('kill -9 during backup runs', () => {
 
   before(async () => {
     if (usingPostgres()) pgDb = await freshPostgresDatabase();
-    env = { BERTH_SECRET_KEY: secret, ...(pgDb ? { DATABASE_URL: pgDb.url } : { DATABASE_URL: '' }) };
+    env = { BERTH_SECRET_KEY: secret, BERTH_LOCAL_BACKUP_ROOT: os.tmpdir(), ...(pgDb ? { DATABASE_URL: pgDb.url } : { DATABASE_URL: '' }) };
     // Set up the records with an in-process server on the same data dir and database.
     const setup = await startTestServer({ dataDir, databaseUrl: pgDb?.url, env: { BERTH_SECRET_KEY: secret } });
     owner = await createUser(setup);

@@ -87,6 +87,9 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     BERTH_UPLOAD_MAX_OPEN_SESSIONS: '1000',
     // Most suites sign up several accounts; test/auth/signup-modes covers the invite-only default.
     BERTH_SIGNUP: 'open',
+    // Suites keep local backup destinations in their own temp folders; test/security/local-backup-root
+    // runs with the default root (<data-dir>/backups) to see everything else refused.
+    BERTH_LOCAL_BACKUP_ROOT: os.tmpdir(),
     ...opts.env,
     BERTH_DATA_DIR: dataDir,
   };

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Actor } from '../../authz/actor.js';
 import { can } from '../../authz/authorize.js';
@@ -14,6 +13,7 @@ import { destinationRef } from './backups.resolvers.js';
 import * as store from './backups.store.js';
 import type { DestinationRow } from './backups.store.js';
 import { checkEndpoint, secretAad, storageOf } from './destination-storage.js';
+import { checkLocalDestinationPath, localDestinationDir } from './local-root.js';
 import { describeFailure, refusedField } from './failures.js';
 import type { Storage } from './storage.js';
 
@@ -43,9 +43,8 @@ function checkDestinationFields(ctx: Pick<AppContext, 'config'>, kind: string, d
     // A folder on the server is for the operator's own instance, not for tenants of a cloud instance.
     if (ctx.config.mode === 'cloud') throw invalid('kind', 'local destinations exist on self-hosted instances only; use an s3 destination');
     if (creating && !d.path) throw invalid('path', 'path is required for a local destination');
-    if (d.path !== undefined && !path.isAbsolute(d.path)) throw invalid('path', 'path must be an absolute folder path');
-    if (d.path !== undefined && d.path.split(/[\\/]/).includes('..')) throw invalid('path', 'path must not contain ".."');
     if (d.path !== undefined) {
+      checkLocalDestinationPath(ctx.config.localBackupRoot, d.path);
       const p = path.resolve(d.path);
       const data = path.resolve(ctx.config.dataDir);
       const inside = (child: string, parent: string) => child === parent || child.startsWith(parent.endsWith(path.sep) ? parent : parent + path.sep);
@@ -82,6 +81,7 @@ export async function listDestinations(ctx: Ctx, actor: Actor) {
 
 export async function createDestination(ctx: Ctx, actor: Actor, body: DestinationBody & { name: string; kind: 'local' | 's3' }) {
   checkDestinationFields(ctx, body.kind, body, true);
+  if (body.kind === 'local') await localDestinationDir(ctx.config.localBackupRoot, body.path!, { create: false });
   if (body.kind === 's3' && body.endpoint) await checkEndpoint(ctx, body.endpoint);
   const id = newId('bkd');
   const now = nowIso();
@@ -109,6 +109,7 @@ export async function createDestination(ctx: Ctx, actor: Actor, body: Destinatio
 export async function updateDestination(ctx: Ctx, actor: Actor, row: DestinationRow, body: DestinationBody) {
   if (body.kind !== undefined && body.kind !== row.kind) throw invalid('kind', 'kind cannot change; create a new destination');
   checkDestinationFields(ctx, row.kind, body, false);
+  if (row.kind === 'local' && body.path !== undefined) await localDestinationDir(ctx.config.localBackupRoot, body.path, { create: false });
   if (row.kind === 's3' && body.endpoint) await checkEndpoint(ctx, body.endpoint);
   const set: Partial<DestinationRow> = { updatedAt: nowIso() };
   if (body.name !== undefined) set.name = body.name;
@@ -151,9 +152,10 @@ export async function testDestination(ctx: Ctx, row: DestinationRow) {
   const key = `.berth-probe-${randomBytes(8).toString('hex')}`;
   const payload = randomBytes(1024);
   let storage: Storage;
+  // Outside the try: a path that leaves the local backup root is the caller's 400, not a failed probe.
+  if (row.kind === 'local') await localDestinationDir(ctx.config.localBackupRoot, row.path!);
   try {
     storage = await storageOf(ctx, row);
-    if (row.kind === 'local') await mkdir(row.path!, { recursive: true });
     const { Readable } = await import('node:stream');
     await storage.put(key, Readable.from([payload]));
     const back = await storage.get(key);

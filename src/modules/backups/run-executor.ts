@@ -13,6 +13,7 @@ import { findService } from './project-link.js';
 import { policyPrefix, pruneRuns } from './prune.js';
 import type { Storage } from './storage.js';
 import { volumeSizeHint, volumeSource } from './volume-archive.js';
+import { localDestinationDir } from './local-root.js';
 
 /**
  * Executes a backup run (the job `backups.run`). A run is `succeeded` only after its artifact was
@@ -58,7 +59,7 @@ export async function executeRun(ctx: Ctx, runId: string, orgId: string, jobSign
     const svc = await findService(ctx.db, orgId, run.projectId, run.serviceId);
     if (!svc) throw new Error('the service no longer exists');
     storage = await storageOf(ctx, dest);
-    if (dest.kind === 'local') await mkdir(dest.path!, { recursive: true });
+    if (dest.kind === 'local') await localDestinationDir(ctx.config.localBackupRoot, dest.path!);
     const prefix = policyPrefix(run);
     tempKey = `${prefix}.tmp-${run.id}`;
     finalKey = `${prefix}${run.id}${svc.kind === 'postgres' ? '.dump' : '.tar.gz'}`;
