@@ -27,6 +27,7 @@ import * as m025 from './025_upload_in_flight.js';
 import * as m026 from './026_app_owners.js';
 import * as m027 from './027_env_revision_quiet.js';
 import * as m028 from './028_certificate_renewal.js';
+import * as m029 from './029_delivery_dedupe.js';
 
 /**
  * Every migration, in order. Names sort; add new ones at the end with the next number.
@@ -61,4 +62,5 @@ export const migrations: Record<string, Migration> = {
   '026_app_owners': m026,
   '027_env_revision_quiet': m027,
   '028_certificate_renewal': m028,
+  '029_delivery_dedupe': m029,
 };

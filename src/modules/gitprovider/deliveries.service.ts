@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import { isUniqueViolation, transaction } from '../../db/client.js';
 import { AppError, invalid } from '../../lib/errors.js';
@@ -22,6 +23,20 @@ export function verifySignature(secret: string | undefined, raw: Buffer, header:
   return safeEqual(header, expected);
 }
 
+const DEDUPE_WINDOW_MS = 60 * 60 * 1000;
+
+/**
+ * What a delivery is about: a push's repository, ref and commit; a pull request's repository, number,
+ * action and head commit; for other events the body's hash. Two deliveries with one key within the
+ * hour do the same thing, so the second is not queued.
+ */
+export function dedupeKeyOf(event: string, p: Record<string, any>, raw: Buffer): string {
+  const repo = typeof p.repository?.full_name === 'string' ? p.repository.full_name : '';
+  if (event === 'push' && typeof p.ref === 'string' && typeof p.after === 'string') return `push:${repo}:${p.ref}:${p.before ?? ""}:${p.after}`;
+  if (event === 'pull_request' && p.pull_request && typeof p.action === 'string') return `pull_request:${repo}:${p.number}:${p.action}:${p.pull_request.head?.sha ?? ''}`;
+  return `${event}:${createHash('sha256').update(raw).digest('hex')}`;
+}
+
 /** Accepts one delivery: 200 when ignored or a duplicate, 202 when queued. */
 export async function receiveDelivery(
   ctx: AppContext,
@@ -40,9 +55,14 @@ export async function receiveDelivery(
   }
   if (!payload || typeof payload !== 'object') throw invalid('body', 'the delivery body must be a JSON object');
   if (!HANDLED_EVENTS.has(d.event)) return { status: 200, ack: { received: true, ignored: true, event: d.event } };
+  // The same signed body again under a new delivery id (a replay, or a second hook for one repository): acknowledged, not queued.
+  const dedupeKey = dedupeKeyOf(d.event, payload as Record<string, any>, d.raw);
+  if (await store.handledRecently(ctx.db, dedupeKey, d.deliveryId, new Date(Date.now() - DEDUPE_WINDOW_MS).toISOString())) {
+    return { status: 200, ack: { received: true, duplicate: true } };
+  }
   try {
     await transaction(ctx.db, async (tx) => {
-      await store.insertDelivery(tx, { deliveryId: d.deliveryId!, event: d.event!, hookId: d.hookId && /^\d{1,20}$/.test(d.hookId) ? d.hookId : null, payload: d.raw.toString('utf8') });
+      await store.insertDelivery(tx, { deliveryId: d.deliveryId!, event: d.event!, hookId: d.hookId && /^\d{1,20}$/.test(d.hookId) ? d.hookId : null, payload: d.raw.toString('utf8'), dedupeKey });
       await ctx.jobs.enqueue(DELIVERY_JOB, { deliveryId: d.deliveryId }, { db: tx, maxAttempts: 5 });
     });
   } catch (e) {

@@ -134,11 +134,25 @@ export async function updateDeviceFlow(db: Db, orgId: string, id: string, set: {
 
 // ---------------------------------------------------------------- deliveries
 
-export async function insertDelivery(db: Db, d: { deliveryId: string; event: string; hookId: string | null; payload: string }): Promise<void> {
+export async function insertDelivery(db: Db, d: { deliveryId: string; event: string; hookId: string | null; payload: string; dedupeKey: string }): Promise<void> {
   await db
     .insertInto('gitproviderDeliveries')
     .values({ ...d, status: 'queued', result: null, receivedAt: nowIso() })
     .execute();
+}
+
+/** Whether a delivery about the same content (another id) was received since `since` and did not fail for good. */
+export async function handledRecently(db: Db, dedupeKey: string, deliveryId: string, since: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('gitproviderDeliveries')
+    .select('deliveryId')
+    .where('dedupeKey', '=', dedupeKey)
+    .where('receivedAt', '>', since)
+    .where('deliveryId', '!=', deliveryId)
+    .where('status', '!=', 'failed')
+    .limit(1)
+    .executeTakeFirst();
+  return !!row;
 }
 
 export function findDelivery(db: Db, deliveryId: string): Promise<DeliveryRow | undefined> {

@@ -55,6 +55,8 @@ export interface GitproviderDeliveriesTable {
   status: string; // 'queued' | 'done' | 'failed'
   result: string | null;
   receivedAt: string;
+  /** What the delivery is about (migration 029): the same content again within the hour is not queued. */
+  dedupeKey: string | null;
 }
 
 export interface GitproviderProjectNoticesTable {
