@@ -98,6 +98,7 @@ describe('dashboard: the org pages', { skip }, () => {
     await signInTo(other.page, invitee, team.orgId);
     await other.page.getByText(alpha.name, { exact: true }).first().waitFor(T);
     assert.equal(await other.page.getByText(beta.name).count(), 0, 'the project without a grant is not listed');
+    assert.equal(await other.page.getByRole('link', { name: 'New project' }).count(), 0, 'a restricted member is not offered what it cannot do');
     noPageErrors(other.page);
     await other.context.close();
 

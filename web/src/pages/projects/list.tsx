@@ -24,24 +24,33 @@ export default function ProjectsPage(_: PageProps) {
   const q = useDeferredValue(filter.trim().toLowerCase());
   const all = projects.data ?? [];
   const shown = q ? all.filter((p) => matches(p, q)) : all;
+  // A restricted member creates projects only through a `*` project grant, which /me does not show:
+  // the button is left out for the role (the page at /new still answers, and the API decides).
+  const mayCreate = me.role !== 'restricted';
   return (
     <>
       <PageHeader title="Projects" sub={me.org ? <>In {me.org.name}</> : undefined}>
         <Link href="/org/new" className="btn btn-ghost">
           New organization
         </Link>
-        <Link href="/new" className="btn btn-primary">
-          New project
-        </Link>
+        {mayCreate ? (
+          <Link href="/new" className="btn btn-primary">
+            New project
+          </Link>
+        ) : null}
       </PageHeader>
       {projects.isPending ? <Spinner label="Loading projects" /> : null}
       <ErrorNotice error={projects.error} title="Could not load the projects" />
       {projects.isSuccess && all.length === 0 ? (
         <EmptyState title="No projects yet">
           <p>A project deploys an app from a Git repository, a local folder or an upload.</p>
-          <Link href="/new" className="btn btn-primary">
-            Create your first project
-          </Link>
+          {mayCreate ? (
+            <Link href="/new" className="btn btn-primary">
+              Create your first project
+            </Link>
+          ) : (
+            <p>Projects appear here once an admin of {me.org?.name ?? 'this organization'} gives you access to them.</p>
+          )}
         </EmptyState>
       ) : null}
       {all.length > 0 ? (
