@@ -66,6 +66,7 @@ const CASES: Record<string, Expect> = {
       { rootDirectory: 'apps/api', framework: 'nestjs', startCommand: 'yarn run start' },
     ],
   },
+  'tanstack-start': { runtime: 'node', framework: 'tanstack-start', packageManager: 'npm', buildCommand: 'npm run build', startCommand: 'node .output/server/index.mjs', port: 3000 },
   'monorepo-yarn': { monorepo: 'yarn', rootDirectory: 'packages/docs', framework: 'astro', packageManager: 'yarn', installCommand: 'yarn install --immutable', apps: [{ rootDirectory: 'packages/docs', framework: 'astro' }] },
 };
 

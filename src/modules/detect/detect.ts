@@ -1,11 +1,12 @@
 /**
  * Build detection for one app folder: the first provider of providers/index.ts that claims the
- * folder plans it, then the folder's own overrides apply (a Procfile's `web:` line, railpack.json).
+ * folder plans it, then the folder's own overrides apply (a Procfile's `web:` line, railpack.json,
+ * then berth.json).
  * The answer carries the build plan and the scan fields of contract section 5 derived from it.
  */
 import type { Facts } from './facts.js';
 import { detection, planOf, type BuildPlan, type Detection, type Runtime } from './plan.js';
-import { PROVIDERS, applyProcfile, applyRailpackConfig } from './providers/index.js';
+import { PROVIDERS, applyBerthConfig, applyProcfile, applyRailpackConfig } from './providers/index.js';
 
 export type { Runtime } from './plan.js';
 
@@ -28,7 +29,7 @@ export interface DetectedApp {
 export function detectFolder(f: Facts): Detection {
   const provider = PROVIDERS.find((p) => p.detect(f));
   const d = provider ? provider.plan(f) : detection('unknown');
-  return applyRailpackConfig(f, applyProcfile(f, d));
+  return applyBerthConfig(f, applyRailpackConfig(f, applyProcfile(f, d)));
 }
 
 const joined = (steps: string[]): string | null => (steps.length ? steps.join(' && ') : null);

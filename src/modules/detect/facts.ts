@@ -6,6 +6,7 @@
  */
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
+import JSON5 from 'json5';
 import { parse as parseJsoncText, type ParseError } from 'jsonc-parser';
 import { parse as parseToml } from 'smol-toml';
 import { readTenantFileSync, type TenantFileProblem } from '../../lib/tenant-file.js';
@@ -56,6 +57,20 @@ export function parseJsonc(text: string | null): any {
   return errors.length ? null : (value ?? null);
 }
 
+/**
+ * JSON5 (pnpm's `package.json5`: comments, trailing commas, unquoted keys, single quotes), parsed with
+ * the json5 package (the format's reference parser); null when missing, invalid, or not an object.
+ */
+export function parseJson5Object(text: string | null): any {
+  if (text === null) return null;
+  try {
+    const v = JSON5.parse(text) as unknown;
+    return v && typeof v === 'object' && !Array.isArray(v) ? v : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Python requirement names (lowercase, normalised `_` → `-`) from requirements.txt, pyproject.toml and Pipfile. */
 function pythonDeps(read: (rel: string) => string | null): Set<string> {
   const out = new Set<string>();
@@ -97,7 +112,8 @@ export class Facts {
     const l = listDir(path.join(root, rel));
     this.files = l.files;
     this.dirs = l.dirs;
-    this.pkg = this.hasFile('package.json') ? parseJson(this.read('package.json')) : null;
+    // pnpm reads a package.json5 where there is no package.json, and so does detection.
+    this.pkg = this.hasFile('package.json') ? parseJson(this.read('package.json')) : this.hasFile('package.json5') ? parseJson5Object(this.read('package.json5')) : null;
     this.deps = new Set<string>();
     if (this.pkg) {
       for (const k of ['dependencies', 'devDependencies', 'peerDependencies', 'optionalDependencies']) {

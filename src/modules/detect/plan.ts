@@ -2,7 +2,7 @@
  * What detection answers for one app folder: the build plan (contract section 11) and the
  * section 5 scan fields derived from it. A provider (providers/<name>.ts) turns a folder's facts
  * into a `Detection`; `detect.ts` picks the provider, applies the folder's overrides (Procfile,
- * railpack.json) and derives the scan fields.
+ * railpack.json, berth.json) and derives the scan fields.
  */
 import type { Facts } from './facts.js';
 
@@ -29,6 +29,8 @@ export interface BuildPlan {
   static?: StaticPlan;
   /** Variables the folder's `railpack.json` sets for the build and the app. */
   variables?: Record<string, string>;
+  /** What detection ignored and why (an invalid `berth.json` field, naming the file and the field), for the build log. */
+  notes?: string[];
 }
 
 /** A program the plan needs beyond the host's PATH, provided before the install step (toolchains.ts). */
@@ -60,6 +62,8 @@ export interface Detection {
   /** Package managers or runtimes to provide first (corepack, the npm registry). */
   tools?: Tool[];
   variables?: Record<string, string>;
+  /** What detection ignored and why (an invalid berth.json field), for the build log and the scan. */
+  notes?: string[];
 }
 
 /** A provider: one runtime family, in a file of its own under providers/. */
@@ -83,5 +87,6 @@ export function planOf(d: Detection): BuildPlan {
   if (d.start) plan.start = d.start;
   if (d.static && !d.start) plan.static = { ...d.static };
   if (d.variables && Object.keys(d.variables).length) plan.variables = { ...d.variables };
+  if (d.notes?.length) plan.notes = [...d.notes];
   return plan;
 }

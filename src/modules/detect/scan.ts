@@ -1,11 +1,12 @@
 /**
  * Scanning a project folder: the app at its root, or each app of a monorepo workspace (npm, pnpm,
- * yarn, bun workspaces, + turbo), found by expanding the workspace globs its manifests name.
- * A scan of a large tree costs a few dozen file reads.
+ * yarn, bun workspaces, + turbo), found by expanding the workspace globs its manifests name, or the
+ * folder the root's berth.json names (`rootDirectory`). A scan of a large tree costs a few dozen
+ * file reads.
  */
 import path from 'node:path';
 import { detectApp, type DetectedApp } from './detect.js';
-import { nodePackageManager } from './providers/index.js';
+import { berthRootDirectory, nodePackageManager } from './providers/index.js';
 import { globFolders } from './folders.js';
 import { Facts, listDir } from './facts.js';
 
@@ -38,24 +39,62 @@ function workspacePatterns(f: Facts): string[] {
   return [...fromPkg, ...fromPnpm].filter((p): p is string => typeof p === 'string' && p.length < 200).slice(0, 100);
 }
 
+/** Whether `rel` is a folder below `root`, each step a real folder (a link on the way is not one). */
+function folderBelow(root: string, rel: string): boolean {
+  let at = '';
+  for (const seg of rel.split('/')) {
+    if (!listDir(path.join(root, at)).dirs.includes(seg)) return false;
+    at = at ? `${at}/${seg}` : seg;
+  }
+  return true;
+}
+
+/** Names of the packages the workspace's packages (and its root) depend on: those are libraries. */
+function dependedOn(facts: Facts[]): Set<string> {
+  const out = new Set<string>();
+  for (const f of facts) for (const d of f.deps) out.add(d);
+  return out;
+}
+
 /**
  * Scans a project folder: the app at its root, or the apps of its workspace. For a workspace, the
- * top-level answer is the root itself when the root package has a start script (as Railpack plans a
- * workspace: install, the root's build script and the root's start script, all at the root);
- * otherwise it is the main app of the workspace, planned in its own folder.
+ * top-level answer is the root itself when the root package has a start script, or when no member
+ * is an app (as Railpack plans a workspace: install, the root's build script and the root's start,
+ * all at the root: a bun workspace whose root runs `index.ts`); otherwise it is the main app of the
+ * workspace, planned in its own folder. A berth.json at the root naming a `rootDirectory` makes
+ * that folder the app.
  */
 export function scanProject(root: string): ScanResult {
   const top = new Facts(root, '', null);
   const patterns = top.pkg ? workspacePatterns(top) : [];
-  if (patterns.length && !top.hasFile('Dockerfile')) {
+  const monorepoOf = () => (top.hasFile('turbo.json') || top.deps.has('turbo') ? 'turbo' : nodePackageManager(top).id);
+  const configured = berthRootDirectory(top);
+  if (configured && folderBelow(root, configured)) {
+    const app = detectApp(new Facts(root, configured, top));
+    return { ...app, monorepo: patterns.length ? monorepoOf() : null, apps: [app] };
+  }
+  const result = scanFolders(root, top, patterns, monorepoOf);
+  if (configured) {
+    const note = `berth.json: rootDirectory ${configured} is not a folder of the source; the scan looked at the root`;
+    result.plan = { ...result.plan, notes: [...(result.plan.notes ?? []), note] };
+  }
+  return result;
+}
+
+/** The scan without a berth.json rootDirectory: the workspace's apps, or the root's. */
+function scanFolders(root: string, top: Facts, patterns: string[], monorepoOf: () => string): ScanResult {
+  if (patterns.length) {
+    const members = expandWorkspaces(root, patterns).map((rel) => new Facts(root, rel, top));
+    const libraries = dependedOn([top, ...members]);
     const apps: DetectedApp[] = [];
-    for (const rel of expandWorkspaces(root, patterns)) {
-      const app = detectApp(new Facts(root, rel, top));
-      // A workspace package is an app when it is something to run or serve, not a library.
-      if (app.framework || app.startCommand || app.plan.static || app.runtime === 'docker') apps.push(app);
+    for (const f of members) {
+      const app = detectApp(f);
+      // A workspace package is an app when it is something to run or serve; a package others depend on
+      // is a library unless it has a start script of its own.
+      const library = typeof f.pkg?.name === 'string' && libraries.has(f.pkg.name) && !f.script('start');
+      if (!library && (app.framework || app.startCommand || app.plan.static || app.runtime === 'docker')) apps.push(app);
     }
-    const pm = nodePackageManager(top).id;
-    const monorepo = top.hasFile('turbo.json') || top.deps.has('turbo') ? 'turbo' : pm;
+    const monorepo = monorepoOf();
     apps.sort((a, b) => rank(a) - rank(b) || a.rootDirectory.localeCompare(b.rootDirectory));
     if (apps.length && !top.script('start')) return { ...apps[0]!, monorepo, apps };
     return { ...detectApp(top), monorepo, apps };

@@ -36,6 +36,8 @@ export const PlanSchema = Type.Object({
   start: Type.Optional(Type.String()),
   static: Type.Optional(Type.Object({ outputDirectory: Type.String(), spa: Type.Boolean() })),
   variables: Type.Optional(Type.Record(Type.String(), Type.String())),
+  /** What detection ignored and why (an invalid berth.json field, naming the file and the field). */
+  notes: Type.Optional(Type.Array(Type.String())),
 });
 
 const detectedAppFields = {

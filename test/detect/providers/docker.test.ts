@@ -19,16 +19,36 @@ describe('docker provider', () => {
     assert.equal(scanProject(app({ Dockerfile: 'FROM x\n' })).port, 3000);
   });
 
-  it('wins over every language, and the Procfile and railpack.json leave its plan alone', () => {
+  it('plans a folder with a Dockerfile and nothing a language provider claims; the Procfile and railpack.json leave its plan alone', () => {
     const got = scanProject(app({
       Dockerfile: 'FROM ruby\nEXPOSE 4000\n',
-      Gemfile: 'gem "rack"\n',
-      'config.ru': 'run ->(e) { [200, {}, []] }\n',
-      Procfile: 'web: bundle exec puma\n',
-      'railpack.json': '{ "deploy": { "startCommand": "ruby app.rb", "variables": { "A": "1" } } }',
+      'index.html': '<h1>hi</h1>',
+      Procfile: 'web: ./serve\n',
+      'start.sh': 'exec ./serve\n',
+      'railpack.json': '{ "deploy": { "startCommand": "./serve", "variables": { "A": "1" } } }',
     }));
     assert.equal(got.runtime, 'docker');
     assert.deepEqual(got.plan, { runtime: 'docker', install: [], build: [] });
     assert.equal(got.port, 4000);
+  });
+
+  it('leaves a folder another provider claims to that provider (as Railpack does): the Dockerfile builds only when the project sets config.dockerfile', () => {
+    const got = scanProject(app({
+      Dockerfile: 'FROM ruby\nEXPOSE 4000\n',
+      Gemfile: 'gem "rack"\n',
+      'config.ru': 'run ->(e) { [200, {}, []] }\n',
+    }));
+    assert.equal(got.runtime, 'ruby');
+    assert.match(got.plan.start ?? '', /rackup config\.ru/);
+  });
+
+  it('leaves a workspace with a Dockerfile at its root to the workspace scan', () => {
+    const got = scanProject(app({
+      Dockerfile: 'FROM node\n',
+      'package.json': JSON.stringify({ name: 'root', private: true, workspaces: ['apps/*'] }),
+      'apps/api/package.json': JSON.stringify({ name: 'api', dependencies: { express: '4' }, scripts: { start: 'node server.js' } }),
+    }));
+    assert.equal(got.rootDirectory, 'apps/api');
+    assert.equal(got.runtime, 'node');
   });
 });

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { planBuild } from '../../../src/modules/detect/build-plan.js';
+import { mainServes } from '../../../src/modules/detect/providers/python.js';
 import { scanProject } from '../../../src/modules/detect/scan.js';
 import { parseCommand } from '../../../src/runtime/command.js';
 import { casesOf, expectPlan, FIXTURES, tempApp as app } from './support.js';
@@ -12,7 +13,7 @@ const FASTAPI = 'from fastapi import FastAPI\n\napp = FastAPI()\n';
 
 describe('python provider', () => {
   const cases = casesOf('python');
-  it('has its ten corpus cases', () => assert.equal(cases.length, 10, cases.join(', ')));
+  it('has its eleven corpus cases', () => assert.equal(cases.length, 11, cases.join(', ')));
   for (const name of cases) it(`plans ${name} as Railpack does`, () => expectPlan(name));
 
   it('plans commands the runner accepts (no shell operators, no globs)', () => {
@@ -142,5 +143,30 @@ describe('python provider', () => {
     assert.equal(got.runtime, 'python');
     assert.equal(got.plan.start, undefined);
     assert.equal(got.port, null);
+  });
+
+  it("a Flask main file that serves on 0.0.0.0 itself runs as `python main.py` on its own port (Railpack's plan); a bare app.run() gets flask run", () => {
+    const flask = (main: string) => scanProject(app({ 'requirements.txt': 'flask\n', 'main.py': `from flask import Flask\napp = Flask(__name__)\n${main}` }));
+    const serving = flask('if __name__ == "__main__":\n    app.run(host="0.0.0.0", port=8080)\n');
+    assert.equal(serving.plan.start, '.venv/bin/python main.py');
+    assert.equal(serving.port, 8080);
+    const local = flask('if __name__ == "__main__":\n    app.run()\n');
+    assert.equal(local.plan.start, '.venv/bin/flask --app main run --host 0.0.0.0 --port ${PORT:-8000}');
+    assert.equal(local.port, 8000);
+  });
+
+  it('a Flask dependency with no Flask app in sight runs the main file, not the Flask runner', () => {
+    const got = scanProject(app({ 'requirements.txt': 'flask\n', 'main.py': 'import worker\nworker.loop()\n' }));
+    assert.equal(got.framework, 'flask');
+    assert.equal(got.plan.start, '.venv/bin/python main.py');
+  });
+
+  it("reads the port a main file serves on: a literal, $PORT (8000), or Flask's default 5000", () => {
+    const main = (run: string) => mainServes(`app = Flask(__name__)\n\nif __name__ == '__main__':\n    ${run}\n`);
+    assert.deepEqual(main('app.run(host="0.0.0.0", port=8080)'), { port: 8080 });
+    assert.deepEqual(main('app.run(host="0.0.0.0", port=int(os.environ.get("PORT", 5000)))'), { port: 8000 });
+    assert.deepEqual(main("app.run(host='0.0.0.0')"), { port: 5000 });
+    assert.equal(main('app.run(debug=True)'), null);
+    assert.equal(mainServes('app.run(host="0.0.0.0")\n'), null, 'only under if __name__ == "__main__"');
   });
 });

@@ -33,7 +33,7 @@ describe('railpack.json', () => {
     const forced = scanProject(app({ ...files, 'railpack.json': '{ "provider": "Node" }' }));
     assert.equal(forced.runtime, 'node');
     assert.equal(forced.plan.start, 'node worker.js');
-    assert.equal(scanProject(app({ ...files, 'railpack.json': '{ "provider": "cpp" }' })).runtime, 'ruby');
+    assert.equal(scanProject(app({ ...files, 'railpack.json': '{ "provider": "cobol" }' })).runtime, 'ruby');
     assert.equal(scanProject(app({ 'index.php': '<?php', 'railpack.json': '{ "provider": "staticfile" }' })).runtime, 'static');
   });
 

@@ -1,6 +1,7 @@
 /**
- * The docker provider: a Dockerfile says how to build and run, and wins over every other provider.
- * The plan has no install, build or start (the image's own steps and CMD apply); the port is the
+ * The docker provider: a Dockerfile says how to build and run a folder no language provider claims
+ * (providers/index.ts says where it stands, and when a project builds its Dockerfile anyway). The
+ * plan has no install, build or start (the image's own steps and CMD apply); the port is the
  * Dockerfile's first `EXPOSE` (3000 when it exposes none).
  */
 import { detection, type Detection, type Provider } from '../plan.js';

@@ -118,8 +118,22 @@ export function angularOutput(f: Facts): string | null {
 }
 
 /** Meta-frameworks that carry Vite without being a Vite single-page app. */
-const VITE_HOSTS = ['@remix-run/dev', '@react-router/dev', '@sveltejs/kit', 'nuxt', 'astro', '@tanstack/react-start', '@tanstack/start', '@solidjs/start', '@builder.io/qwik-city', 'vike', 'vitepress'];
+const VITE_HOSTS = ['@remix-run/dev', '@react-router/dev', '@sveltejs/kit', 'nuxt', 'astro', '@tanstack/react-start', '@tanstack/solid-start', '@tanstack/start', '@solidjs/start', '@builder.io/qwik-city', 'vike', 'vitepress'];
 const ASTRO_ADAPTERS = ['@astrojs/node', '@astrojs/vercel', '@astrojs/cloudflare', '@astrojs/netlify'];
+const TANSTACK_START = ['@tanstack/react-start', '@tanstack/solid-start', '@tanstack/start'];
+
+/**
+ * Whether a TanStack Start app builds with Nitro into `.output/server/index.mjs`: the Vinxi era
+ * (`app.config.*`, `vinxi`), releases before 1.132 (Nitro built in), or a Nitro plugin in vite.config.
+ * Later releases build `dist/server/server.js`, a fetch handler that srvx serves (Railpack's start).
+ */
+export function tanstackNitro(f: Facts): boolean {
+  if (hasDep(f, 'vinxi', 'nitro', 'nitropack', '@tanstack/nitro-v2-vite-plugin') || f.matching(/^app\.config\.[cm]?[jt]s$/).length) return true;
+  if (/\bnitro(?:V2Plugin)?\s*\(/.test(configText(f, VITE_CONFIGS))) return true;
+  const range = TANSTACK_START.map((n) => f.pkg?.dependencies?.[n] ?? f.pkg?.devDependencies?.[n]).find((v) => typeof v === 'string') as string | undefined;
+  const m = /^[\^~>=v\s]*(\d+)\.(\d+)/.exec(range ?? '');
+  return !!m && (Number(m[1]) < 1 || (Number(m[1]) === 1 && Number(m[2]) < 132));
+}
 
 export const NODE_FRAMEWORKS: NodeFramework[] = [
   // ---------------------------------------------------------------- meta-frameworks
@@ -196,6 +210,12 @@ export const NODE_FRAMEWORKS: NodeFramework[] = [
     },
     build: '{exec} expo export --platform web',
     port: 8081,
+  },
+  {
+    id: 'tanstack-start', name: 'TanStack Start', match: (f) => hasDep(f, ...TANSTACK_START),
+    // srvx is not the app's dependency: npx fetches it, as in Railpack's plan.
+    start: (f) => (tanstackNitro(f) ? 'node .output/server/index.mjs' : 'npx srvx --prod -s ../client dist/server/server.js'),
+    port: 3000,
   },
   // ---------------------------------------------------------------- Vite single-page apps
   {

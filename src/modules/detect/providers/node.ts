@@ -7,8 +7,11 @@
  * - the Node version: mise.toml / .tool-versions, then `.node-version`, `.nvmrc`, then `engines.node`;
  * - the install: a frozen install only where the lockfile can satisfy it (`npm ci` needs a v2+
  *   lockfile whose root entry declares what package.json declares);
- * - build: the `build` script; start: the `start` script, else `main`, else index.js / index.ts,
- *   else the framework's own server (node-frameworks.ts);
+ * - build: the `build` script, else an Nx app's target (`nx build <project>`, node-apps.ts); start:
+ *   the `start` script, else `main`, else index.js / index.ts, else the framework's own server
+ *   (node-frameworks.ts), else a usual entry file, but never the page script of browser code
+ *   (`src/main.js` of a Vite app): a front-end folder with nothing to start is a static site when it
+ *   has an `index.html`, else a plan with no start command;
  * - a framework that builds a static site (Vite, CRA, Angular, Astro, Next export, ...) and has no
  *   start script of its own is served as files, with no start command.
  *
@@ -18,6 +21,7 @@
 import type { Facts } from '../facts.js';
 import { detection, type Detection, type Provider } from '../plan.js';
 import { NODE_FRAMEWORKS, literalPort, portFallback, portFlagRow, readsPort, type NodeFramework } from './node-frameworks.js';
+import { isFrontEnd, nxBuild } from './node-apps.js';
 import { staticfileOf } from './static.js';
 import { BUN_COMMAND, engine, installCommand, nodePackageManager, toolsOf, type NodePm } from './node-package-manager.js';
 import { fileVersion, toolVersion, type Pin } from './versions.js';
@@ -67,7 +71,9 @@ export function serverStart(f: Facts, pm: NodePm, fw: NodeFramework | null): Sta
     const command = own.replace('{exec} ', `${pm.exec} `);
     return { command, port, runs: command };
   }
-  const entries = pm.id === 'bun' ? [...ENTRY_FILES, 'src/index.ts', 'server.ts', 'app.ts'] : ENTRY_FILES;
+  const all = pm.id === 'bun' ? [...ENTRY_FILES, 'src/index.ts', 'server.ts', 'app.ts'] : ENTRY_FILES;
+  // Browser code's `main.js` or `src/index.js` is the page's script: only a file named server may run there.
+  const entries = isFrontEnd(f) ? all.filter((x) => /^server\.[mc]?[jt]s$/.test(x)) : all;
   const entry = entries.find((x) => f.read(x) !== null);
   return entry ? { command: `${runner} ${entry}`, port, runs: `${runner} ${entry}` } : null;
 }
@@ -86,6 +92,10 @@ export const nodeProvider: Provider = {
     if (version) d.version = version;
     d.install = [installCommand(f, pm)];
     if (buildScript) d.build = [`${pm.run} build`];
+    else {
+      const nx = nxBuild(f);
+      if (nx) d.build = [nx];
+    }
 
     // A framework that builds files, with no server of the package's own: a static site.
     const site = !customStart && fw?.staticSite && (buildScript || fw.build) ? fw.staticSite(f) : null;
@@ -106,8 +116,8 @@ export const nodeProvider: Provider = {
       const vars = fw?.variables?.(f);
       if (vars) d.variables = vars;
       if (BUN_COMMAND.test(start.runs) || /^bunx?\s/.test(start.runs)) d.runtime = 'bun';
-    } else if (!fw) {
-      // A package.json around a static site (tooling, or nothing): its files are the site.
+    } else if (!fw || isFrontEnd(f)) {
+      // A package.json around a static site (tooling, or a front-end with no build): its files are the site.
       const staticfile = staticfileOf(f);
       const root = staticfile?.root ?? (f.hasFile('index.html') ? '.' : null);
       if (root) {

@@ -21,8 +21,9 @@
  * under gunicorn, when those servers are dependencies; otherwise the main file runs. Where Railpack
  * would run a server that is not installed (gunicorn for Django) or a file that listens on
  * localhost (`python app.py` for Flask), Berth answers the framework's own server bound to
- * 0.0.0.0:$PORT instead (`manage.py runserver`, `flask run`). Railpack adds no collectstatic step,
- * and neither does Berth.
+ * 0.0.0.0:$PORT instead (`manage.py runserver`, `flask run`); a Flask main file that serves on
+ * 0.0.0.0 itself, or one with no Flask app in it, runs as Railpack runs it. No collectstatic step,
+ * as in Railpack.
  */
 import type { Facts } from '../facts.js';
 import { detection, type Detection, type Provider } from '../plan.js';
@@ -124,6 +125,25 @@ function hasUvicorn(deps: PythonDeps): boolean {
 /** Railpack's guess when no file is seen constructing the app: `app` of the main file (`main:app`). */
 const mainApp = (main: string | null): PythonApp | null => (main ? { module: main.replace(/\.py$/, ''), target: 'app' } : null);
 
+/**
+ * Whether a main file serves its app itself on every interface (`if __name__ == "__main__":` then
+ * `app.run(host="0.0.0.0", ...)`), and the port it listens on: the literal `port=8080`, 8000 when
+ * it reads $PORT (which Berth sets), else Flask's default 5000. Null when it does not (a bare
+ * `app.run()` listens on localhost only).
+ */
+export function mainServes(text: string | null): { port: number } | null {
+  const at = text ? text.search(/^if\s+__name__\s*==\s*['"]__main__['"]\s*:/m) : -1;
+  if (at < 0) return null;
+  const run = /\.run\s*\(([^)]*(?:\([^)]*\)[^)]*)*)\)/.exec(text!.slice(at));
+  if (!run) return null;
+  const args = run[1]!;
+  const host = /\bhost\s*=\s*(['"])0\.0\.0\.0\1/.test(args) || /\bhost\s*=\s*(?:os\.environ|os\.getenv|getenv)/.test(args);
+  if (!host) return null;
+  const literal = /\bport\s*=\s*(\d{2,5})\b/.exec(args);
+  if (literal && Number(literal[1]) <= 65535) return { port: Number(literal[1]) };
+  return { port: /\bport\s*=.*['"]PORT['"]/.test(args) ? 8000 : 5000 };
+}
+
 const appRef = (app: PythonApp): string => (app.target.endsWith(')') ? `"${app.module}:${app.target}"` : `${app.module}:${app.target}`);
 
 export const pythonProvider: Provider = {
@@ -156,9 +176,17 @@ export const pythonProvider: Provider = {
       d.framework = 'flask';
       const app = findPythonApp(f, ['Flask'], true);
       const module = app?.module ?? main?.replace(/\.py$/, '');
+      // A main file that serves on every interface runs itself (as Railpack: `python main.py`);
+      // one with no Flask app in sight is not a Flask app and runs itself too.
+      const serves = main ? mainServes(f.read(main)) : null;
+      d.port = 8000;
       if (deps.has('gunicorn') && module) d.start = `${bin}gunicorn --bind 0.0.0.0:${PORT_ARG} ${app ? appRef(app) : `${module}:app`}`;
-      else if (module) d.start = `${bin}flask --app ${module} run --host 0.0.0.0 --port ${PORT_ARG}`;
-      d.port = d.start ? 8000 : null;
+      else if (serves) {
+        runMain();
+        d.port = serves.port;
+      } else if (app) d.start = `${bin}flask --app ${app.module} run --host 0.0.0.0 --port ${PORT_ARG}`;
+      else runMain();
+      if (!d.start) d.port = null;
     } else if (deps.has('fastapi')) {
       d.framework = 'fastapi';
       const app = findPythonApp(f, ['FastAPI']) ?? mainApp(main);

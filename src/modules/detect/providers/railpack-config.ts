@@ -17,6 +17,7 @@
  */
 import type { Facts } from '../facts.js';
 import type { Detection, Provider, Runtime } from '../plan.js';
+import { cppProvider } from './cpp.js';
 import { denoProvider } from './deno.js';
 import { dotnetProvider } from './dotnet.js';
 import { elixirProvider } from './elixir.js';
@@ -47,6 +48,7 @@ const BY_NAME: Record<string, Provider> = {
   dotnet: dotnetProvider,
   node: nodeProvider,
   gleam: gleamProvider,
+  cpp: cppProvider,
   staticfile: staticProvider,
   static: staticProvider,
   shell: shellProvider,
