@@ -73,6 +73,37 @@ export interface DeployOptions {
   /** `--no-wait` sets it false. */
   wait: boolean;
   json?: boolean;
+  /** One-off overrides of the plan, saved to the project's config before the deployment starts. */
+  installCommand?: string;
+  buildCommand?: string;
+  startCommand?: string;
+}
+
+/** The command flags `berth deploy` saves to the project's config (option name -> config field). */
+const COMMAND_FLAGS = [
+  ['--install-command', 'installCommand'],
+  ['--build-command', 'buildCommand'],
+  ['--start-command', 'startCommand'],
+] as const;
+
+/**
+ * `--install-command`, `--build-command`, `--start-command`: PATCHed into the project's config (an
+ * empty value clears it: the detected plan's command is used), so this deployment and the later
+ * ones run them; says what it saved.
+ */
+async function saveCommandFlags(client: ApiClient, project: ProjectSummary, opts: DeployOptions): Promise<void> {
+  const patch: Record<string, string | null> = {};
+  for (const [, field] of COMMAND_FLAGS) {
+    const v = opts[field];
+    if (v !== undefined) patch[field] = v.trim() === '' ? null : v;
+  }
+  if (!Object.keys(patch).length) return;
+  await client.request('PATCH', `/api/projects/${encodeURIComponent(project.id)}`, patch);
+  for (const [flag, field] of COMMAND_FLAGS) {
+    if (!(field in patch)) continue;
+    const v = patch[field];
+    note(v === null ? `${flag}: cleared the project's ${field}; the detected plan's is used` : `${flag}: saved to the project's config as ${field} (this and later deployments use it): ${v}`);
+  }
 }
 
 /** Ctrl-C while waiting: the deployment goes on without us. */
@@ -259,6 +290,7 @@ export async function deploy(dir: string, opts: DeployOptions): Promise<number> 
     // The folder is linked from now on, whatever the build does.
     const orgId = project.orgId ?? (await client.request<{ org: { id: string } | null }>('GET', '/api/auth/me')).org?.id;
     if (orgId) writeLink(root, { projectId: project.id, orgId, server: client.server });
+    await saveCommandFlags(client, project, opts);
 
     // Deploy.
     // The session again, as the seed's flow does: the ensure already made it the source (a no-op for
@@ -326,6 +358,9 @@ export function registerDeployCommand(program: Command): void {
     .option('--env <name>', 'environment to deploy', 'production')
     .option('--no-wait', 'return once the deployment is queued')
     .option('--json', 'print { project, deployment, url } on stdout (progress on stderr)')
+    .option('--install-command <command>', 'install with this command, saved to the project\'s config (empty: the detected one)')
+    .option('--build-command <command>', 'build with this command, saved to the project\'s config (empty: the detected one)')
+    .option('--start-command <command>', 'start with this command, saved to the project\'s config (empty: the detected one)')
     .action(
       action(async (dir: string | undefined, opts: DeployOptions) => {
         const code = await deploy(dir ?? '.', opts);

@@ -68,7 +68,8 @@ describe('berth deploy [DIR]', () => {
   };
 
   before(async () => {
-    serveEnv = { BERTH_DATA_DIR: dataDir, BERTH_SECRET_KEY: randomBytes(32).toString('base64'), BERTH_EDGE_PORT: '0', BERTH_LOG_LEVEL: 'warn' };
+    // A silent build step shows its still-running line after 1 s instead of 30 (contract section 18).
+    serveEnv = { BERTH_DATA_DIR: dataDir, BERTH_SECRET_KEY: randomBytes(32).toString('base64'), BERTH_EDGE_PORT: '0', BERTH_LOG_LEVEL: 'warn', BERTH_SILENT_STEP_SECONDS: '1' };
     if (usingPostgres()) {
       pg = await freshPostgresDatabase();
       serveEnv.DATABASE_URL = pg.url;
@@ -168,6 +169,29 @@ describe('berth deploy [DIR]', () => {
     assert.match(summary, /BUILD-MARKER-42/);
     assert.doesNotMatch(res.stderr, /\n\s+at .*\(.*\.ts:\d+/, 'no stack trace');
     assert.ok(existsSync(path.join(app, '.berth', 'project.json')), 'the folder is linked even though the build failed');
+  });
+
+  it('`--install-command`, `--build-command`, `--start-command` are saved to the project\'s config before the deployment, which runs them; the build log streams a silent step\'s still-running line', async () => {
+    const app = writeApp(path.join(work, 'hello-app'), 'four');
+    writeFileSync(path.join(app, 'quiet-build.js'), "setTimeout(() => require('node:fs').writeFileSync('built.txt', 'built quietly'), 2500);\n");
+    writeFileSync(path.join(app, 'serve-built.js'), "require('node:http').createServer((req, res) => res.end(require('node:fs').readFileSync('built.txt', 'utf8'))).listen(Number(process.env.PORT));\n");
+    const res = await berth(['deploy', '--install-command', 'node -e "console.log(1 + 1)"', '--build-command', 'node quiet-build.js', '--start-command', 'node serve-built.js'], app);
+    assert.equal(res.code, 0, res.stderr + res.stdout);
+    assert.match(res.stderr, /--build-command: saved to the project's config as buildCommand \(this and later deployments use it\): node quiet-build\.js/);
+    assert.match(res.stderr, /--start-command: saved to the project's config as startCommand/);
+    assert.match(res.stderr, /--install-command: saved to the project's config as installCommand/);
+    assert.match(res.stdout, /^\[berth\] install: node -e "console\.log\(1 \+ 1\)"$/m);
+    assert.match(res.stdout, /^\[berth\] still running: build: node quiet-build\.js \(\d+ s without output\)$/m, res.stdout);
+    assert.equal((await viaEdge(url)).text, 'built quietly');
+    const config = (await api(`/api/projects/${projectId}`)).config;
+    assert.deepEqual([config.installCommand, config.buildCommand, config.startCommand], ['node -e "console.log(1 + 1)"', 'node quiet-build.js', 'node serve-built.js']);
+    // An empty value clears the saved one: the detected plan's command is used again.
+    const cleared = await berth(['deploy', '--install-command', '', '--build-command', '', '--start-command', ''], app);
+    assert.equal(cleared.code, 0, cleared.stderr + cleared.stdout);
+    assert.match(cleared.stderr, /--start-command: cleared the project's startCommand; the detected plan's is used/);
+    assert.equal((await viaEdge(url)).text, 'version four');
+    const after = (await api(`/api/projects/${projectId}`)).config;
+    assert.deepEqual([after.installCommand, after.buildCommand, after.startCommand], [null, null, null]);
   });
 
   it('an unknown environment exits 1 naming it and the ones the project has, before anything is uploaded', async () => {
