@@ -10,7 +10,9 @@ import { chownTree } from './identity.js';
 import { pathWithBin, startSteps } from './app-commands.js';
 import { matchNodeVersion, missingProgram, offeredNodeVersions, TOOLCHAIN_DIR, toolchainEnv, toolchainSteps, type ToolRequest } from './toolchains.js';
 import { BuildError } from './build-error.js';
-import { runBuildProcess, type ProcessBudget } from './build-process.js';
+import { runBuildProcess, StepFailedError, type ProcessBudget } from './build-process.js';
+import { NPM_CI_FALLBACK_NOTE, npmCiRefusedLockfile, npmInstallInstead } from './npm-fallback.js';
+import { buildReleaseImage } from './build-image.js';
 import { fetchSource, type BuildSource } from './build-source.js';
 import { inside } from '../lib/copy-tree.js';
 
@@ -113,7 +115,7 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
   };
 
   const budget: ProcessBudget = { signal: input.signal, deadline, timeoutMs: input.timeoutMs, secrets: input.secrets, log: (stream, line) => input.log(stream, line) };
-  const runProcess = (start: () => BoxProcess, label: string, killAll: () => void | Promise<void>): Promise<string> => runBuildProcess(budget, start, label, killAll);
+  const runProcess = (start: () => BoxProcess, label: string, killAll: () => void | Promise<void>, step?: string): Promise<string> => runBuildProcess(budget, start, label, killAll, step);
 
   /** Berth's own tools (git) on the host, as the server, with nothing of the server's environment. */
   const runHost = (argv: string[], cwd: string, extraEnv: Record<string, string>, label: string): Promise<string> => {
@@ -131,9 +133,9 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
     );
   };
 
-  /** A command of the project's, in the build's box; nothing it started outlives the step. */
-  const runStep = (box: Box, argv: string[], cwd: string, extraEnv: Record<string, string>, label: string): Promise<string> =>
-    runProcess(() => box.exec(argv, { cwd, env: { ...baseEnv, HOME: box.paths.home ?? box.paths.tmp, ...extraEnv } }), label, () => box.killAll());
+  /** A command of the project's, in the build's box; nothing it started outlives the step (`step`: its name in the log). */
+  const runStep = (box: Box, argv: string[], cwd: string, extraEnv: Record<string, string>, label: string, step: string): Promise<string> =>
+    runProcess(() => box.exec(argv, { cwd, env: { ...baseEnv, HOME: box.paths.home ?? box.paths.tmp, ...extraEnv } }), label, () => box.killAll(), step);
 
   // ---- source
   const commit = await fetchSource(input.source, { workDir: input.workDir, srcDir, signal: input.signal, note, runHost });
@@ -159,8 +161,7 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
   const outputDirectory = own.outputDirectory ?? plan.static?.outputDirectory ?? null;
   const isStatic = !start && !!(plan.static || own.outputDirectory);
   const images = input.driver.images;
-  const imageBuild = (contextDir: string, dockerfile: { path: string } | { text: string }): Promise<string> =>
-    buildReleaseImage(images!, input, contextDir, dockerfile, deadline, (stream, line) => input.log(stream, redact.redactString(line)));
+  const imageBuild = (contextDir: string, dockerfile: { path: string } | { text: string }, step: string): Promise<string> => buildReleaseImage(images!, input, contextDir, dockerfile, deadline, step);
 
   // ---- a Dockerfile (docker driver): the image is the release
   if (images && (plan.runtime === 'docker' || input.dockerfile)) {
@@ -168,7 +169,7 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
     const file = path.resolve(appDir, name);
     if (!inside(file, srcDir) || !existsSync(file) || !within(file, srcDir)) throw new BuildError(`the Dockerfile ${name} does not exist in the source: set config.dockerfile to the Dockerfile's path below the root directory`);
     note(`plan: docker, building ${name}${own.startCommand ? `; the project's start command replaces its CMD: ${own.startCommand}` : ''}`);
-    const image = await imageBuild(appDir, { path: file });
+    const image = await imageBuild(appDir, { path: file }, `building ${name}`);
     note(`build finished; image ${image}`);
     return { commit, appRoot: srcDir, appDir, startCommand: own.startCommand ?? null, static: null, variables: {}, image, imageCommand: !own.startCommand };
   }
@@ -194,7 +195,8 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
 
   // ---- toolchains, install and build, in one box
   const tools = plan.tools ?? [];
-  const steps: { label: string; run: CommandStep[]; shown: string }[] = [];
+  /** `planned`: the command is the detected plan's (the project's own is unset, or the plan's as a scan copied it). */
+  const steps: { label: string; run: CommandStep[]; shown: string; planned: boolean }[] = [];
   const variables = plan.variables ?? {};
   const commands = [
     ['install', install],
@@ -207,7 +209,7 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
       continue;
     }
     try {
-      steps.push({ label, run: parseCommand(cmd, parseEnv), shown: cmd });
+      steps.push({ label, run: parseCommand(cmd, parseEnv), shown: cmd, planned: cmd === joined(label === 'install' ? plan.install : plan.build) });
     } catch (e) {
       throw new BuildError(`the ${label} command cannot run: ${(e as CommandError).message}`);
     }
@@ -237,11 +239,24 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
       // Toolchain commands name folders as the box shows them (the source is /app in a sandbox).
       for (const t of toolchainSteps(box.inside(srcDir), tools)) {
         note(`toolchain: ${t.label}`);
-        await runStep(box, t.argv, srcDir, stepEnv, 'the toolchain command');
+        await runStep(box, t.argv, srcDir, stepEnv, 'the toolchain command', `toolchain: ${t.label}`);
       }
       for (const step of steps) {
         note(`${step.label}: ${step.shown}`);
-        for (const st of step.run) await runStep(box, st.argv, appDir, { ...stepEnv, ...st.env }, `the ${step.label} command`);
+        const name = `${step.label}: ${step.shown}`;
+        const what = `the ${step.label} command`;
+        for (const st of step.run) {
+          const env = { ...stepEnv, ...st.env };
+          try {
+            await runStep(box, st.argv, appDir, env, what, name);
+          } catch (e) {
+            // A planned `npm ci` that npm refuses because the lockfile does not match package.json: `npm install` instead.
+            const instead = step.planned && step.label === 'install' ? npmInstallInstead(st.argv) : null;
+            if (!instead || !(e instanceof StepFailedError) || !npmCiRefusedLockfile(e.output)) throw e;
+            note(NPM_CI_FALLBACK_NOTE);
+            await runStep(box, instead, appDir, env, what, `install: ${instead.join(' ')}`);
+          }
+        }
       }
     } finally {
       await box.dispose().catch(() => {});
@@ -258,7 +273,7 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
     const owner = input.identity ? `${input.identity.uid}:${input.identity.gid}` : '1000:1000';
     const text = [`FROM ${images.baseImage(plan.runtime)!}`, `COPY --chown=${owner} . /app`, 'WORKDIR /app', `USER ${owner}`, ''].join('\n');
     note('packing the build into the release image');
-    const image = await imageBuild(srcDir, { text });
+    const image = await imageBuild(srcDir, { text }, 'packing the build into the release image');
     note(`build finished; image ${image}; start command: ${start}`);
     return { commit, appRoot: srcDir, appDir, startCommand: start!, static: null, variables, image, imageCommand: false };
   }
@@ -280,42 +295,6 @@ function within(p: string, root: string): boolean {
 /** `BERTH_IMAGE_<RUNTIME>`: the setting that names a runtime's base image. */
 export function baseImageVariable(runtime: string): string {
   return `BERTH_IMAGE_${runtime.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`;
-}
-
-/**
- * Builds the release image through the driver's image builder: plain variables as build args, secret
- * ones as BuildKit secrets (never a layer or an arg), the output into the build log, bounded by the
- * build's deadline and cancelled with it. Answers the image's tag.
- */
-async function buildReleaseImage(
-  images: NonNullable<RuntimeDriver['images']>,
-  input: BuildInput,
-  contextDir: string,
-  dockerfile: { path: string } | { text: string },
-  deadline: number,
-  log: (stream: LogStream, line: string) => void,
-): Promise<string> {
-  if (!input.imageTag) throw new BuildError('internal error: no image tag for a docker build');
-  const secretValues = new Set(input.secrets);
-  const buildArgs: Record<string, string> = {};
-  const secrets: Record<string, string> = {};
-  for (const [k, v] of Object.entries(input.env)) (secretValues.has(v) ? secrets : buildArgs)[k] = v;
-  try {
-    await images.build({
-      contextDir,
-      ...('path' in dockerfile ? { dockerfile: dockerfile.path } : { dockerfileText: dockerfile.text }),
-      tag: input.imageTag,
-      buildArgs,
-      secrets,
-      labels: { 'berth.project': input.projectId, 'berth.deployment': input.deploymentId },
-      signal: input.signal,
-      deadline,
-      log,
-    });
-  } catch (e) {
-    throw new BuildError(new Redactor(input.secrets).redactString((e as Error).message));
-  }
-  return input.imageTag;
 }
 
 /** A start command that pins a port other than the app's $PORT fails the build before anything runs. */
