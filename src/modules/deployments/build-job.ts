@@ -157,7 +157,7 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
       // One swap at a time per project (a rollback waits): the app started here and the current pointer agree.
       const ok = await rt.releaseSwap(project.id, async () => {
         try {
-          await rt.supervisor.deploy(releaseSpec);
+          await rt.supervisor.deploy(releaseSpec, { step: `start: ${result.startCommand ?? "the image's own command"}`, log: (line) => log('stdout', line) });
         } catch (e) {
           throw new BuildError(`the new release did not start: ${(e as Error).message}; the previous release keeps serving`);
         }
@@ -217,7 +217,7 @@ async function releasePreview(ctx: AppContext, d: store.DeploymentRow, enabled: 
       if (spec) {
         log('stdout', `[berth] the app of ${d.environment} is awake: starting the new release and waiting for its health check`);
         try {
-          await rt.supervisor.deploy(spec);
+          await rt.supervisor.deploy(spec, { step: `start: ${rel?.startCommand ?? "the image's own command"}`, log: (line) => log('stdout', line) });
         } catch (e) {
           throw new BuildError(`the new release did not start: ${(e as Error).message}; the previous release keeps serving`);
         }
