@@ -143,7 +143,7 @@ test('a verified domain gets a certificate from the ACME server: issued, its cha
   assert.equal((await server.ctx.db.selectFrom('acmeAccounts').selectAll().execute()).length, 1);
 });
 
-test('renewal: a certificate expiring within 30 days is replaced by the scheduler\'s pass with a new one', { timeout: TIMEOUT }, async (t) => {
+test('renewal: a certificate past its renewal time is replaced by the scheduler\'s pass with a new one', { timeout: TIMEOUT }, async (t) => {
   const { server, pebble, name, addDomain, row } = await setup(t);
   const domain = name('renew');
   await addDomain(domain);
@@ -156,8 +156,7 @@ test('renewal: a certificate expiring within 30 days is replaced by the schedule
   // Nothing due: the pass enqueues nothing.
   assert.deepEqual((await renewDueCertificates(server.ctx)).enqueued, []);
 
-  const soon = new Date(Date.now() + 10 * 24 * 3600_000).toISOString();
-  await server.ctx.db.updateTable('certificates').set({ expiresAt: soon }).where('domain', '=', domain).execute();
+  await server.ctx.db.updateTable('certificates').set({ renewAt: new Date(Date.now() - 1000).toISOString() }).where('domain', '=', domain).execute();
   assert.deepEqual((await renewDueCertificates(server.ctx)).enqueued, [domain]);
   assert.deepEqual((await renewDueCertificates(server.ctx)).enqueued, [], 'queued once');
   await server.ctx.jobs.drain();
@@ -166,7 +165,8 @@ test('renewal: a certificate expiring within 30 days is replaced by the schedule
   assert.equal(renewed?.status, 'issued', String(renewed?.error));
   const leaf = verifyChain(renewed.certPem!, await pebble.rootCertPem(), domain)[0]!;
   assert.notEqual(leaf.serialNumber, firstSerial, 'a new certificate');
-  assert.ok(renewed.expiresAt! > soon);
+  assert.ok(renewed.expiresAt! >= first.expiresAt!);
+  assert.ok(renewed.renewAt! > new Date().toISOString(), 'the new certificate has a renewal time ahead');
   // This server's cache was invalidated: it serves the new one at once.
   const pair = await server.ctx.ports.certificates!.forServerName(domain);
   assert.equal(pair?.cert, renewed.certPem);

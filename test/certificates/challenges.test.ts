@@ -2,9 +2,8 @@
  * The other two ACME challenges (contract section 14, issue 20 points 2 and 4), against Debian's Pebble:
  *
  * - TLS-ALPN-01 (RFC 8737) on the edge's real TLS listener: Pebble's `tlsPort` is the edge's HTTPS port,
- *   and its HTTP-01 port answers nothing. Berth chooses HTTP-01 whenever the ACME server offers it
- *   (Pebble always does), so the test drives the tls-alpn-01 order through the service with its
- *   test-only `challenge` option.
+ *   and its HTTP-01 port answers nothing. Berth tries HTTP-01 first (Pebble always offers it); its
+ *   failure makes the same attempt order again with TLS-ALPN-01.
  * - DNS-01 for the free domains' wildcard `*.<BERTH_APPS_DOMAIN>`: with BERTH_DNS_PROVIDER=cloudflare the
  *   leader's pass (the scheduler's first pass after start) issues it through a fake of Cloudflare's API,
  *   whose TXT records are mirrored into the DNS stub Pebble resolves with; the edge then serves a
@@ -67,15 +66,23 @@ function handshake(port: number, servername: string, opts: { ALPNProtocols?: str
   });
 }
 
-test('TLS-ALPN-01: Pebble validates a verified domain against the edge\'s TLS listener (acme-tls/1 answered with the challenge certificate from the database), the certificate is issued and served', { timeout: TIMEOUT }, async (t) => {
+test('HTTP-01 unreachable: the worker\'s attempt falls back to TLS-ALPN-01 on the edge\'s HTTPS port (acme-tls/1 answered with the challenge certificate from the database), the certificate is issued and served', { timeout: TIMEOUT }, async (t) => {
   const dns = await startDnsStub();
   t.after(() => dns.close());
   const [httpsPort, deadHttpPort] = [await freePort(), await freePort()];
-  // HTTP-01 goes to a port nobody answers on: only TLS-ALPN-01 can succeed.
+  // HTTP-01 goes to a port nobody answers on: only TLS-ALPN-01, on the edge's HTTPS port, can succeed.
   const pebble = await startPebble({ dnsServer: dns.server, httpPort: deadHttpPort, tlsPort: httpsPort });
   t.after(() => pebble.stop());
+  let logged = '';
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      logged += chunk.toString();
+      cb();
+    },
+  });
   const server = await startTestServer({
     background: true,
+    build: { logger: createLogger('info', sink) },
     env: {
       BERTH_HTTPS_PORT: String(httpsPort),
       BERTH_ACME_DIRECTORY_URL: pebble.directoryUrl,
@@ -89,26 +96,29 @@ test('TLS-ALPN-01: Pebble validates a verified domain against the edge\'s TLS li
   const project = await createProject(server, owner);
   const domain = `alpn-${randomString(6).toLowerCase()}.berth-acme.test`;
   dns.a.set(domain, ['127.0.0.1']);
-  const r = await server.api(owner.token).post(`/api/projects/${project.id}/domains`, { domain });
-  assert.equal(r.status, 201, r.text);
 
-  // The worker's own attempt chose HTTP-01 (offered first) and failed: nothing answers that port.
-  const row = () => server.ctx.db.selectFrom('certificates').selectAll().where('domain', '=', domain).executeTakeFirst();
-  await waitFor(async () => (await row())?.status === 'failed', 'the HTTP-01 attempt to fail', 30_000);
-  assert.match((await row())!.error!, /the HTTP-01 challenge/);
-
-  // Nothing pending yet: an acme-tls/1 handshake for the name fails, a normal one still gets no certificate.
+  // Nothing pending yet: an acme-tls/1 handshake for the name fails.
   const early = await handshake(httpsPort, domain, { ALPNProtocols: ['acme-tls/1'] });
   assert.equal(early.ok, false, 'no challenge certificate without a pending challenge');
 
-  // The order with TLS-ALPN-01 (test-only choice): Pebble connects to the edge's HTTPS port with acme-tls/1.
-  const outcome = await issueCertificate(server.ctx, domain, { challenge: 'tls-alpn-01' });
-  assert.equal(outcome.status, 'issued', JSON.stringify(outcome));
+  const r = await server.api(owner.token).post(`/api/projects/${project.id}/domains`, { domain });
+  assert.equal(r.status, 201, r.text);
+  const row = () => server.ctx.db.selectFrom('certificates').selectAll().where('domain', '=', domain).executeTakeFirst();
+  await waitFor(async () => ['issued', 'failed'].includes((await row())?.status ?? ''), 'the worker\'s attempt to end', 40_000);
   const stored = (await row())!;
-  assert.equal(stored.status, 'issued');
+  assert.equal(stored.status, 'issued', String(stored.error));
   assert.equal(stored.error, null);
-  assert.equal(stored.attempts, 0);
-  assert.equal(await server.ctx.db.selectFrom('acmeChallenges').select('token').where('domain', '=', domain).executeTakeFirst(), undefined, 'the challenge row is gone');
+  assert.equal(stored.attempts, 0, 'one attempt: the fallback is inside it');
+  assert.equal(await server.ctx.db.selectFrom('acmeChallenges').select('token').where('domain', '=', domain).executeTakeFirst(), undefined, 'the challenge rows are gone');
+
+  // HTTP-01 was tried first and failed; the same attempt then validated through TLS-ALPN-01.
+  const lines = logged.split('\n').filter((l) => l.includes(domain)).map((l) => JSON.parse(l) as { msg: string; failed?: string; next?: string; challenge?: string; reason?: string });
+  const fallback = lines.find((l) => l.msg.startsWith('ACME challenge failed'));
+  assert.ok(fallback, `the fallback is logged: ${lines.map((l) => l.msg).join(' | ')}`);
+  assert.equal(fallback.failed, 'http-01');
+  assert.equal(fallback.next, 'tls-alpn-01');
+  assert.match(fallback.reason!, /the HTTP-01 challenge/);
+  assert.equal(lines.find((l) => l.msg === 'certificate issued')?.challenge, 'tls-alpn-01');
 
   // The issued certificate is now what the listener serves for the name, trusted through Pebble's root.
   const rootPem = await pebble.rootCertPem();
@@ -120,6 +130,10 @@ test('TLS-ALPN-01: Pebble validates a verified domain against the edge\'s TLS li
   assert.equal(served.cert!.serialNumber.toLowerCase(), new X509Certificate(stored.certPem!).serialNumber.toLowerCase());
   // And acme-tls/1 for it, with no challenge pending any more, fails again (the real certificate is never the answer).
   assert.equal((await handshake(httpsPort, domain, { ALPNProtocols: ['acme-tls/1'] })).ok, false);
+
+  // The test-only choice still orders with TLS-ALPN-01 alone.
+  const outcome = await issueCertificate(server.ctx, domain, { challenge: 'tls-alpn-01' });
+  assert.equal(outcome.status, 'issued', JSON.stringify(outcome));
 });
 
 test('TLS-ALPN-01 on the listener: a pending challenge\'s certificate is answered to acme-tls/1 only, acme-tls/1 is selected and the connection closed; other handshakes are unchanged', { timeout: TIMEOUT }, async (t) => {

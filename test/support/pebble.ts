@@ -46,6 +46,9 @@ export interface Pebble {
   caCertPem: string;
   /** The same CA as a file (for BERTH_ACME_CA_FILE), removed with the rest by `stop`. */
   caFile: string;
+  /** Pebble's own HTTPS certificate and key (localhost, 127.0.0.1; signed by `caFile`), for a test server in front of it. */
+  tlsCertFile: string;
+  tlsKeyFile: string;
   /** The root that signs the certificates Pebble issues. */
   rootCertPem(): Promise<string>;
   /** The management interface, `https://127.0.0.1:<port>`. */
@@ -130,6 +133,8 @@ export async function startPebble(opts: PebbleOptions): Promise<Pebble> {
       directoryUrl,
       caCertPem,
       caFile: path.join(dir, 'ca.pem'),
+      tlsCertFile: config.pebble.certificate,
+      tlsKeyFile: config.pebble.privateKey,
       managementUrl,
       rootCertPem: () => get(`${managementUrl}/roots/0`, caCertPem),
       output: () => output,

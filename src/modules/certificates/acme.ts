@@ -83,7 +83,7 @@ function adaptClient(client: Client, agent: https.Agent): Client {
 }
 
 /** The agent trusting the system's roots and `BERTH_ACME_CA_FILE`. */
-async function agentFor(ctx: AppContext): Promise<https.Agent> {
+export async function agentFor(ctx: AppContext): Promise<https.Agent> {
   const file = ctx.config.https.acmeCaFile;
   if (!file) return new https.Agent({ keepAlive: false });
   let pem: string;

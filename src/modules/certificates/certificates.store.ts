@@ -44,6 +44,14 @@ export async function claimAttempt(db: Db, orgId: string, domain: string, seen: 
   return Number((await q.executeTakeFirst()).numUpdatedRows) === 1;
 }
 
+/**
+ * Writes a certificate's renewal time (and when to ask the CA's renewal information again) unless the
+ * row changed since it was read (`updatedAt`: a new certificate or a failed attempt came in between).
+ */
+export async function setRenewal(db: Db, orgId: string, domain: string, seenUpdatedAt: string, set: { renewAt: string; renewalInfoAt: string | null }): Promise<void> {
+  await db.updateTable('certificates').set(set).where('orgId', '=', orgId).where('domain', '=', domain).where('updatedAt', '=', seenUpdatedAt).execute();
+}
+
 export async function deleteCertificate(db: Db, orgId: string, domain: string): Promise<number> {
   const r = await db.deleteFrom('certificates').where('orgId', '=', orgId).where('domain', '=', domain).executeTakeFirst();
   return Number(r.numDeletedRows);
@@ -63,8 +71,13 @@ export async function servableCertificatesAnyOrg(db: Db, names: readonly string[
 }
 
 /** Every certificate row's schedule (the scheduler's pass), whatever its org. */
-export async function certificateSchedulesAnyOrg(db: Db): Promise<Pick<CertificateRow, 'orgId' | 'projectId' | 'domain' | 'status' | 'expiresAt' | 'nextAttemptAt'>[]> {
-  return db.selectFrom('certificates').select(['orgId', 'projectId', 'domain', 'status', 'expiresAt', 'nextAttemptAt']).execute();
+export async function certificateSchedulesAnyOrg(
+  db: Db,
+): Promise<Pick<CertificateRow, 'orgId' | 'projectId' | 'domain' | 'status' | 'expiresAt' | 'nextAttemptAt' | 'renewAt' | 'renewalInfoAt' | 'updatedAt'>[]> {
+  return db
+    .selectFrom('certificates')
+    .select(['orgId', 'projectId', 'domain', 'status', 'expiresAt', 'nextAttemptAt', 'renewAt', 'renewalInfoAt', 'updatedAt'])
+    .execute();
 }
 
 // ---------------------------------------------------------------- ACME accounts and challenges (the instance's)
@@ -152,6 +165,11 @@ export async function insertInstanceCertificate(db: Db, row: InstanceCertificate
 
 export async function updateInstanceCertificate(db: Db, domain: string, set: Updateable<InstanceCertificatesTable>): Promise<void> {
   await db.updateTable('instanceCertificates').set(set).where('domain', '=', domain).execute();
+}
+
+/** Like `setRenewal`, for an instance certificate. */
+export async function setInstanceRenewal(db: Db, domain: string, seenUpdatedAt: string, set: { renewAt: string; renewalInfoAt: string | null }): Promise<void> {
+  await db.updateTable('instanceCertificates').set(set).where('domain', '=', domain).where('updatedAt', '=', seenUpdatedAt).execute();
 }
 
 /** Like `claimAttempt`, for an instance certificate. */

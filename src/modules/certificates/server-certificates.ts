@@ -4,7 +4,8 @@ import { decryptSecret } from '../../lib/crypto.js';
 import { nowIso } from '../../lib/ids.js';
 import type { CertificatesPort, DomainTls } from '../../ports.js';
 import * as store from './certificates.store.js';
-import { alpnPair, keyAad } from './issue.service.js';
+import { keyAad } from './issue.service.js';
+import { alpnPair } from './order.js';
 import { certificateRequested, certificateRemoved } from './schedule.js';
 
 /** How long this server trusts what it read of a name (other instances' new certificates show within it). */
