@@ -40,6 +40,8 @@ export interface PlanInput {
   programs: string[];
   tools?: ToolRequest[];
   variables?: Record<string, string>;
+  /** What detection ignored and why (an invalid berth.json field), written into the build log. */
+  notes?: string[];
 }
 
 export interface BuildInput {
@@ -49,6 +51,8 @@ export interface BuildInput {
   workDir: string;
   source: BuildSource;
   commands: BuildCommands;
+  /** The app folder the fetched source itself names (its berth.json `rootDirectory`), used when the project sets none. */
+  rootDirectoryOf?(srcDir: string): string | null;
   /** The build plan of the fetched source's app folder (detection, given by the caller). */
   plan(appDir: string): PlanInput;
   /** Drivers whose releases are images (docker): the release image's tag, `berth/<project-slug>:<deployment-id>`. */
@@ -147,13 +151,15 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
 
   // ---- the plan: the project's own commands win over the detected ones
   let appDir = srcDir;
-  if (input.commands.rootDirectory) {
-    const rd = path.resolve(srcDir, input.commands.rootDirectory.replace(/^\/+/, ''));
+  const rootDirectory = input.commands.rootDirectory || input.rootDirectoryOf?.(srcDir) || null;
+  if (rootDirectory) {
+    const rd = path.resolve(srcDir, rootDirectory.replace(/^\/+/, ''));
     // Resolved through links: a source's link to a host folder (`app -> /etc`) never becomes the app folder or a build context.
-    if (!inside(rd, srcDir) || !existsSync(rd) || !within(rd, srcDir)) throw new BuildError(`the root directory ${input.commands.rootDirectory} does not exist in the source`);
+    if (!inside(rd, srcDir) || !existsSync(rd) || !within(rd, srcDir)) throw new BuildError(`the root directory ${rootDirectory}${input.commands.rootDirectory ? '' : ' (berth.json)'} does not exist in the source`);
     appDir = rd;
   }
   const plan = input.plan(appDir);
+  for (const line of plan.notes ?? []) note(line);
   const own = input.commands;
   const install = own.installCommand ?? joined(plan.install);
   const build = own.buildCommand ?? joined(plan.build);

@@ -7,7 +7,7 @@ import { BuildError, runBuild, type BuildSource } from '../../runtime/build.js';
 import { redactText } from '../../runtime/redact.js';
 import { findEnvironment, findProject, resolveCloneCredential, resolveEnvForRuntime, type ProjectRow } from '../projects/index.js';
 import { uploadSourceDir } from '../uploads/index.js';
-import { planBuild } from '../detect/index.js';
+import { planBuild, sourceRootDirectory } from '../detect/index.js';
 import { prepareStaticSite } from '../../edge/static-site.js';
 import * as store from './deployments.store.js';
 import { environmentUrl } from './environment-url.js';
@@ -121,6 +121,7 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
       workDir: buildDir(ctx, project.id, id),
       source,
       commands: { installCommand: project.installCommand, buildCommand: project.buildCommand, startCommand: project.startCommand, rootDirectory: project.rootDirectory, outputDirectory: project.outputDirectory },
+      rootDirectoryOf: sourceRootDirectory,
       plan: (appDir) => planBuild(path.join(buildDir(ctx, project.id, id), 'src'), appDir, (rel, why) => log('stdout', `[berth] ${ignoredLine(rel, why)}`)),
       nodeVersion: project.nodeVersion,
       imageTag: rt.driver.images ? imageTagOf(project.slug, id) : undefined,
