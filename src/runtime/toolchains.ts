@@ -48,6 +48,9 @@ const DEBIAN_PACKAGES: Record<string, string> = {
   mix: 'elixir',
   elixir: 'elixir',
   gleam: 'gleam (from its releases; Debian 12 has no package)',
+  cmake: 'cmake',
+  meson: 'meson',
+  ninja: 'ninja-build',
   dotnet: 'dotnet-sdk (from Microsoft; Debian 12 has no package)',
   bash: 'bash',
 };
