@@ -13,9 +13,10 @@ export function spawnBoxProcess(argv: string[], cwd: string, env: Record<string,
   const child = spawn(argv[0]!, argv.slice(1), { cwd, env, detached: true, stdio });
   const extra = fd3 ? child.stdio[3] : null;
   if (extra && 'end' in extra) {
-    // A launcher that exits before reading it must not raise EPIPE in the server.
+    // A launcher that exits before reading it must not raise EPIPE in the server. Once written, the
+    // bytes wait in the launcher's end of the socket pair: the server's end is closed at once.
     extra.on('error', () => {});
-    extra.end(fd3);
+    extra.end(fd3, () => extra.destroy());
   }
   const exited = new Promise<{ code: number | null; signal: string | null; error?: Error }>((resolve) => {
     child.once('error', (error) => resolve({ code: null, signal: null, error }));
