@@ -247,6 +247,11 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
     await cancel.waitFor();
     const id = (await api.get(`/api/projects/${projectId}/deployments?limit=1`)).body.data[0].id as string;
     await waitFor(async () => (await api.get(`/api/deployments/${id}/logs`)).body.data.some((l: { line: string }) => l.line === 'slow build'), 'the slow build to start', 30_000);
+    // The build is silent now and its record does not change: the row's duration counts on its own.
+    const duration = rowOf(page, id).locator('.dep-duration');
+    const shown = await duration.innerText();
+    assert.match(shown, /^\d+ s$/);
+    await waitFor(async () => (await duration.innerText()) !== shown, `the duration to count on from ${shown}`, 10_000);
     // Hold the server's answer back: what the row shows meanwhile is the page's own (optimistic).
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));

@@ -7,7 +7,8 @@ import { useEventStream } from '../../api/sse';
 import { Button, ErrorNotice, Spinner, StatusBadge, TimeAgo } from '../../ui/controls';
 import { LogView, type LogLine } from '../../ui/log-view';
 import { useCancel } from './deploy-actions';
-import { deploymentQuery, duration, isActive, shortId, sourceOf, type Deployment } from './deploy-model';
+import { Duration } from './deploy-duration';
+import { deploymentQuery, isActive, shortId, sourceOf, type Deployment } from './deploy-model';
 import './deploy.css';
 
 const MAX_LINES = 5000;
@@ -85,7 +86,9 @@ function Facts({ d }: { d: Deployment }) {
         <TimeAgo at={d.finishedAt} />
       </dd>
       <dt>Duration</dt>
-      <dd>{duration(d)}</dd>
+      <dd>
+        <Duration d={d} />
+      </dd>
       <dt>Id</dt>
       <dd className="mono">{d.id}</dd>
     </dl>

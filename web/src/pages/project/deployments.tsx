@@ -4,7 +4,8 @@ import { Link } from 'wouter';
 import type { PageProps } from '../../app';
 import { Button, ConfirmDialog, EmptyState, ErrorNotice, Spinner, StatusBadge, TimeAgo } from '../../ui/controls';
 import { useCancel, useRedeploy, useRollback } from './deploy-actions';
-import { deploymentsQuery, duration, isActive, shortId, sourceOf, type Deployment } from './deploy-model';
+import { Duration } from './deploy-duration';
+import { deploymentsQuery, isActive, shortId, sourceOf, type Deployment } from './deploy-model';
 import './deploy.css';
 
 /** What the rollback dialog says: which release replaces which, and that nothing is built. */
@@ -47,7 +48,9 @@ function Row({ d, projectId, onRollback, cancel }: { d: Deployment; projectId: s
       <td>
         <TimeAgo at={d.createdAt} />
       </td>
-      <td>{duration(d)}</td>
+      <td>
+        <Duration d={d} />
+      </td>
       <td className="actions">
         {isActive(d) ? (
           <Button small variant="danger" busy={cancelling} onClick={() => cancel.mutate(d.id)} aria-label={`Cancel deployment ${shortId(d.id)}`}>
