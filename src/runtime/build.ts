@@ -192,6 +192,12 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
     const base = images?.baseImage(plan.runtime);
     if (images && !base) throw new BuildError(`no base image for the ${plan.runtime} runtime: set ${baseImageVariable(plan.runtime)} to an image with its toolchain`);
     if (base) note(`build image: ${base}`);
+    // Missing (and not pullable): the same message for every plan, before anything runs or BuildKit speaks.
+    if (images?.ensureBaseImage && (!isStatic || install || build || plan.tools?.length)) {
+      await images.ensureBaseImage(plan.runtime).catch((e: Error) => {
+        throw new BuildError(e.message);
+      });
+    }
     checkStart(start, input.port);
   } else {
     // Only the PATH folders the build's box can see (the sandbox shows the system folders, not /root).

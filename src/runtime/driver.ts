@@ -35,6 +35,8 @@ export interface EngineStatus {
   apiVersion?: string;
   /** What is wrong when it does not answer, naming the fix. */
   error?: string;
+  /** Just after start, no answer yet from an engine that may be busy (only a timeout so far): not called unreachable. */
+  starting?: boolean;
 }
 
 /** The uid/gid a project's builds and apps run as (allocated per project, never 0, never the server's). */
@@ -152,6 +154,11 @@ export interface ImageBuildInput {
 export interface ImageBuilder {
   /** The base image build steps and generated images of a runtime use, or null when none is configured. */
   baseImage(runtime: string): string | null;
+  /**
+   * The runtime's base image, on this machine (pulled once when missing); its reference. Throws one
+   * message for every plan whose base image is missing, naming BERTH_IMAGE_<RUNTIME>.
+   */
+  ensureBaseImage?(runtime: string): Promise<string>;
   /** Builds and tags the image; throws an Error saying why (cancelled, timed out, the failing step). */
   build(input: ImageBuildInput): Promise<void>;
   /** Removes images (pruned releases); missing ones are fine. */

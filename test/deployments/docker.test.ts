@@ -75,22 +75,28 @@ let secretKey: string;
 let server: TestServer;
 let owner: TestUser;
 let api: HttpClient;
-const projects: Record<'docker' | 'plan', { id: string; slug: string }> = {} as never;
+type Which = 'docker' | 'plan' | 'native' | 'python';
+const projects: Record<Which, { id: string; slug: string }> = {} as never;
+/** The host-built Python base image (scripts/docker-base-images.sh python), when this machine has it. */
+const PYTHON_IMAGE = 'berth-base/python:3.11';
+const hasPython = !skip && (await engine.api.getImage(PYTHON_IMAGE).inspect().then(() => true, () => false));
+/** A real native npm package whose binding links librt.so.1, libgcc_s and libdl (readelf -d): it loads only where those are. */
+const NATIVE_PACKAGE = '@rollup/rollup-linux-x64-gnu';
 
 async function boot(): Promise<TestServer> {
   const s = await startTestServer({
     background: true,
     dataDir,
     databaseUrl: pg?.url,
-    env: { BERTH_SECRET_KEY: secretKey, BERTH_LOCAL_ROOTS: path.join(root, 'local'), BERTH_RUNTIME: 'docker', BERTH_IMAGE_NODE: BASE, BERTH_RELEASES_KEPT: '1' },
+    env: { BERTH_SECRET_KEY: secretKey, BERTH_LOCAL_ROOTS: path.join(root, 'local'), BERTH_RUNTIME: 'docker', BERTH_IMAGE_NODE: BASE, BERTH_IMAGE_PYTHON: PYTHON_IMAGE, BERTH_RELEASES_KEPT: '1' },
   });
   await getRuntime(s.ctx).restored;
   return s;
 }
 
-const edge = (which: 'docker' | 'plan', pathName = '/') => edgeRequest(getRuntime(server.ctx).edgePort(), `${projects[which].slug}.localhost`, pathName);
+const edge = (which: Which, pathName = '/') => edgeRequest(getRuntime(server.ctx).edgePort(), `${projects[which].slug}.localhost`, pathName);
 
-async function deploy(which: 'docker' | 'plan'): Promise<any> {
+async function deploy(which: Which): Promise<any> {
   const res = await api.post('/api/deployments', { projectId: projects[which].id });
   assert.equal(res.status, 202, res.text);
   const done = await waitForDeployment(api, res.body.data.id, 180000);
@@ -122,6 +128,19 @@ before(async () => {
   writeFileSync(path.join(dockerDir, '.dockerignore'), 'notes.local\n');
   const planDir = writeTinyApp(path.join(root, 'local', 'plan-app'), { version: 'v1' });
   writeFileSync(path.join(planDir, 'build.js'), "require('fs').writeFileSync('built.txt', 'ok');\n");
+  const nativeDir = path.join(root, 'local', 'native-app');
+  mkdirSync(nativeDir, { recursive: true });
+  writeFileSync(path.join(nativeDir, 'package.json'), JSON.stringify({ name: 'native-app', version: '1.0.0', private: true, scripts: { start: 'node server.js' }, dependencies: { [NATIVE_PACKAGE]: '4.68.8' } }));
+  writeFileSync(
+    path.join(nativeDir, 'server.js'),
+    `const { xxhashBase16 } = require('${NATIVE_PACKAGE}');\nrequire('node:http').createServer((q, r) => r.end('native ' + xxhashBase16(new Uint8Array([1, 2, 3])))).listen(Number(process.env.PORT));\n`,
+  );
+  const pythonDir = path.join(root, 'local', 'python-app');
+  mkdirSync(pythonDir, { recursive: true });
+  writeFileSync(
+    path.join(pythonDir, 'main.py'),
+    "import os, sys\nfrom http.server import BaseHTTPRequestHandler, HTTPServer\nclass H(BaseHTTPRequestHandler):\n    def do_GET(self):\n        self.send_response(200); self.end_headers(); self.wfile.write(('python %d.%d' % sys.version_info[:2]).encode())\nHTTPServer(('0.0.0.0', int(os.environ['PORT'])), H).serve_forever()\n",
+  );
 
   server = await boot();
   owner = await createUser(server);
@@ -129,6 +148,8 @@ before(async () => {
   for (const [which, dir, body] of [
     ['docker', dockerDir, { name: 'Docker App' }],
     ['plan', planDir, { name: 'Plan App', buildCommand: 'node build.js', startCommand: 'npm start' }],
+    ['native', nativeDir, { name: 'Native App', installCommand: 'npm install --no-audit --no-fund' }],
+    ['python', pythonDir, { name: 'Python App' }],
   ] as const) {
     const created = await api.post('/api/projects', body);
     assert.equal(created.status, 201, created.text);
@@ -202,6 +223,22 @@ test('a plan-built Node app runs from an image Berth packed on the base image', 
   const image = await engine.api.getImage(`berth/${projects.plan.slug}:${d.id}`).inspect();
   assert.equal(image.Config.Labels?.['berth.deployment'], d.id);
   assert.match(await buildLog(d.id), /build image: berth-base\/node:20/);
+});
+
+test('a plan whose install pulls a real native npm package (it loads librt, libgcc_s) builds and runs on the base image', opts, async () => {
+  const d = await deploy('native');
+  const res = await edge('native');
+  assert.equal(res.status, 200, res.text);
+  assert.equal(res.text, 'native 3b73ae32769bceebd4b8c4cb88eb77ac');
+  assert.match(await buildLog(d.id), /install: npm install/);
+});
+
+test('a plain Python app deploys offline on the host-built Python base image', { skip: skip ?? (hasPython ? false : `no ${PYTHON_IMAGE}: scripts/docker-base-images.sh python builds it`) }, async () => {
+  const d = await deploy('python');
+  const res = await edge('python');
+  assert.equal(res.status, 200, res.text);
+  assert.match(res.text, /^python 3\.\d+$/);
+  assert.match(await buildLog(d.id), new RegExp(`build image: ${PYTHON_IMAGE.replace(/[./]/g, '\\$&')}`));
 });
 
 test('data in /data survives a redeploy; the replaced release\'s image is pruned', opts, async () => {

@@ -8,6 +8,8 @@ import { DockerEngine, demuxLogs, engineTarget, EngineError } from '../../src/ru
 import { startTestServer, tempDir } from '../support/harness.js';
 import { waitFor } from '../support/wait.js';
 import { BASE_IMAGE, DOCKER, dockerSuite } from '../support/docker.js';
+import { EngineProbe } from '../../src/runtime/docker/probe.js';
+import { DockerDriver } from '../../src/runtime/docker/docker-driver.js';
 
 const { engine, skip: noEngine, withEngine } = await dockerSuite('test/runtime/docker-engine');
 
@@ -118,4 +120,36 @@ test('GET /api/health of another driver has no engine field', async () => {
   } finally {
     await server.close();
   }
+});
+
+test('just after start, an engine that has not answered yet is "starting", not unreachable; after the grace period it is unreachable', async () => {
+  const dir = tempDir('berth-dockerslow-');
+  const sock = path.join(dir, 'docker.sock');
+  const held: net.Socket[] = [];
+  const server = net.createServer((s) => held.push(s));
+  await new Promise<void>((r) => server.listen(sock, r));
+  try {
+    // A busy engine: it accepts and does not answer (yet). The driver, as the health endpoint reads it.
+    const driver = new DockerDriver({ key: 'slowengine01', probe: new EngineProbe({ DOCKER_HOST: `unix://${sock}` }), env: { DOCKER_HOST: `unix://${sock}` } });
+    const st = driver.status();
+    assert.equal(st.ready, false);
+    assert.equal(st.engine?.reachable, false);
+    assert.equal(st.engine?.starting, true);
+    assert.match(st.reason!, /^starting: waiting for the Docker Engine's first answer/);
+
+    // The grace period over (a probe with none), the same slowness is unreachable, with the timeout named.
+    const late = new EngineProbe({ DOCKER_HOST: `unix://${sock}` }, 0);
+    await late.refresh(200);
+    assert.deepEqual(late.status(), { reachable: false, error: `the Docker Engine at ${sock} did not answer within 200 ms` });
+  } finally {
+    for (const s of held) s.destroy();
+    await new Promise((r) => server.close(r));
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a missing engine is unreachable at once, even just after start (only slowness gets the grace period)', async () => {
+  const probe = new EngineProbe({ DOCKER_HOST: 'unix:///nonexistent/docker.sock' });
+  await probe.refresh();
+  assert.deepEqual(probe.status(), { reachable: false, error: 'no Docker Engine at /nonexistent/docker.sock: install docker.io and start dockerd' });
 });

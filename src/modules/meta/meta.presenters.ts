@@ -19,6 +19,9 @@ export const HealthView = Type.Object({
             version: Type.Optional(Type.String({ description: 'the Docker Engine version, e.g. 20.10.24' })),
             apiVersion: Type.Optional(Type.String({ description: 'the Engine API version, e.g. 1.41' })),
             error: Type.Optional(Type.String({ description: 'why the engine does not answer, naming the fix' })),
+            starting: Type.Optional(
+              Type.Boolean({ description: 'true just after start while the engine has not answered yet and was only slow (at most 30 s): not yet called unreachable; runtime.reason then starts with "starting"' }),
+            ),
           },
           { description: 'the docker driver only: whether the Docker Engine (DOCKER_HOST, else /var/run/docker.sock) answers; probed at most every 5 s, in the background' },
         ),

@@ -182,7 +182,32 @@ export async function waitExit(container: Docker.Container, signal?: AbortSignal
   }
 }
 
-/** The image is on this machine, else one pull is tried; otherwise an Error naming `variable`. */
+/**
+ * What to do about a runtime whose base image is missing: the same words for every plan and path
+ * (build steps, the packed release image).
+ */
+export function baseImageFix(runtime: string): string {
+  return `set ${baseImageVariable(runtime)} to an image the Docker Engine has (offline, scripts/docker-base-images.sh ${runtime} builds one from this host's toolchain; see docs/runtime.md)`;
+}
+
+/** The Error of a runtime whose base image is missing and could not be pulled. */
+export function missingBaseImage(runtime: string, image: string | null, detail?: string): Error {
+  if (!image) return new Error(`no base image for the ${runtime} runtime: ${baseImageFix(runtime)}`);
+  return new Error(`the base image ${image} of the ${runtime} runtime is not on this machine and could not be pulled${detail ? ` (${detail})` : ''}: ${baseImageFix(runtime)}`);
+}
+
+/** The runtime's base image is on this machine, else one pull is tried; otherwise missingBaseImage(). */
+export async function ensureBaseImage(engine: DockerEngine, runtime: string, image: string | null): Promise<string> {
+  if (!image) throw missingBaseImage(runtime, null);
+  try {
+    await ensureImage(engine, image, '');
+  } catch (e) {
+    throw missingBaseImage(runtime, image, (e as { detail?: string }).detail ?? (e as Error).message);
+  }
+  return image;
+}
+
+/** The image is on this machine, else one pull is tried; otherwise an Error naming `fix` (its `detail`: the engine's words). */
 export async function ensureImage(engine: DockerEngine, image: string, fix: string): Promise<void> {
   try {
     await engine.api.getImage(image).inspect();
@@ -201,7 +226,7 @@ export async function ensureImage(engine: DockerEngine, image: string, fix: stri
     });
     await engine.api.getImage(image).inspect();
   } catch (e) {
-    throw new Error(`the image ${image} is not on this machine and could not be pulled (${engineMessage(e)}): ${fix}`);
+    throw Object.assign(new Error(`the image ${image} is not on this machine and could not be pulled (${engineMessage(e)}): ${fix}`), { detail: engineMessage(e) });
   }
 }
 

@@ -9,13 +9,13 @@ import { ContainerApps } from './app-containers.js';
 import {
   BOX_PATH,
   baseImageFromEnv,
-  baseImageVariable,
   caBinds,
-  ensureImage,
+  ensureBaseImage,
   envList,
   hostConfig,
   labelFilter,
   labelsOf,
+  missingBaseImage,
   numericUser,
   ownerOf,
   ProjectNetworks,
@@ -95,6 +95,7 @@ export class DockerDriver implements RuntimeDriver {
   status(): DriverStatus {
     const engine = this.probe.status();
     if (this.configError) return { driver: 'docker', ready: false, reason: this.configError, engine };
+    if (engine.starting) return { driver: 'docker', ready: false, reason: `starting: waiting for the Docker Engine's first answer (${this.probe.where})`, engine };
     if (!engine.reachable) return { driver: 'docker', ready: false, reason: `the docker runtime needs a Docker Engine: ${engine.error ?? 'it does not answer'}`, engine };
     if (this.appsReason) return { driver: 'docker', ready: false, reason: this.appsReason, engine };
     return { driver: 'docker', ready: true, engine };
@@ -149,7 +150,7 @@ export class DockerDriver implements RuntimeDriver {
     if (!st.ready) throw new DriverUnavailableError(st.reason!);
     const runtime = spec.runtime ?? 'node';
     const image = this.images ? this.images.baseImage(runtime) : baseImageFromEnv(runtime, this.env);
-    if (!image) throw new DriverUnavailableError(`no base image for the ${runtime} runtime: set ${baseImageVariable(runtime)} to an image the Docker Engine has`);
+    if (!image) throw new DriverUnavailableError(missingBaseImage(runtime, null).message);
     const user = userOf(spec.identity, this.ctx.root);
     // The container's user owns the source and HOME it writes (the server is root: it can hand them over).
     if (this.ctx.root) {
@@ -204,7 +205,7 @@ class ContainerBox implements Box {
   private prepare(): Promise<string> {
     this.prepared ??= (async () => {
       const runtime = this.spec.runtime ?? 'node';
-      await ensureImage(this.ctx.engine, this.image, `set ${baseImageVariable(runtime)} to an image the Docker Engine has`);
+      await ensureBaseImage(this.ctx.engine, runtime, this.image);
       return this.ctx.networks.ensure(this.spec.projectId);
     })();
     this.prepared.catch(() => (this.prepared = null));

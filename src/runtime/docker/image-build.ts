@@ -6,6 +6,7 @@ import type { ImageBuilder, ImageBuildInput } from '../driver.js';
 import { redactedLines } from '../app-output.js';
 import { Redactor } from '../redact.js';
 import type { DockerEngine } from './engine.js';
+import { ensureBaseImage } from './containers.js';
 
 /**
  * The docker runtime's image builder (contract section 13): `docker build` of the 20.10 CLI with
@@ -98,6 +99,10 @@ export class DockerImageBuilder implements ImageBuilder {
     const configured = this.env[baseImageVar(runtime)]?.trim();
     if (configured) return configured;
     return Object.hasOwn(DEFAULT_BASE_IMAGES, runtime) ? DEFAULT_BASE_IMAGES[runtime]! : null;
+  }
+
+  ensureBaseImage(runtime: string): Promise<string> {
+    return ensureBaseImage(this.engine, runtime, this.baseImage(runtime));
   }
 
   /** The docker CLI to run: `BERTH_DOCKER_CLI`, else /usr/bin/docker when it is there, else `docker` on PATH. */
