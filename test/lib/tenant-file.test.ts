@@ -7,6 +7,7 @@ import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { readTenantFile, readTenantFileSync, TENANT_FILE_MAX_BYTES, type TenantReadOptions } from '../../src/lib/tenant-file.js';
 import { startSteps } from '../../src/runtime/app-commands.js';
+import { planBuild } from '../../src/modules/detect/index.js';
 import { tempDir } from '../support/harness.js';
 
 let root: string;
@@ -109,5 +110,24 @@ describe('the start steps of a package manager start', () => {
     writeFileSync(path.join(root, 'apps', 'web', 'package.json'), '{"scripts":{"start":"node web.js"}}');
     assert.deepEqual(await startSteps(path.join(root, 'web-link'), 'npm start', {}, (l) => lines.push(l), root), [{ argv: ['npm', 'start'], env: {} }]);
     assert.deepEqual(lines, ['ignored package.json: a link']);
+  });
+});
+
+describe('detection of a source with hostile files', () => {
+  it('reads none of them, and names each one it found but ignored', () => {
+    const src = path.join(root, 'detect-src');
+    mkdirSync(path.join(src, 'web'), { recursive: true });
+    execFileSync('mkfifo', [path.join(src, 'web', 'package.json')]);
+    symlinkSync('/etc/passwd', path.join(src, 'web', 'Procfile'));
+    writeFileSync(path.join(src, 'web', 'requirements.txt'), Buffer.alloc(2 * 1024 * 1024, 0x61));
+    symlinkSync('/dev/zero', path.join(src, 'package.json'));
+    const ignored: string[] = [];
+    const plan = planBuild(src, path.join(src, 'web'), (rel, why) => ignored.push(`${rel}: ${why}`));
+    assert.notEqual(plan.runtime, 'node', 'no package.json was read');
+    assert.equal(plan.start, null, 'no Procfile was read');
+    for (const line of ['web/package.json: not a regular file', 'web/Procfile: a link', 'web/requirements.txt: too large', 'package.json: a link']) {
+      assert.ok(ignored.includes(line), `${line} in ${JSON.stringify(ignored)}`);
+    }
+    assert.equal(new Set(ignored).size, ignored.length, 'each file is named once');
   });
 });
