@@ -286,6 +286,9 @@ test('disable answers 503 at the edge, enable brings it back', async () => {
   assert.ok(info2.body.data.runtime.pid > 0);
   assert.ok(info2.body.data.runtime.startedAt);
   assert.equal(info2.body.data.runtime.url, `http://tiny.example.test:${edgePort()}`);
+  // The volume's limit and what it holds (contract 18); the app wrote nothing yet. Not enforced yet, and it says so.
+  assert.deepEqual({ ...info2.body.data.runtime.disk, note: undefined }, { limitMb: 1024, usedMb: 0, enforced: false, note: undefined });
+  assert.match(info2.body.data.runtime.disk.note, /not enforced/);
 });
 
 test('a crashed app is restarted', async () => {

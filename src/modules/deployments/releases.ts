@@ -179,6 +179,17 @@ export class Releases {
     return path.join(this.ctx.config.dataDir, 'volumes', path.basename(projectId), '.previews', path.basename(environment));
   }
 
+  /** The disk limit of the project's volume (`production.diskMb`, default 1024) or of a build's folders (`build.diskMb`, default 4096). */
+  diskMbOf(resources: string, which: 'production' | 'build'): number {
+    const def = which === 'production' ? 1024 : 4096;
+    try {
+      const n = Number(JSON.parse(resources)?.[which]?.diskMb);
+      return n > 0 ? n : def;
+    } catch {
+      return def;
+    }
+  }
+
   limitsOf(resources: string, which: 'production' | 'build'): Limits {
     const pidsMax = envNumber('BERTH_PIDS_MAX', DEFAULT_PIDS_MAX);
     const def = which === 'production' ? { cpuCores: 1, memoryMb: 512, pidsMax } : { cpuCores: 2, memoryMb: 2048, pidsMax };

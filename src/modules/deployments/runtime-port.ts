@@ -3,6 +3,7 @@ import * as store from './deployments.store.js';
 import { appKeyOf } from './releases.js';
 import type { RuntimeSnapshot } from '../../runtime/supervisor.js';
 import type { BerthRuntime } from './runtime.js';
+import { volumeUsage } from '../../runtime/disk-usage.js';
 
 /**
  * What the projects area asks of build-and-run (its RuntimePort), answered by one server's runtime:
@@ -75,10 +76,12 @@ export async function runtimeState(rt: BerthRuntime, orgId: string, projectId: s
     const saved = await store.runtimeStateOf(ctx.db, orgId, projectId);
     if (saved) snap = { state: saved.state as RuntimeSnapshot['state'], restarts: 0, ...(saved.port ? { port: saved.port } : {}), ...(saved.pid ? { pid: saved.pid } : {}), ...(saved.startedAt ? { startedAt: saved.startedAt } : {}) };
   }
+  const disk = await volumeUsage(rt.releases.volumeDir(projectId), rt.releases.diskMbOf(p.resources, 'production')).catch(() => undefined);
   const limits = {
     isolation: driver.isolation,
     ...(driver.limits.enforced ? {} : { limitsEnforced: false }),
     ...(driver.limits.note ? { limitsNote: driver.limits.note } : {}),
+    ...(disk ? { disk } : {}),
   };
   if (snap && snap.state !== 'stopped') {
     return { state: snap.state, url, port: snap.port ?? p.port, ...(snap.pid ? { pid: snap.pid } : {}), ...(snap.startedAt ? { startedAt: snap.startedAt } : {}), ...limits };

@@ -282,6 +282,17 @@ export const InfoSchema = Type.Object({
     isolation: Type.Optional(Type.String()),
     limitsEnforced: Type.Optional(Type.Boolean()),
     limitsNote: Type.Optional(Type.String()),
+    disk: Type.Optional(
+      Type.Object(
+        {
+          limitMb: Type.Number(),
+          usedMb: Type.Number(),
+          enforced: Type.Boolean(),
+          note: Type.Optional(Type.String({ description: 'why the limit is not enforced, naming the fix' })),
+        },
+        { description: "the production volume's disk limit (resources.production.diskMb) and what it holds; `enforced` says whether writes past the limit are refused (docs/runtime.md \"Disk limits\")" },
+      ),
+    ),
   }),
   build: Type.Object({ lastDeploymentId: NullableStr(), status: NullableStr(), commit: NullableStr() }),
   source: ProjectSourceSchema,

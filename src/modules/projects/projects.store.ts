@@ -431,8 +431,8 @@ export async function projectRunSettings(db: Db, orgId: string, id: string): Pro
 }
 
 /** What the runtime state of a project's app is told from: slug (free domain), port, status, sleep mode. */
-export async function projectRuntimeFacts(db: Db, orgId: string, id: string): Promise<Pick<ProjectRow, 'id' | 'slug' | 'port' | 'status' | 'sleepMode'> | undefined> {
-  return db.selectFrom('projects').select(['id', 'slug', 'port', 'status', 'sleepMode']).where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+export async function projectRuntimeFacts(db: Db, orgId: string, id: string): Promise<Pick<ProjectRow, 'id' | 'slug' | 'port' | 'status' | 'sleepMode' | 'resources'> | undefined> {
+  return db.selectFrom('projects').select(['id', 'slug', 'port', 'status', 'sleepMode', 'resources']).where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
 }
 
 /** The org of a project, by id alone (the supervisor knows projects by id; system-wide by design). */

@@ -18,6 +18,8 @@ export interface RuntimeState {
   isolation?: string;
   limitsEnforced?: boolean;
   limitsNote?: string;
+  /** The production volume's disk limit and use (contract 18 `info.runtime.disk`). */
+  disk?: { limitMb: number; usedMb: number; enforced: boolean; note?: string };
 }
 
 export interface RoutingResult {

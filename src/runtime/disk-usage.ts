@@ -1,0 +1,61 @@
+import { lstat, readdir } from 'node:fs/promises';
+import path from 'node:path';
+
+/**
+ * `info.runtime.disk` (contract 18): a volume's limit (`resources.production.diskMb`) and what it
+ * holds. The limit is not enforced yet: project quotas need a kernel with quota support (CONFIG_QUOTA,
+ * XFS or ext4 quotas), which the machines Berth is tested on do not have, and a filesystem image per
+ * volume needs staged restores to swap contents instead of renaming the folder (issue 33, point 4:
+ * docs/runtime.md "Disk limits"). Until then `enforced: false` says so, and the use is measured by a
+ * bounded walk, kept 30 s per folder.
+ */
+
+export interface DiskUsage {
+  limitMb: number;
+  usedMb: number;
+  enforced: boolean;
+  note?: string;
+}
+
+const NOTE = 'diskMb is not enforced yet: writes past it are not refused (docs/runtime.md "Disk limits")';
+const WALK_LIMIT = 100_000;
+const walked = new Map<string, { mb: number; at: number }>();
+
+export async function volumeUsage(dir: string, limitMb: number): Promise<DiskUsage> {
+  const cached = walked.get(dir);
+  let usedMb: number;
+  if (cached && Date.now() - cached.at < 30_000) usedMb = cached.mb;
+  else {
+    usedMb = await walkMb(dir);
+    walked.set(dir, { mb: usedMb, at: Date.now() });
+    if (walked.size > 10_000) walked.clear();
+  }
+  return { limitMb, usedMb, enforced: false, note: NOTE };
+}
+
+/** Bytes of the blocks below `dir` in MB, links not followed, at most 100 000 entries. */
+async function walkMb(dir: string): Promise<number> {
+  let bytes = 0;
+  let seen = 0;
+  const walk = async (d: string): Promise<void> => {
+    let names: string[];
+    try {
+      names = await readdir(d);
+    } catch {
+      return;
+    }
+    for (const n of names) {
+      if (++seen > WALK_LIMIT) return;
+      const p = path.join(d, n);
+      try {
+        const st = await lstat(p);
+        if (st.isDirectory()) await walk(p);
+        else bytes += st.blocks * 512;
+      } catch {
+        /* gone meanwhile */
+      }
+    }
+  };
+  await walk(dir);
+  return Math.round(bytes / 1024 ** 2);
+}
