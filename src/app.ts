@@ -73,7 +73,7 @@ export interface BuildOptions {
 export async function buildApp(config: Config, opts: BuildOptions = {}): Promise<FastifyInstance> {
   const log = opts.logger ?? createLogger(config.logLevel);
   const keyring = new Keyring(resolveSecretKey(config), config.previousSecretKeys);
-  const database = openDatabase({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, poolMax: config.pg.poolMax, preparePerConnection: config.pg.preparePerConnection });
+  const database = openDatabase({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, poolMax: config.pg.poolMax, preparePerConnection: config.pg.preparePerConnection, synchronousCommit: config.pg.synchronousCommit });
   try {
     await migrateToLatest(database.db);
   } catch (e) {

@@ -14,10 +14,11 @@ describe('configuration of releases and domains', () => {
     }
   });
 
-  it('opens at most 10 PostgreSQL connections and prepares up to 100 statements on each by default; BERTH_PG_POOL_MAX and BERTH_PG_PREPARED take whole numbers', () => {
-    assert.deepEqual(load({}).pg, { poolMax: 10, preparePerConnection: 100 });
-    assert.deepEqual(load({ BERTH_PG_POOL_MAX: '4', BERTH_PG_PREPARED: '0' }).pg, { poolMax: 4, preparePerConnection: 0 });
-    for (const [name, bad] of [['BERTH_PG_POOL_MAX', '0'], ['BERTH_PG_POOL_MAX', '2.5'], ['BERTH_PG_PREPARED', '-1'], ['BERTH_PG_PREPARED', 'lots']] as const) {
+  it('opens at most 10 PostgreSQL connections, prepares up to 100 statements on each and commits without waiting for the disk by default; BERTH_PG_POOL_MAX and BERTH_PG_PREPARED take whole numbers, BERTH_PG_SYNCHRONOUS_COMMIT a synchronous_commit level', () => {
+    assert.deepEqual(load({}).pg, { poolMax: 10, preparePerConnection: 100, synchronousCommit: 'off' });
+    assert.deepEqual(load({ BERTH_PG_POOL_MAX: '4', BERTH_PG_PREPARED: '0', BERTH_PG_SYNCHRONOUS_COMMIT: 'on' }).pg, { poolMax: 4, preparePerConnection: 0, synchronousCommit: 'on' });
+    const bads = [['BERTH_PG_POOL_MAX', '0'], ['BERTH_PG_POOL_MAX', '2.5'], ['BERTH_PG_PREPARED', '-1'], ['BERTH_PG_PREPARED', 'lots'], ['BERTH_PG_SYNCHRONOUS_COMMIT', 'yes'], ['BERTH_PG_SYNCHRONOUS_COMMIT', "off'; drop table users; --"]] as const;
+    for (const [name, bad] of bads) {
       assert.throws(() => load({ [name]: bad }), (e: Error) => e instanceof ConfigError && e.message.includes(name), `${name}=${bad}`);
     }
   });

@@ -45,6 +45,11 @@ export interface OpenOptions {
   poolMax?: number;
   /** PostgreSQL: named prepared statements kept per connection (config.pg, BERTH_PG_PREPARED; default 0: none). */
   preparePerConnection?: number;
+  /**
+   * PostgreSQL: `synchronous_commit` of Berth's sessions (config.pg, BERTH_PG_SYNCHRONOUS_COMMIT);
+   * unset: the server's own (the admin CLI's one-off connections).
+   */
+  synchronousCommit?: string;
 }
 
 /** The pool size when BERTH_PG_POOL_MAX is not set (docs/decisions.md, "PostgreSQL: pool, prepared statements and round trips"). */
@@ -57,7 +62,8 @@ export function openDatabase(opts: OpenOptions): Database {
   if (opts.databaseUrl) {
     const pg = loadPg();
     const roundTrips = new RoundTrips();
-    const pool = countingPool(pg, { connectionString: opts.databaseUrl, max: opts.poolMax ?? PG_POOL_MAX, idleTimeoutMillis: 30_000, preparePerConnection: opts.preparePerConnection ?? 0 }, roundTrips);
+    const session: Record<string, string> = opts.synchronousCommit ? { synchronous_commit: opts.synchronousCommit } : {};
+    const pool = countingPool(pg, { connectionString: opts.databaseUrl, max: opts.poolMax ?? PG_POOL_MAX, idleTimeoutMillis: 30_000, preparePerConnection: opts.preparePerConnection ?? 0, session }, roundTrips);
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), plugins });
     return { db, dialect: 'postgres', writes, roundTrips, close: () => db.destroy() };
   }

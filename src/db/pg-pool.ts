@@ -43,6 +43,12 @@ export interface PgPoolOptions {
    * prepared (0: none; every query is parsed and planned anew).
    */
   preparePerConnection: number;
+  /**
+   * Settings of every session this pool opens (`set_config`, once per connection, before its first
+   * query): `synchronous_commit` (BERTH_PG_SYNCHRONOUS_COMMIT). Not counted in `RoundTrips.count`:
+   * they are part of opening the connection, like its startup.
+   */
+  session?: Record<string, string>;
 }
 
 /** A prepared statement's name: a hash of its SQL text (the same text is the same statement on every connection). */
@@ -123,6 +129,13 @@ export function countingPool(pg: typeof pgTypes, opts: PgPoolOptions, trips: Rou
     async connect(): Promise<PostgresPoolClient> {
       const client = await pool.connect();
       if (!wrapped.has(client)) {
+        try {
+          for (const [name, value] of Object.entries(opts.session ?? {})) await client.query('select set_config($1, $2, false)', [name, value]);
+        } catch (e) {
+          // A connection whose settings failed is not used with the server's defaults: it is closed.
+          client.release(e as Error);
+          throw e;
+        }
         wrap(client);
         wrapped.add(client);
       }
