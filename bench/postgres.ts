@@ -1,15 +1,18 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
+import pgDriver from 'pg';
 import { Pool } from 'undici';
 import { fmt, ROOT, startChild, type Child, type Row } from './lib.js';
 
 /**
- * Issue 23 point 2: Berth on PostgreSQL against Berth on SQLite in the same run. A throwaway cluster
- * (`scripts/pg-cluster.sh`, stopped at the end, also on failure), one Berth on SQLite and one on that
- * cluster (children started as `npm start` runs them), the same data seeded into both, then the three
- * routes of the issue with 10 connections, SQLite and PostgreSQL rounds alternating (the order flips
- * each round) so both see the same machine. Targets: PostgreSQL reaches >= 0.8 of SQLite's req/s on
- * each route, with p99 under 30 ms.
+ * Issue 23 point 2 and issue 32 point 6: Berth on PostgreSQL against Berth on SQLite in the same run.
+ * A throwaway cluster with PostgreSQL's default durability (`scripts/pg-cluster.sh start --durable`:
+ * fsync, synchronous_commit and full_page_writes on, checked before the run; stopped at the end, also
+ * on failure), one Berth on SQLite and one on that cluster (children started as `npm start` runs them,
+ * so with Berth's own session settings: BERTH_PG_SYNCHRONOUS_COMMIT), the same data seeded into both,
+ * then the three routes of the issue with 10 connections, SQLite and PostgreSQL rounds alternating
+ * (the order flips each round) so both see the same machine. Targets: PostgreSQL reaches >= 0.8 of
+ * SQLite's req/s on each route, with p99 under 50 ms.
  *
  * BENCH_PG_ROUNDS (default 3) and BENCH_PG_ROUND_MS (default 3000) size the run, BENCH_PG_ROUTES
  * (a word of the route, e.g. PATCH) picks routes and BENCH_PG_CONNECTIONS changes the 10, for
@@ -19,6 +22,8 @@ const CONNECTIONS = Number(process.env.BENCH_PG_CONNECTIONS ?? 10);
 const ROUNDS = Number(process.env.BENCH_PG_ROUNDS ?? 3);
 const ROUND_MS = Number(process.env.BENCH_PG_ROUND_MS ?? 3000);
 const WARMUP_MS = 1000;
+/** A child's start-up (migrations on a durable cluster) on a 2-core machine others load: 30 s was not always enough. */
+const START_MS = 120_000;
 const PROJECTS = 20;
 const VARS = 40;
 
@@ -64,12 +69,26 @@ interface Tally {
 }
 
 function cluster(): { url: string; dir: string } {
-  const out = spawnSync(path.join(ROOT, 'scripts/pg-cluster.sh'), ['start'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const out = spawnSync(path.join(ROOT, 'scripts/pg-cluster.sh'), ['start', '--durable'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (out.status !== 0) throw new Error(`scripts/pg-cluster.sh start exited with ${out.status}`);
   const url = /export DATABASE_URL=(\S+)/.exec(out.stdout)?.[1];
   const dir = /export BERTH_PG_DIR=(\S+)/.exec(out.stdout)?.[1];
   if (!url || !dir) throw new Error(`scripts/pg-cluster.sh start printed no DATABASE_URL/BERTH_PG_DIR: ${out.stdout}`);
   return { url, dir };
+}
+
+/** The cluster's own durability settings (a plain session, not Berth's): all three must be on. */
+async function checkDurable(url: string): Promise<void> {
+  const client = new pgDriver.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const got: string[] = [];
+    for (const n of ['fsync', 'synchronous_commit', 'full_page_writes']) got.push(`${n}=${(await client.query(`show ${n}`)).rows[0][n]}`);
+    if (got.some((g) => !g.endsWith('=on'))) throw new Error(`the bench cluster is not durable: ${got.join(', ')}`);
+    console.error(`postgres bench: cluster ${got.join(', ')}; Berth's sessions: synchronous_commit=${process.env.BERTH_PG_SYNCHRONOUS_COMMIT || 'off (default)'}`);
+  } finally {
+    await client.end();
+  }
 }
 
 function stopCluster(dir: string): void {
@@ -136,9 +155,10 @@ export async function postgresBench(): Promise<Row[]> {
   process.once('exit', onExit);
   const children: Child[] = [];
   try {
-    const sqlite = await startChild('bench/servers/berth.mjs', { DATABASE_URL: '' });
+    await checkDurable(pg.url);
+    const sqlite = await startChild('bench/servers/berth.mjs', { DATABASE_URL: '' }, START_MS);
     children.push(sqlite);
-    const postgres = await startChild('bench/servers/berth.mjs', { DATABASE_URL: pg.url });
+    const postgres = await startChild('bench/servers/berth.mjs', { DATABASE_URL: pg.url }, START_MS);
     children.push(postgres);
     const targets = [await seed(sqlite, 'sqlite'), await seed(postgres, 'postgres')];
 
@@ -175,7 +195,7 @@ export async function postgresBench(): Promise<Row[]> {
       rows.push(
         { bench: 'postgres', metric: `${r.name} req/s (PostgreSQL / SQLite)`, value: p.rps, unit: 'req/s', reference: s.rps, ratio, target: '>= 0.8', ok: ratio >= 0.8 && clean },
         { bench: 'postgres', metric: `${r.name} p50`, value: p.p50, unit: 'ms', reference: s.p50, ratio: p.p50 / s.p50 },
-        { bench: 'postgres', metric: `${r.name} p99`, value: p.p99, unit: 'ms', reference: s.p99, ratio: p.p99 / s.p99, target: '< 30 ms', ok: p.p99 < 30 },
+        { bench: 'postgres', metric: `${r.name} p99`, value: p.p99, unit: 'ms', reference: s.p99, ratio: p.p99 / s.p99, target: '< 50 ms', ok: p.p99 < 50 },
       );
       if (!clean) console.error(`postgres bench: ${r.name}: ${s.errors} errors on SQLite, ${p.errors} on PostgreSQL`);
     }

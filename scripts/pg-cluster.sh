@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Starts a throwaway PostgreSQL cluster on 127.0.0.1 and a free port, owned by the postgres user.
 # Usage: eval "$(scripts/pg-cluster.sh start)"   -> exports DATABASE_URL and BERTH_PG_DIR
+#        eval "$(scripts/pg-cluster.sh start --durable)"
 #        scripts/pg-cluster.sh stop "$BERTH_PG_DIR"
+# Plain `start` is the fast cluster tests use: fsync, synchronous_commit and full_page_writes off, so a
+# crash of the machine can lose or corrupt it (fine for throwaway test data). `start --durable` keeps
+# PostgreSQL's default durability (all three on), as users run it: the benches measure that one.
 set -euo pipefail
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 
@@ -20,13 +24,19 @@ as_pg() {
 
 case "${1:-}" in
   start)
+    durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    case "${2:-}" in
+      "") ;;
+      --durable) durability="" ;;
+      *) echo "usage: $0 start [--durable]" >&2; exit 2 ;;
+    esac
     ensure_installed
     dir=$(mktemp -d /tmp/berth-pg-XXXXXX)
     chown postgres "$dir" 2>/dev/null || true
     port=$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
     as_pg "$PGBIN/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 >"$dir/initdb.log" 2>&1
     as_pg "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-      -o "-h 127.0.0.1 -p $port -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" start >&2
+      -o "-h 127.0.0.1 -p $port -k $dir $durability -c max_connections=300" start >&2
     echo "export DATABASE_URL=postgres://postgres@127.0.0.1:$port/postgres"
     echo "export BERTH_PG_DIR=$dir"
     ;;
@@ -36,7 +46,7 @@ case "${1:-}" in
     rm -rf "$dir"
     ;;
   *)
-    echo "usage: $0 start|stop DIR" >&2
+    echo "usage: $0 start [--durable] | stop DIR" >&2
     exit 2
     ;;
 esac
