@@ -4,20 +4,21 @@ import type { BoxProcess } from './driver.js';
 /**
  * Starts `argv` (an argument array, never a shell string) as the leader of a new process group and
  * wraps it as a BoxProcess. The group lets a driver without cgroups still signal the whole tree.
- * `fd3`, when given, is what the process reads from its fd 3 (then end of file): the sandbox hands
- * bubblewrap its seccomp filter this way.
+ * `fds`, when given, are what the process reads from its fd 3, 4, ... (then end of file): the
+ * sandbox hands bubblewrap its seccomp filter (fd 3) and its own arguments (fd 4) this way.
  */
-export function spawnBoxProcess(argv: string[], cwd: string, env: Record<string, string>, fd3?: Buffer): BoxProcess {
+export function spawnBoxProcess(argv: string[], cwd: string, env: Record<string, string>, fds: Buffer[] = []): BoxProcess {
   if (argv.length === 0) throw new Error('empty command');
-  const stdio: ('ignore' | 'pipe')[] = fd3 ? ['ignore', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'];
+  const stdio: ('ignore' | 'pipe')[] = ['ignore', 'pipe', 'pipe', ...fds.map(() => 'pipe' as const)];
   const child = spawn(argv[0]!, argv.slice(1), { cwd, env, detached: true, stdio });
-  const extra = fd3 ? child.stdio[3] : null;
-  if (extra && 'end' in extra) {
+  fds.forEach((bytes, i) => {
+    const extra = child.stdio[3 + i];
+    if (!extra || !('end' in extra)) return;
     // A launcher that exits before reading it must not raise EPIPE in the server. Once written, the
     // bytes wait in the launcher's end of the socket pair: the server's end is closed at once.
     extra.on('error', () => {});
-    extra.end(fd3, () => extra.destroy());
-  }
+    extra.end(bytes, () => extra.destroy());
+  });
   const exited = new Promise<{ code: number | null; signal: string | null; error?: Error }>((resolve) => {
     child.once('error', (error) => resolve({ code: null, signal: null, error }));
     child.once('close', (code, signal) => resolve({ code, signal }));

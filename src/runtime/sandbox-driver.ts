@@ -6,7 +6,7 @@ import { createCgroup, reclaimCgroups, type CgroupHandle, type CgroupSupport } f
 import type { Box, BoxProcess, BoxSpec, DriverStatus, ExecOptions, RuntimeDriver } from './driver.js';
 import { DriverUnavailableError } from './driver.js';
 import { groupAlive, killGroup, spawnBoxProcess } from './box-process.js';
-import { NetworkPool, type NetNamespace } from './netns.js';
+import { boxResolvConf, NetworkPool, type NetNamespace } from './netns.js';
 import { freePort } from './proc.js';
 import { seccompFilter, SeccompUnsupportedError } from './seccomp.js';
 
@@ -97,6 +97,9 @@ export class SandboxDriver implements RuntimeDriver {
     if (!this.root) notes.push('the server does not run as root: apps share the host network and the server\'s uid outside their user namespace');
     this.limits = notes.length ? { enforced: cgroups.enforced, note: notes.join('; ') } : { enforced: true };
     this.systemArgs = this.problem ? [] : this.systemMounts();
+    // A box with a network of its own cannot reach a resolver on the host's loopback: it gets the upstream ones.
+    const resolv = this.net && !this.problem ? boxResolvConf() : null;
+    if (resolv) this.systemArgs.push('--ro-bind', resolv, '/etc/resolv.conf');
   }
 
   /** The seccomp filter's bytes, or why there cannot be one (no box runs without it). */
@@ -166,6 +169,14 @@ export class SandboxDriver implements RuntimeDriver {
     if (this.problem) return;
     await reclaimCgroups(this.cgroups, this.instanceKey);
     await this.net?.init();
+  }
+
+  async close(): Promise<void> {
+    await this.net?.close();
+  }
+
+  async ensureEgressRules(): Promise<unknown> {
+    return this.net?.ensureRules();
   }
 
   async open(spec: BoxSpec): Promise<Box> {
@@ -245,14 +256,17 @@ class SandboxBox implements Box {
     const chain: string[] = [];
     if (this.root && this.cg) chain.push(this.bins.cgexec!, '-g', this.cg.cgexecSpec);
     if (this.ns) chain.push(this.bins.nsenter!, `--net=${this.ns.path}`, '--');
-    chain.push(this.bins.bwrap!, ...this.bwrapArgs(opts.cwd), '--');
+    // bwrap's own arguments (host paths of the release, the volume, HOME) come through fd 4, so the
+    // box's PID 1 (bwrap) shows none of the data dir's layout in /proc/1/cmdline.
+    const hidden = Buffer.from(this.bwrapArgs(opts.cwd).map((a) => `${a}\0`).join(''));
+    chain.push(this.bins.bwrap!, '--args', '4', '--');
     if (this.root && this.spec.identity) {
       const { uid, gid } = this.spec.identity;
       chain.push(this.bins.setpriv!, `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--inh-caps=-all', '--ambient-caps=-all', '--bounding-set=-all', '--no-new-privs', '--');
     }
     chain.push(...argv);
     // The host-side working directory of the launcher itself: somewhere that always exists.
-    const p = spawnBoxProcess(chain, '/', opts.env, this.seccomp);
+    const p = spawnBoxProcess(chain, '/', opts.env, [this.seccomp, hidden]);
     if (p.pid) {
       this.leaders.add(p.pid);
       if (!this.root) this.cg?.addPid(p.pid);

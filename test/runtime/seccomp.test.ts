@@ -183,6 +183,13 @@ describe('inside a sandbox box', { skip }, () => {
     assert.match(r.out, /Seccomp_filters:\s+1/);
   });
 
+  test("no process a box can see names the host's folders (bwrap's arguments come through a descriptor)", async () => {
+    const r = await run(['sh', '-c', 'for f in /proc/[0-9]*/cmdline; do tr "\\0" " " < "$f"; echo; done']);
+    assert.equal(r.code, 0, r.out);
+    assert.match(r.out, /bwrap --args 4/);
+    assert.ok(!r.out.includes(root), r.out);
+  });
+
   test('unshare -Urn and unshare -m fail with "Operation not permitted"', async () => {
     for (const argv of [['unshare', '-Urn', 'true'], ['unshare', '-m', 'true'], ['unshare', '-U', 'true']]) {
       const r = await run(argv);
