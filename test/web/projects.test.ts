@@ -132,6 +132,33 @@ describe('dashboard: projects and their overview', { skip }, () => {
     await context.close();
   });
 
+  it("the project's domain links (card, header, free domain) carry the edge's port and open the app", async () => {
+    const info = (await dash.server.api(owner.token).get(`/api/projects/${live.id}/info`)).body.data;
+    const edge = new URL(info.runtime.url);
+    assert.ok(edge.port !== '', `the test edge listens on a port other than 80 (${info.runtime.url})`);
+    const { context, page } = await openPage(dash.browser, dash.server);
+    await signIn(page, owner);
+    const card = page.getByRole('listitem').filter({ has: page.getByRole('link', { name: 'Storefront', exact: true }) });
+    const cardLink = card.getByRole('link', { name: edge.hostname });
+    await cardLink.waitFor(T);
+    assert.equal(await cardLink.getAttribute('href'), info.runtime.url, 'the card links where "Open the app" does');
+    await page.getByRole('link', { name: 'Storefront', exact: true }).click();
+    const header = page.locator('.project-head').getByRole('link', { name: edge.hostname });
+    await header.waitFor(T);
+    assert.equal(await header.getAttribute('href'), info.runtime.url, 'the header links where "Open the app" does');
+    await page.getByRole('link', { name: 'Domains', exact: true }).click();
+    await page.getByRole('heading', { name: 'Domains', level: 2 }).waitFor(T);
+    const served = page.getByRole('definition').getByRole('link', { name: edge.hostname });
+    assert.equal(await served.first().getAttribute('href'), info.runtime.url);
+    // The link really opens the app: Chromium resolves *.localhost to loopback, the edge answers on its port.
+    const app = await context.newPage();
+    const res = await app.goto(info.runtime.url);
+    assert.equal(res?.status(), 200);
+    assert.match(await app.innerText('body'), /v\d/);
+    noPageErrors(page);
+    await context.close();
+  });
+
   it('Redeploy starts a deployment and the overview follows it until it is ready', async () => {
     const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, owner);

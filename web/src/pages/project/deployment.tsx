@@ -6,6 +6,7 @@ import { api, data } from '../../api/client';
 import { useEventStream } from '../../api/sse';
 import { Button, ErrorNotice, Spinner, StatusBadge, TimeAgo } from '../../ui/controls';
 import { LogView, type LogLine } from '../../ui/log-view';
+import { useAppUrl } from './app-url';
 import { useCancel } from './deploy-actions';
 import { Duration } from './deploy-duration';
 import { deploymentQuery, isActive, shortId, sourceOf, type Deployment } from './deploy-model';
@@ -47,11 +48,7 @@ function useBuildLog(id: string, onClosed: () => Promise<Deployment | undefined>
 }
 
 function AppLink({ projectId }: { projectId: string }) {
-  const info = useQuery({
-    queryKey: ['project', projectId, 'info'],
-    queryFn: () => data(api.GET('/api/projects/{id}/info', { params: { path: { id: projectId } } })),
-  });
-  const url = info.data?.runtime.url;
+  const url = useAppUrl(projectId);
   if (!url) return null;
   return (
     <a className="btn btn-primary" href={url} target="_blank" rel="noreferrer">

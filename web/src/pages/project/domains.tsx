@@ -4,6 +4,7 @@ import type { PageProps } from '../../app';
 import { api, data } from '../../api/client';
 import { Button, ErrorNotice, errorNames, Field, Input, Spinner } from '../../ui/controls';
 import { useToast } from '../../ui/toast';
+import { EdgeLink } from './app-url';
 import { DomainList } from './domains-list';
 import { domainsKey, fetchDomains, type Domain } from './domains-model';
 import { useProjectPatch, useShown, type Project } from './settings-common';
@@ -23,16 +24,12 @@ export default function DomainsPage({ params }: PageProps) {
       <dl className="facts card">
         <dt>Served at</dt>
         <dd>
-          <a href={`http://${p.routes.primaryDomain}`} target="_blank" rel="noreferrer">
-            {p.routes.primaryDomain}
-          </a>{' '}
+          <EdgeLink projectId={id} host={p.routes.primaryDomain} />{' '}
           <span className="muted">(primary)</span>
         </dd>
         <dt>Free domain</dt>
         <dd>
-          <a href={`http://${p.routes.freeDomain}`} target="_blank" rel="noreferrer">
-            {p.routes.freeDomain}
-          </a>{' '}
+          <EdgeLink projectId={id} host={p.routes.freeDomain} />{' '}
           <span className="muted">always served</span>
         </dd>
       </dl>

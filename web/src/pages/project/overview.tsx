@@ -5,6 +5,7 @@ import { api, data } from '../../api/client';
 import type { paths } from '../../api/schema';
 import { Button, ErrorNotice, Notice, Spinner, StatusBadge, TimeAgo } from '../../ui/controls';
 import { useToast } from '../../ui/toast';
+import { EdgeLink, infoQuery } from './app-url';
 import { useProject } from './shell';
 import './overview.css';
 
@@ -33,8 +34,7 @@ export default function OverviewPage({ params }: PageProps) {
   });
   const busy = deployments.data?.some((d) => IN_PROGRESS.has(d.status)) ?? false;
   const info = useQuery({
-    queryKey: ['project', id, 'info'],
-    queryFn: () => data(api.GET('/api/projects/{id}/info', { params: { path: { id } } })),
+    ...infoQuery(id),
     refetchInterval: busy ? REFRESH_MS : false,
   });
   if (!project.data) return null; // the shell shows the project's loading and error
@@ -107,21 +107,23 @@ function RuntimeFacts({ project: p, info }: { project: Project; info: UseQueryRe
 }
 
 function Urls({ project: p, info }: { project: Project; info: Info | undefined }) {
-  const primary = info?.runtime.url ?? `http://${p.routes.primaryDomain}`;
+  const primary = info?.runtime.url;
   const others = p.routes.domains.filter((d) => d.domain !== p.routes.primaryDomain);
   return (
     <ul className="overview-urls">
       <li>
-        <a href={primary} target="_blank" rel="noreferrer">
-          {primary}
-        </a>{' '}
+        {primary ? (
+          <a href={primary} target="_blank" rel="noreferrer">
+            {primary}
+          </a>
+        ) : (
+          <span>{p.routes.primaryDomain}</span>
+        )}{' '}
         <span className="muted">(primary)</span>
       </li>
       {p.routes.freeDomain !== p.routes.primaryDomain ? (
         <li>
-          <a href={`http://${p.routes.freeDomain}`} target="_blank" rel="noreferrer">
-            {p.routes.freeDomain}
-          </a>{' '}
+          <EdgeLink projectId={p.id} host={p.routes.freeDomain} />{' '}
           <span className="muted">(free domain)</span>
         </li>
       ) : null}

@@ -3,6 +3,7 @@ import type { ReactNode } from 'react';
 import { Link, useLocation } from 'wouter';
 import { api, data } from '../../api/client';
 import { ErrorNotice, Spinner, StatusBadge } from '../../ui/controls';
+import { EdgeLink } from './app-url';
 
 export const projectQuery = (id: string) => ({
   queryKey: ['project', id],
@@ -44,9 +45,7 @@ export function ProjectShell({ id, children }: { id: string; children: ReactNode
         <h1>
           {p.name} <StatusBadge status={p.status} />
         </h1>
-        <a className="muted project-url" href={`http://${p.routes.primaryDomain}`} target="_blank" rel="noreferrer">
-          {p.routes.primaryDomain}
-        </a>
+        <EdgeLink className="muted project-url" projectId={p.id} host={p.routes.primaryDomain} />
       </div>
       <nav className="tabs" aria-label="Project">
         {TABS.map((t) => (

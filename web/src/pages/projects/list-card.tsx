@@ -3,6 +3,7 @@ import { Link } from 'wouter';
 import { api, data } from '../../api/client';
 import type { paths } from '../../api/schema';
 import { StatusBadge, TimeAgo } from '../../ui/controls';
+import { EdgeLink } from '../project/app-url';
 
 export type ProjectRow = paths['/api/projects']['get']['responses'][200]['content']['application/json']['data'][number];
 
@@ -35,9 +36,7 @@ export function ProjectCard({ project: p }: { project: ProjectRow }) {
         </h2>
         <StatusBadge status={p.status} />
       </div>
-      <a className="project-card-url" href={`http://${p.routes.primaryDomain}`} target="_blank" rel="noreferrer">
-        {p.routes.primaryDomain}
-      </a>
+      <EdgeLink className="project-card-url" projectId={p.id} host={p.routes.primaryDomain} />
       <dl className="project-card-facts">
         <dt>Last deployment</dt>
         <dd>
