@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { apiErrorFrom, savedClient, type ApiClient } from './client.js';
+import { checkEnvironmentName, ensureEnvironment, environmentUrl } from './environments.js';
 import { lookupProject, readLink, sameServer, writeLink, type ProjectSummary } from './link.js';
 import { action, describeError, EXIT_FAILED, EXIT_OK, note, printJson, UsageError } from './output.js';
 import { human, listFiles, packFiles, ProgressBar } from './pack.js';
@@ -224,6 +225,50 @@ async function waitForDeployment(client: ApiClient, deployment: Deployment, out:
   }
 }
 
+/** How a followed deployment ended: the exit code, the last record read, the URL when it is ready. */
+export interface Outcome {
+  code: number;
+  deployment: Deployment;
+  url: string | null;
+}
+
+/**
+ * Streams a queued deployment's build log to `out` until it is terminal and says how it ended on
+ * stderr: ready (0, with the URL its environment is served at: production's or the preview's own
+ * host), failed (1, with the last build log lines), superseded or cancelled (1). Ctrl-C (`signal`)
+ * stops the waiting only (130). Used by `berth deploy` and `berth env set --redeploy`.
+ */
+export async function followDeployment(client: ApiClient, project: { id: string; slug: string }, queued: Deployment, out: NodeJS.WritableStream, signal: AbortSignal): Promise<Outcome> {
+  const started = Date.now();
+  let final: Deployment;
+  try {
+    final = await waitForDeployment(client, queued, out, signal);
+  } catch (e) {
+    if (!(e instanceof Interrupted)) throw e;
+    note(`\nstopped waiting: deployment ${queued.id} goes on on the server (see \`berth deployments ${project.slug}\`, stop it with \`berth cancel ${queued.id}\`)`);
+    return { code: 130, deployment: queued, url: null };
+  }
+  if (final.status === 'ready') {
+    const url = await environmentUrl(client, project.id, final.environment);
+    note(`deployment ${final.id} is ready (${((Date.now() - started) / 1000).toFixed(1)} s)${url ? '' : `; the server names no URL for ${final.environment}`}`);
+    return { code: EXIT_OK, deployment: final, url };
+  }
+  if (final.status === 'failed') {
+    note(`deployment ${final.id} failed: ${final.error ?? 'no reason recorded'}`);
+    const tail = await client.request<LogLine[]>('GET', `/api/deployments/${encodeURIComponent(final.id)}/logs?limit=${TAIL_LINES}`).catch(() => [] as LogLine[]);
+    if (tail.length) {
+      note(`last ${tail.length} lines of the build log:`);
+      for (const l of tail) note(`  ${l.line}`);
+    }
+  } else if (final.status === 'superseded') {
+    const by = /superseded by (\S+)/.exec(final.error ?? '')?.[1];
+    note(`deployment ${final.id} was superseded${by ? ` by ${by}` : ''}: a newer deployment of ${final.environment} replaced it`);
+  } else {
+    note(`deployment ${final.id} was ${final.status}`);
+  }
+  return { code: EXIT_FAILED, deployment: final, url: null };
+}
+
 // ---------------------------------------------------------------- the command
 
 export async function deploy(dir: string, opts: DeployOptions): Promise<number> {
@@ -251,14 +296,9 @@ export async function deploy(dir: string, opts: DeployOptions): Promise<number> 
   process.on('SIGINT', onSigint);
   try {
     const target = await chooseProject(client, root, opts);
-    // An environment the project lacks is refused before anything is uploaded (a new project has only production).
-    if (opts.env && opts.env !== 'production') {
-      const envs = target.existing ? await client.request<{ name: string }[]>('GET', `/api/projects/${encodeURIComponent(target.existing.id)}/environments`) : [];
-      if (!envs.some((e) => e.name === opts.env)) {
-        const names = ['production', ...envs.map((e) => e.name).filter((n) => n !== 'production')];
-        throw new Error(`the project has no environment named ${opts.env} (it has: ${names.join(', ')}); create it with POST /api/projects/:id/environments`);
-      }
-    }
+    // A name the server would refuse stops here, before anything is uploaded; a missing preview
+    // environment is created once the project exists (after the ensure).
+    if (opts.env !== 'production') checkEnvironmentName(opts.env);
 
     // Pack and upload.
     const list = listFiles(root);
@@ -291,6 +331,7 @@ export async function deploy(dir: string, opts: DeployOptions): Promise<number> 
     const orgId = project.orgId ?? (await client.request<{ org: { id: string } | null }>('GET', '/api/auth/me')).org?.id;
     if (orgId) writeLink(root, { projectId: project.id, orgId, server: client.server });
     await saveCommandFlags(client, project, opts);
+    if (opts.env !== 'production') await ensureEnvironment(client, project.id, opts.env);
 
     // Deploy.
     // The session again, as the seed's flow does: the ensure already made it the source (a no-op for
@@ -306,43 +347,10 @@ export async function deploy(dir: string, opts: DeployOptions): Promise<number> 
       return EXIT_OK;
     }
     note(`deployment ${queued.id} ${queued.status} (${queued.environment}): streaming the build log`);
-    const started = Date.now();
-    let final: Deployment;
-    try {
-      final = await waitForDeployment(client, queued, out, waiting.signal);
-    } catch (e) {
-      if (!(e instanceof Interrupted)) throw e;
-      note(`\nstopped waiting: deployment ${queued.id} goes on on the server (see \`berth deployments ${project.slug}\`, stop it with \`berth cancel ${queued.id}\`)`);
-      if (opts.json) printJson({ project, deployment: queued, url: null });
-      return 130;
-    }
-
-    if (final.status === 'ready') {
-      let url: string | null = null;
-      if (final.environment === 'production') {
-        const info = await client.request<{ runtime?: { url?: string } | null }>('GET', `/api/projects/${encodeURIComponent(project.id)}/info`);
-        url = info.runtime?.url ?? null;
-      }
-      note(`deployment ${final.id} is ready (${((Date.now() - started) / 1000).toFixed(1)} s)${url ? '' : `; ${final.environment} is not served by the edge`}`);
-      if (opts.json) printJson({ project, deployment: final, url });
-      else if (url) process.stdout.write(`${url}\n`);
-      return EXIT_OK;
-    }
-    if (final.status === 'failed') {
-      note(`deployment ${final.id} failed: ${final.error ?? 'no reason recorded'}`);
-      const tail = await client.request<LogLine[]>('GET', `/api/deployments/${encodeURIComponent(final.id)}/logs?limit=${TAIL_LINES}`).catch(() => [] as LogLine[]);
-      if (tail.length) {
-        note(`last ${tail.length} lines of the build log:`);
-        for (const l of tail) note(`  ${l.line}`);
-      }
-    } else if (final.status === 'superseded') {
-      const by = /superseded by (\S+)/.exec(final.error ?? '')?.[1];
-      note(`deployment ${final.id} was superseded${by ? ` by ${by}` : ''}: a newer deployment of ${final.environment} replaced it`);
-    } else {
-      note(`deployment ${final.id} was ${final.status}`);
-    }
-    if (opts.json) printJson({ project, deployment: final, url: null });
-    return EXIT_FAILED;
+    const outcome = await followDeployment(client, project, queued, out, waiting.signal);
+    if (opts.json) printJson({ project, deployment: outcome.deployment, url: outcome.url });
+    else if (outcome.url) process.stdout.write(`${outcome.url}\n`);
+    return outcome.code;
   } finally {
     process.off('SIGINT', onSigint);
     rmSync(tmp, { recursive: true, force: true });

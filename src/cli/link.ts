@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ApiClient } from './client.js';
 import { UsageError } from './output.js';
@@ -32,13 +32,22 @@ export function readLink(dir: string): FolderLink | null {
   return null;
 }
 
-/** Writes the link, and adds `.berth` to the folder's `.gitignore` when it has one and does not list it. */
+/**
+ * Writes the link, and keeps it out of git: `.berth` is added to the folder's `.gitignore` when it
+ * does not list it, and a folder without a `.gitignore` gets one holding `.berth`.
+ */
 export function writeLink(dir: string, link: FolderLink): void {
   const root = path.resolve(dir);
   mkdirSync(path.join(root, '.berth'), { recursive: true });
   writeFileSync(linkFile(root), JSON.stringify(link, null, 2) + '\n');
   const gitignore = path.join(root, '.gitignore');
-  if (!existsSync(gitignore)) return;
+  if (!existsSync(gitignore)) {
+    // The link names the server and the org: not something to commit by accident.
+    // berth runs with umask 077; a .gitignore is an ordinary file of the project (0644).
+    writeFileSync(gitignore, '.berth\n', { flag: 'wx' });
+    chmodSync(gitignore, 0o644);
+    return;
+  }
   const text = readFileSync(gitignore, 'utf8');
   const listed = text.split(/\r?\n/).some((l) => /^\/?\.berth\/?$/.test(l.trim()));
   if (!listed) writeFileSync(gitignore, text + (text === '' || text.endsWith('\n') ? '' : '\n') + '.berth\n');

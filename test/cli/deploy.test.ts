@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -160,7 +160,7 @@ describe('berth deploy [DIR]', () => {
     assert.equal(done.status, 'ready', done.error);
   });
 
-  it('a failing build exits 1 with the error and the last lines of the build log on stderr', async () => {
+  it('a failing build exits 1 with the error and the last lines of the build log on stderr; the folder is linked, and a .gitignore holding .berth is made', async () => {
     const app = writeApp(path.join(work, 'broken-app'), 'x', { build: 'echo BUILD-MARKER-42 && exit 1' });
     const res = await berth(['deploy', app]);
     assert.equal(res.code, 1, res.stderr + res.stdout);
@@ -169,6 +169,9 @@ describe('berth deploy [DIR]', () => {
     assert.match(summary, /BUILD-MARKER-42/);
     assert.doesNotMatch(res.stderr, /\n\s+at .*\(.*\.ts:\d+/, 'no stack trace');
     assert.ok(existsSync(path.join(app, '.berth', 'project.json')), 'the folder is linked even though the build failed');
+    // The folder had no .gitignore: one was made, keeping the link out of git.
+    assert.equal(readFileSync(path.join(app, '.gitignore'), 'utf8'), '.berth\n');
+    assert.equal(statSync(path.join(app, '.gitignore')).mode & 0o777, 0o644);
   });
 
   it('`--install-command`, `--build-command`, `--start-command` are saved to the project\'s config before the deployment, which runs them; the build log streams a silent step\'s still-running line', async () => {
@@ -194,10 +197,25 @@ describe('berth deploy [DIR]', () => {
     assert.deepEqual([after.installCommand, after.buildCommand, after.startCommand], [null, null, null]);
   });
 
-  it('an unknown environment exits 1 naming it and the ones the project has, before anything is uploaded', async () => {
-    const res = await berth(['deploy', '--env', 'nosuch'], path.join(work, 'hello-app'));
-    assert.equal(res.code, 1, res.stderr + res.stdout);
-    assert.match(res.stderr, /error: the project has no environment named nosuch \(it has: production\)/);
+  it('`--env feature-x` creates the missing preview environment, deploys to it and prints the preview URL the edge serves as the last line', async () => {
+    const app = writeApp(path.join(work, 'hello-app'), 'preview');
+    const res = await berth(['deploy', '--env', 'feature-x'], app);
+    assert.equal(res.code, 0, res.stderr + res.stdout);
+    assert.match(res.stderr, /created the preview environment feature-x \(served at http:\/\/\S+; production's variables copied\)/);
+    assert.doesNotMatch(res.stderr, /not served|\/api\/projects/, 'no raw API route, no claim that the edge does not serve it');
+    const previewUrl = lastLine(res);
+    assert.match(previewUrl, new RegExp(`^http://feature-x--${slug}\\.localhost:\\d+$`));
+    assert.equal((await viaEdge(previewUrl)).text, 'version preview');
+    assert.equal((await viaEdge(url)).text, 'version four', 'production keeps its release');
+    const envs = await api(`/api/projects/${projectId}/environments`);
+    assert.deepEqual(envs.map((e: any) => [e.name, e.type]).sort(), [['feature-x', 'preview'], ['production', 'production']]);
+    assert.equal(envs.find((e: any) => e.name === 'feature-x').url, previewUrl);
+  });
+
+  it('an --env name the server cannot take is a usage error (2) before anything is packed or uploaded', async () => {
+    const res = await berth(['deploy', '--env', 'Feature_X'], path.join(work, 'hello-app'));
+    assert.equal(res.code, 2, res.stderr + res.stdout);
+    assert.match(res.stderr, /error: --env must be lowercase letters, digits and dashes .*"Feature_X"/);
     assert.doesNotMatch(res.stderr, /uploading|packed/, 'nothing was packed or uploaded');
   });
 
