@@ -16,7 +16,8 @@ import { fmt, ROOT, startChild, type Child, type Row } from './lib.js';
  *
  * BENCH_PG_ROUNDS (default 3) and BENCH_PG_ROUND_MS (default 3000) size the run, BENCH_PG_ROUTES
  * (a word of the route, e.g. PATCH) picks routes and BENCH_PG_CONNECTIONS changes the 10, for
- * experiments; the PostgreSQL child gets the caller's BERTH_PG_* settings to compare them.
+ * experiments; the PostgreSQL child gets the caller's BERTH_PG_* settings to compare them, and
+ * BENCH_PG_CLUSTER=fast runs on the tests' cluster (durability off) to tell the disk's share apart.
  */
 const CONNECTIONS = Number(process.env.BENCH_PG_CONNECTIONS ?? 10);
 const ROUNDS = Number(process.env.BENCH_PG_ROUNDS ?? 3);
@@ -69,7 +70,8 @@ interface Tally {
 }
 
 function cluster(): { url: string; dir: string } {
-  const out = spawnSync(path.join(ROOT, 'scripts/pg-cluster.sh'), ['start', '--durable'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const args = process.env.BENCH_PG_CLUSTER === 'fast' ? ['start'] : ['start', '--durable'];
+  const out = spawnSync(path.join(ROOT, 'scripts/pg-cluster.sh'), args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (out.status !== 0) throw new Error(`scripts/pg-cluster.sh start exited with ${out.status}`);
   const url = /export DATABASE_URL=(\S+)/.exec(out.stdout)?.[1];
   const dir = /export BERTH_PG_DIR=(\S+)/.exec(out.stdout)?.[1];
@@ -155,7 +157,7 @@ export async function postgresBench(): Promise<Row[]> {
   process.once('exit', onExit);
   const children: Child[] = [];
   try {
-    await checkDurable(pg.url);
+    if (process.env.BENCH_PG_CLUSTER !== 'fast') await checkDurable(pg.url);
     const sqlite = await startChild('bench/servers/berth.mjs', { DATABASE_URL: '' }, START_MS);
     children.push(sqlite);
     const postgres = await startChild('bench/servers/berth.mjs', { DATABASE_URL: pg.url }, START_MS);
