@@ -24,18 +24,29 @@ function findTests(dir) {
 let files = findTests(path.join(root, 'test'));
 if (only.length) files = files.filter((f) => only.some((o) => f.includes(o)));
 
-function run(label, env) {
+/**
+ * What the PostgreSQL run leaves out: suites whose outcome does not depend on the store, run once on
+ * SQLite. The browser suites (test/web: the dashboard drives the same API either way), and files that
+ * open no server and no database (drivers, detection, pure helpers).
+ */
+const STORE_USE = /startTestServer|startServe|startDashboardServer|freshPostgresDatabase|DATABASE_URL|createDatabase|usingPostgres/;
+function storeDependent(file) {
+  if (file.includes(`${path.sep}test${path.sep}web${path.sep}`)) return false;
+  return STORE_USE.test(readFileSync(file, 'utf8'));
+}
+
+function run(label, env, list = files) {
   return new Promise((resolve) => {
     const tmp = mkdtempSync(path.join(os.tmpdir(), 'berth-tap-'));
     const tap = path.join(tmp, 'out.tap');
-    console.log(`\n=== ${label}: ${files.length} test files ===`);
+    console.log(`\n=== ${label}: ${list.length} test files${list.length < files.length ? ` (${files.length - list.length} that do not depend on the store ran on SQLite only)` : ''} ===`);
     const args = [
       '--import', 'tsx',
       '--test',
       `--test-concurrency=${process.env.BERTH_TEST_CONCURRENCY ?? 2}`,
       '--test-reporter=spec', '--test-reporter-destination=stdout',
       '--test-reporter=tap', `--test-reporter-destination=${tap}`,
-      ...files,
+      ...list,
     ];
     const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', 'inherit', 'inherit'] });
     child.on('exit', (code) => {
@@ -55,7 +66,7 @@ function run(label, env) {
 const base = { ...process.env };
 delete base.DATABASE_URL;
 const results = [await run('sqlite', base)];
-if (process.env.DATABASE_URL) results.push(await run('postgres', { ...process.env }));
+if (process.env.DATABASE_URL) results.push(await run('postgres', { ...process.env }, files.filter(storeDependent)));
 const pass = results.reduce((a, r) => a + r.pass, 0);
 const fail = results.reduce((a, r) => a + r.fail, 0);
 const bad = results.some((r) => r.code !== 0) || fail > 0;
