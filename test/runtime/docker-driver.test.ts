@@ -191,7 +191,7 @@ test('a base image the engine does not have (and cannot pull) fails the step nam
   const box = await d.open(spec);
   const r = await output(box.exec(['python', '--version'], { cwd: spec.appDir, env: {} }));
   assert.equal(r.code, null);
-  assert.match(r.error!.message, /the image 127\.0\.0\.1:9\/berth-test\/none:0 is not on this machine and could not be pulled .*set BERTH_IMAGE_PYTHON/);
+  assert.match(r.error!.message, /^the base image 127\.0\.0\.1:9\/berth-test\/none:0 of the python runtime is not on this machine and could not be pulled \(.+\): set BERTH_IMAGE_PYTHON to an image the Docker Engine has \(offline, scripts\/docker-base-images\.sh python builds one/);
   await assert.rejects(d.open(boxSpec('noruby', { runtime: 'ruby' })), /no base image for the ruby runtime: set BERTH_IMAGE_RUBY/);
   await assert.rejects(d.open(boxSpec('app', { kind: 'app' })), /runs apps from their release image/);
 });

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -9,6 +8,7 @@ import { DEFAULT_PIDS_MAX, type Limits } from '../cgroups.js';
 import type { BoxProcess, Identity } from '../driver.js';
 import type { DockerEngine } from './engine.js';
 import { CA_VARIABLES } from '../host-ca.js';
+import { installEgressRules } from './egress-rules.js';
 
 /**
  * What every container Berth makes has in common (contract section 13, the driver's design): the
@@ -64,18 +64,6 @@ export function networkName(key: string, projectId: string): string {
 /** The host side of a project's bridge: `bbr` + 12 hex (15 characters, the longest name Linux allows). */
 export function bridgeName(key: string, projectId: string): string {
   return `bbr${createHash('sha256').update(`${key}/${projectId}`).digest('hex').slice(0, 12)}`;
-}
-
-/** The variable that names a runtime's base image: `BERTH_IMAGE_NODE`, `BERTH_IMAGE_PYTHON`, ... */
-export function baseImageVariable(runtime: string): string {
-  return `BERTH_IMAGE_${runtime.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`;
-}
-
-/** The base image of a runtime from the environment (node defaults to node:20-bookworm-slim); null when none is set. */
-export function baseImageFromEnv(runtime: string, env: NodeJS.ProcessEnv = process.env): string | null {
-  const v = env[baseImageVariable(runtime)]?.trim();
-  if (v) return v;
-  return runtime === 'node' ? 'node:20-bookworm-slim' : null;
 }
 
 /**
@@ -179,54 +167,6 @@ export async function waitExit(container: Docker.Container, signal?: AbortSignal
       }
       await new Promise((r) => setTimeout(r, 500));
     }
-  }
-}
-
-/**
- * What to do about a runtime whose base image is missing: the same words for every plan and path
- * (build steps, the packed release image).
- */
-export function baseImageFix(runtime: string): string {
-  return `set ${baseImageVariable(runtime)} to an image the Docker Engine has (offline, scripts/docker-base-images.sh ${runtime} builds one from this host's toolchain; see docs/runtime.md)`;
-}
-
-/** The Error of a runtime whose base image is missing and could not be pulled. */
-export function missingBaseImage(runtime: string, image: string | null, detail?: string): Error {
-  if (!image) return new Error(`no base image for the ${runtime} runtime: ${baseImageFix(runtime)}`);
-  return new Error(`the base image ${image} of the ${runtime} runtime is not on this machine and could not be pulled${detail ? ` (${detail})` : ''}: ${baseImageFix(runtime)}`);
-}
-
-/** The runtime's base image is on this machine, else one pull is tried; otherwise missingBaseImage(). */
-export async function ensureBaseImage(engine: DockerEngine, runtime: string, image: string | null): Promise<string> {
-  if (!image) throw missingBaseImage(runtime, null);
-  try {
-    await ensureImage(engine, image, '');
-  } catch (e) {
-    throw missingBaseImage(runtime, image, (e as { detail?: string }).detail ?? (e as Error).message);
-  }
-  return image;
-}
-
-/** The image is on this machine, else one pull is tried; otherwise an Error naming `fix` (its `detail`: the engine's words). */
-export async function ensureImage(engine: DockerEngine, image: string, fix: string): Promise<void> {
-  try {
-    await engine.api.getImage(image).inspect();
-    return;
-  } catch (e) {
-    if (statusOf(e) !== 404) throw new Error(`the Docker Engine could not look up the image ${image}: ${engineMessage(e)}`);
-  }
-  try {
-    const stream = (await engine.api.pull(image)) as NodeJS.ReadableStream;
-    await new Promise<void>((resolve, reject) => {
-      engine.api.modem.followProgress(stream, (err: Error | null, out: { error?: string }[]) => {
-        const failed = err ?? out?.find((o) => o.error);
-        if (failed) reject(new Error(err ? err.message : (failed as { error: string }).error));
-        else resolve();
-      });
-    });
-    await engine.api.getImage(image).inspect();
-  } catch (e) {
-    throw Object.assign(new Error(`the image ${image} is not on this machine and could not be pulled (${engineMessage(e)}): ${fix}`), { detail: engineMessage(e) });
   }
 }
 
@@ -350,12 +290,12 @@ export function runOneOff(engine: DockerEngine, create: Docker.ContainerCreateOp
  * firewall matches every project bridge), created on demand and idempotent (a concurrent create that
  * finds it made is fine). When the server is root and nftables is there, the host's `input` hook drops
  * new connections that come in from a project bridge: an app cannot reach the host's own services
- * (bound on 0.0.0.0 or the bridge's gateway address), only answers to connections the host opened.
- * Forwarding (outbound internet, the engine's isolation between networks) is the engine's.
+ * (bound on 0.0.0.0 or the bridge's gateway address), only answers to connections the host opened,
+ * and the `forward` hook drops link-local, private and loopback destinations (egress-rules.ts).
+ * The rest of forwarding (outbound internet, the engine's isolation between networks) is the engine's.
  */
 export class ProjectNetworks {
   private readonly inflight = new Map<string, Promise<string>>();
-  private firewall: Promise<void> | null = null;
 
   constructor(
     private readonly engine: DockerEngine,
@@ -422,36 +362,8 @@ export class ProjectNetworks {
   /** One nftables table, rewritten whole (atomic, idempotent; every Berth on the machine writes the same). */
   hostRules(): Promise<void> {
     if (!this.nft) return Promise.resolve();
-    this.firewall ??= runNft(this.nft, HOST_RULES).catch((e) => {
-      this.firewall = null;
-      throw new Error(`could not install the host firewall rules of the docker runtime: ${(e as Error).message}`);
-    });
-    return this.firewall;
+    return installEgressRules(this.nft, this.engine, process.env);
   }
-}
-
-const HOST_RULES = `table inet berth-docker
-delete table inet berth-docker
-table inet berth-docker {
-  chain input {
-    type filter hook input priority -10; policy accept;
-    iifname "bbr*" ct state established,related accept
-    iifname "bbr*" drop
-  }
-}
-`;
-
-function runNft(nft: string, rules: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(nft, ['-f', '-'], { stdio: ['pipe', 'ignore', 'pipe'], env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } });
-    let err = '';
-    child.stderr!.on('data', (c: Buffer) => {
-      if (err.length < 2000) err += c.toString();
-    });
-    child.once('error', reject);
-    child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`nft failed: ${err.trim() || `exit ${code}`}`))));
-    child.stdin!.end(rules);
-  });
 }
 
 /** The uid that owns a host folder (null when it is not there). */

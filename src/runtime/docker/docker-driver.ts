@@ -8,14 +8,11 @@ import { DriverUnavailableError } from '../driver.js';
 import { ContainerApps } from './app-containers.js';
 import {
   BOX_PATH,
-  baseImageFromEnv,
   caBinds,
-  ensureBaseImage,
   envList,
   hostConfig,
   labelFilter,
   labelsOf,
-  missingBaseImage,
   numericUser,
   ownerOf,
   ProjectNetworks,
@@ -25,6 +22,7 @@ import {
   type DockerContext,
   type OneOffProcess,
 } from './containers.js';
+import { baseImageFromEnv, ensureBaseImage, missingBaseImage } from './base-images.js';
 import { DockerEngine } from './engine.js';
 import { EngineProbe } from './probe.js';
 

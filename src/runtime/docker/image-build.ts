@@ -6,7 +6,9 @@ import type { ImageBuilder, ImageBuildInput } from '../driver.js';
 import { redactedLines } from '../app-output.js';
 import { Redactor } from '../redact.js';
 import type { DockerEngine } from './engine.js';
-import { ensureBaseImage } from './containers.js';
+import { ensureBaseImage } from './base-images.js';
+import { installEgressRules } from './egress-rules.js';
+import { findProgram } from '../sandbox-driver.js';
 
 /**
  * The docker runtime's image builder (contract section 13): `docker build` of the 20.10 CLI with
@@ -174,6 +176,10 @@ export class DockerImageBuilder implements ImageBuilder {
       args.push('--', path.resolve(input.contextDir));
 
       if (input.dockerfile) await readableContext(input.contextDir);
+      // BuildKit runs RUN steps on the engine's default bridge (it takes no other network): the
+      // host's egress rules for it are in place before a step runs (root with nftables).
+      const nft = process.getuid?.() === 0 ? findProgram('nft') : null;
+      if (nft) await installEgressRules(nft, this.engine, this.env);
       await this.run(this.cli(), args, childEnv, input, redactor);
     } finally {
       rmSync(work, { recursive: true, force: true });
