@@ -57,4 +57,10 @@ export interface EdgeUpstream {
   host: string;
   port: number;
   key: string;
+  /**
+   * An app behind several addresses (a Swarm service's tasks): the address for one request (each has
+   * a keep-alive pool of its own), asked per request; null: `host:port` itself. WebSocket upgrades use
+   * `host:port` (the Swarm balancer spreads those per connection).
+   */
+  pick?: () => EdgeUpstream | null;
 }

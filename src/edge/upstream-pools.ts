@@ -19,8 +19,12 @@ export class UpstreamPools {
     this.sweep.unref();
   }
 
-  /** The pool for the app's address (made on first use; undici is passed in, loaded by the caller). */
-  get(up: EdgeUpstream, undici: typeof import('undici')): Pool {
+  /**
+   * The pool for one request to the app (made on first use; undici is passed in, loaded by the caller):
+   * the address `app.pick()` answers when the app has several (balanced per request), else its own.
+   */
+  get(app: EdgeUpstream, undici: typeof import('undici')): Pool {
+    const up = app.pick?.() ?? app;
     let p = this.pools.get(up.key);
     if (!p) {
       p = { pool: new undici.Pool(`http://${up.key}`, { connections: 256, pipelining: 1, keepAliveTimeout: 4000, headersTimeout: 0, bodyTimeout: 0 }), used: Date.now() };

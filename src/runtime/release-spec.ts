@@ -61,6 +61,11 @@ export interface Upstream {
   port: number;
   /** `host:port`, the key of the edge's connection pool. */
   key: string;
+  /**
+   * An app behind several addresses (a Swarm service's tasks, swarm-balancer.ts): the address for one
+   * request, asked per request; null: this one.
+   */
+  pick?: () => Upstream | null;
 }
 
 export class StartError extends Error {

@@ -8,6 +8,10 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type Docker from 'dockerode';
+import { EdgeServer } from '../../src/edge/proxy.js';
+import { RequestLog } from '../../src/edge/requests.js';
+import { createLogger } from '../../src/lib/logger.js';
+import { labelsOf } from '../../src/runtime/docker/containers.js';
 import { DockerEngine } from '../../src/runtime/docker/engine.js';
 import { SwarmApps } from '../../src/runtime/docker/swarm.js';
 import type { Instance, InstanceDeps } from '../../src/runtime/app-instance.js';
@@ -89,7 +93,8 @@ before(async () => {
     const r = spawnSync('bash', [path.resolve('scripts/docker-base-images.sh')], { encoding: 'utf8', timeout: 120_000 });
     assert.equal(r.status, 0, r.stderr);
   }
-  // Two versions of an app that answers "<version> <hostname>" on $PORT, and one that exits at once.
+  // Two versions of an app that answers "<version> <hostname>" on $PORT (closing each connection unless
+  // KEEP_ALIVE is set), one that exits at once and one that never answers.
   const ctx = path.join(root, 'image');
   mkdirSync(ctx);
   writeFileSync(
@@ -97,7 +102,7 @@ before(async () => {
     `const http = require('node:http');
 const os = require('node:os');
 const server = http.createServer((req, res) => {
-  res.setHeader('connection', 'close');
+  if (!process.env.KEEP_ALIVE) res.setHeader('connection', 'close');
   res.end(process.env.VERSION + ' ' + os.hostname() + ' ' + (process.env.GREETING || '') + '\\n');
 });
 server.listen(Number(process.env.PORT), process.env.HOST);
@@ -114,6 +119,7 @@ process.on('SIGTERM', () => server.close(() => process.exit(0)));
 
 after(async () => {
   if (skipReason || !locked) return;
+  many?.detach?.(); // its balancer (when the test that deletes the project did not run)
   const services = (await engine.api.listServices({ filters: { label: [`berth.instance=${key}`] } }).catch(() => [])) as Docker.Service[];
   for (const s of services) await engine.api.getService(s.ID).remove().catch(() => {});
   // The engine removes a removed service's containers a little later; the images can go after them.
@@ -121,12 +127,14 @@ after(async () => {
     const left = await engine.api.listContainers({ all: true, filters: { label: [`berth.instance=${key}`] } });
     console.log(`# ${e.message}: ${left.map((c) => `${c.Image} ${c.Status} ${c.Labels['com.docker.swarm.service.name']}`).join('; ')}`);
   });
+  // A build container a failed test left (never a task: those went with their services).
+  for (const c of await engine.api.listContainers({ all: true, filters: { label: [`berth.instance=${key}`, 'berth.kind=build'] } }).catch(() => [])) await engine.api.getContainer(c.Id).remove({ force: true }).catch(() => {});
   for (const n of [`berth-${key}-${projectId}`, `berth-${key}-${projectId}-swarm`]) await engine.api.getNetwork(n).remove().catch(() => {});
   if (initialized) {
     spawnSync(DOCKER, ['swarm', 'leave', '--force'], { timeout: 60_000 });
     if (!hadGwBridge) spawnSync(DOCKER, ['network', 'rm', 'docker_gwbridge'], { timeout: 60_000 });
   }
-  for (const image of Object.values(IMAGES)) spawnSync(DOCKER, ['rmi', image], { timeout: 60_000 });
+  for (const image of [...Object.values(IMAGES), RELEASE, `127.0.0.1:5999/${RELEASE}`]) spawnSync(DOCKER, ['rmi', image], { timeout: 60_000 });
   logs?.closeAll();
   rmSync(root, { recursive: true, force: true });
   if (locked && readFileSync(LOCK, 'utf8') === String(process.pid)) rmSync(LOCK, { force: true });
@@ -445,4 +453,73 @@ test("a preview environment's app (ReleaseSpec.app) runs as a service of its own
     await prod.box.dispose();
     await apps.forgetProject(projectId);
   }
+});
+
+// ---- per-request balance through the edge, and deleting the project
+
+/** A release image as Berth's builds make it: `berth/<slug>:<deployment>`, labelled with the instance and project. */
+const RELEASE = `berth/swarm-${key}:dpl_many`;
+let many: Instance | null = null;
+
+test("the edge balances per request over a service's tasks: 30 sequential requests on kept-alive connections reach each of 3 replicas, and none fails", withSwarm, async () => {
+  const labels = { 'berth.instance': key, 'berth.project': projectId, 'berth.deployment': 'dpl_many' };
+  docker(['build', '-q', '--build-arg', 'VERSION=3', ...Object.entries(labels).map(([k, v]) => `--label=${k}=${v}`), '-t', RELEASE, path.join(root, 'image')]);
+  many = await apps.start(spec(RELEASE, 'dpl_many', { replicas: 3, imageCommand: true, env: { GREETING: 'hello', KEEP_ALIVE: '1' } }), deps());
+  const edge = new EdgeServer(
+    { lookup: (host) => (host === 'many.test' ? { projectId, unavailable: null, rules: [] } : null), upstream: () => many!.upstream },
+    new RequestLog(),
+    createLogger('silent'),
+  );
+  const { port } = await edge.listen('127.0.0.1', 0);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const seen = new Map<string, number>();
+  const failures: string[] = [];
+  try {
+    for (let i = 0; i < 30; i++) {
+      const r = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = http.get({ host: '127.0.0.1', port, path: '/', agent, headers: { host: 'many.test' }, timeout: 10_000 }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode!, body: body.trim() }));
+        });
+        req.on('timeout', () => req.destroy(new Error('timed out')));
+        req.on('error', reject);
+      }).catch((e: Error) => ({ status: 0, body: e.message }));
+      if (r.status !== 200) failures.push(`${r.status} ${r.body}`);
+      else {
+        const [version, host] = r.body.split(' ');
+        assert.equal(version, '3');
+        seen.set(host!, (seen.get(host!) ?? 0) + 1);
+      }
+    }
+  } finally {
+    agent.destroy();
+    await edge.close();
+  }
+  console.log(`# swarm: 30 requests through the edge: ${[...seen.values()].join(', ')} per task`);
+  assert.deepEqual(failures, [], 'no request failed');
+  assert.equal(seen.size, 3, `every replica answered: ${[...seen].map(([h, n]) => `${h} ${n}`).join(', ')}`);
+});
+
+test("deleting a project in Swarm mode removes its services, its build containers, its bridge and overlay networks, and its release images with every local tag", withSwarm, async () => {
+  assert.ok(many, 'the service of the previous test runs');
+  // What a build leaves: the project's bridge (as the builds create it) with a stopped build container on
+  // it, and the registry's name of a release whose push failed.
+  const bridge = `berth-${key}-${projectId}`;
+  if (!(await engine.api.getNetwork(bridge).inspect().catch(() => null))) await engine.api.createNetwork({ Name: bridge, Driver: 'bridge', Labels: labelsOf(key, projectId, 'app') });
+  await engine.api.createContainer({ Image: BASE_IMAGE, Cmd: ['true'], Labels: labelsOf(key, projectId, 'build'), HostConfig: { NetworkMode: bridge } });
+  const pushed = `127.0.0.1:5999/${RELEASE}`;
+  docker(['tag', RELEASE, pushed]);
+
+  many!.detach!();
+  await apps.forgetProject(projectId);
+
+  const filters = { label: [`berth.instance=${key}`, `berth.project=${projectId}`] };
+  assert.deepEqual((await engine.api.listServices({ filters })).map((s) => s.Spec?.Name), []);
+  assert.deepEqual((await engine.api.listContainers({ all: true, filters })).map((c) => c.Names), []);
+  assert.deepEqual((await engine.api.listNetworks({ filters })).map((n) => n.Name), []);
+  for (const n of [bridge, `${bridge}-swarm`]) assert.equal(await engine.api.getNetwork(n).inspect().catch(() => null), null, `${n} is gone`);
+  assert.deepEqual((await engine.api.listImages({ filters })).map((i) => i.RepoTags), []);
+  for (const tag of [RELEASE, pushed]) assert.equal(await engine.api.getImage(tag).inspect().catch(() => null), null, `${tag} is gone`);
 });

@@ -7,6 +7,13 @@ export interface Backend {
   port: number;
 }
 
+/** A lane's address as the edge uses it: `key` is `host:port`, the key of the edge's connection pool. */
+export interface LaneAddress {
+  host: string;
+  port: number;
+  key: string;
+}
+
 /** How long one connection attempt to a task may take before the next task is tried. */
 const CONNECT_TIMEOUT_MS = 2000;
 /** How long a client connection waits in all for a task that accepts it (a rolling update, a moving task). */
@@ -15,18 +22,37 @@ const CONNECT_BUDGET_MS = 10_000;
 const RETRY_WINDOW_MS = 1000;
 /** The most of a client's first bytes kept for such a retry (a request's head and a small body). */
 const REPLAY_MAX_BYTES = 64 * 1024;
+/** How long a lane still accepts after its task left the list (a connection the edge opened just then goes to another task). */
+const LANE_LINGER_MS = 5000;
+
+function keyOf(b: Backend): string {
+  return `${b.host}:${b.port}`;
+}
+
+/** One lane: a port of the balancer whose connections go to one task first. */
+interface Lane {
+  server: net.Server;
+  address: LaneAddress | null;
+  retired: boolean;
+}
 
 /**
- * A TCP load balancer on one local port in front of the tasks of a Swarm service (the Swarm routing
- * mesh needs IPVS in the kernel, which not every machine has; this needs nothing). Each client
- * connection goes to the next task in turn; a task that refuses or does not answer is skipped (a task a
- * rolling update just stopped), and when none accepts, the task list is refreshed and tried again until
- * CONNECT_BUDGET_MS. The edge is its only client: the instance's `upstream` is this port.
+ * A TCP load balancer on local ports in front of the tasks of a Swarm service (the Swarm routing
+ * mesh needs IPVS in the kernel, which not every machine has; this needs nothing). Its own port sends
+ * each client connection to the next task in turn. The edge keeps connections alive, so one
+ * connection would pin one task: `pick()` answers, per request, the next task's **lane**, a port of
+ * its own whose connections go to that task (the edge keeps a pool per lane, so requests balance per
+ * request with keep-alive per task). Either way a task that refuses or does not answer is skipped (a
+ * task a rolling update just stopped), and when none accepts, the task list is refreshed and tried
+ * again until CONNECT_BUDGET_MS. The edge is its only client: the instance's `upstream` is its own port.
  */
 export class TcpBalancer {
   private readonly server: net.Server;
   private readonly sockets = new Set<net.Socket>();
+  private readonly lanes = new Map<string, Lane>();
+  private host: string | null = null;
   private next = 0;
+  private nextLane = 0;
   private closed = false;
 
   constructor(
@@ -35,12 +61,12 @@ export class TcpBalancer {
     /** Asks for a fresh task list (resolves when it is there). */
     private readonly refresh: () => Promise<void>,
   ) {
-    this.server = net.createServer({ pauseOnConnect: true, allowHalfOpen: true }, (client) => void this.accept(client));
-    this.server.on('error', () => {});
+    this.server = this.makeServer(null);
   }
 
   /** Listens on `host` and an ephemeral port; answers the port. */
   listen(host: string): Promise<number> {
+    this.host = host;
     return new Promise((resolve, reject) => {
       this.server.once('error', reject);
       this.server.listen(0, host, () => {
@@ -51,6 +77,33 @@ export class TcpBalancer {
   }
 
   /**
+   * The address for one request of the edge: the lane of the next running task in turn, or null while
+   * no lane listens yet (the edge then uses the balancer's own port). Opens lanes for tasks that came
+   * and retires those of tasks that left (the task list is TaskBackends', read every second).
+   */
+  pick(): LaneAddress | null {
+    if (this.closed || !this.host) return null;
+    const keys = this.backends().map(keyOf).sort();
+    const now = new Set(keys);
+    for (const [k, lane] of this.lanes) {
+      if (now.has(k)) continue;
+      this.lanes.delete(k);
+      lane.retired = true;
+      setTimeout(() => lane.server.close(), LANE_LINGER_MS).unref();
+    }
+    const ready: LaneAddress[] = [];
+    for (const k of keys) {
+      let lane = this.lanes.get(k);
+      if (!lane) {
+        lane = this.openLane(k, this.host);
+        this.lanes.set(k, lane);
+      }
+      if (lane.address) ready.push(lane.address);
+    }
+    return ready.length ? ready[this.nextLane++ % ready.length]! : null;
+  }
+
+  /**
    * Stops accepting; connections already open may finish for `drainMs`, then they are cut (a deploy
    * swap: the edge's requests in flight on the old instance's port complete).
    */
@@ -58,11 +111,39 @@ export class TcpBalancer {
     if (this.closed) return;
     this.closed = true;
     this.server.close();
+    for (const lane of this.lanes.values()) lane.server.close();
+    this.lanes.clear();
     const cut = () => {
       for (const s of this.sockets) s.destroy();
     };
     if (drainMs <= 0 || !this.sockets.size) cut();
     else setTimeout(cut, drainMs).unref();
+  }
+
+  /** A server whose connections go to the task `prefer` first (a lane), or to the next task in turn (null). */
+  private makeServer(prefer: string | null): net.Server {
+    const server = net.createServer({ pauseOnConnect: true, allowHalfOpen: true }, (client) => void this.accept(client, prefer));
+    server.on('error', () => {});
+    return server;
+  }
+
+  /** The lane of task `k`, listening on `host` and an ephemeral port (its address once it listens). */
+  private openLane(k: string, host: string): Lane {
+    const lane: Lane = { server: this.makeServer(k), address: null, retired: false };
+    lane.server.listen(0, host, () => {
+      if (this.closed || lane.retired) return void lane.server.close();
+      const port = (lane.server.address() as net.AddressInfo).port;
+      lane.address = { host, port, key: `${host}:${port}` };
+    });
+    return lane;
+  }
+
+  /** The tasks in the order one connection tries them: `prefer` first, then the others from the next in turn. */
+  private order(list: Backend[], prefer: string | null): Backend[] {
+    const start = list.length ? this.next++ % list.length : 0;
+    const turn = [...list.slice(start), ...list.slice(0, start)];
+    if (!prefer) return turn;
+    return [...turn.filter((b) => keyOf(b) === prefer), ...turn.filter((b) => keyOf(b) !== prefer)];
   }
 
   private track(s: net.Socket): void {
@@ -71,12 +152,12 @@ export class TcpBalancer {
   }
 
   /**
-   * One client connection: to the next task that accepts it. Until the task sends its first byte, what
-   * the client sent is kept (up to REPLAY_MAX_BYTES): a task that closes the connection at once without
-   * answering (it was being stopped by a rolling update: the engine's port proxy accepts, then finds
-   * nothing behind it) is replaced by the next one, which gets the same bytes.
+   * One client connection: to the next task that accepts it (a lane's own task first). Until the task
+   * sends its first byte, what the client sent is kept (up to REPLAY_MAX_BYTES): a task that closes the
+   * connection at once without answering (it was being stopped by a rolling update: the engine's port
+   * proxy accepts, then finds nothing behind it) is replaced by the next one, which gets the same bytes.
    */
-  private async accept(client: net.Socket): Promise<void> {
+  private async accept(client: net.Socket, prefer: string | null): Promise<void> {
     client.on('error', () => {});
     this.track(client);
     const kept: Buffer[] = [];
@@ -105,17 +186,20 @@ export class TcpBalancer {
 
     const deadline = Date.now() + CONNECT_BUDGET_MS;
     let delay = 50;
+    // Tasks that closed this connection without answering: tried last from then on.
+    const gone = new Set<string>();
     while (!client.destroyed && !this.closed && Date.now() < deadline) {
-      const list = this.backends();
       let retry = false;
-      for (let i = 0; i < list.length && !client.destroyed; i++) {
-        const b = list[this.next++ % list.length]!;
+      const order = this.order(this.backends(), prefer);
+      for (const b of [...order.filter((o) => !gone.has(keyOf(o))), ...order.filter((o) => gone.has(keyOf(o)))]) {
+        if (client.destroyed) break;
         const up = await connect(b, Math.min(CONNECT_TIMEOUT_MS, Math.max(100, deadline - Date.now())));
         if (!up) continue;
         if (client.destroyed) return void up.destroy();
         const outcome = await this.relay(client, up, kept, clientEnded, (u) => (upstream = u), () => (answered = true));
         if (outcome === 'done') return;
         if (!replayable || client.destroyed) return void client.destroy();
+        gone.add(keyOf(b));
         retry = true;
         break;
       }

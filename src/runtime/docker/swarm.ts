@@ -10,9 +10,10 @@ import { chownTree } from '../identity.js';
 import type { LogFile } from '../logs.js';
 import { redactText } from '../redact.js';
 import { appOf, StartError, type ReleaseSpec, type Upstream } from '../release-spec.js';
-import { numericUser, statusOf } from './containers.js';
+import { labelFilter, numericUser, statusOf } from './containers.js';
 import { demuxLogs, type DockerEngine } from './engine.js';
 import { TaskBackends, TcpBalancer, type SwarmTask } from './swarm-balancer.js';
+import { removeProjectLeftovers } from './swarm-leftovers.js';
 import {
   containerSpec,
   imageName,
@@ -132,8 +133,16 @@ export class SwarmApps implements AppRunner {
     }
   }
 
+  /**
+   * Removes everything of the project: the services and overlay networks of its apps (production's and
+   * every preview environment's still labelled with it), then what removeProjectLeftovers lists (build
+   * containers, the bridge, release images with all their tags).
+   */
   async forgetProject(projectId: string): Promise<void> {
-    await this.forgetApp(projectId);
+    const services = (await this.api.listServices({ filters: labelFilter({ 'berth.instance': this.key, 'berth.project': projectId }) })) as Service[];
+    const apps = new Set([projectId, ...services.map((s) => s.Spec.Labels?.['berth.app'] ?? projectId)]);
+    for (const app of apps) await this.forgetApp(app);
+    await this.locked(projectId, () => removeProjectLeftovers(this.api, this.key, projectId));
   }
 
   /** Removes an app's service (and its step job) and overlay network: a project's production app (its id), a preview environment's. */
@@ -311,7 +320,9 @@ export class SwarmApps implements AppRunner {
       await undo().catch(() => {});
       throw fail(`could not open the balancer for ${name} on ${this.publishHost}: ${(e as Error).message}`);
     }
-    const upstream: Upstream = { host: this.publishHost, port, key: `${this.publishHost}:${port}` };
+    // The edge asks per request for a task's lane (balanced per request, kept alive per task); the
+    // balancer's own port serves the health check and WebSocket upgrades.
+    const upstream: Upstream = { host: this.publishHost, port, key: `${this.publishHost}:${port}`, pick: () => balancer.pick() };
     let resolveExited!: (r: { code: number | null; signal: string | null }) => void;
     const exited = new Promise<{ code: number | null; signal: string | null }>((r) => (resolveExited = r));
     const owner = {};
@@ -483,6 +494,7 @@ export class SwarmApps implements AppRunner {
     const left = await this.inspect(name);
     if (left) await this.removeService(left.ID, 0);
     const label = `start step "${step.argv[0]}"`;
+    const t0 = Date.now();
     let id: string;
     try {
       const spec = jobSpec({ name, labels: appLabels(this.key, c.spec, 'step'), container: c.container(env, step.argv, 'step'), resources: c.resources, network: c.network, placement: c.placement });
@@ -504,7 +516,7 @@ export class SwarmApps implements AppRunner {
       for (const [stream, text] of [['stdout', logs.stdout], ['stderr', logs.stderr]] as const) {
         for (const line of redactText(text, c.spec.secrets).split('\n')) if (line) c.logFile.append({ ts: new Date().toISOString(), stream, line });
       }
-      if (!done) return { ok: false, reason: `${label} did not finish within ${Math.round((c.deadline - Date.now()) / 1000)} s` };
+      if (!done) return { ok: false, reason: `${label} did not finish within ${Math.round((c.deadline - t0) / 1000)} s` };
       if (done.Status?.State === 'complete') return { ok: true };
       const code = done.Status?.ContainerStatus?.ExitCode;
       return { ok: false, reason: code ? `${label} exited with code ${code}` : `${label} could not run: ${done.Status?.Err ?? done.Status?.State}` };
