@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { Limits } from './cgroups.js';
 import { CommandError, parseCommand, type CommandStep } from './command.js';
@@ -15,6 +15,8 @@ import { NPM_CI_FALLBACK_NOTE, npmCiRefusedLockfile, npmInstallInstead } from '.
 import { buildReleaseImage } from './build-image.js';
 import { fetchSource, type BuildSource } from './build-source.js';
 import { inside } from '../lib/copy-tree.js';
+import { checkInstallEgress, registryOf } from './egress.js';
+import { readTenantFile } from '../lib/tenant-file.js';
 
 export { pathWithBin, startScript, startSteps, stepsOf } from './app-commands.js';
 export { BuildError } from './build-error.js';
@@ -248,6 +250,8 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
     }
     try {
       const stepEnv = { ...variables, ...input.env, ...toolchainEnv(box.inside(srcDir)), PATH: pathWithBin(box.inside(appDir), hostPath, box.inside(srcDir)) };
+      // ---- the way out: the registry the install uses, reached from inside the box (egress.ts)
+      if (steps.some((st) => st.label === 'install') || tools.length) await checkRegistry(box, plan.runtime, { ...variables, ...input.env }, appDir, stepEnv.PATH, input.driver, note);
       // Toolchain commands name folders as the box shows them (the source is /app in a sandbox).
       for (const t of toolchainSteps(box.inside(srcDir), tools)) {
         note(`toolchain: ${t.label}`);
@@ -291,6 +295,22 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
   }
   note(`build finished; start command: ${start}`);
   return { commit, appRoot: srcDir, appDir, startCommand: start!, static: null, variables, image: null, imageCommand: false };
+}
+
+/** Fails the build at once, naming the host and the likely cause, when the box cannot reach its registry. */
+async function checkRegistry(box: Box, runtime: string, env: Record<string, string>, appDir: string, boxPath: string, driver: RuntimeDriver, note: (line: string) => void): Promise<void> {
+  // The app folder's .npmrc may name another registry (read as a tenant's file: no links, no blocking).
+  const npmrc = runtime === 'node' || runtime === 'bun' ? (await readTenantFile(appDir, '.npmrc')).text : null;
+  const target = registryOf(runtime, env, npmrc);
+  if (!target) return;
+  let resolvConf = '';
+  try {
+    resolvConf = readFileSync('/etc/resolv.conf', 'utf8');
+  } catch {
+    /* none */
+  }
+  const why = await checkInstallEgress(box, target, { cwd: appDir, path: boxPath, node: driver.boxPath === undefined ? process.execPath : null, resolvConf }, note);
+  if (why) throw new BuildError(why);
 }
 
 /** Whether `p`, with every link resolved, is `root` or below it (root resolved too). */

@@ -3,6 +3,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import ipaddr from 'ipaddr.js';
 import type { Box, RuntimeDriver } from './driver.js';
 import { uidBase } from './identity.js';
 
@@ -109,6 +110,16 @@ async function runProbe(box: Box, argv: string[], opts: { cwd: string; path: str
   return { ok: false, stage: 'run', code: r.code === 127 || r.error ? 'ENOENT' : `exit ${r.code ?? r.signal}` };
 }
 
+/** Whether an address lies in a range boxes are kept out of (netns.ts: private, CGNAT, link-local, loopback, multicast). */
+function internal(address: string): boolean {
+  try {
+    const range = ipaddr.parse(address).range();
+    return ['private', 'carrierGradeNat', 'linkLocal', 'loopback', 'multicast', 'unspecified'].includes(range);
+  } catch {
+    return false;
+  }
+}
+
 /** The host's nameservers (from /etc/resolv.conf), for the message when a box cannot resolve. */
 function nameservers(text: string): string[] {
   return [...text.matchAll(/^\s*nameserver\s+(\S+)/gm)].map((m) => m[1]!);
@@ -121,6 +132,9 @@ function nameservers(text: string): string[] {
 export function explainEgress(target: EgressTarget, box: ProbeResult, host: ProbeResult, resolvConf = ''): string | null {
   if (box.ok || !host.ok || box.stage === 'run') return null;
   const where = `${target.host}:${target.port} (${target.what})`;
+  if (box.stage === 'connect' && internal(host.address)) {
+    return `the build's sandbox cannot reach ${where}: ${host.address} is a private, link-local or host address, which builds and apps do not reach unless BERTH_OUTBOUND_ALLOW lists it; see docs/runtime.md "Egress on real hosts"`;
+  }
   if (box.stage === 'resolve') {
     const ns = nameservers(resolvConf);
     const local = ns.filter((a) => a.startsWith('127.') || a === '::1');

@@ -1,7 +1,10 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { isIP } from 'node:net';
 import { HostFirewall, type FirewallReport } from './host-firewall.js';
+import { BLOCKED_V4, nameserversOf } from './docker/egress-rules.js';
+import { parseOutboundAllow } from '../lib/outbound.js';
 
 /**
  * A network namespace per sandbox (when the server runs as root), joined to the host by a veth pair
@@ -66,9 +69,37 @@ function pidAlive(pid: number): boolean {
   }
 }
 
+/** What the forward rules let through despite the blocked ranges: the boxes' nameservers (DNS only) and BERTH_OUTBOUND_ALLOW's addresses. */
+export interface EgressExceptions {
+  nameservers: string[];
+  allow: string[];
+}
+
+/** The exceptions on this host: the nameservers boxes use, and the allow list's IPv4 addresses and CIDRs. */
+export function egressExceptions(env: NodeJS.ProcessEnv = process.env, resolvConf = boxResolvConf() ?? '/etc/resolv.conf'): EgressExceptions {
+  let text = '';
+  try {
+    text = readFileSync(resolvConf, 'utf8');
+  } catch {
+    /* none */
+  }
+  let allow: string[] = [];
+  try {
+    allow = parseOutboundAllow(env.BERTH_OUTBOUND_ALLOW).filter((e) => isIP(e.split('/')[0]!) === 4);
+  } catch {
+    /* config names the bad entry at start */
+  }
+  return { nameservers: nameserversOf(text).filter((a) => isIP(a) === 4), allow };
+}
+
 /** The host-wide rules (one table, rewritten whole and atomically by whichever server starts). */
-function hostRules(serverUid: number): string {
+function hostRules(serverUid: number, except: EgressExceptions): string {
   const pool = `${SUBNET_PREFIX}.0.0/16`;
+  const set = (items: string[]) => `{ ${items.join(', ')} }`;
+  const exceptions = [
+    ...(except.nameservers.length ? [`    iifname "bth*" ip daddr ${set(except.nameservers)} meta l4proto { tcp, udp } th dport 53 accept`] : []),
+    ...(except.allow.length ? [`    iifname "bth*" ip daddr ${set(except.allow)} accept`] : []),
+  ];
   return `table inet berth
 delete table inet berth
 table inet berth {
@@ -81,6 +112,7 @@ table inet berth {
     type filter hook forward priority -10; policy accept;
     iifname "bth*" oifname "bth*" drop
     iifname "bth*" ip daddr { 169.254.0.0/16, ${pool} } drop
+${exceptions.join('\n')}${exceptions.length ? '\n' : ''}    iifname "bth*" ip daddr ${set(BLOCKED_V4)} drop
     iifname "bth*" accept
     oifname "bth*" ct state established,related accept
     oifname "bth*" drop
@@ -149,7 +181,7 @@ export class NetworkPool {
       writeFileSync('/proc/sys/net/ipv4/ip_forward', '1');
       // Registered before the rules are written, so a server shutting down meanwhile keeps them.
       writeFileSync(path.join(CLAIMS_DIR, `server-${process.pid}`), `${this.instanceKey} ${process.pid}\n`, { mode: 0o600 });
-      await run(this.bins.nft, ['-f', '-'], hostRules(process.getuid?.() ?? 0));
+      await run(this.bins.nft, ['-f', '-'], hostRules(process.getuid?.() ?? 0, egressExceptions()));
       await this.firewall.ensure();
       await this.reclaim();
     })();
@@ -163,7 +195,7 @@ export class NetworkPool {
       () => true,
       () => false,
     );
-    if (!listed) await run(this.bins.nft, ['-f', '-'], hostRules(process.getuid?.() ?? 0));
+    if (!listed) await run(this.bins.nft, ['-f', '-'], hostRules(process.getuid?.() ?? 0, egressExceptions()));
     return this.firewall.ensure();
   }
 

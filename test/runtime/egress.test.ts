@@ -5,7 +5,7 @@
  * while the server can, fails at once naming the host and the cause.
  *
  * The unreachable registry is an address this test puts on the machine: a network namespace holding
- * 10.212.0.2 behind a veth pair, and a table of its own whose forward chain drops what goes there
+ * 198.51.100.2 behind a veth pair, and a table of its own whose forward chain drops what goes there
  * (what Docker's FORWARD DROP does to everything a box sends when Berth's rules are missing). The
  * server reaches it (its traffic is output, not forwarded); a box does not.
  */
@@ -13,7 +13,7 @@ process.env.BERTH_HEALTH_TIMEOUT_SECONDS = '20';
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
@@ -107,55 +107,66 @@ describe('egress on a host that also runs Docker', { skip: !asRoot && 'needs roo
   });
 
   describe('a registry the box cannot reach while the server can', () => {
-    before(() => {
+    let reg: ChildProcess | null = null;
+
+    /** A project whose install uses the registry at `url` (the fake one in the namespace). */
+    async function deployWithRegistry(name: string, url: string): Promise<any> {
+      const dir = path.join(root, 'local', name);
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name, version: '1.0.0', private: true, scripts: { start: 'node server.js' }, dependencies: { ms: '2.1.3' } }));
+      writeFileSync(path.join(dir, 'server.js'), "require('http').createServer((q, r) => r.end('x')).listen(Number(process.env.PORT));\n");
+      const p = await projectFrom(dir, name);
+      const env = await api.patch(`/api/projects/${p.id}/env`, { environment: 'production', upserts: [{ key: 'npm_config_registry', value: url, isSecret: false }], deletes: [] });
+      assert.equal(env.status, 200, env.text);
+      const d = await api.post('/api/deployments', { projectId: p.id });
+      assert.equal(d.status, 202, d.text);
+      return waitForDeployment(api, d.body.data.id, 60_000);
+    }
+
+    before(async () => {
       sh('ip', ['netns', 'add', NS]);
       sh('ip', ['link', 'add', VETH, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', NS]);
-      sh('ip', ['addr', 'add', '10.212.0.1/30', 'dev', VETH]);
+      sh('ip', ['addr', 'add', '198.51.100.1/30', 'dev', VETH]);
+      sh('ip', ['addr', 'add', '10.213.0.1/30', 'dev', VETH]);
       sh('ip', ['link', 'set', VETH, 'up']);
-      sh('ip', ['-n', NS, 'addr', 'add', '10.212.0.2/30', 'dev', 'eth0']);
+      sh('ip', ['-n', NS, 'addr', 'add', '198.51.100.2/30', 'dev', 'eth0']);
+      sh('ip', ['-n', NS, 'addr', 'add', '10.213.0.2/30', 'dev', 'eth0']);
       sh('ip', ['-n', NS, 'link', 'set', 'eth0', 'up']);
       sh('ip', ['-n', NS, 'link', 'set', 'lo', 'up']);
+      // The fake registry: accepts TCP on 443 inside the namespace (the server reaches it).
+      reg = spawn('ip', ['netns', 'exec', NS, process.execPath, '-e', "require('net').createServer((s) => s.end()).listen(443, '0.0.0.0', () => console.log('up'))"], { stdio: ['ignore', 'pipe', 'inherit'] });
+      await new Promise<void>((resolve, reject) => {
+        reg!.stdout!.once('data', () => resolve());
+        reg!.once('exit', (c) => reject(new Error(`the fake registry exited ${c}`)));
+      });
       // Another firewall of the host: drops what is forwarded to the registry (only there, so that the
       // suites running beside this one keep their way out).
-      sh('nft', ['-f', '-'], `table inet ${NS.replace(/-/g, '_')} {\n  chain forward {\n    type filter hook forward priority 0; policy accept;\n    ip daddr 10.212.0.2 drop\n  }\n}\n`);
+      sh('nft', ['-f', '-'], `table inet ${NS.replace(/-/g, '_')} {\n  chain forward {\n    type filter hook forward priority 0; policy accept;\n    ip daddr 198.51.100.2 drop\n  }\n}\n`);
     });
 
     after(() => {
+      reg?.kill('SIGKILL');
       spawnSync('nft', ['delete', 'table', 'inet', NS.replace(/-/g, '_')]);
       spawnSync('ip', ['netns', 'delete', NS]);
       spawnSync('ip', ['link', 'delete', VETH]);
     });
 
     test('the install fails at once, naming the registry and the firewall, instead of waiting out the build timeout', async () => {
-      // The fake registry listens inside the namespace: the server reaches it.
-      const listener = spawnSync('ip', ['netns', 'exec', NS, 'true']);
-      assert.equal(listener.status, 0);
-      const { spawn } = await import('node:child_process');
-      const reg = spawn('ip', ['netns', 'exec', NS, process.execPath, '-e', "require('net').createServer((s) => s.end()).listen(443, '10.212.0.2', () => console.log('up'))"], { stdio: ['ignore', 'pipe', 'inherit'] });
-      try {
-        await new Promise<void>((resolve, reject) => {
-          reg.stdout!.once('data', () => resolve());
-          reg.once('exit', (c) => reject(new Error(`the fake registry exited ${c}`)));
-        });
-        const dir = path.join(root, 'local', 'blocked');
-        mkdirSync(dir, { recursive: true });
-        writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'blocked', version: '1.0.0', private: true, scripts: { start: 'node server.js' }, dependencies: { ms: '2.1.3' } }));
-        writeFileSync(path.join(dir, 'server.js'), "require('http').createServer((q, r) => r.end('x')).listen(Number(process.env.PORT));\n");
-        const p = await projectFrom(dir, 'Blocked');
-        const env = await api.patch(`/api/projects/${p.id}/env`, { environment: 'production', upserts: [{ key: 'npm_config_registry', value: 'https://10.212.0.2/', isSecret: false }], deletes: [] });
-        assert.equal(env.status, 200, env.text);
-        const d = await api.post('/api/deployments', { projectId: p.id });
-        assert.equal(d.status, 202, d.text);
-        const done = await waitForDeployment(api, d.body.data.id, 60_000);
-        assert.equal(done.status, 'failed');
-        assert.match(done.error, /cannot reach 10\.212\.0\.2:443 \(the npm registry\)/);
-        assert.match(done.error, /another firewall drops forwarded traffic/);
-        assert.match(done.error, /docs\/runtime\.md/);
-        // The install itself never ran.
-        assert.doesNotMatch(await buildLog(done.id), /\[berth\] install: /);
-      } finally {
-        reg.kill('SIGKILL');
-      }
+      const done = await deployWithRegistry('blocked', 'https://198.51.100.2/');
+      assert.equal(done.status, 'failed');
+      assert.match(done.error, /cannot reach 198\.51\.100\.2:443 \(the npm registry\)/);
+      assert.match(done.error, /another firewall drops forwarded traffic/);
+      assert.match(done.error, /docs\/runtime\.md/);
+      // The install itself never ran.
+      assert.doesNotMatch(await buildLog(done.id), /\[berth\] install: /);
+    });
+
+    test('a private address the server reaches stays out of reach of a box, and the error says why', async () => {
+      const done = await deployWithRegistry('private', 'https://10.213.0.2/');
+      assert.equal(done.status, 'failed');
+      assert.match(done.error, /cannot reach 10\.213\.0\.2:443/);
+      assert.match(done.error, /private, link-local or host address/);
+      assert.match(done.error, /BERTH_OUTBOUND_ALLOW/);
     });
   });
 });

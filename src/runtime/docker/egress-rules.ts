@@ -19,7 +19,8 @@ import type { DockerEngine } from './engine.js';
  *   rules isolate one network from another). A drop here is final whatever Docker's chains say.
  */
 
-const BLOCKED_V4 = ['0.0.0.0/8', '10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12', '192.168.0.0/16', '224.0.0.0/4', '240.0.0.0/4'];
+/** Destinations no box or container opens connections to unless BERTH_OUTBOUND_ALLOW lists them (the sandbox's too: netns.ts). */
+export const BLOCKED_V4 = ['0.0.0.0/8', '10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12', '192.168.0.0/16', '224.0.0.0/4', '240.0.0.0/4'];
 const BLOCKED_V6 = ['::/128', '::1/128', '::ffff:0:0/96', 'fc00::/7', 'fe80::/10', 'ff00::/8'];
 /** The engine's default bridge when it does not say (`com.docker.network.bridge.name` of `bridge`). */
 const DEFAULT_BRIDGE = 'docker0';
