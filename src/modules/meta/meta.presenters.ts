@@ -26,6 +26,16 @@ export const HealthView = Type.Object({
           { description: 'the docker driver only: whether the Docker Engine (DOCKER_HOST, else /var/run/docker.sock) answers; probed at most every 5 s, in the background' },
         ),
       ),
+      egress: Type.Optional(
+        Type.Object(
+          {
+            ok: Type.Boolean(),
+            checkedAt: Type.String({ format: 'date-time' }),
+            error: Type.Optional(Type.String({ description: 'what stops boxes reaching out, and the likely cause (docs/runtime.md "Egress on real hosts")' })),
+          },
+          { description: 'whether builds and apps reach the internet: a periodic check (BERTH_EGRESS_CHECK_SECONDS, default 300) of BERTH_EGRESS_CHECK (default registry.npmjs.org:443), from inside a box under the sandbox runtime; absent until the first check answered' },
+        ),
+      ),
     },
     { description: 'the driver builds and apps run with, and whether it can run them now' },
   ),

@@ -17,7 +17,7 @@ export function metaModule(modules: () => ModuleDef[]): ModuleDef {
         access: 'public',
         schema: { response: HealthView },
         async handler(_input, ctx) {
-          return { status: 'ok' as const, mode: ctx.config.mode, version: VERSION, database: ctx.dialect, runtime: getRuntime(ctx).driver.status(), cloud: await linkStatus(ctx) };
+          return { status: 'ok' as const, mode: ctx.config.mode, version: VERSION, database: ctx.dialect, runtime: getRuntime(ctx).status(), cloud: await linkStatus(ctx) };
         },
       }),
       defineRoute({
