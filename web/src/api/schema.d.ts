@@ -4255,6 +4255,14 @@ export interface operations {
                             /** @description the driver builds and apps run with, and whether it can run them now */
                             runtime: {
                                 driver: string;
+                                /** @description whether builds and apps reach the internet: a periodic check (BERTH_EGRESS_CHECK_SECONDS, default 300) of BERTH_EGRESS_CHECK (default registry.npmjs.org:443), from inside a box under the sandbox runtime; absent until the first check answered */
+                                egress?: {
+                                    /** Format: date-time */
+                                    checkedAt: string;
+                                    /** @description what stops boxes reaching out, and the likely cause (docs/runtime.md "Egress on real hosts") */
+                                    error?: string;
+                                    ok: boolean;
+                                };
                                 /** @description the docker driver only: whether the Docker Engine (DOCKER_HOST, else /var/run/docker.sock) answers; probed at most every 5 s, in the background */
                                 engine?: {
                                     /** @description the Engine API version, e.g. 1.41 */
@@ -4262,6 +4270,8 @@ export interface operations {
                                     /** @description why the engine does not answer, naming the fix */
                                     error?: string;
                                     reachable: boolean;
+                                    /** @description true just after start while the engine has not answered yet and was only slow (at most 30 s): not yet called unreachable; runtime.reason then starts with "starting" */
+                                    starting?: boolean;
                                     /** @description the Docker Engine version, e.g. 20.10.24 */
                                     version?: string;
                                 };
@@ -6832,6 +6842,14 @@ export interface operations {
                                 reachable: boolean;
                             };
                             runtime: {
+                                /** @description the production volume's disk limit (resources.production.diskMb) and what it holds; `enforced` says whether writes past the limit are refused (docs/runtime.md "Disk limits") */
+                                disk?: {
+                                    enforced: boolean;
+                                    limitMb: number;
+                                    /** @description why the limit is not enforced, naming the fix */
+                                    note?: string;
+                                    usedMb: number;
+                                };
                                 isolation?: string;
                                 limitsEnforced?: boolean;
                                 limitsNote?: string;
@@ -8150,6 +8168,7 @@ export interface operations {
                                 plan: {
                                     build: string[];
                                     install: string[];
+                                    notes?: string[];
                                     runtime: string;
                                     start?: string;
                                     static?: {
@@ -8176,6 +8195,7 @@ export interface operations {
                             plan: {
                                 build: string[];
                                 install: string[];
+                                notes?: string[];
                                 runtime: string;
                                 start?: string;
                                 static?: {
@@ -8677,6 +8697,7 @@ export interface operations {
                                 plan: {
                                     build: string[];
                                     install: string[];
+                                    notes?: string[];
                                     runtime: string;
                                     start?: string;
                                     static?: {
@@ -8704,6 +8725,7 @@ export interface operations {
                             plan: {
                                 build: string[];
                                 install: string[];
+                                notes?: string[];
                                 runtime: string;
                                 start?: string;
                                 static?: {
