@@ -117,6 +117,12 @@ describe('berth deployments, rollback and promote (real deployments)', () => {
     const current = list.find((d: any) => d.current);
     assert.equal(current.trigger, 'promote');
     assert.ok(first.includes(current.id));
+    // `--json` prints the new production deployment, and only it, on stdout.
+    const json = await cli.run(['promote', project.slug, 'next', '--json']);
+    assert.equal(json.code, 0, json.stderr);
+    const promoted = JSON.parse(json.stdout);
+    assert.equal(promoted.environment, 'production');
+    assert.equal(promoted.trigger, 'promote');
   });
 
   it('`promote` refusals: production itself or an unknown environment (1, the API\'s words); no ENV (2)', async () => {
