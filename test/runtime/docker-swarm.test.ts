@@ -119,7 +119,8 @@ process.on('SIGTERM', () => server.close(() => process.exit(0)));
 
 after(async () => {
   if (skipReason || !locked) return;
-  many?.detach?.(); // its balancer (when the test that deletes the project did not run)
+  // The balancers of instances a failed test left open (they would keep the process alive).
+  for (const inst of [inst1, inst2, many]) inst?.detach?.();
   const services = (await engine.api.listServices({ filters: { label: [`berth.instance=${key}`] } }).catch(() => [])) as Docker.Service[];
   for (const s of services) await engine.api.getService(s.ID).remove().catch(() => {});
   // The engine removes a removed service's containers a little later; the images can go after them.
