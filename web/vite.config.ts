@@ -46,6 +46,8 @@ export default defineConfig({
     sourcemap: false,
     reportCompressedSize: false,
     rollupOptions: {
+      // Two pages: the dashboard, and the API reference that src/http/dashboard.ts serves at /api/docs.
+      input: { dashboard: fileURLToPath(new URL('index.html', import.meta.url)), apiDocs: fileURLToPath(new URL('api-docs.html', import.meta.url)) },
       // TanStack Query marks its modules "use client" (for React server components, which this is not).
       onwarn(warning, warn) {
         if (warning.code === 'MODULE_LEVEL_DIRECTIVE') return;

@@ -8,6 +8,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
  * year, with the `.br`/`.gz` variants the build wrote when the client accepts them); every other
  * path is the single page's `index.html` (never cached), whose router shows the page.
  *
+ * `/api/docs` is the API reference, a second page of the same build (`api-docs.html`: Redoc's bundle
+ * renders `/api/openapi.json`), with its own policy: Redoc injects its styles and runs its search in a
+ * worker made from a blob.
+ *
  * Nothing is read or imported until the first request, so a server nobody browses holds none of it.
  */
 
@@ -32,11 +36,19 @@ const PAGE_HEADERS = {
   'cross-origin-opener-policy': 'same-origin',
 };
 
+/** The API reference's policy: scripts still only from this origin; Redoc's styles inline, its search in a blob worker. */
+const DOCS_CSP = CSP.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'") + "; worker-src blob:";
+
+const DOCS_HEADERS = { ...PAGE_HEADERS, 'content-security-policy': DOCS_CSP };
+
+/** The API reference page's paths (the only page under /api). */
+const API_DOCS = new Set(['/api/docs', '/api/docs/']);
+
 /** Is this request the dashboard's (a page or one of its files) rather than the API's? */
 export function isDashboardRequest(req: FastifyRequest): boolean {
   if (req.method !== 'GET' && req.method !== 'HEAD') return false;
   const p = req.url.split('?')[0]!;
-  return p !== '/api' && !p.startsWith('/api/');
+  return API_DOCS.has(p) || (p !== '/api' && !p.startsWith('/api/'));
 }
 
 async function isFile(file: string): Promise<boolean> {
@@ -73,7 +85,8 @@ export async function serveDashboard(root: string, req: FastifyRequest, reply: F
   const asset = pathname.startsWith('/assets/');
   // An asset is the file itself (404 when absent: a stale page asks for an old hash); anything else
   // is the page, whose router decides (and shows its own "not found").
-  let rel = 'index.html';
+  const docs = API_DOCS.has(pathname);
+  let rel = docs ? 'api-docs.html' : 'index.html';
   if (asset) {
     let decoded: string;
     try {
@@ -107,7 +120,7 @@ export async function serveDashboard(root: string, req: FastifyRequest, reply: F
   if (asset) reply.header('cache-control', 'public, max-age=31536000, immutable');
   else {
     reply.header('cache-control', 'no-cache');
-    reply.headers(PAGE_HEADERS);
+    reply.headers(docs ? DOCS_HEADERS : PAGE_HEADERS);
   }
   return reply.send(r.stream);
 }

@@ -1,3 +1,4 @@
+import { Type } from '@sinclair/typebox';
 import { defineRoute } from '../../http/route.js';
 import { Id, Obj } from '../../http/schemas.js';
 import { gateAccess } from '../../http/stream-access.js';
@@ -12,6 +13,20 @@ import * as svc from './restores.service.js';
 const RestoreParams = Obj({ restoreId: Id });
 const restore = { kind: 'backup_restore', param: 'restoreId' } as const;
 
+const ApplyBody = Type.Optional(
+  Type.Union([
+    Obj({
+      confirmationToken: Type.Optional(
+        Type.Unsafe<unknown>({
+          description:
+            'The confirmationToken that POST /api/backup-runs/:runId/restore/prepare returned (a string); a missing, non-string, oversize (over 200 characters), wrong, used or expired token is 400 INVALID_CONFIRMATION_TOKEN naming confirmationToken',
+        }),
+      ),
+    }),
+    Type.Null(),
+  ]),
+);
+
 export const restoreRoutes = [
   defineRoute({
     method: 'POST',
@@ -21,8 +36,9 @@ export const restoreRoutes = [
     requires: [{ tag: 'project:admin', on: 'project' }],
     resource: restore,
     // Body `{ confirmationToken }`, checked by the service: a missing body, a missing, non-string,
-    // oversize or wrong token are all 400 INVALID_CONFIRMATION_TOKEN.
-    schema: { params: RestoreParams, response: Restore },
+    // oversize or wrong token are all 400 INVALID_CONFIRMATION_TOKEN (so the schema declares the
+    // field without a type the validator would refuse first with VALIDATION_FAILED).
+    schema: { params: RestoreParams, body: ApplyBody, response: Restore },
     handler({ actor, resource, body }, ctx) {
       const t = (body as { confirmationToken?: unknown } | undefined)?.confirmationToken;
       const token = typeof t === 'string' && t.length <= 200 ? t : undefined;

@@ -2909,7 +2909,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description The confirmationToken that POST /api/backup-runs/:runId/restore/prepare returned (a string); a missing, non-string, oversize (over 200 characters), wrong, used or expired token is 400 INVALID_CONFIRMATION_TOKEN naming confirmationToken */
+                    confirmationToken?: unknown;
+                } | null;
+            };
+        };
         responses: {
             /** @description success */
             200: {

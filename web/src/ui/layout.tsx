@@ -106,6 +106,10 @@ export function Shell({ children }: { children: ReactNode }) {
               {n.label}
             </Link>
           ))}
+          {/* A page of its own (not the dashboard's router): Redoc renders /api/openapi.json there. */}
+          <a href="/api/docs" className="sidenav-foot">
+            API reference
+          </a>
         </nav>
         <main id="main" className="content" tabIndex={-1}>
           {children}

@@ -78,7 +78,7 @@ export default function RestorePage({ params }: PageProps) {
   const forget = () => window.history.replaceState(null, '');
   const apply = useMutation({
     // The route reads its body itself (the OpenAPI document does not describe it), hence the cast.
-    mutationFn: () => data(api.POST('/api/backup-restores/{restoreId}/apply', { params: { path: { restoreId } }, body: { confirmationToken: token.trim() } as never })),
+    mutationFn: () => data(api.POST('/api/backup-restores/{restoreId}/apply', { params: { path: { restoreId } }, body: { confirmationToken: token.trim() } })),
     onSuccess: (r) => {
       setRestore(r);
       setConfirming(false);
