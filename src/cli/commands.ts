@@ -5,13 +5,14 @@ import { registerDeploymentCommands } from './commands/deployments.js';
 import { registerDomainCommands } from './commands/domains.js';
 import { registerEnvCommands } from './commands/env.js';
 import { registerLogCommands } from './commands/logs.js';
+import { registerMemberCommands } from './commands/members.js';
 import { registerOrgCommands } from './commands/orgs.js';
 import { registerProjectCommands } from './commands/projects.js';
 
 /**
  * The client commands of contract section 12 other than `deploy` (src/cli/deploy.ts), one group
  * per file under `commands/`: projects and open, deployments, rollback and cancel, domains, env,
- * orgs and switch, logs, backups, completion. Each prints JSON with `--json`, and ends through
+ * orgs and switch, logs, backups, members and invitations, completion. Each prints JSON with `--json`, and ends through
  * output.ts's exit codes (0 done, 1 refused or failed, 2 usage).
  */
 export function registerClientCommands(program: Command): void {
@@ -22,5 +23,6 @@ export function registerClientCommands(program: Command): void {
   registerOrgCommands(program);
   registerLogCommands(program);
   registerBackupCommands(program);
+  registerMemberCommands(program);
   registerCompletionCommand(program);
 }

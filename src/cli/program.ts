@@ -6,7 +6,6 @@ import { ApiError, apiClient, readClientConfig, savedClient, writeClientConfig }
 import { promptHidden, readStdin } from './prompt.js';
 import { registerClientCommands } from './commands.js';
 import { registerDeployCommand } from './deploy.js';
-import { registerMemberCommands } from './commands/members.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail as failWith, printJson } from './output.js';
 
 /**
@@ -26,7 +25,6 @@ export function buildProgram(): Command {
   // deploy first: it is what most people run, and `berth --help` lists commands in this order.
   registerDeployCommand(program);
   registerClientCommands(program);
-  registerMemberCommands(program);
   return program;
 }
 

@@ -1,9 +1,11 @@
 import { chmodSync, existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { savedClient } from '../client.js';
-import { resolveProject } from '../link.js';
-import { action, note, printJson, printTable } from '../output.js';
+import { savedClient, type ApiClient } from '../client.js';
+import { followDeployment, type Outcome } from '../deploy.js';
+import { lookupProject, readLink, resolveProject, sameServer, type ProjectSummary } from '../link.js';
+import { action, note, printJson, printTable, UsageError } from '../output.js';
+import type { Deployment } from './deployments.js';
 import { seg } from './shared.js';
 
 /** An env var as the API shows it (contract section 5): a secret's value is always the mask. */
@@ -79,19 +81,82 @@ function parsePairs(pairs: string[], secret: boolean) {
   });
 }
 
+/**
+ * The project of `berth env set|unset|pull` and the other arguments. `--project` names it when
+ * given; else a first argument names it when it cannot be one of the others (`set`: a pair holds
+ * `=`) or, in a folder linked by `berth deploy`, when it names a project you can read; else the
+ * folder's linked project is used (a usage error outside a linked folder) and every argument is a
+ * pair, key or file.
+ */
+async function projectAndArgs(client: ApiClient, args: string[], opts: { project?: string }, isArg: (a: string) => boolean): Promise<{ project: ProjectSummary; rest: string[] }> {
+  if (opts.project) return { project: await resolveProject(client, opts.project), rest: args };
+  const [first, ...others] = args;
+  if (first !== undefined && !isArg(first)) {
+    const link = readLink(process.cwd());
+    const linkedHere = !!link && sameServer(link.server, client.server);
+    const named = linkedHere ? await lookupProject(client, first) : null;
+    if (!linkedHere || named) return { project: named ?? (await resolveProject(client, first)), rest: others };
+  }
+  return { project: await resolveProject(client, undefined), rest: args };
+}
+
+const hasEquals = (a: string): boolean => a.includes('=');
+const never = (): boolean => false;
+
+interface EnvWriteOptions {
+  environment: string;
+  project?: string;
+  json?: boolean;
+}
+
+/**
+ * `env set|unset --redeploy`: starts a deployment of the environment from the project's current
+ * source and follows it like `berth deploy` (build log streamed, the URL last); exit 0 when ready.
+ */
+async function redeploy(client: ApiClient, p: ProjectSummary, environment: string, json: boolean): Promise<Outcome> {
+  const queued = await client.request<Deployment>('POST', '/api/deployments', { projectId: p.id, environment });
+  note(`deployment ${queued.id} ${queued.status} (${environment}): redeploying with the new variables`);
+  const waiting = new AbortController();
+  const onSigint = () => waiting.abort();
+  process.on('SIGINT', onSigint);
+  try {
+    return await followDeployment(client, p, queued, json ? process.stderr : process.stdout, waiting.signal);
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
+}
+
+/** Ends `env set|unset`: the JSON or the line, then a redeploy (`--redeploy`) or the hint that one is needed. */
+async function afterChange(client: ApiClient, p: ProjectSummary, opts: EnvWriteOptions & { redeploy?: boolean }, change: { set?: string[]; removed?: string[] }, line: string): Promise<void> {
+  const outcome = opts.redeploy ? await redeploy(client, p, opts.environment, !!opts.json) : null;
+  if (opts.json) printJson({ project: p.id, environment: opts.environment, ...change, deployment: outcome?.deployment ?? null, url: outcome?.url ?? null });
+  else {
+    if (!outcome) console.log(line);
+    else if (outcome.url) console.log(outcome.url);
+  }
+  if (!outcome) {
+    const envFlag = opts.environment === 'production' ? '' : ` --env ${opts.environment}`;
+    note(`the running app keeps the old values until its next deployment: pass --redeploy, or run \`berth deploy${envFlag}\``);
+    return;
+  }
+  // As `berth deploy`: open keep-alive sockets must not hold the process once the outcome is known.
+  process.exit(outcome.code);
+}
+
 /** `berth env list|set|unset|pull`. */
 export function registerEnvCommands(program: Command): void {
-  const env = program.command('env').description("a project's environment variables");
+  const env = program.command('env').description("a project's environment variables (PROJECT defaults to this folder's linked project)");
   const environment = ['-e, --environment <name>', 'environment', 'production'] as const;
+  const project = ['-p, --project <project>', 'the project (id, slug or name); default: the first argument when it names one, else this folder\'s project'] as const;
 
   env
-    .command('list <project>')
+    .command('list [project]')
     .alias('ls')
     .description('list variables (secret values are masked)')
     .option(...environment)
     .option('--json', 'print JSON')
     .action(
-      action(async (ref: string, opts: { environment: string; json?: boolean }) => {
+      action(async (ref: string | undefined, opts: { environment: string; json?: boolean }) => {
         const client = savedClient();
         const p = await resolveProject(client, ref);
         const vars = await client.request<EnvVar[]>('GET', `/api/projects/${seg(p.id)}/env?environment=${encodeURIComponent(opts.environment)}`);
@@ -102,64 +167,83 @@ export function registerEnvCommands(program: Command): void {
     );
 
   env
-    .command('set <project> <pairs...>')
-    .description('set KEY=VALUE pairs (only these keys change)')
+    .command('set <args...>')
+    .usage('[PROJECT] KEY=VALUE... [options]')
+    .description('set KEY=VALUE pairs (only these keys change); the app gets them at its next deployment (--redeploy starts one)')
     .option(...environment)
+    .option(...project)
     .option('-s, --secret', 'store the values as secrets')
+    .option('--redeploy', 'deploy the environment again now and follow it like `berth deploy`')
+    .option('--json', 'print JSON: { project, environment, set, deployment, url }')
     .action(
-      action(async (ref: string, pairs: string[], opts: { environment: string; secret?: boolean }) => {
-        const upserts = parsePairs(pairs, !!opts.secret);
+      action(async (args: string[], opts: EnvWriteOptions & { secret?: boolean; redeploy?: boolean }) => {
         const client = savedClient();
-        const p = await resolveProject(client, ref);
+        const { project: p, rest } = await projectAndArgs(client, args, opts, hasEquals);
+        if (rest.length === 0) throw new UsageError('name at least one KEY=VALUE pair');
+        const upserts = parsePairs(rest, !!opts.secret);
         await client.request('PATCH', `/api/projects/${seg(p.id)}/env`, { environment: opts.environment, upserts, deletes: [] });
-        console.log(`set ${upserts.map((u) => u.key).join(', ')} on ${p.slug} (${opts.environment})`);
+        const keys = upserts.map((u) => u.key);
+        await afterChange(client, p, opts, { set: keys }, `set ${keys.join(', ')} on ${p.slug} (${opts.environment})`);
       }),
     );
 
   env
-    .command('unset <project> <keys...>')
-    .description('delete variables (only these keys change)')
+    .command('unset <args...>')
+    .usage('[PROJECT] KEY... [options]')
+    .description('delete variables (only these keys change); the app loses them at its next deployment (--redeploy starts one)')
     .option(...environment)
+    .option(...project)
+    .option('--redeploy', 'deploy the environment again now and follow it like `berth deploy`')
+    .option('--json', 'print JSON: { project, environment, removed, deployment, url }')
     .action(
-      action(async (ref: string, keys: string[], opts: { environment: string }) => {
+      action(async (args: string[], opts: EnvWriteOptions & { redeploy?: boolean }) => {
         const client = savedClient();
-        const p = await resolveProject(client, ref);
+        const { project: p, rest: keys } = await projectAndArgs(client, args, opts, never);
+        if (keys.length === 0) throw new UsageError('name at least one KEY to remove');
         await client.request('PATCH', `/api/projects/${seg(p.id)}/env`, { environment: opts.environment, upserts: [], deletes: keys });
-        console.log(`removed ${keys.join(', ')} from ${p.slug} (${opts.environment})`);
+        await afterChange(client, p, opts, { removed: keys }, `removed ${keys.join(', ')} from ${p.slug} (${opts.environment})`);
       }),
     );
 
   env
-    .command('pull <project> [file]')
+    .command('pull [args...]')
+    .usage('[PROJECT] [FILE] [options]')
     .description(`write a project's variables to a .env file (default ${DEFAULT_ENV_FILE}, mode 0600); secrets as empty KEY= lines`)
     .option(...environment)
+    .option(...project)
     .option('-y, --yes', 'overwrite the file when it exists')
     .option('--json', 'print JSON: { project, environment, file, entries } (entries: { key, value, isSecret }, a secret\'s value null)')
     .action(
-      action(async (ref: string, fileArg: string | undefined, opts: { environment: string; yes?: boolean; json?: boolean }) => {
-        const file = path.resolve(fileArg ?? DEFAULT_ENV_FILE);
-        if (!opts.yes && existsSync(file)) throw new Error(`${file} exists: pass --yes to overwrite it, or name another file`);
+      action(async (args: string[], opts: EnvWriteOptions & { yes?: boolean }) => {
         const client = savedClient();
-        const p = await resolveProject(client, ref);
-        const vars = await client.request<EnvVar[]>('GET', `/api/projects/${seg(p.id)}/env?environment=${encodeURIComponent(opts.environment)}`);
-        const { text, unwritable } = dotenvText(vars, `${p.slug} (${opts.environment}), pulled by \`berth env pull\` at ${new Date().toISOString()}`);
-        try {
-          writePrivate(file, text, !!opts.yes);
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw new Error(`${file} exists: pass --yes to overwrite it, or name another file`);
-          throw e;
-        }
-        for (const k of unwritable) note(`warning: ${k} was left empty: its value cannot be quoted in a .env file`);
-        const secrets = vars.filter((v) => v.isSecret).length;
-        if (opts.json) {
-          return printJson({
-            project: p.id,
-            environment: opts.environment,
-            file,
-            entries: vars.map((v) => ({ key: v.key, value: v.isSecret ? null : v.value, isSecret: v.isSecret })),
-          });
-        }
-        console.log(`wrote ${vars.length} variable${vars.length === 1 ? '' : 's'} of ${p.slug} (${opts.environment}) to ${path.relative(process.cwd(), file) || file}${secrets ? ` (${secrets} secret${secrets === 1 ? '' : 's'} left empty)` : ''}`);
+        const { project: p, rest } = await projectAndArgs(client, args, opts, never);
+        if (rest.length > 1) throw new UsageError(`too many arguments: ${rest.join(' ')} (PROJECT and FILE at most)`);
+        await pull(client, p, rest[0], opts);
       }),
     );
+}
+
+/** `berth env pull`: reads the variables and writes the file. */
+async function pull(client: ApiClient, p: ProjectSummary, fileArg: string | undefined, opts: EnvWriteOptions & { yes?: boolean }): Promise<void> {
+  const file = path.resolve(fileArg ?? DEFAULT_ENV_FILE);
+  if (!opts.yes && existsSync(file)) throw new Error(`${file} exists: pass --yes to overwrite it, or name another file`);
+  const vars = await client.request<EnvVar[]>('GET', `/api/projects/${seg(p.id)}/env?environment=${encodeURIComponent(opts.environment)}`);
+  const { text, unwritable } = dotenvText(vars, `${p.slug} (${opts.environment}), pulled by \`berth env pull\` at ${new Date().toISOString()}`);
+  try {
+    writePrivate(file, text, !!opts.yes);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw new Error(`${file} exists: pass --yes to overwrite it, or name another file`);
+    throw e;
+  }
+  for (const k of unwritable) note(`warning: ${k} was left empty: its value cannot be quoted in a .env file`);
+  const secrets = vars.filter((v) => v.isSecret).length;
+  if (opts.json) {
+    return printJson({
+      project: p.id,
+      environment: opts.environment,
+      file,
+      entries: vars.map((v) => ({ key: v.key, value: v.isSecret ? null : v.value, isSecret: v.isSecret })),
+    });
+  }
+  console.log(`wrote ${vars.length} variable${vars.length === 1 ? '' : 's'} of ${p.slug} (${opts.environment}) to ${path.relative(process.cwd(), file) || file}${secrets ? ` (${secrets} secret${secrets === 1 ? '' : 's'} left empty)` : ''}`);
 }
