@@ -363,7 +363,7 @@ export function registerDeployCommand(program: Command): void {
     .description('deploy a folder: pack it (honouring .gitignore and .berthignore), upload, build, wait until it serves and print the URL')
     .option('--project <project>', 'deploy to this project (id, slug or name) instead of the folder\'s linked one')
     .option('--name <name>', 'name of the project to create when the folder is not linked (default: the folder name)')
-    .option('--env <name>', 'environment to deploy', 'production')
+    .option('--env <name>', 'environment to deploy (one the project lacks is created as a preview environment)', 'production')
     .option('--no-wait', 'return once the deployment is queued')
     .option('--json', 'print { project, deployment, url } on stdout (progress on stderr)')
     .option('--install-command <command>', 'install with this command, saved to the project\'s config (empty: the detected one)')
