@@ -179,9 +179,12 @@ describe('preview deployments from GitHub pull requests', () => {
       const name = `pr-${pull.number}`;
       const res = await w.fake.deliverPullRequest(hookUrl, WEBHOOK_SECRET, x.owner, 'shop', pull.number, 'synchronize', { installationId: x.installationId });
       assert.equal(res.status, 202);
-      // GitHub sends the push of the same head too, and may send the synchronize again under another id.
+      // GitHub sends the push of the same head too, and may send the synchronize again under another id:
+      // that one is acknowledged and not queued (the same pull request, action and head within the hour).
       await sendPush(x, 'feature/login');
-      await sendPull(x, pull, 'synchronize');
+      const second = await w.fake.deliverPullRequest(hookUrl, WEBHOOK_SECRET, x.owner, 'shop', pull.number, 'synchronize', { installationId: x.installationId });
+      assert.equal(second.status, 200, JSON.stringify(second.body));
+      assert.equal(second.body.data.duplicate, true);
       await deliveryDone(res.deliveryId);
       const again = await w.fake.deliverPullRequest(hookUrl, WEBHOOK_SECRET, x.owner, 'shop', pull.number, 'synchronize', { installationId: x.installationId, deliveryId: res.deliveryId });
       assert.equal(again.status, 200);
