@@ -305,3 +305,45 @@ export async function checkInstallEgress(
   note(`${target.host}:${target.port} (${target.what}) is not reachable from this server either (${fromHost.ok ? 'ok' : fromHost.code}); the install runs anyway`);
   return null;
 }
+
+/** What the runtime holds of its egress check: the last answer, and a stop. */
+export interface EgressCheck {
+  status(): EgressStatus | undefined;
+  /** Stops the timer and waits for a check in flight (its box is gone then). */
+  stop(): Promise<void>;
+}
+
+/**
+ * `runtime.egress`, checked every `intervalMs`: from inside a box of its own under the sandbox (whose
+ * traffic the host forwards; its firewall rules are put back first), from the server itself under the
+ * other drivers (the process runtime is the host's network; the engine forwards containers' traffic).
+ * Null when BERTH_EGRESS_CHECK is `off`.
+ */
+export function startEgressCheck(driver: RuntimeDriver, intervalMs: number, env: NodeJS.ProcessEnv = process.env): EgressCheck | null {
+  const target = egressCheckTarget(env);
+  if (!target) return null;
+  if (driver.name === 'sandbox' && driver.ensureEgressRules) {
+    const monitor = new EgressMonitor(driver, target, { intervalMs, before: () => driver.ensureEgressRules!() });
+    monitor.start();
+    return {
+      status: () => monitor.status(),
+      stop: async () => {
+        monitor.stop();
+        await monitor.idle();
+      },
+    };
+  }
+  let last: EgressStatus | undefined;
+  const probe = async () => {
+    const r = await hostReaches(target);
+    const checkedAt = new Date().toISOString();
+    last = r.ok ? { ok: true, checkedAt } : { ok: false, checkedAt, error: `${target.host}:${target.port} (${target.what}) is not reachable from this server: ${r.code}` };
+  };
+  void probe();
+  const timer = setInterval(() => void probe(), intervalMs);
+  timer.unref();
+  return {
+    status: () => last,
+    stop: async () => clearInterval(timer),
+  };
+}

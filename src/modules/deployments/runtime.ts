@@ -8,7 +8,7 @@ import { createDriver } from '../../runtime/drivers.js';
 import { LogStore } from '../../runtime/logs.js';
 import { Supervisor, type RuntimeSnapshot, type Upstream } from '../../runtime/supervisor.js';
 import type { DriverStatus } from '../../runtime/driver.js';
-import { EgressMonitor, egressCheckTarget, hostReaches } from '../../runtime/egress.js';
+import { startEgressCheck, type EgressCheck } from '../../runtime/egress.js';
 
 import { listEnvironments, projectOrgAnyOrg, projectStatusAnyOrg, projectsToRestore, sleepModesOf } from '../projects/index.js';
 import { hmacSha256Hex } from '../../lib/crypto.js';
@@ -54,10 +54,8 @@ export class BerthRuntime {
   private readonly swaps = new Map<string, Promise<unknown>>();
   private sweeper: NodeJS.Timeout | null = null;
   private shuttingDown = false;
-  /** The periodic check behind `runtime.egress` (sandbox: from inside a box; other drivers: from the server). */
-  private egress: EgressMonitor | null = null;
-  private hostEgress: DriverStatus['egress'];
-  private hostProbe: NodeJS.Timeout | null = null;
+  /** The periodic check behind `runtime.egress` (egress.ts). */
+  private egress: EgressCheck | null = null;
   readonly healthTimeoutMs = envNumber('BERTH_HEALTH_TIMEOUT_SECONDS', 30) * 1000;
 
   constructor(readonly ctx: AppContext) {
@@ -135,7 +133,7 @@ export class BerthRuntime {
     if (!status.ready) this.ctx.log.error({ driver: status.driver }, `the ${status.driver} runtime cannot run builds or apps: ${status.reason}`);
     // What a previous run left (after a crash or kill -9): killed, before anything is started again.
     await this.driver.reclaim().catch((err) => this.ctx.log.error({ err: (err as Error).message }, 'could not reclaim what the previous run left'));
-    this.startEgressCheck(status.ready);
+    this.egress = status.ready ? startEgressCheck(this.driver, envNumber('BERTH_EGRESS_CHECK_SECONDS', 300) * 1000) : null;
     const edge = new EdgeServer(
       {
         lookup: (host) => this.routes.lookup(host),
@@ -187,32 +185,8 @@ export class BerthRuntime {
 
   /** The driver's status with the last egress check (GET /api/health `runtime`). */
   status(): DriverStatus {
-    const egress = this.egress?.status() ?? this.hostEgress;
+    const egress = this.egress?.status();
     return egress ? { ...this.driver.status(), egress } : this.driver.status();
-  }
-
-  /**
-   * `runtime.egress`, checked every BERTH_EGRESS_CHECK_SECONDS (default 300): from inside a box of its
-   * own under the sandbox (whose traffic the host forwards), from the server itself under the other
-   * drivers (the process runtime is the host's network; the engine forwards containers' traffic).
-   */
-  private startEgressCheck(ready: boolean): void {
-    const target = egressCheckTarget();
-    if (!target || !ready) return;
-    const intervalMs = envNumber('BERTH_EGRESS_CHECK_SECONDS', 300) * 1000;
-    if (this.driver.name === 'sandbox' && this.driver.ensureEgressRules) {
-      this.egress = new EgressMonitor(this.driver, target, { intervalMs, before: () => this.driver.ensureEgressRules!() });
-      this.egress.start();
-      return;
-    }
-    const probe = async () => {
-      const r = await hostReaches(target);
-      this.hostEgress = r.ok ? { ok: true, checkedAt: new Date().toISOString() } : { ok: false, checkedAt: new Date().toISOString(), error: `${target.host}:${target.port} (${target.what}) is not reachable from this server: ${r.code}` };
-    };
-    void probe();
-    const t = setInterval(() => void probe(), intervalMs);
-    t.unref();
-    this.hostProbe = t;
   }
 
   get isShuttingDown(): boolean {
@@ -228,9 +202,7 @@ export class BerthRuntime {
     await this.owners.stop();
     if (this.settling.size) await Promise.race([Promise.all([...this.settling]), new Promise((r) => setTimeout(r, 5000).unref())]);
     await this.supervisor.stopAll();
-    this.egress?.stop();
-    if (this.hostProbe) clearInterval(this.hostProbe);
-    await this.egress?.idle();
+    await this.egress?.stop();
     await this.driver.close?.().catch((err) => this.ctx.log.warn({ err: (err as Error).message }, 'could not remove the runtime\'s host rules'));
     this.logs.closeAll();
   }
