@@ -285,6 +285,13 @@ export class NetworkPool {
    */
   async create(port: number | null): Promise<NetNamespace> {
     await this.init();
+    // Another Berth on this machine that stopped just as this one started may have taken the host
+    // rules away (it found no other server registered yet): a box never starts without them.
+    const listed = await run(this.bins.nft, ['list', 'table', 'inet', 'berth']).then(
+      () => true,
+      () => false,
+    );
+    if (!listed) await this.ensureRules();
     const ns = this.describe(this.claim());
     try {
       await run(this.bins.ip, ['-batch', '-'], [`netns add ${ns.name}`, `link add ${ns.hostIf} type veth peer name eth0 netns ${ns.name}`, `addr add ${ns.hostAddr}/30 dev ${ns.hostIf}`, `link set ${ns.hostIf} up`].join('\n') + '\n');
