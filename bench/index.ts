@@ -1,9 +1,14 @@
 /**
- * `npm run bench [-- name ...]`: runs the benches (all, or the named ones) and prints one table of
- * figures with ratios against references measured in the same run.
+ * `npm run bench [-- name ...] [--save FILE] [--compare FILE]`: runs the benches (all, or the named
+ * ones) and prints one table of figures with ratios against references measured in the same run.
+ * The run is saved as JSON to `bench/runs/latest.json` (and FILE with `--save`); `--compare FILE`
+ * then names the figures that moved by more than 15 % against that earlier run (bench/compare.ts).
  */
-import { existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import path from 'node:path';
+import { compareRuns, formatComparison, type SavedRun } from './compare.js';
 import { printRows, ROOT, type Bench, type Row } from './lib.js';
 
 /** name -> [file, exported function]. Areas add their bench here. */
@@ -20,7 +25,20 @@ const BENCHES: Record<string, [string, string]> = {
   postgres: ['postgres.ts', 'postgresBench'],
 };
 
-const wanted = process.argv.slice(2);
+const args = process.argv.slice(2);
+const flag = (name: string): string | undefined => {
+  const i = args.indexOf(name);
+  if (i < 0) return undefined;
+  const v = args[i + 1];
+  if (!v || v.startsWith('--')) throw new Error(`${name} needs a file`);
+  args.splice(i, 2);
+  return v;
+};
+const saveTo = flag('--save');
+const compareWith = flag('--compare');
+const earlier = compareWith ? (JSON.parse(readFileSync(compareWith, 'utf8')) as SavedRun) : undefined;
+const wanted = args;
+const loadStart = loadavg()[0]!;
 const rows: Row[] = [];
 for (const [name, [file, fn]] of Object.entries(BENCHES)) {
   if (wanted.length && !wanted.includes(name)) continue;
@@ -36,3 +54,17 @@ for (const [name, [file, fn]] of Object.entries(BENCHES)) {
   }
 }
 printRows(rows);
+
+let commit: string | undefined;
+try {
+  commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+} catch {
+  /* not a checkout */
+}
+const run: SavedRun = { at: new Date().toISOString(), commit, load: { start: loadStart, end: loadavg()[0]! }, rows };
+mkdirSync(path.join(ROOT, 'bench', 'runs'), { recursive: true });
+for (const file of [path.join(ROOT, 'bench', 'runs', 'latest.json'), saveTo]) {
+  if (file) writeFileSync(file, JSON.stringify(run, null, 2) + '\n');
+}
+console.log(`\nrun saved to bench/runs/latest.json${saveTo ? ` and ${saveTo}` : ''} (load ${run.load!.start.toFixed(1)}-${run.load!.end.toFixed(1)})`);
+if (earlier) console.log(`\n${formatComparison(compareRuns(earlier.rows, rows), earlier)}`);
