@@ -287,11 +287,12 @@ export class NetworkPool {
     await this.init();
     // Another Berth on this machine that stopped just as this one started may have taken the host
     // rules away (it found no other server registered yet): a box never starts without them.
-    const listed = await run(this.bins.nft, ['list', 'table', 'inet', 'berth']).then(
+    // The check runs beside the namespace's own setup (it is a process start on the wake path) and is
+    // awaited before the namespace is handed out.
+    const listed = run(this.bins.nft, ['list', 'table', 'inet', 'berth']).then(
       () => true,
       () => false,
     );
-    if (!listed) await this.ensureRules();
     const ns = this.describe(this.claim());
     try {
       await run(this.bins.ip, ['-batch', '-'], [`netns add ${ns.name}`, `link add ${ns.hostIf} type veth peer name eth0 netns ${ns.name}`, `addr add ${ns.hostAddr}/30 dev ${ns.hostIf}`, `link set ${ns.hostIf} up`].join('\n') + '\n');
@@ -299,6 +300,7 @@ export class NetworkPool {
       const admit = port ? `    ip saddr ${ns.hostAddr} tcp dport ${port} accept\n` : '';
       const rules = `table inet sandbox {\n  chain input {\n    type filter hook input priority 0; policy drop;\n    ct state established,related accept\n    iif "lo" accept\n${admit}  }\n}\n`;
       await run(this.bins.nsenter, [`--net=${ns.path}`, '--', this.bins.nft, '-f', '-'], rules);
+      if (!(await listed)) await this.ensureRules();
     } catch (e) {
       await this.release(ns).catch(() => {});
       throw e;
