@@ -11,7 +11,8 @@ import { AppError, ERROR_STATUS, type ErrorCode } from './lib/errors.js';
 import type { ModuleDef, RouteInfo } from './http/route.js';
 import { registerModules } from './http/register.js';
 import { AccessEvents } from './authz/access-events.js';
-import { emptyPorts, mergePorts, type Ports } from './ports.js';
+import { PortBoard, type Ports } from './ports.js';
+import type { AreaState } from './state.js';
 import { clientErrorAnswer, ConnectionGuard } from './http/connection-guard.js';
 import { parseTrustedProxies } from './lib/trusted-proxies.js';
 import { describeAjvError, installValidators } from './http/validation.js';
@@ -139,6 +140,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   const scheduler = new Scheduler(new LeaderLease(database.db, 'scheduler', instanceId, log, config.instance.leaderTtlMs), log);
   const access = new AccessEvents();
   access.relay(bus);
+  const board = new PortBoard();
   const ctx: AppContext = {
     config,
     db: database.db,
@@ -151,7 +153,8 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     instanceId,
     bus,
     access,
-    ports: emptyPorts(),
+    ports: board.ports,
+    state: {} as AreaState,
     publicUrl() {
       const addr = app.server.address();
       const port = addr && typeof addr === 'object' ? addr.port : config.port;
@@ -244,9 +247,17 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
 
   const modules: ModuleDef[] = [];
   modules.push(metaModule(() => modules), ...areaModules, ...(opts.modules ?? []));
-  // Ports first (every module's `provides`, then the caller's replacements), so that `init` can use them.
-  for (const m of modules) if (m.provides) mergePorts(ctx.ports, m.provides(ctx));
-  if (opts.ports) mergePorts(ctx.ports, opts.ports);
+  // Ports and state first, so that `init` can use them: every module's declared ports (empty), its
+  // per-server state (`ctx.state.<area>`), the ports it provides, then the caller's replacements.
+  for (const m of modules) if (m.declares) board.declare(m.name, m.declares);
+  for (const m of modules) {
+    for (const [key, value] of Object.entries(m.state?.(ctx) ?? {})) {
+      if (key in ctx.state) throw new Error(`ctx.state.${key} is made by two modules, the second ${m.name}`);
+      (ctx.state as Record<string, unknown>)[key] = value;
+    }
+  }
+  for (const m of modules) if (m.provides) board.provide(m.name, m.provides(ctx));
+  if (opts.ports) board.provide('the caller (tests)', opts.ports);
   for (const m of modules) await m.init?.(ctx);
   const routes = registerModules(app, ctx, modules);
 

@@ -8,6 +8,7 @@ import type { JobQueue } from './jobs/queue.js';
 import type { Scheduler } from './jobs/leader.js';
 import type { AccessEvents } from './authz/access-events.js';
 import type { Ports } from './ports.js';
+import type { AreaState } from './state.js';
 
 /**
  * What services need from the running program. Built once by buildApp(); services take the parts
@@ -37,4 +38,6 @@ export interface AppContext {
   access: AccessEvents;
   /** What areas offer each other (src/ports.ts), merged from every module's `provides`. */
   ports: Ports;
+  /** Each area's per-server state (src/state.ts), made by its module's `state`; its own use only. */
+  state: AreaState;
 }

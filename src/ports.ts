@@ -131,47 +131,83 @@ export interface StreamTokenPort {
 
 export type CloneTokenPort = (ctx: AppContext, orgId: string, owner: string, repo: string) => Promise<{ token: string; username?: string } | null>;
 
-/** The empty set of ports, before modules provide theirs. */
-export function emptyPorts(): Ports {
-  return {
-    auth: {
-      async actorFromBearer() {
-        return null;
-      },
-      async actorFromSession() {
-        return null;
-      },
-      async actorFromCredentialId() {
-        return null;
-      },
-      async memberActor() {
-        return null;
-      },
-    },
-    streamTokens: null,
-    git: null,
-    cloneTokens: null,
-    runtime: null,
-    runtimeHost: null,
-    certificates: null,
-    cloud: null,
-    projectDependents: [],
-    uploadSource: null,
-    catalogs: {},
-    projectReads: null,
-    backups: null,
-    githubTokens: null,
-    deploymentSettled: [],
-  };
-}
+/** How the provisions of a port of type T combine, from the type: a list, a nullable single port, or a record. */
+export type PortKind<T> = [T] extends [readonly unknown[]] ? 'list' : null extends T ? 'one' : 'record';
 
-/** Merges one module's ports into `into` (lists appended, records merged, single ports replaced). */
-export function mergePorts(into: Ports, add: Partial<Ports>): void {
-  for (const [key, value] of Object.entries(add) as [keyof Ports, unknown][]) {
-    if (value === undefined) continue;
-    if (key === 'projectDependents') into.projectDependents = [...into.projectDependents, ...(value as ProjectDependent[])];
-    else if (key === 'deploymentSettled') into.deploymentSettled = [...into.deploymentSettled, ...(value as DeploymentSettled[])];
-    else if (key === 'catalogs') into.catalogs = { ...into.catalogs, ...(value as Ports['catalogs']) };
-    else (into as unknown as Record<string, unknown>)[key] = value;
+/**
+ * The ports a module declares (its `declares`), each with its kind: `one` (null until provided; the last
+ * provider wins, and tests' fakes come last), `list` (every provider's entries, appended) or `record`
+ * (every provider's keys, merged).
+ */
+export type PortKinds = { [K in keyof Ports]?: PortKind<Ports[K]> };
+
+/** What the gate finds before the auth module provides its port: nobody. */
+const NO_AUTH: AuthPort = {
+  async actorFromBearer() {
+    return null;
+  },
+  async actorFromSession() {
+    return null;
+  },
+  async actorFromCredentialId() {
+    return null;
+  },
+  async memberActor() {
+    return null;
+  },
+};
+
+/** Ports declared here rather than by an area (besides `auth`, always set): the ones the gate uses. */
+const CORE_PORTS: PortKinds = {
+  streamTokens: 'one',
+  git: 'one',
+  cloneTokens: 'one',
+  runtime: 'one',
+  runtimeHost: 'one',
+  certificates: 'one',
+  cloud: 'one',
+  projectDependents: 'list',
+  uploadSource: 'one',
+  catalogs: 'record',
+  projectReads: 'one',
+  backups: 'one',
+  githubTokens: 'one',
+  deploymentSettled: 'list',
+};
+
+/**
+ * One server's ports as buildApp() assembles them: every module's `declares` first (each port is
+ * declared once, and starts empty: null, [] or {}), then every module's `provides`, then the caller's
+ * replacements (tests' fakes). A provided port that no module declares is an error, not a silent key.
+ */
+export class PortBoard {
+  readonly ports: Ports;
+  readonly #declared = new Map<string, { kind: 'one' | 'list' | 'record'; by: string }>();
+
+  constructor() {
+    this.ports = { auth: NO_AUTH } as Ports;
+    this.#declared.set('auth', { kind: 'one', by: 'src/ports.ts' });
+    this.declare('src/ports.ts', CORE_PORTS);
+  }
+
+  declare(by: string, kinds: PortKinds): void {
+    for (const [key, kind] of Object.entries(kinds) as [string, 'one' | 'list' | 'record'][]) {
+      const seen = this.#declared.get(key);
+      if (seen) throw new Error(`port ${key} is declared by ${seen.by} and by ${by}`);
+      this.#declared.set(key, { kind, by });
+      (this.ports as unknown as Record<string, unknown>)[key] = kind === 'list' ? [] : kind === 'record' ? {} : null;
+    }
+  }
+
+  provide(by: string, add: Partial<Ports>): void {
+    const into = this.ports as unknown as Record<string, unknown>;
+    for (const [key, value] of Object.entries(add)) {
+      if (value === undefined) continue;
+      const declared = this.#declared.get(key);
+      if (!declared) throw new Error(`${by} provides port ${key}, which no module declares`);
+      if (declared.kind === 'list') into[key] = [...(into[key] as unknown[]), ...(value as unknown[])];
+      else if (declared.kind === 'record') into[key] = { ...(into[key] as object), ...(value as object) };
+      else into[key] = value;
+    }
   }
 }

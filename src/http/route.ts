@@ -3,7 +3,8 @@ import type { Static, TSchema } from '@sinclair/typebox';
 import type { Actor } from '../authz/actor.js';
 import type { ResourceRef } from '../authz/authorize.js';
 import type { AppContext } from '../context.js';
-import type { Ports, StreamTokenKind } from '../ports.js';
+import type { PortKinds, Ports, StreamTokenKind } from '../ports.js';
+import type { AreaState } from '../state.js';
 import type { StreamAccess } from './stream-access.js';
 
 /**
@@ -151,6 +152,16 @@ export interface ModuleDef {
   routes: AnyRoute[];
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   resolvers?: Record<string, ResourceResolver<any>>;
+  /**
+   * This area's per-server state (`ctx.state.<area>`, declared by the area on src/state.ts's
+   * `AreaState`); made once per server before any module's `provides`.
+   */
+  state?(ctx: AppContext): Partial<AreaState>;
+  /**
+   * The ports this area declares (its `declare module` on src/ports.ts's `Ports`) and how their
+   * provisions combine; every port is declared by one module, which also keeps it reachable for tsc.
+   */
+  declares?: PortKinds;
   /** The ports this area offers others (src/ports.ts); merged into `ctx.ports` before any `init`. */
   provides?(ctx: AppContext): Partial<Ports>;
   /** Registers job handlers and scheduled tickers; runs in buildApp(). */
