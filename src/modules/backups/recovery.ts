@@ -38,7 +38,7 @@ export async function recoverStale(ctx: Ctx, staleMs: number | null, includeQueu
   return n;
 }
 
-/** Start-up sweep: leftovers of restores a stop interrupted (`data.old-*`, `data.restore-*`). */
+/** Start-up sweep: leftovers of restores a stop interrupted (`data.restore-*`, `data/.berth-new-*`, `data/.berth-old-*`; `data.old-*` of older versions). */
 export async function sweepVolumes(ctx: Pick<AppContext, 'config'>): Promise<void> {
   const root = path.join(ctx.config.dataDir, 'volumes');
   if (!existsSync(root)) return;
@@ -52,6 +52,11 @@ export async function sweepVolumes(ctx: Pick<AppContext, 'config'>): Promise<voi
       continue;
     }
     const targets = new Set(names.filter((n) => /\.(old|restore)-/.test(n)).map((n) => n.replace(/\.(old|restore)-.*$/, '')));
+    // A swap of contents leaves its folders inside the volume (`.berth-new-*`, `.berth-old-*`).
+    for (const n of names) {
+      const inner = await readdir(path.join(dir, n)).catch(() => [] as string[]);
+      if (inner.some((x) => /^\.berth-(new|old)-/.test(x))) targets.add(n);
+    }
     for (const t of targets) await repairVolume(path.join(dir, t)).catch(() => {});
   }
 }

@@ -1,16 +1,17 @@
 import { existsSync, readdirSync } from 'node:fs';
 import type { Dirent } from 'node:fs';
-import { lstat, mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { lstat, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as tar from 'tar';
+import { copyContents } from '../../runtime/disk-image.js';
 import { BLOCK_BYTES, BlockGunzip, BlockGzip, CHUNK_BYTES } from '../../lib/blockgzip.js';
 
 /**
  * A volume (a folder) as one artifact and back: a blocked-gzip tar of its contents, its size
- * estimate, extraction into a fresh folder, and the swap that puts a restored folder in place so the
- * target is always whole (with the repair of a swap a crash interrupted).
+ * estimate, extraction into a fresh folder, and the swap that puts a restored folder's contents in
+ * place so the target is always whole (with the repair of a swap a crash interrupted).
  */
 
 export const GZIP_LEVEL = 6;
@@ -99,25 +100,92 @@ export async function extractInto(source: Readable, dir: string, signal?: AbortS
   if (unpackErr) throw unpackErr;
 }
 
-/**
- * Swaps `staged` in as `target`: target -> `<target>.old-<tag>`, staged -> target, old removed. If the
- * second rename fails the old folder is put back, so the target is always whole.
- */
-export async function swapIn(staged: string, target: string, tag: string): Promise<{ old: string | null }> {
-  const old = `${target}.old-${tag}`;
-  const hadTarget = existsSync(target);
-  if (hadTarget) await rename(target, old);
-  try {
-    await rename(staged, target);
-  } catch (e) {
-    if (hadTarget) await rename(old, target);
-    throw e;
-  }
-  // The caller removes `old` (after the restore is reported; repairVolume() sweeps leftovers).
-  return { old: hadTarget ? old : null };
+/** Names of the swap's own folders inside a volume (`.berth-new-<tag>`, `.berth-old-<tag>`). */
+const SWAP_RE = /^\.berth-(new|old)-/;
+/** Written into `.berth-old-<tag>` once every old entry is in it: from then on the new contents win. */
+const MOVED = '.moved';
+
+async function sameDevice(a: string, b: string): Promise<boolean> {
+  const [x, y] = await Promise.all([lstat(a), lstat(b)]);
+  return x.dev === y.dev;
 }
 
-/** After a crash mid-swap: put back `<target>.old-*` when the target is missing; drop staging leftovers. */
+/** Is `dir` the root of its own filesystem (a volume's image mounted there)? */
+async function isMountRoot(dir: string): Promise<boolean> {
+  return !(await sameDevice(dir, path.dirname(dir)));
+}
+
+/** Moves every entry of `from` into `to` (same filesystem), but the swap's own folders and `keep`. */
+async function moveEntries(from: string, to: string, keep: (name: string) => boolean): Promise<void> {
+  for (const n of await readdir(from)) {
+    if (SWAP_RE.test(n) || keep(n)) continue;
+    await rename(path.join(from, n), path.join(to, n));
+  }
+}
+
+/**
+ * Swaps the contents of `staged` in as the contents of `target`, so the target can be a mount point
+ * (a volume on its own filesystem image, which refuses a rename: docs/runtime.md "Disk limits"). The
+ * target is always whole:
+ *
+ * 1. the staged contents are brought into `<target>/.berth-new-<tag>` (a rename on the same
+ *    filesystem, else a copy keeping owners, modes and times: `cp -a`; a copy that fails, e.g. ENOSPC
+ *    on an image without room for both, is removed and the target is untouched);
+ * 2. the old entries are moved into `<target>/.berth-old-<tag>`, which is then marked `.moved`;
+ * 3. the new entries are moved up into the target, and `.berth-new-<tag>` is removed.
+ *
+ * Steps 2 and 3 are renames inside one filesystem. A failure in step 2 puts the old entries back; a
+ * crash is repaired by `repairVolume` (back to the old contents before the mark, forward after it).
+ * The caller removes the answered `old` folder once the restore is reported.
+ */
+export async function swapIn(staged: string, target: string, tag: string): Promise<{ old: string | null }> {
+  await mkdir(target, { recursive: true, mode: 0o700 });
+  const fresh = path.join(target, `.berth-new-${tag}`);
+  const old = path.join(target, `.berth-old-${tag}`);
+  await rm(fresh, { recursive: true, force: true });
+  await rm(old, { recursive: true, force: true });
+  // An image's own lost+found stays where it is (the filesystem's, not the volume's contents).
+  const mountRoot = await isMountRoot(target);
+  const keep = (n: string) => mountRoot && n === 'lost+found';
+  if (await sameDevice(staged, target)) await rename(staged, fresh);
+  else {
+    try {
+      await mkdir(fresh, { mode: 0o700 });
+      await copyContents(staged, fresh);
+    } catch (e) {
+      await rm(fresh, { recursive: true, force: true }).catch(() => {});
+      throw e;
+    }
+  }
+  await mkdir(old, { mode: 0o700 });
+  try {
+    await moveEntries(target, old, keep);
+    await writeFile(path.join(old, MOVED), '');
+  } catch (e) {
+    await moveEntries(old, target, (n) => n === MOVED).catch(() => {});
+    await rm(fresh, { recursive: true, force: true }).catch(() => {});
+    await rm(old, { recursive: true, force: true }).catch(() => {});
+    throw e;
+  }
+  await finishForward(fresh, target, keep);
+  return { old };
+}
+
+/** Step 3: the new entries into the target (a restored `lost+found` gives way to the image's own). */
+async function finishForward(fresh: string, target: string, keep: (name: string) => boolean): Promise<void> {
+  for (const n of await readdir(fresh)) {
+    if (keep(n) && existsSync(path.join(target, n))) await rm(path.join(fresh, n), { recursive: true, force: true });
+    else await rename(path.join(fresh, n), path.join(target, n));
+  }
+  await rm(fresh, { recursive: true, force: true });
+}
+
+/**
+ * After a crash mid-swap: inside the target, a `.berth-new-*` without the old folder's `.moved` mark
+ * goes (the old entries are moved back), one with it is finished; `.berth-old-*` folders go. Left
+ * from an older Berth that renamed folders: `<target>.old-*` put back when the target is missing.
+ * Staging leftovers (`<target>.restore-*`) are dropped.
+ */
 export async function repairVolume(target: string): Promise<void> {
   const parent = path.dirname(target);
   const base = path.basename(target);
@@ -127,5 +195,22 @@ export async function repairVolume(target: string): Promise<void> {
   if (!existsSync(target) && olds.length > 0) await rename(path.join(parent, olds[0]!), target);
   for (const n of readdirSync(parent)) {
     if (n.startsWith(`${base}.old-`) || n.startsWith(`${base}.restore-`)) await rm(path.join(parent, n), { recursive: true, force: true });
+  }
+  if (!existsSync(target)) return;
+  const mountRoot = await isMountRoot(target);
+  const keep = (n: string) => mountRoot && n === 'lost+found';
+  const inner = await readdir(target);
+  for (const n of inner.filter((x) => x.startsWith('.berth-new-'))) {
+    const tag = n.slice('.berth-new-'.length);
+    const old = path.join(target, `.berth-old-${tag}`);
+    const fresh = path.join(target, n);
+    if (existsSync(path.join(old, MOVED))) await finishForward(fresh, target, keep);
+    else {
+      if (existsSync(old)) await moveEntries(old, target, (x) => x === MOVED || keep(x));
+      await rm(fresh, { recursive: true, force: true });
+    }
+  }
+  for (const n of await readdir(target)) {
+    if (n.startsWith('.berth-old-')) await rm(path.join(target, n), { recursive: true, force: true });
   }
 }
