@@ -2,6 +2,7 @@ import type { RawBuilder } from 'kysely';
 import type { Db } from '../../db/client.js';
 import { sql } from '../../db/kysely.js';
 import { randomString } from '../../lib/ids.js';
+import { inOrg } from '../../db/scope.js';
 
 export interface AuditInput {
   orgId: string;
@@ -76,7 +77,7 @@ export function auditInsertStep(row: AuditRow, when: RawBuilder<unknown>): RawBu
 
 /** Newest first; `cursor` is the id of the last event of the previous page. */
 export async function listAuditEvents(db: Db, orgId: string, limit: number, cursor?: { at: string; id: string }): Promise<AuditEvent[]> {
-  let q = db.selectFrom('auditEvents').selectAll().where('orgId', '=', orgId);
+  let q = db.selectFrom('auditEvents').selectAll().where(inOrg(orgId));
   if (cursor) {
     q = q.where((eb) => eb.or([eb('at', '<', cursor.at), eb.and([eb('at', '=', cursor.at), eb('id', '<', cursor.id)])]));
   }
@@ -93,5 +94,5 @@ export async function listAuditEvents(db: Db, orgId: string, limit: number, curs
 }
 
 export async function findAuditEvent(db: Db, orgId: string, id: string): Promise<{ at: string; id: string } | undefined> {
-  return db.selectFrom('auditEvents').select(['at', 'id']).where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+  return db.selectFrom('auditEvents').select(['at', 'id']).where(inOrg(orgId)).where('id', '=', id).executeTakeFirst();
 }

@@ -1,4 +1,5 @@
 import type { Db, Dialect } from '../../db/client.js';
+import { inOrg } from '../../db/scope.js';
 
 /** SQL for organizations and their memberships; every query is scoped by org. */
 
@@ -7,7 +8,7 @@ export async function findOrg(db: Db, orgId: string) {
 }
 
 export async function countMembers(db: Db, orgId: string): Promise<number> {
-  const r = await db.selectFrom('memberships').select((eb) => eb.fn.countAll<number>().as('n')).where('orgId', '=', orgId).executeTakeFirstOrThrow();
+  const r = await db.selectFrom('memberships').select((eb) => eb.fn.countAll<number>().as('n')).where(inOrg(orgId)).executeTakeFirstOrThrow();
   return Number(r.n);
 }
 
@@ -15,7 +16,7 @@ export async function countOwners(db: Db, orgId: string): Promise<number> {
   const r = await db
     .selectFrom('memberships')
     .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('orgId', '=', orgId)
+    .where(inOrg(orgId))
     .where('role', '=', 'owner')
     .executeTakeFirstOrThrow();
   return Number(r.n);
@@ -34,7 +35,7 @@ export async function findMember(db: Db, orgId: string, userId: string) {
     .selectFrom('memberships')
     .innerJoin('users', 'users.id', 'memberships.userId')
     .select(['memberships.userId as userId', 'memberships.role as role', 'memberships.createdAt as joinedAt', 'users.email as email', 'users.name as name'])
-    .where('memberships.orgId', '=', orgId)
+    .where(inOrg(orgId, 'memberships'))
     .where('memberships.userId', '=', userId)
     .executeTakeFirst();
 }
@@ -44,18 +45,18 @@ export async function listMembers(db: Db, orgId: string) {
     .selectFrom('memberships')
     .innerJoin('users', 'users.id', 'memberships.userId')
     .select(['memberships.userId as userId', 'memberships.role as role', 'memberships.createdAt as joinedAt', 'users.email as email', 'users.name as name'])
-    .where('memberships.orgId', '=', orgId)
+    .where(inOrg(orgId, 'memberships'))
     .orderBy('memberships.createdAt')
     .orderBy('memberships.userId')
     .execute();
 }
 
 export async function setMemberRole(db: Db, orgId: string, userId: string, role: string): Promise<void> {
-  await db.updateTable('memberships').set({ role }).where('orgId', '=', orgId).where('userId', '=', userId).execute();
+  await db.updateTable('memberships').set({ role }).where(inOrg(orgId)).where('userId', '=', userId).execute();
 }
 
 export async function deleteMember(db: Db, orgId: string, userId: string): Promise<void> {
-  await db.deleteFrom('memberships').where('orgId', '=', orgId).where('userId', '=', userId).execute();
+  await db.deleteFrom('memberships').where(inOrg(orgId)).where('userId', '=', userId).execute();
 }
 
 export async function insertMember(db: Db, m: { orgId: string; userId: string; role: string; createdAt: string }): Promise<void> {
