@@ -3,7 +3,7 @@ import type { AppContext } from './context.js';
 import type { GitPort, ProjectDependent, ProjectReads, RuntimePort, UploadSourcePort } from './modules/projects/index.js';
 import type { CatalogProvider } from './modules/permissions/index.js';
 import type { BackupsRuntime } from './modules/backups/index.js';
-import type { BerthRuntime } from './modules/deployments/index.js';
+import type { BerthRuntime } from './modules/hosting/index.js';
 import type { CloudHost } from './modules/cloud/index.js';
 
 /**

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { acquireDirLock, acquireInstanceLock } from './lib/lockfile.js';
-import { edgeUrlOf } from './modules/deployments/index.js';
+import { edgeUrlOf } from './modules/hosting/index.js';
 
 export interface RunningServer {
   app: FastifyInstance;

@@ -7,8 +7,9 @@ import { projectsModule } from './projects/index.js';
 import { uploadsModule } from './uploads/index.js';
 import { gitproviderModule } from './gitprovider/index.js';
 import { deploymentsModule } from './deployments/index.js';
+import { hostingModule } from './hosting/index.js';
 import { cloudModule } from './cloud/index.js';
 import { certificatesModule } from './certificates/index.js';
 
 /** Every area's module, in registration order. Add a new area here. */
-export const areaModules: ModuleDef[] = [authModule, permissionsModule, auditModule, projectsModule, uploadsModule, gitproviderModule, deploymentsModule, backupsModule, cloudModule, certificatesModule];
+export const areaModules: ModuleDef[] = [authModule, permissionsModule, auditModule, projectsModule, uploadsModule, gitproviderModule, deploymentsModule, hostingModule, backupsModule, cloudModule, certificatesModule];

@@ -23,7 +23,7 @@ import tls from 'node:tls';
 import { createLogger } from '../../src/lib/logger.js';
 import { randomString } from '../../src/lib/ids.js';
 import { issueCertificate, renewDueCertificates } from '../../src/modules/certificates/index.js';
-import { getRuntime } from '../../src/modules/deployments/index.js';
+import { getRuntime } from '../../src/modules/hosting/index.js';
 import { startDnsStub } from '../support/dns-stub.js';
 import { createProject, createUser } from '../support/factories.js';
 import { startFakeCloudflare } from '../support/fake-cloudflare.js';

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { parseEnv } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { writeLink } from '../../src/cli/link.js';
-import { getRuntime } from '../../src/modules/deployments/index.js';
+import { getRuntime } from '../../src/modules/hosting/index.js';
 import { createProject, createUser, type TestUser } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { edgeRequest } from '../support/http.js';

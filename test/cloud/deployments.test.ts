@@ -7,7 +7,7 @@ import { resourceInfo, type AnyRoute, type ModuleDef } from '../../src/http/rout
 import { newId } from '../../src/lib/ids.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { cloudRecordRoutes } from '../../src/modules/cloud/cloud-records.js';
-import { getRuntime } from '../../src/modules/deployments/index.js';
+import { getRuntime } from '../../src/modules/hosting/index.js';
 import { readSse } from '../backups/helpers.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';
 import { waitFor } from '../support/wait.js';

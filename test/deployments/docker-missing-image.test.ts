@@ -12,7 +12,7 @@ import path from 'node:path';
 import { freshPostgresDatabase, startTestServer, tempDir, usingPostgres, type TestServer } from '../support/harness.js';
 import { createUser } from '../support/factories.js';
 import type { HttpClient } from '../support/http.js';
-import { getRuntime } from '../../src/modules/deployments/index.js';
+import { getRuntime } from '../../src/modules/hosting/index.js';
 import { dockerSuite } from '../support/docker.js';
 import { waitForDeployment } from '../support/wait.js';
 

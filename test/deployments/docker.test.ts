@@ -17,7 +17,7 @@ import path from 'node:path';
 import { freshPostgresDatabase, startTestServer, tempDir, usingPostgres, type TestServer } from '../support/harness.js';
 import { createUser, type TestUser } from '../support/factories.js';
 import { type HttpClient, edgeRequest } from '../support/http.js';
-import { getRuntime } from '../../src/modules/deployments/index.js';
+import { getRuntime } from '../../src/modules/hosting/index.js';
 import { BASE_IMAGE, dockerSuite } from '../support/docker.js';
 import { instanceKeyOf } from '../../src/runtime/drivers.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';

@@ -16,7 +16,7 @@ import path from 'node:path';
 import { freshPostgresDatabase, startTestServer, tempDir, usingPostgres, type TestServer } from '../support/harness.js';
 import { createUser, type TestUser } from '../support/factories.js';
 import { type HttpClient, edgeRequest, type EdgeAnswer } from '../support/http.js';
-import { getRuntime } from '../../src/modules/deployments/index.js';
+import { getRuntime } from '../../src/modules/hosting/index.js';
 import { processesWith, writeTinyApp } from '../runtime/app-fixture.js';
 import { waitFor, waitForDeployment } from '../support/wait.js';
 

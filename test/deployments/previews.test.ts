@@ -16,8 +16,9 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import path from 'node:path';
 import * as tar from 'tar';
 import type { SettledDeployment } from '../../src/ports.js';
-import { environmentUrl, ensurePreviewEnvironment, getRuntime, removePreviewEnvironment } from '../../src/modules/deployments/index.js';
-import { appKeyOf } from '../../src/modules/deployments/releases.js';
+import { environmentUrl, ensurePreviewEnvironment, removePreviewEnvironment } from '../../src/modules/deployments/index.js';
+import { getRuntime } from '../../src/modules/hosting/index.js';
+import { appKeyOf } from '../../src/runtime/app-key.js';
 import { resolveEnvForRuntime } from '../../src/modules/projects/index.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { actorOf, createDeployment, createUser, type TestUser } from '../support/factories.js';

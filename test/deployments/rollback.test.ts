@@ -15,7 +15,7 @@ import path from 'node:path';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { createDeployment, createProject, createUser, type TestUser } from '../support/factories.js';
 import { assertError, type HttpClient, edgeRequest, type EdgeAnswer } from '../support/http.js';
-import { getRuntime } from '../../src/modules/deployments/index.js';
+import { getRuntime } from '../../src/modules/hosting/index.js';
 import * as m014 from '../../src/db/migrations/014_current_releases.js';
 import { markReady, switchCurrent } from '../../src/modules/deployments/deployments.store.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';

@@ -20,7 +20,7 @@ import zlib from 'node:zlib';
 import { freshPostgresDatabase, startTestServer, tempDir, usingPostgres, type TestServer } from '../support/harness.js';
 import { createUser } from '../support/factories.js';
 import type { HttpClient } from '../support/http.js';
-import { getRuntime } from '../../src/modules/deployments/index.js';
+import { getRuntime } from '../../src/modules/hosting/index.js';
 import { findProgram } from '../../src/runtime/toolchains.js';
 import { waitForDeployment } from '../support/wait.js';
 

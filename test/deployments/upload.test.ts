@@ -5,7 +5,7 @@ import path from 'node:path';
 import * as tar from 'tar';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { createUser, type TestUser } from '../support/factories.js';
-import { getRuntime } from '../../src/modules/deployments/index.js';
+import { getRuntime } from '../../src/modules/hosting/index.js';
 import { attachUploadToProject, uploadSourceDir } from '../../src/modules/uploads/index.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';
 import { waitForDeployment } from '../support/wait.js';

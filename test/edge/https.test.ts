@@ -16,7 +16,7 @@ import https from 'node:https';
 import path from 'node:path';
 import tls from 'node:tls';
 import type { CertificatesPort } from '../../src/ports.js';
-import { getRuntime } from '../../src/modules/deployments/index.js';
+import { getRuntime } from '../../src/modules/hosting/index.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { createUser } from '../support/factories.js';
 import { assertError, edgeRequest, type HttpClient } from '../support/http.js';

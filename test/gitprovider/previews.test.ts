@@ -11,7 +11,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { getRuntime } from '../../src/modules/deployments/index.js';
+import { getRuntime } from '../../src/modules/hosting/index.js';
 import { findProject } from '../../src/modules/projects/index.js';
 import { setAutoDeploy } from '../../src/modules/projects/git.service.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';

@@ -10,7 +10,7 @@ import { isUniqueViolation } from '../../src/db/client.js';
 import * as m015 from '../../src/db/migrations/015_domain_verification.js';
 import * as m021 from '../../src/db/migrations/021_drop_domain_tls.js';
 import { newId, nowIso, randomString } from '../../src/lib/ids.js';
-import { getRuntime } from '../../src/modules/deployments/index.js';
+import { getRuntime } from '../../src/modules/hosting/index.js';
 import { startDnsStub, type DnsStub } from '../support/dns-stub.js';
 import { createGrant, createProject, createTeam, createUser, type TestOrg, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';

@@ -19,7 +19,7 @@ import path from 'node:path';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { createUser, type TestUser } from '../support/factories.js';
 import { edgeRequest, type HttpClient } from '../support/http.js';
-import { getRuntime } from '../../src/modules/deployments/index.js';
+import { getRuntime } from '../../src/modules/hosting/index.js';
 import { waitFor, waitForDeployment } from '../support/wait.js';
 import { HostFirewall } from '../../src/runtime/host-firewall.js';
 import { boxResolvConf } from '../../src/runtime/netns.js';

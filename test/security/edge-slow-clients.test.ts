@@ -13,7 +13,7 @@ process.env.BERTH_EDGE_MAX_CONNECTIONS_PER_ADDRESS = '4';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { edgeLimitsFromEnv } from '../../src/edge/limits.js';
-import { getRuntime } from '../../src/modules/deployments/runtime.js';
+import { getRuntime } from '../../src/modules/hosting/host.js';
 import { waitFor } from '../support/wait.js';
 import { RawConnection, startEdgeApp, type EdgeApp } from './edge-support.js';
 

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { createUser, type TestUser } from '../support/factories.js';
 import type { HttpClient } from '../support/http.js';
-import { getRuntime } from '../../src/modules/deployments/runtime.js';
+import { getRuntime } from '../../src/modules/hosting/host.js';
 import { waitFor, waitForDeployment } from '../support/wait.js';
 
 /**

@@ -8,7 +8,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { getRuntime } from '../../src/modules/deployments/runtime.js';
+import { getRuntime } from '../../src/modules/hosting/host.js';
 import { clientAddress, parseTrustedProxies } from '../../src/lib/trusted-proxies.js';
 import { waitFor } from '../support/wait.js';
 import { RawConnection, rawRequest, startEdgeApp, type EdgeApp } from './edge-support.js';

@@ -10,7 +10,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { startTestServer, tempDir, usingPostgres, type TestServer } from '../support/harness.js';
 import { createUser, type TestUser } from '../support/factories.js';
-import { getRuntime } from '../../src/modules/deployments/runtime.js';
+import { getRuntime } from '../../src/modules/hosting/host.js';
 import { processesWith, writeTinyApp } from '../runtime/app-fixture.js';
 import { waitFor } from '../support/wait.js';
 import { deployUpload, writeProbe } from './sandbox-probe.js';

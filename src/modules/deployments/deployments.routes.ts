@@ -3,7 +3,6 @@ import type { AppContext } from '../../context.js';
 import { defineRoute, type ModuleDef, type ResolvedResource } from '../../http/route.js';
 import { Id, IdParams, Obj, Str } from '../../http/schemas.js';
 import { projectRef } from '../projects/index.js';
-import { BUILD_JOB, runDeploymentJob } from './build-job.js';
 import { DeploymentSchema, DeploymentSessionSchema, IssuedTokenSchema } from './deployments.presenters.js';
 import * as service from './deployments.service.js';
 import * as store from './deployments.store.js';
@@ -11,10 +10,7 @@ import type { DeploymentRow } from './deployments.store.js';
 import { environmentRoutes } from './environments.routes.js';
 import { logRoutes } from './logs.routes.js';
 import { rollbackProject } from './rollback.service.js';
-import { projectsRuntimePort } from './runtime-port.js';
-import { BerthRuntime, runtimeOf } from './runtime.js';
 import { deploymentSession, issueBuildToken, streamTokenPort } from './stream-tokens.service.js';
-import { logRelayOf } from './log-relay.js';
 
 declare module '../../http/route.js' {
   interface ResourceKinds {
@@ -103,17 +99,14 @@ const deploymentRoutes = [
 ];
 
 /**
- * Build and run: deployments, their build job, logs and streams, and the runtime every server runs
- * (apps, edge proxy), which other areas reach through the ports this module provides.
+ * Deployments: their records, history, rollbacks, promotions, previews, logs and streams. Building
+ * and running them is this server's host's (the hosting area, reached through `ctx.ports.runtimeHost`).
  */
 export const deploymentsModule: ModuleDef = {
   name: 'deployments',
   resolvers: { deployment: resolveDeployment },
-  provides(ctx) {
-    const runtime = new BerthRuntime(ctx);
+  provides() {
     return {
-      runtimeHost: runtime,
-      runtime: projectsRuntimePort(runtime),
       streamTokens: streamTokenPort,
       // A project's deployments are previewed and removed with it (the projects area's DELETE).
       projectDependents: [
@@ -127,17 +120,6 @@ export const deploymentsModule: ModuleDef = {
         },
       ],
     };
-  },
-  init(ctx) {
-    ctx.jobs.register<{ deploymentId: string; orgId: string }>(BUILD_JOB, (payload, job, signal) => runDeploymentJob(ctx, payload, signal, job.attempts), { maxAttempts: 1 });
-  },
-  async start(ctx) {
-    // Before any stream: other instances' streams ask for the logs this one writes (log-relay.ts).
-    logRelayOf(ctx, runtimeOf(ctx));
-    await runtimeOf(ctx).start();
-  },
-  async stop(ctx) {
-    await runtimeOf(ctx).stop();
   },
   routes: [...deploymentRoutes, ...environmentRoutes, ...logRoutes],
 };

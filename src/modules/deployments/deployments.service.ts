@@ -7,10 +7,9 @@ import type { LogLine } from '../../runtime/logs.js';
 import { deploymentRecord, findEnvironment, findProject, type DeploymentRecord, type ProjectRow } from '../projects/index.js';
 import { insertAuditEvent } from '../audit/index.js';
 import { attachUploadToProject, checkUploadSession, uploadSourceDir } from '../uploads/index.js';
-import { BUILD_JOB } from './build-job.js';
 import * as store from './deployments.store.js';
 import type { DeploymentRow } from './deployments.store.js';
-import { runtimeOf } from './runtime.js';
+import { BUILD_JOB, hostOf } from './host.js';
 import { deploymentSettled } from './settled.js';
 
 /**
@@ -79,7 +78,7 @@ export async function deployProject(ctx: AppContext, actor: Actor, project: Proj
     await ctx.jobs.enqueue(BUILD_JOB, { deploymentId: id, orgId: actor.orgId }, { db: tx, orgId: actor.orgId, maxAttempts: 1 });
     await auditDeployment(tx, actor, t, 'deployment.create', id, { projectId: fresh.id, environment, trigger: t, ref, commit: input.commit ?? null, superseded });
   });
-  const rt = runtimeOf(ctx);
+  const rt = hostOf(ctx);
   for (const s of superseded) {
     rt.building.get(s)?.abort();
     rt.logs.build(fresh.id, s).append({ ts: nowIso(), stream: 'stderr', line: `[berth] superseded by ${id}` });
@@ -98,7 +97,7 @@ export async function cancelDeployment(ctx: AppContext, actor: Actor, d: Deploym
     return true;
   });
   if (moved) {
-    const rt = runtimeOf(ctx);
+    const rt = hostOf(ctx);
     rt.building.get(d.id)?.abort();
     rt.logs.build(d.projectId, d.id).append({ ts: nowIso(), stream: 'stderr', line: '[berth] cancelled' });
     deploymentSettled(ctx, d.orgId, d.id);
@@ -116,7 +115,7 @@ export async function auditDeployment(tx: Db, actor: Actor, trigger: string | nu
 }
 
 export function readBuildLogs(ctx: AppContext, d: DeploymentRow, opts: { limit?: number; since?: string }): LogLine[] {
-  return runtimeOf(ctx).logs.build(d.projectId, d.id).read({ limit: opts.limit ?? 1000, since: opts.since });
+  return hostOf(ctx).logs.build(d.projectId, d.id).read({ limit: opts.limit ?? 1000, since: opts.since });
 }
 
 export function isTerminal(status: string): boolean {

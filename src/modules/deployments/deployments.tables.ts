@@ -1,4 +1,5 @@
 import type { Generated } from 'kysely';
+import type { HostingTables } from '../hosting/index.js';
 
 /**
  * Tables of the build-and-run area (migration 005_deployments). The `deployments` table itself is
@@ -90,35 +91,11 @@ export interface SandboxIdentitiesTable {
 }
 
 /**
- * The runtime owner of an app (026_app_owners): with several instances on one PostgreSQL, the one that
- * runs it, the edge address the others forward its requests to, and its lease (docs/scale-out.md).
+ * The deployments area's tables. It extends the hosting area's (app owners, live instances) only so
+ * that src/db/schema.ts, which composes the database from this interface, still sees them; the
+ * deployments area queries none of them (test/architecture/tables.test.ts reads the keys written here).
  */
-export interface AppOwnersTable {
-  /** `appKeyOf(projectId, environment)`: the project's id, or a preview environment's key. */
-  appKey: string;
-  projectId: string;
-  /** The owner's `ctx.instanceId` (one per process). */
-  instanceId: string;
-  /** Its BERTH_INSTANCE_NAME (`default`): a restart of the same instance takes its apps back at once. */
-  instanceName: string;
-  /** `http://host:port` of the owner's edge (BERTH_INSTANCE_URL). */
-  address: string;
-  expiresAt: string;
-  updatedAt: string;
-}
-
-/** A live instance sharing the database (026_app_owners), renewed with its leases. */
-export interface BerthInstancesTable {
-  instanceId: string;
-  instanceName: string;
-  address: string;
-  startedAt: string;
-  expiresAt: string;
-}
-
-export interface DeploymentsTables {
-  appOwners: AppOwnersTable;
-  berthInstances: BerthInstancesTable;
+export interface DeploymentsTables extends HostingTables {
   deployments: DeploymentsTable;
   sandboxIdentities: SandboxIdentitiesTable;
   deploymentBuilds: DeploymentBuildsTable;

@@ -9,9 +9,8 @@ import { EVENT_STREAM, IssuedTokenSchema, LogLineSchema, RequestEntrySchema } fr
 import { isTerminal, readBuildLogs } from './deployments.service.js';
 import * as store from './deployments.store.js';
 import { checkSince, streamLogs } from './log-stream.js';
-import { logRelayOf } from './log-relay.js';
-import { appKeyOf } from './releases.js';
-import { runtimeOf } from './runtime.js';
+import { appKeyOf } from '../../runtime/app-key.js';
+import { hostOf } from './host.js';
 import { serverLogStreamToken } from './stream-tokens.service.js';
 
 /**
@@ -67,13 +66,13 @@ export const logRoutes = [
     handler: ({ query, resource, req, reply }, ctx) => {
       if (!resource) throw new AppError('NOT_FOUND', 'deployment not found');
       const d = resource.record;
-      const logs = runtimeOf(ctx).logs;
+      const logs = hostOf(ctx).logs;
       const file = logs.build(d.projectId, d.id);
       streamLogs(reply, req.id, {
         event: 'log',
         backlog: file.read({ limit: 10000 }),
         // Lines written by any instance (the build may run on another one: log-relay.ts).
-        subscribe: (fn) => logRelayOf(ctx, runtimeOf(ctx)).follow(`d:${d.id}`, file, fn),
+        subscribe: (fn) => hostOf(ctx).logRelay.follow(`d:${d.id}`, file, fn),
         until: async () => {
           const now = await store.findDeployment(ctx.db, d.orgId, d.id);
           return !now || isTerminal(now.status);
@@ -92,7 +91,7 @@ export const logRoutes = [
     schema: { params: IdParams, querystring: Obj({ limit: Limit(10000), since: Since, environment: Environment }), response: Type.Array(LogLineSchema) },
     handler: async ({ query, resource }, ctx) => {
       const app = await appOfQuery(ctx, resource.record, query.environment);
-      return runtimeOf(ctx).logs.runtime(app).read({ limit: query.limit ?? 200, since: checkSince(query.since) });
+      return hostOf(ctx).logs.runtime(app).read({ limit: query.limit ?? 200, since: checkSince(query.since) });
     },
   }),
   defineRoute({
@@ -106,13 +105,13 @@ export const logRoutes = [
     schema: { params: IdParams, querystring: Obj({ limit: Limit(10000), since: Since, follow: Follow, environment: Environment }) },
     handler: async ({ query, resource, req, reply }, ctx) => {
       const app = await appOfQuery(ctx, resource.record, query.environment);
-      const logs = runtimeOf(ctx).logs;
+      const logs = hostOf(ctx).logs;
       const file = logs.runtime(app);
       streamLogs(reply, req.id, {
         event: 'log',
         backlog: file.read({ limit: query.limit ?? 100, since: checkSince(query.since) }),
         // Lines written by any instance (the app may run on another one: log-relay.ts).
-        subscribe: (fn) => logRelayOf(ctx, runtimeOf(ctx)).follow(`p:${app}`, file, fn),
+        subscribe: (fn) => hostOf(ctx).logRelay.follow(`p:${app}`, file, fn),
         follow: query.follow ?? true,
         access: gateAccess(req),
       });
@@ -127,10 +126,10 @@ export const logRoutes = [
     schema: { params: IdParams, querystring: Obj({ limit: Limit(1000), environment: Environment }), response: Type.Array(RequestEntrySchema) },
     handler: async ({ query, resource }, ctx) => {
       const app = await appOfQuery(ctx, resource.record, query.environment);
-      const rt = runtimeOf(ctx);
+      const rt = hostOf(ctx);
       // Entries live in the memory of the instance that runs the app: ask it when it is another one.
       const owner = rt.owners.heldElsewhere(app) ? rt.owners.ownerOf(app)?.instanceId : undefined;
-      return logRelayOf(ctx, rt).recentRequests(app, query.limit ?? 100, owner);
+      return rt.logRelay.recentRequests(app, query.limit ?? 100, owner);
     },
   }),
   defineRoute({
@@ -154,12 +153,12 @@ export const logRoutes = [
     produces: EVENT_STREAM,
     schema: { params: IdParams, querystring: Obj({ token: Token, follow: Follow }) },
     handler: ({ params, query, req, reply }, ctx) => {
-      const rt = runtimeOf(ctx);
+      const rt = hostOf(ctx);
       streamLogs(reply, req.id, {
         event: 'request',
         backlog: [],
         // Requests served by any instance's edge (log-relay.ts).
-        subscribe: (fn) => logRelayOf(ctx, rt).followRequests(params.id, fn),
+        subscribe: (fn) => rt.logRelay.followRequests(params.id, fn),
         follow: query.follow ?? true,
         access: gateAccess(req),
       });

@@ -14,8 +14,8 @@ import { nowIso } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/index.js';
 import { deleteEnvironmentRows, ensureEnvironment, environmentRecords, findEnvironment, findProject, type EnvironmentRecord } from '../projects/index.js';
 import * as store from './deployments.store.js';
-import { appKeyOf } from './releases.js';
-import { runtimeOf } from './runtime.js';
+import { appKeyOf } from '../../runtime/app-key.js';
+import { hostOf } from './host.js';
 import { deploymentSettled } from './settled.js';
 
 export { environmentUrl } from './environment-url.js';
@@ -32,7 +32,7 @@ export async function ensurePreviewEnvironment(ctx: AppContext, actor: Actor, pr
   if (!row) throw notFound('project');
   const { env } = await ensureEnvironment(ctx, actor, row, input);
   // A changed branch is a changed host: the edge reads it again.
-  runtimeOf(ctx).invalidate(row.id);
+  hostOf(ctx).invalidate(row.id);
   return (await environmentRecords(ctx, row, [env]))[0]!;
 }
 
@@ -48,7 +48,7 @@ export async function removePreviewEnvironment(ctx: AppContext, actor: Actor, pr
   const env = await findEnvironment(ctx.db, orgId, projectId, name);
   if (!env) return;
   if (env.type !== 'preview') throw invalid('env', `environment "${name}" is not a preview environment`);
-  const rt = runtimeOf(ctx);
+  const rt = hostOf(ctx);
   const app = appKeyOf(projectId, name);
 
   // Builds in flight end as cancelled (told to listeners), and this server's stop before their files go.

@@ -21,7 +21,7 @@ import { deploymentRecord, findEnvironment, type DeploymentRecord, type ProjectR
 import { auditDeployment } from './deployments.service.js';
 import * as store from './deployments.store.js';
 import type { ReleaseRow } from './deployments.store.js';
-import { runtimeOf } from './runtime.js';
+import { hostOf } from './host.js';
 import { deploymentSettled } from './settled.js';
 
 export async function promoteEnvironment(ctx: AppContext, actor: Actor, project: ProjectRow, envName: string, input: { deploymentId?: string }): Promise<DeploymentRecord> {
@@ -32,7 +32,7 @@ export async function promoteEnvironment(ctx: AppContext, actor: Actor, project:
   if (project.status !== 'enabled') throw conflict('the project is disabled: enable it before promoting');
   if (project.location !== 'local') throw conflict('the project lives on the cloud instance: promote it there');
   const sourceId = (await sourceOf(ctx, project, envName, input.deploymentId)).id;
-  const rt = runtimeOf(ctx);
+  const rt = hostOf(ctx);
   const promoted = await rt.releaseSwap(project.id, async () => {
     // Read again inside the swap: a prune or a removal may have run while we waited.
     const source = await sourceOf(ctx, project, envName, sourceId);

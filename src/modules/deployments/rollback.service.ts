@@ -7,8 +7,8 @@ import { deploymentRecord, type DeploymentRecord, type ProjectRow } from '../pro
 import { auditDeployment } from './deployments.service.js';
 import * as store from './deployments.store.js';
 import type { ReleaseRow } from './deployments.store.js';
-import { appKeyOf } from './releases.js';
-import { runtimeOf } from './runtime.js';
+import { appKeyOf } from '../../runtime/app-key.js';
+import { hostOf } from './host.js';
 
 /**
  * Rollback (contract section 12): an environment's current release goes back to a ready deployment
@@ -27,7 +27,7 @@ export async function rollbackProject(ctx: AppContext, actor: Actor, project: Pr
   if (project.location !== 'local') throw conflict('the project lives on the cloud instance: roll it back there');
   const target = await targetOf(ctx, actor, project, input.deploymentId);
   const field = input.deploymentId ? 'deploymentId' : undefined;
-  const rt = runtimeOf(ctx);
+  const rt = hostOf(ctx);
   return rt.releaseSwap(project.id, async () => {
     const from = await store.currentRelease(ctx.db, actor.orgId, project.id, target.environment);
     if (from?.id === target.id) return deploymentRecord(from);
@@ -82,7 +82,7 @@ async function targetOf(ctx: AppContext, actor: Actor, project: ProjectRow, depl
  * is left as it was, not "failed").
  */
 async function startRelease(ctx: AppContext, project: ProjectRow, release: ReleaseRow, from: ReleaseRow | undefined): Promise<void> {
-  const rt = runtimeOf(ctx);
+  const rt = hostOf(ctx);
   const spec = await rt.releases.specOf(project.orgId, project.id, release);
   if (!spec) throw conflict(`deployment ${release.id} has no release to run`);
   const before = rt.supervisor.snapshot(project.id);
@@ -97,7 +97,7 @@ async function startRelease(ctx: AppContext, project: ProjectRow, release: Relea
 
 /** Runs what the current pointer names again (after a lost race), or stops the app when that is a static site. */
 async function putBack(ctx: AppContext, project: ProjectRow): Promise<void> {
-  const rt = runtimeOf(ctx);
+  const rt = hostOf(ctx);
   const spec = await rt.releases.specFor(project.orgId, project.id);
   if (spec) await rt.supervisor.deploy(spec).catch(() => {});
   else await rt.supervisor.stop(project.id).catch(() => {});

@@ -1,6 +1,6 @@
 import { defineRoute, type ModuleDef } from '../../http/route.js';
 import { linkStatus } from '../cloud/index.js';
-import { getRuntime } from '../deployments/index.js';
+import { getRuntime } from '../hosting/index.js';
 import { buildOpenApi, VERSION } from './openapi.js';
 import { HealthView, OpenApiDocument } from './meta.presenters.js';
 

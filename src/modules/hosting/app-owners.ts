@@ -2,12 +2,12 @@ import type { AppContext } from '../../context.js';
 import type { EdgeUpstream } from '../../edge/backend.js';
 import { Serial } from '../../db/serial.js';
 import * as owners from './app-owners.store.js';
-import { projectOfAppKey } from './releases.js';
+import { projectOfAppKey } from '../../runtime/app-key.js';
 
 /** The bus channel a moved lease is announced on (payload `{ app }`, or `{ taken: n }` after a takeover). */
 const OWNERS_CHANNEL = 'owners';
 
-/** What the runtime does when ownership moves (runtime.ts). */
+/** What the runtime does when ownership moves (host.ts). */
 export interface OwnershipHooks {
   /** Another instance took the app (a deploy there, or this instance's lease ran out): stop the local copy. */
   lost(app: string): Promise<void>;

@@ -1,5 +1,5 @@
 import type { Db } from '../../db/client.js';
-import type { AppOwnersTable, BerthInstancesTable } from './deployments.tables.js';
+import type { AppOwnersTable, BerthInstancesTable } from './hosting.tables.js';
 
 /**
  * SQL on `app_owners` (026_app_owners): the runtime owner of each app among the instances sharing one

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { AppContext } from '../../context.js';
@@ -8,35 +7,14 @@ import { DEFAULT_PIDS_MAX, type Limits } from '../../runtime/cgroups.js';
 import type { Identity, RuntimeDriver } from '../../runtime/driver.js';
 import { CA_VARIABLES } from '../../runtime/host-ca.js';
 import { uidBase } from '../../runtime/identity.js';
+import { appKeyOf } from '../../runtime/app-key.js';
 import type { ReleaseSpec, Supervisor } from '../../runtime/supervisor.js';
 import { projectRunSettings, resolveEnvForRuntime } from '../projects/index.js';
-import * as store from './deployments.store.js';
+import * as store from '../deployments/index.js';
 
 export function envNumber(name: string, fallback: number): number {
   const n = Number(process.env[name]);
   return Number.isFinite(n) && n > 0 ? n : fallback;
-}
-
-/**
- * The key an environment's app runs under in the supervisor, the runtime drivers (box, cgroup,
- * container, network and service names), the runtime log and the edge: production's is the project's
- * id (as before previews existed), a preview's `<projectId>-<10 hex of sha256(environment name)>`
- * (short enough for a Swarm service name, and only `[A-Za-z0-9_-]`).
- */
-export function appKeyOf(projectId: string, environment: string): string {
-  if (environment === 'production') return projectId;
-  return `${projectId}-${createHash('sha256').update(environment).digest('hex').slice(0, 10)}`;
-}
-
-/** The project of an app key (`appKeyOf`): the part before its `-` (project ids hold none). */
-export function projectOfAppKey(app: string): string {
-  const at = app.indexOf('-');
-  return at > 0 ? app.slice(0, at) : app;
-}
-
-/** Is this app key a preview environment's (not a project's production app)? */
-export function isPreviewApp(app: string): boolean {
-  return projectOfAppKey(app) !== app;
 }
 
 /** What every app and build starts from: never the server's own environment (it holds its secrets). */

@@ -4,8 +4,8 @@ import type { StaticSite } from '../../edge/backend.js';
 import { compileRules, type CompiledRule } from '../../edge/rules.js';
 import type { Supervisor } from '../../runtime/supervisor.js';
 import { environmentBySlugAnyOrg, listRouteRules, projectByDomain, projectBySlug, splitPreviewLabel, type EdgeProject } from '../projects/index.js';
-import * as store from './deployments.store.js';
-import { appKeyOf } from './releases.js';
+import * as store from '../deployments/index.js';
+import { appKeyOf } from '../../runtime/app-key.js';
 
 /** After this, a host's cached project, release and route rules are refreshed in the background. */
 const ROUTE_TTL_MS = 400;

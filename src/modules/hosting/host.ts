@@ -13,10 +13,12 @@ import { startEgressCheck, type EgressCheck } from '../../runtime/egress.js';
 import { listEnvironments, projectOrgAnyOrg, projectStatusAnyOrg, projectsToRestore, sleepModesOf } from '../projects/index.js';
 import { hmacSha256Hex } from '../../lib/crypto.js';
 import { AppOwnership } from './app-owners.js';
-import * as store from './deployments.store.js';
+import * as store from '../deployments/index.js';
+import { deploymentSettled } from '../deployments/index.js';
 import { EdgeRoutes } from './edge-routes.js';
-import { appKeyOf, baseEnv, envNumber, isPreviewApp, projectOfAppKey, Releases } from './releases.js';
-import { deploymentSettled } from './settled.js';
+import { appKeyOf, isPreviewApp, projectOfAppKey } from '../../runtime/app-key.js';
+import { baseEnv, envNumber, Releases } from './releases.js';
+import { LogRelay, logRelayOf } from './log-relay.js';
 
 /** Seconds an `auto_sleep` app may be idle before it is stopped (BERTH_SLEEP_IDLE_SECONDS, default 300). */
 function sleepIdleMs(): number {
@@ -25,7 +27,7 @@ function sleepIdleMs(): number {
 }
 
 /**
- * Build and run for one running Berth (made once per server by the deployments module's `provides`,
+ * Build and run for one running Berth (made once per server by the hosting module's `provides`,
  * reached as `ctx.ports.runtimeHost`): the supervisor of apps, the log store, the edge proxy and its
  * request log, the builds in flight, and its lifecycle (start, restore after a restart, the sleep
  * sweeper, stop). Releases (releases.ts) and the edge's host cache (edge-routes.ts) are its parts.
@@ -181,6 +183,11 @@ export class BerthRuntime {
     this.sweeper = setInterval(() => void this.sweep().catch((err) => this.ctx.log.warn({ err }, 'sleep sweep failed')), tick);
     this.sweeper.unref();
     this.restored = this.restore().catch((err) => this.ctx.log.error({ err }, 'could not restore running apps'));
+  }
+
+  /** This server's log relay: other instances' streams of the logs written here, and this one's of theirs (log-relay.ts). */
+  get logRelay(): LogRelay {
+    return logRelayOf(this.ctx, this);
   }
 
   /** The driver's status with the last egress check (GET /api/health `runtime`). */
@@ -359,10 +366,10 @@ function loopbackOf(edgeHost: string): string {
   return edgeHost.includes(':') ? `[${edgeHost}]` : edgeHost;
 }
 
-/** The runtime of a running Berth (`ctx.ports.runtimeHost`, made by the deployments module's `provides`). */
+/** The runtime of a running Berth (`ctx.ports.runtimeHost`, made by the hosting module's `provides`). */
 export function runtimeOf(ctx: Pick<AppContext, 'ports'>): BerthRuntime {
   const rt = ctx.ports.runtimeHost;
-  if (!rt) throw new Error('this server has no runtime (the deployments module provides it)');
+  if (!rt) throw new Error('this server has no runtime (the hosting module provides it)');
   return rt;
 }
 

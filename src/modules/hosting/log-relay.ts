@@ -306,7 +306,7 @@ function partsOf(entries: RequestEntry[]): RequestEntry[][] {
 
 const relays = new WeakMap<LogStore, LogRelay>();
 
-/** The log relay of this server's log store (made once, when the deployments module starts). */
+/** The log relay of this server's log store (made once, when the hosting module starts). */
 export function logRelayOf(ctx: Pick<AppContext, 'bus'>, rt: { logs: LogStore; requests: RequestLog }): LogRelay {
   let r = relays.get(rt.logs);
   if (!r) relays.set(rt.logs, (r = new LogRelay(ctx.bus, rt.logs, rt.requests)));

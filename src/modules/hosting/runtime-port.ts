@@ -1,8 +1,8 @@
 import { edgeProject, listDomains, listEnvironments, projectRuntimeFacts, type RuntimePort, type RuntimeState } from '../projects/index.js';
-import * as store from './deployments.store.js';
-import { appKeyOf } from './releases.js';
+import * as store from '../deployments/index.js';
+import { appKeyOf } from '../../runtime/app-key.js';
 import type { RuntimeSnapshot } from '../../runtime/supervisor.js';
-import type { BerthRuntime } from './runtime.js';
+import type { BerthRuntime } from './host.js';
 import { volumeUsage } from '../../runtime/disk-usage.js';
 
 /**

@@ -9,19 +9,16 @@ import { findEnvironment, findProject, resolveCloneCredential, resolveEnvForRunt
 import { uploadSourceDir } from '../uploads/index.js';
 import { planBuild, sourceRootDirectory } from '../detect/index.js';
 import { prepareStaticSite } from '../../edge/static-site.js';
-import * as store from './deployments.store.js';
-import { environmentUrl } from './environment-url.js';
-import { appKeyOf } from './releases.js';
-import { runtimeOf } from './runtime.js';
-import { deploymentSettled } from './settled.js';
+import * as store from '../deployments/index.js';
+import { deploymentSettled, environmentUrl } from '../deployments/index.js';
+import { appKeyOf } from '../../runtime/app-key.js';
+import { runtimeOf } from './host.js';
 
 /**
  * The build job: one queued deployment built and released (queued -> building -> deploying ->
  * ready, or failed / cancelled / superseded). A failed build or a release that fails its health
  * check leaves the previous release serving.
  */
-
-export const BUILD_JOB = 'deployment.build';
 
 export function buildDir(ctx: AppContext, projectId: string, deploymentId: string): string {
   return path.join(ctx.config.dataDir, 'builds', path.basename(projectId), path.basename(deploymentId));
