@@ -158,18 +158,7 @@ export class Supervisor {
       unsubscribe?.();
       silence?.stop();
     }
-    if (gen !== slot.generation || this.closed) {
-      // Stopped (or superseded) while starting: this instance never takes traffic.
-      await this.stopInstance(inst);
-      throw new StartError('the app was stopped while it was starting');
-    }
-    const old = slot.current;
-    slot.current = inst;
-    slot.consecutiveFailures = 0;
-    slot.lastActivity = Date.now();
-    this.watch(slot, inst);
-    this.setState(slot, 'running');
-    if (old) await this.stopInstance(old);
+    await this.promote(slot, inst, gen);
     return this.snapshot(slot.app)!;
   }
 
@@ -293,17 +282,7 @@ export class Supervisor {
     const p = this.startInstance(spec).then(
       async (inst) => {
         if (slot.starting === p) slot.starting = null;
-        if (gen !== slot.generation || this.closed) {
-          await this.stopInstance(inst);
-          throw new StartError('the app was stopped while it was starting');
-        }
-        const old = slot.current;
-        slot.current = inst;
-        slot.consecutiveFailures = 0;
-        slot.lastActivity = Date.now();
-        this.watch(slot, inst);
-        this.setState(slot, 'running');
-        if (old && old !== inst) await this.stopInstance(old);
+        await this.promote(slot, inst, gen);
         return inst;
       },
       (e) => {
@@ -314,6 +293,26 @@ export class Supervisor {
     );
     slot.starting = p;
     return p;
+  }
+
+  /**
+   * Makes a started, healthy instance the one that takes traffic (a deploy, a wake, a crash restart),
+   * then stops the one it replaces. When the app was stopped or superseded while it started (`gen` is
+   * no longer the slot's generation) or the server is closing, the new instance never takes traffic:
+   * it is stopped and this throws, and whatever ran keeps running.
+   */
+  private async promote(slot: Slot, inst: Instance, gen: number): Promise<void> {
+    if (gen !== slot.generation || this.closed) {
+      await this.stopInstance(inst);
+      throw new StartError('the app was stopped while it was starting');
+    }
+    const old = slot.current;
+    slot.current = inst;
+    slot.consecutiveFailures = 0;
+    slot.lastActivity = Date.now();
+    this.watch(slot, inst);
+    this.setState(slot, 'running');
+    if (old && old !== inst) await this.stopInstance(old);
   }
 
   private watch(slot: Slot, inst: Instance): void {
