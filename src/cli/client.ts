@@ -1,6 +1,8 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import createClient, { type Client } from 'openapi-fetch';
+import type { components, paths } from '../api-types/schema.js';
 
 /** `~/.config/berth/config.json` (or `$XDG_CONFIG_HOME/berth`): the server URL and the token. */
 export interface ClientConfig {
@@ -50,10 +52,17 @@ export class ApiError extends Error {
 
 export interface ApiClient {
   server: string;
-  request<T = unknown>(method: string, url: string, body?: unknown, headers?: Record<string, string>): Promise<T>;
+  /**
+   * The API, typed from its OpenAPI document (src/api-types/schema.d.ts, the dashboard's types too)
+   * through openapi-fetch: `answer(client.api.GET('/api/projects/{id}', { params: { path: { id } } }))`.
+   */
+  api: Client<paths>;
   /** A streaming GET (Server-Sent Events): the open body, or the error envelope as ApiError. */
   stream(url: string, signal?: AbortSignal): Promise<ReadableStream<Uint8Array>>;
 }
+
+/** The records the API answers with, by schema name (`Schemas['Deployment']`). */
+export type Schemas = components['schemas'];
 
 /** The error a non-2xx answer's body (the envelope of contract section 3, or whatever came) stands for. */
 export function apiErrorFrom(status: number, statusText: string, text: string): ApiError {
@@ -69,26 +78,47 @@ export function apiErrorFrom(status: number, statusText: string, text: string): 
 
 const apiErrorOf = (res: Response, text: string): ApiError => apiErrorFrom(res.status, res.statusText, text);
 
-/** A small JSON client over fetch: unwraps `{ data }`, turns the error envelope into ApiError. */
+/** What an openapi-fetch call resolves to. */
+interface Answer<T> {
+  data?: T;
+  error?: unknown;
+  response: Response;
+}
+
+/** Most answers are `{ data }`: that is what the commands want; any other body comes whole. */
+export type Unwrapped<T> = T extends { data: infer D } ? D : T;
+
+type JsonOf<R> = R extends { content: { 'application/json': infer B } } ? B : never;
+type SuccessOf<O> = O extends { responses: infer R } ? { [K in keyof R]: K extends 200 | 201 | 202 ? JsonOf<R[K]> : never }[keyof R] : never;
+
+/** What `answer()` of a call of `path` with `method` resolves to: `Answered<'/api/deployments/{id}', 'get'>`. */
+export type Answered<P extends keyof paths, M extends keyof paths[P]> = Unwrapped<SuccessOf<paths[P][M]>>;
+
+/** The JSON body a call of `path` with `method` takes, for bodies built up field by field. */
+export type RequestBody<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
+
+/**
+ * Awaits a call of `client.api`: the answer's `data` when the body is `{ data }` (else the body
+ * itself; undefined when there is none). A non-2xx answer throws ApiError from the error envelope.
+ */
+export async function answer<T>(call: Promise<Answer<T>>): Promise<Unwrapped<NonNullable<T>>> {
+  const { data, error, response } = await call;
+  if (!response.ok) {
+    // openapi-fetch hands over the body parsed when it is JSON, as text otherwise.
+    const text = error === undefined ? '' : typeof error === 'string' ? error : JSON.stringify(error);
+    throw apiErrorOf(response, text);
+  }
+  const body = data as any;
+  return (body && typeof body === 'object' && 'data' in body ? body.data : body) as Unwrapped<NonNullable<T>>;
+}
+
+/** The typed client of a server, with the token (if any) on every request. */
 export function apiClient(server: string, token?: string): ApiClient {
   const base = server.replace(/\/+$/, '');
   const auth: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
   return {
     server: base,
-    async request<T>(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
-      const h: Record<string, string> = { accept: 'application/json', ...auth, ...headers };
-      if (body !== undefined) h['content-type'] = 'application/json';
-      const res = await fetch(base + url, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body) });
-      const text = await res.text();
-      if (!res.ok) throw apiErrorOf(res, text);
-      let json: any = undefined;
-      try {
-        json = text ? JSON.parse(text) : undefined;
-      } catch {
-        /* not JSON */
-      }
-      return (json && typeof json === 'object' && 'data' in json ? json.data : json) as T;
-    },
+    api: createClient<paths>({ baseUrl: base, headers: { accept: 'application/json', ...auth } }),
     async stream(url: string, signal?: AbortSignal): Promise<ReadableStream<Uint8Array>> {
       const res = await fetch(base + url, { headers: { accept: 'text/event-stream', ...auth }, signal });
       if (!res.ok) throw apiErrorOf(res, await res.text());

@@ -11,7 +11,7 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { apiErrorFrom, savedClient, type ApiClient } from './client.js';
+import { answer, apiErrorFrom, savedClient, type Answered, type ApiClient, type RequestBody } from './client.js';
 import { checkEnvironmentName, ensureEnvironment, environmentUrl } from './environments.js';
 import { lookupProject, readLink, sameServer, writeLink, type ProjectSummary } from './link.js';
 import { action, describeError, EXIT_FAILED, EXIT_OK, note, printJson, UsageError } from './output.js';
@@ -21,12 +21,8 @@ import { followSse } from './sse.js';
 
 // ---------------------------------------------------------------- upload with a progress bar
 
-interface Target {
-  sessionId: string;
-  url: string;
-  method: string;
-  headers: Record<string, string>;
-}
+/** Where and how the tarball goes: the folder-upload session `POST /api/projects/folder/session` opens. */
+type Target = Answered<'/api/projects/folder/session', 'post'>;
 
 function uploadFile(target: Target, file: string, size: number): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -93,13 +89,13 @@ const COMMAND_FLAGS = [
  * ones run them; says what it saved.
  */
 async function saveCommandFlags(client: ApiClient, project: ProjectSummary, opts: DeployOptions): Promise<void> {
-  const patch: Record<string, string | null> = {};
+  const patch: RequestBody<'/api/projects/{id}', 'patch'> = {};
   for (const [, field] of COMMAND_FLAGS) {
     const v = opts[field];
     if (v !== undefined) patch[field] = v.trim() === '' ? null : v;
   }
   if (!Object.keys(patch).length) return;
-  await client.request('PATCH', `/api/projects/${encodeURIComponent(project.id)}`, patch);
+  await answer(client.api.PATCH('/api/projects/{id}', { params: { path: { id: project.id } }, body: patch }));
   for (const [flag, field] of COMMAND_FLAGS) {
     if (!(field in patch)) continue;
     const v = patch[field];
@@ -144,7 +140,7 @@ async function chooseProject(client: ApiClient, root: string, opts: DeployOption
   }
   const link = readLink(root);
   if (link && sameServer(link.server, client.server)) {
-    const me = await client.request<{ org: { id: string; name: string } | null }>('GET', '/api/auth/me');
+    const me = await answer(client.api.GET('/api/auth/me'));
     if (link.orgId !== me.org?.id) {
       throw new UsageError(
         `this folder is linked to a project of org ${link.orgId}, but you are signed in to ${me.org ? `${me.org.name} (${me.org.id})` : 'no org'}: ` +
@@ -200,7 +196,7 @@ async function waitForDeployment(client: ApiClient, deployment: Deployment, out:
     let status = deployment.status;
     for (;;) {
       if (signal.aborted) throw new Interrupted();
-      const now = await client.request<Deployment>('GET', `/api/deployments/${encodeURIComponent(deployment.id)}`);
+      const now = await answer(client.api.GET('/api/deployments/{id}', { params: { path: { id: deployment.id } } }));
       if (now.status !== status && !TERMINAL.includes(now.status)) note(`${now.status}…`);
       status = now.status;
       if (TERMINAL.includes(now.status)) {
@@ -255,7 +251,7 @@ export async function followDeployment(client: ApiClient, project: { id: string;
   }
   if (final.status === 'failed') {
     note(`deployment ${final.id} failed: ${final.error ?? 'no reason recorded'}`);
-    const tail = await client.request<LogLine[]>('GET', `/api/deployments/${encodeURIComponent(final.id)}/logs?limit=${TAIL_LINES}`).catch(() => [] as LogLine[]);
+    const tail = await answer(client.api.GET('/api/deployments/{id}/logs', { params: { path: { id: final.id }, query: { limit: TAIL_LINES } } })).catch(() => [] as LogLine[]);
     if (tail.length) {
       note(`last ${tail.length} lines of the build log:`);
       for (const l of tail) note(`  ${l.line}`);
@@ -306,16 +302,15 @@ export async function deploy(dir: string, opts: DeployOptions): Promise<number> 
     const archive = path.join(tmp, 'source.tar.gz');
     const size = await packFiles(root, list, archive);
     note(`packed ${list.files.length} files (${human(list.bytes)}, ${human(size)} compressed)`);
-    const session = await client.request<Target>('POST', '/api/projects/folder/session', {
-      sizeBytes: size,
-      ...(target.existing ? { projectId: target.existing.id } : { name: target.name }),
-    });
+    const session = await answer(
+      client.api.POST('/api/projects/folder/session', { body: { sizeBytes: size, ...(target.existing ? { projectId: target.existing.id } : { name: target.name }) } }),
+    );
     await uploadFile(session, archive, size);
     rmSync(tmp, { recursive: true, force: true });
 
     // Scan, then ensure: a new project takes the detected config; an existing one keeps its own
     // settings (the server fills the ones it leaves empty from the scan).
-    const scan = await client.request<Record<string, any>>('POST', `/api/projects/folder/scan/${encodeURIComponent(session.sessionId)}`);
+    const scan = await answer(client.api.POST('/api/projects/folder/scan/{sessionId}', { params: { path: { sessionId: session.sessionId } } }));
     note(
       `detected ${scan.framework ?? scan.runtime ?? 'nothing known'}${scan.packageManager ? ` (${scan.packageManager})` : ''}` +
         `${scan.monorepo ? `, a ${scan.monorepo} workspace` : ''}; build: ${scan.buildCommand ?? '-'}; start: ${scan.startCommand ?? (scan.outputDirectory ? `static files in ${scan.outputDirectory}` : '-')}`,
@@ -325,10 +320,10 @@ export async function deploy(dir: string, opts: DeployOptions): Promise<number> 
     const body = target.existing
       ? { projectId: target.existing.id, gitProvider: 'upload', sessionId: session.sessionId }
       : { name: target.name, ...config, gitProvider: 'upload', sessionId: session.sessionId };
-    const project = await client.request<ProjectSummary>('POST', '/api/projects/ensure', body);
+    const project = await answer(client.api.POST('/api/projects/ensure', { body }));
     note(target.existing ? `updated project ${project.slug} (${project.id})` : `created project ${project.slug} (${project.id})`);
     // The folder is linked from now on, whatever the build does.
-    const orgId = project.orgId ?? (await client.request<{ org: { id: string } | null }>('GET', '/api/auth/me')).org?.id;
+    const orgId = project.orgId ?? (await answer(client.api.GET('/api/auth/me'))).org?.id;
     if (orgId) writeLink(root, { projectId: project.id, orgId, server: client.server });
     await saveCommandFlags(client, project, opts);
     if (opts.env !== 'production') await ensureEnvironment(client, project.id, opts.env);
@@ -336,7 +331,7 @@ export async function deploy(dir: string, opts: DeployOptions): Promise<number> 
     // Deploy.
     // The session again, as the seed's flow does: the ensure already made it the source (a no-op for
     // the upload, contract section 12), and the deployment is recorded as triggered by an upload.
-    const queued = await client.request<Deployment>('POST', '/api/deployments', { projectId: project.id, environment: opts.env, sessionId: session.sessionId });
+    const queued = await answer(client.api.POST('/api/deployments', { body: { projectId: project.id, environment: opts.env, sessionId: session.sessionId } }));
     deploymentId = queued.id;
     if (!opts.wait) {
       if (opts.json) printJson({ project, deployment: queued, url: null });

@@ -1,4 +1,4 @@
-import type { ApiClient } from './client.js';
+import { answer, type Answered, type ApiClient } from './client.js';
 import { note, UsageError } from './output.js';
 
 /**
@@ -6,14 +6,7 @@ import { note, UsageError } from './output.js';
  * environment that does not exist yet is created through `POST /api/projects/:id/environments`, and
  * a ready deployment's URL is its environment's `url` (a preview's own host, edge port included).
  */
-export interface Environment {
-  id: string;
-  name: string;
-  type: 'production' | 'preview';
-  branch: string | null;
-  domain: string | null;
-  url: string;
-}
+export type Environment = Answered<'/api/projects/{id}/environments', 'post'>;
 
 /** The server's rule for environment names (environments.service.ts), checked before anything is uploaded. */
 const NAME_RE = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -24,7 +17,7 @@ export function checkEnvironmentName(name: string): void {
 }
 
 export function listEnvironments(client: ApiClient, projectId: string): Promise<Environment[]> {
-  return client.request<Environment[]>('GET', `/api/projects/${encodeURIComponent(projectId)}/environments`);
+  return answer(client.api.GET('/api/projects/{id}/environments', { params: { path: { id: projectId } } }));
 }
 
 /**
@@ -34,7 +27,7 @@ export function listEnvironments(client: ApiClient, projectId: string): Promise<
 export async function ensureEnvironment(client: ApiClient, projectId: string, name: string): Promise<Environment> {
   const found = (await listEnvironments(client, projectId)).find((e) => e.name === name);
   if (found) return found;
-  const made = await client.request<Environment>('POST', `/api/projects/${encodeURIComponent(projectId)}/environments`, { name });
+  const made = await answer(client.api.POST('/api/projects/{id}/environments', { params: { path: { id: projectId } }, body: { name } }));
   note(`created the preview environment ${made.name} (served at ${made.url}; production's variables copied)`);
   return made;
 }
@@ -45,7 +38,7 @@ export async function ensureEnvironment(client: ApiClient, projectId: string, na
  */
 export async function environmentUrl(client: ApiClient, projectId: string, environment: string): Promise<string | null> {
   if (environment === 'production') {
-    const info = await client.request<{ runtime?: { url?: string | null } | null }>('GET', `/api/projects/${encodeURIComponent(projectId)}/info`);
+    const info = await answer(client.api.GET('/api/projects/{id}/info', { params: { path: { id: projectId } } }));
     return info.runtime?.url ?? null;
   }
   const env = (await listEnvironments(client, projectId)).find((e) => e.name === environment);

@@ -1,6 +1,6 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { ApiClient } from './client.js';
+import { answer, type Answered, type ApiClient } from './client.js';
 import { UsageError } from './output.js';
 
 /**
@@ -53,20 +53,12 @@ export function writeLink(dir: string, link: FolderLink): void {
   if (!listed) writeFileSync(gitignore, text + (text === '' || text.endsWith('\n') ? '' : '\n') + '.berth\n');
 }
 
-export interface ProjectSummary {
-  id: string;
-  orgId?: string;
-  name: string;
-  slug: string;
-  status: string;
-  location?: string;
-  routes?: { freeDomain?: string; primaryDomain?: string | null; domains?: { domain: string; primary: boolean }[] };
-  [k: string]: unknown;
-}
+/** A project as `GET /api/projects` lists it. */
+export type ProjectSummary = Answered<'/api/projects', 'get'>[number];
 
 /** Finds a project by id, slug or name among those the caller can read; null when none matches. */
 export async function lookupProject(client: ApiClient, ref: string): Promise<ProjectSummary | null> {
-  const list = await client.request<ProjectSummary[]>('GET', '/api/projects');
+  const list = await answer(client.api.GET('/api/projects'));
   return list.find((p) => p.id === ref) ?? list.find((p) => p.slug === ref) ?? list.find((p) => p.name === ref) ?? null;
 }
 

@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import { ConfigError } from '../config-error.js';
 import { AppError } from '../lib/errors.js';
 import { LockHeldError } from '../lib/lockfile.js';
-import { ApiError, apiClient, readClientConfig, savedClient, writeClientConfig } from './client.js';
+import { answer, ApiError, apiClient, readClientConfig, savedClient, writeClientConfig } from './client.js';
 import { promptHidden, readStdin } from './prompt.js';
 import { registerClientCommands } from './commands.js';
 import { registerDeployCommand } from './deploy.js';
@@ -122,7 +122,7 @@ function registerAccountCommands(program: Command): void {
         const cookie = (res.headers.get('set-cookie') ?? '').split(';')[0]!;
         const client = apiClient(server);
         const host = (await import('node:os')).hostname();
-        const tok = await client.request<{ token: string }>('POST', '/api/auth/tokens', { name: `cli on ${host}`.slice(0, 100) }, { cookie, origin: new URL(server).origin });
+        const tok = await answer(client.api.POST('/api/auth/tokens', { body: { name: `cli on ${host}`.slice(0, 100) }, headers: { cookie, origin: new URL(server).origin } }));
         await fetch(`${server}/api/auth/logout`, { method: 'POST', headers: { cookie, origin: new URL(server).origin } }).catch(() => {});
         writeClientConfig({ ...readClientConfig(), server, token: tok.token, email: opts.email });
         const email = body.data?.user?.email ?? opts.email;
@@ -139,7 +139,7 @@ function registerAccountCommands(program: Command): void {
     .option('--json', 'print JSON: { user, org, role, orgs } as GET /api/auth/me answers')
     .action(async (opts: { json?: boolean }) => {
       try {
-        const me = await savedClient().request<any>('GET', '/api/auth/me');
+        const me = await answer(savedClient().api.GET('/api/auth/me'));
         if (opts.json) return printJson(me);
         console.log(`${me.user.email} in ${me.org?.name ?? '?'} (${me.org?.id ?? '?'}) as ${me.role}`);
       } catch (e) {
@@ -160,11 +160,11 @@ function registerTokenCommands(program: Command): void {
     .option('--json', 'print JSON: the token record with the token (shown once)')
     .action(async (opts) => {
       try {
-        const t = await savedClient().request<{ token: string }>('POST', '/api/auth/tokens', {
-          name: opts.name,
-          ...(opts.expiresInDays ? { expiresInDays: opts.expiresInDays } : {}),
-          ...(opts.scopes ? { scopes: opts.scopes } : {}),
-        });
+        const t = await answer(
+          savedClient().api.POST('/api/auth/tokens', {
+            body: { name: opts.name, ...(opts.expiresInDays ? { expiresInDays: opts.expiresInDays } : {}), ...(opts.scopes ? { scopes: opts.scopes } : {}) },
+          }),
+        );
         if (opts.json) return printJson(t);
         console.log(t.token);
       } catch (e) {
@@ -177,7 +177,7 @@ function registerTokenCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
       try {
-        const list = await savedClient().request<any[]>('GET', '/api/auth/tokens');
+        const list = await answer(savedClient().api.GET('/api/auth/tokens'));
         if (opts.json) return printJson(list);
         for (const t of list) console.log(`${t.id}  ${t.prefix}…  ${t.name}${t.revokedAt ? '  (revoked)' : ''}${t.expiresAt ? `  expires ${t.expiresAt}` : ''}`);
       } catch (e) {
@@ -190,7 +190,7 @@ function registerTokenCommands(program: Command): void {
     .option('--json', 'print JSON: the answer')
     .action(async (id: string, opts: { json?: boolean }) => {
       try {
-        const out = await savedClient().request('DELETE', `/api/auth/tokens/${encodeURIComponent(id)}`);
+        const out = await answer(savedClient().api.DELETE('/api/auth/tokens/{id}', { params: { path: { id } } }));
         if (opts.json) return printJson(out ?? { id, revoked: true });
         console.log(`revoked ${id}`);
       } catch (e) {

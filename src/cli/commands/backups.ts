@@ -1,72 +1,21 @@
 import type { Command } from 'commander';
 import { readStdin } from '../prompt.js';
-import { savedClient, type ApiClient } from '../client.js';
+import { answer, savedClient, type Answered, type ApiClient, type RequestBody } from '../client.js';
 import { resolveProject } from '../link.js';
 import { action, EXIT_FAILED, note, printJson, printTable, UsageError } from '../output.js';
 import { followSse } from '../sse.js';
 import { age, canAsk, clip, confirm, mb, positiveInt, seg } from './shared.js';
 
-/** Records of contract section 8 (the fields the CLI shows). */
-interface Destination {
-  id: string;
-  name: string;
-  kind: 'local' | 's3';
-  path?: string | null;
-  endpoint?: string | null;
-  bucket?: string | null;
-  prefix?: string;
-  createdAt: string;
-}
-interface Policy {
-  id: string;
-  projectId: string;
-  destinationId: string;
-  serviceId: string;
-  cronExpression: string | null;
-  timezone: string;
-  retainCount: number | null;
-  retainDays: number | null;
-  enabled: boolean;
-  webhookEnabled: boolean;
-  nextRunAt: string | null;
-  overdue?: boolean;
-  webhookToken?: string;
-}
-interface Run {
-  id: string;
-  policyId: string;
-  projectId: string;
-  serviceId: string;
-  status: string;
-  trigger: string;
-  protected: boolean;
-  sizeBytes: number | null;
-  sha256: string | null;
-  createdAt: string;
-  startedAt: string | null;
-  finishedAt: string | null;
-  error: string | null;
-}
-interface Restore {
-  id: string;
-  runId: string;
-  projectId: string;
-  serviceId: string;
-  status: string;
-  expiresAt: string;
-  error: string | null;
-}
-interface Service {
-  id: string;
-  kind: string;
-  name: string;
-}
+/** Records of contract section 8, as the API answers them. */
+type Destination = Answered<'/api/backup-destinations/{id}', 'get'>;
+type Run = Answered<'/api/backup-runs/{runId}', 'get'>;
+type Restore = Answered<'/api/backup-restores/{restoreId}', 'get'>;
 
 /**
  * Follows a run's or restore's SSE stream (snapshot, transition, progress, complete) to its end,
  * with a progress line on stderr (rewritten in place on a terminal); answers the final record.
  */
-async function followProgress<T extends { status: string }>(client: ApiClient, url: string, recordUrl: string): Promise<T> {
+async function followProgress<T extends { status: string }>(client: ApiClient, url: string, readRecord: () => Promise<T>): Promise<T> {
   const tty = !!process.stderr.isTTY;
   let final: T | null = null;
   let lastPhase = '';
@@ -86,12 +35,12 @@ async function followProgress<T extends { status: string }>(client: ApiClient, u
     } else if (event === 'complete') final = d as T;
   });
   if (drawn) process.stderr.write('\n');
-  return final ?? (await client.request<T>('GET', recordUrl));
+  return final ?? (await readRecord());
 }
 
 /** A destination by id or name. */
 async function findDestination(client: ApiClient, ref: string): Promise<Destination> {
-  const list = await client.request<Destination[]>('GET', '/api/backup-destinations');
+  const list = await answer(client.api.GET('/api/backup-destinations'));
   const hit = list.find((d) => d.id === ref) ?? list.find((d) => d.name === ref);
   if (!hit) throw new Error(`no backup destination "${ref}" (by id or name) that you can read`);
   return hit;
@@ -109,8 +58,8 @@ export function registerBackupCommands(program: Command): void {
       action(async (ref: string, opts: { json?: boolean }) => {
         const client = savedClient();
         const p = await resolveProject(client, ref);
-        const policies = await client.request<Policy[]>('GET', `/api/projects/${seg(p.id)}/backup-policies`);
-        const runs = await client.request<Run[]>('GET', `/api/projects/${seg(p.id)}/backup-runs?limit=20`);
+        const policies = await answer(client.api.GET('/api/projects/{projectId}/backup-policies', { params: { path: { projectId: p.id } } }));
+        const runs = await answer(client.api.GET('/api/projects/{projectId}/backup-runs', { params: { path: { projectId: p.id }, query: { limit: 20 } } }));
         if (opts.json) return printJson({ policies, runs });
         if (policies.length === 0) console.log(`no backup policies on ${p.slug}`);
         else {
@@ -142,9 +91,9 @@ export function registerBackupCommands(program: Command): void {
     .action(
       action(async (policyId: string, opts: { json?: boolean }) => {
         const client = savedClient();
-        const { runId } = await client.request<{ runId: string }>('POST', `/api/backup-policies/${seg(policyId)}/run`);
+        const { runId } = await answer(client.api.POST('/api/backup-policies/{policyId}/run', { params: { path: { policyId } } }));
         note(`run ${runId} started`);
-        const run = await followProgress<Run>(client, `/api/backup-runs/${seg(runId)}/stream`, `/api/backup-runs/${seg(runId)}`);
+        const run = await followProgress<Run>(client, `/api/backup-runs/${seg(runId)}/stream`, () => answer(client.api.GET('/api/backup-runs/{runId}', { params: { path: { runId } } })));
         if (opts.json) printJson(run);
         else console.log(`run ${run.id} ${run.status}${run.sizeBytes != null ? ` (${mb(run.sizeBytes)})` : ''}${run.error ? `: ${run.error}` : ''}`);
         if (run.status !== 'succeeded') process.exitCode = EXIT_FAILED;
@@ -160,7 +109,7 @@ export function registerBackupCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(
       action(async (opts: { json?: boolean }) => {
-        const list = await savedClient().request<Destination[]>('GET', '/api/backup-destinations');
+        const list = await answer(savedClient().api.GET('/api/backup-destinations'));
         if (opts.json) return printJson(list);
         if (list.length === 0) return void console.log('no backup destinations');
         printTable([
@@ -188,11 +137,11 @@ export function registerBackupCommands(program: Command): void {
       action(async (opts: Record<string, string | boolean | undefined> & { json?: boolean }) => {
         if (opts.kind !== 'local' && opts.kind !== 's3') throw new UsageError(`--kind must be local or s3 (got "${opts.kind}")`);
         if (opts.secretAccessKey && opts.secretAccessKeyStdin) throw new UsageError('give the secret access key once: --secret-access-key or --secret-access-key-stdin');
-        const body: Record<string, unknown> = { name: opts.name, kind: opts.kind };
+        const body: RequestBody<'/api/backup-destinations', 'post'> = { name: String(opts.name), kind: opts.kind };
         for (const k of ['path', 'endpoint', 'region', 'bucket', 'prefix', 'accessKeyId', 'secretAccessKey'] as const) if (typeof opts[k] === 'string') body[k] = opts[k];
         if (opts.secretAccessKeyStdin) body.secretAccessKey = await readStdin();
         if (opts.forcePathStyle) body.forcePathStyle = true;
-        const d = await savedClient().request<Destination>('POST', '/api/backup-destinations', body);
+        const d = await answer(savedClient().api.POST('/api/backup-destinations', { body }));
         if (opts.json) return printJson(d);
         console.log(`created destination ${d.id} (${d.name}, ${d.kind})`);
       }),
@@ -205,7 +154,7 @@ export function registerBackupCommands(program: Command): void {
       action(async (ref: string, opts: { json?: boolean }) => {
         const client = savedClient();
         const d = await findDestination(client, ref);
-        const out = await client.request<{ ok: boolean; error?: string; latencyMs: number }>('POST', `/api/backup-destinations/${seg(d.id)}/test`);
+        const out = await answer(client.api.POST('/api/backup-destinations/{id}/test', { params: { path: { id: d.id } } }));
         if (opts.json) printJson(out);
         else if (out.ok) console.log(`${d.name}: ok (${out.latencyMs} ms)`);
         else console.log(`${d.name}: failed: ${out.error ?? 'unknown error'}`);
@@ -224,7 +173,7 @@ export function registerBackupCommands(program: Command): void {
       action(async (ref: string, opts: { json?: boolean }) => {
         const client = savedClient();
         const p = await resolveProject(client, ref);
-        const list = await client.request<Policy[]>('GET', `/api/projects/${seg(p.id)}/backup-policies`);
+        const list = await answer(client.api.GET('/api/projects/{projectId}/backup-policies', { params: { path: { projectId: p.id } } }));
         if (opts.json) return printJson(list);
         if (list.length === 0) return void console.log(`no backup policies on ${p.slug}`);
         printTable([
@@ -254,21 +203,26 @@ export function registerBackupCommands(program: Command): void {
         const dest = await findDestination(client, opts.destination);
         let serviceId: string | undefined;
         if (opts.service) {
-          const services = await client.request<Service[]>('GET', `/api/projects/${seg(p.id)}/services`);
+          const services = await answer(client.api.GET('/api/projects/{id}/services', { params: { path: { id: p.id } } }));
           const svc = services.find((s) => s.id === opts.service) ?? services.find((s) => s.name === opts.service);
           if (!svc) throw new Error(`${p.slug} has no service "${opts.service}" (by id or name): it has ${services.map((s) => s.name).join(', ') || 'none'}`);
           serviceId = svc.id;
         }
-        const pol = await client.request<Policy>('POST', `/api/projects/${seg(p.id)}/backup-policies`, {
-          destinationId: dest.id,
-          ...(serviceId ? { serviceId } : {}),
-          ...(opts.cron ? { cronExpression: opts.cron } : {}),
-          ...(opts.timezone ? { timezone: opts.timezone } : {}),
-          ...(retainCount ? { retainCount } : {}),
-          ...(retainDays ? { retainDays } : {}),
-          ...(opts.disabled ? { enabled: false } : {}),
-          ...(opts.webhook ? { enableWebhook: true } : {}),
-        });
+        const pol = await answer(
+          client.api.POST('/api/projects/{projectId}/backup-policies', {
+            params: { path: { projectId: p.id } },
+            body: {
+              destinationId: dest.id,
+              ...(serviceId ? { serviceId } : {}),
+              ...(opts.cron ? { cronExpression: opts.cron } : {}),
+              ...(opts.timezone ? { timezone: opts.timezone } : {}),
+              ...(retainCount ? { retainCount } : {}),
+              ...(retainDays ? { retainDays } : {}),
+              ...(opts.disabled ? { enabled: false } : {}),
+              ...(opts.webhook ? { enableWebhook: true } : {}),
+            },
+          }),
+        );
         if (opts.json) return printJson(pol);
         console.log(`created policy ${pol.id} of ${p.slug} to ${dest.name}: ${pol.cronExpression ? `${pol.cronExpression} (${pol.timezone}), next ${pol.nextRunAt ?? '-'}` : 'manual runs only'}`);
         if (pol.webhookToken) console.log(`webhook token (shown once): ${pol.webhookToken}`);
@@ -286,27 +240,27 @@ export function registerBackupCommands(program: Command): void {
       action(async (runId: string, opts: { yes?: boolean; json?: boolean }) => {
         if (!opts.yes && !canAsk()) throw new Error('a restore replaces data and needs a confirmation: there is no terminal to ask on, so pass --yes');
         const client = savedClient();
-        const prepared = await client.request<{ restoreId: string; confirmationToken: string; expiresAt: string }>('POST', `/api/backup-runs/${seg(runId)}/restore/prepare`, {});
-        const [restore, run] = await Promise.all([
-          client.request<Restore>('GET', `/api/backup-restores/${seg(prepared.restoreId)}`),
-          client.request<Run>('GET', `/api/backup-runs/${seg(runId)}`),
-        ]);
+        const prepared = await answer(client.api.POST('/api/backup-runs/{runId}/restore/prepare', { params: { path: { runId } } }));
+        const restoreId = { params: { path: { restoreId: prepared.restoreId } } };
+        const readRestore = () => answer(client.api.GET('/api/backup-restores/{restoreId}', restoreId));
+        const [restore, run] = await Promise.all([readRestore(), answer(client.api.GET('/api/backup-runs/{runId}', { params: { path: { runId } } }))]);
+        const ofProject = { params: { path: { id: restore.projectId } } };
         const [services, project] = await Promise.all([
-          client.request<Service[]>('GET', `/api/projects/${seg(restore.projectId)}/services`).catch(() => [] as Service[]),
-          client.request<{ slug: string }>('GET', `/api/projects/${seg(restore.projectId)}`).catch(() => null),
+          answer(client.api.GET('/api/projects/{id}/services', ofProject)).catch(() => []),
+          answer(client.api.GET('/api/projects/{id}', ofProject)).catch(() => null),
         ]);
         const svc = services.find((s) => s.id === restore.serviceId);
         note(`restore ${prepared.restoreId} is staged (the backup's checksum was verified):`);
         note(`  replaces: the ${svc ? `${svc.kind} service "${svc.name}"` : `service ${restore.serviceId}`} of project ${project?.slug ?? restore.projectId}; its current data is replaced`);
         note(`  with:     backup run ${run.id} of ${run.finishedAt ?? run.createdAt} (${mb(run.sizeBytes)}, sha256 ${run.sha256?.slice(0, 16) ?? '-'}…)`);
         if (!opts.yes && !(await confirm('Replace the data now?'))) {
-          await client.request('POST', `/api/backup-restores/${seg(prepared.restoreId)}/cancel`).catch(() => {});
+          await answer(client.api.POST('/api/backup-restores/{restoreId}/cancel', restoreId)).catch(() => {});
           note('not restored: the staged restore was cancelled');
           process.exitCode = EXIT_FAILED;
           return;
         }
-        await client.request<Restore>('POST', `/api/backup-restores/${seg(prepared.restoreId)}/apply`, { confirmationToken: prepared.confirmationToken });
-        const done = await followProgress<Restore>(client, `/api/backup-restores/${seg(prepared.restoreId)}/stream`, `/api/backup-restores/${seg(prepared.restoreId)}`);
+        await answer(client.api.POST('/api/backup-restores/{restoreId}/apply', { ...restoreId, body: { confirmationToken: prepared.confirmationToken } }));
+        const done = await followProgress<Restore>(client, `/api/backup-restores/${seg(prepared.restoreId)}/stream`, readRestore);
         if (opts.json) printJson(done);
         else console.log(`restore ${done.id} ${done.status}${done.error ? `: ${done.error}` : ''}`);
         if (done.status !== 'succeeded') process.exitCode = EXIT_FAILED;

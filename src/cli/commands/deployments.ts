@@ -1,31 +1,14 @@
 import type { Command } from 'commander';
-import { savedClient, type ApiClient } from '../client.js';
+import { answer, savedClient, type Answered, type ApiClient } from '../client.js';
 import { resolveProject, type ProjectSummary } from '../link.js';
 import { action, note, printJson, printTable } from '../output.js';
-import { age, clip, positiveInt, seg } from './shared.js';
+import { age, clip, positiveInt } from './shared.js';
 
 /** A deployment record (contract section 6), `current` on the one serving (section 12). */
-export interface Deployment {
-  id: string;
-  projectId: string;
-  environment: string;
-  status: string;
-  trigger: string;
-  commit: string | null;
-  ref: string | null;
-  createdAt: string;
-  startedAt: string | null;
-  finishedAt: string | null;
-  error: string | null;
-  current: boolean;
-}
+export type Deployment = Answered<'/api/deployments/{id}', 'get'>;
 
-/** One log line of a build or an app (contract sections 5 and 6). */
-export interface LogLine {
-  ts: string;
-  stream: 'stdout' | 'stderr';
-  line: string;
-}
+/** One log line of a build (contract sections 5 and 6). */
+export type LogLine = Answered<'/api/deployments/{id}/logs', 'get'>[number];
 
 /** What a deployment was built from, shortly: the commit, else the ref, else its trigger. */
 function source(d: Deployment): string {
@@ -34,12 +17,9 @@ function source(d: Deployment): string {
   return d.trigger;
 }
 
-async function listDeployments(client: ApiClient, projectId: string, q: { limit?: number; environment?: string } = {}): Promise<Deployment[]> {
-  const qs = new URLSearchParams();
-  if (q.limit) qs.set('limit', String(q.limit));
-  if (q.environment) qs.set('environment', q.environment);
-  const query = qs.toString();
-  return client.request<Deployment[]>('GET', `/api/projects/${seg(projectId)}/deployments${query ? `?${query}` : ''}`);
+function listDeployments(client: ApiClient, projectId: string, q: { limit?: number; environment?: string } = {}) {
+  const query = { ...(q.limit ? { limit: q.limit } : {}), ...(q.environment ? { environment: q.environment } : {}) };
+  return answer(client.api.GET('/api/projects/{id}/deployments', { params: { path: { id: projectId }, query } }));
 }
 
 /**
@@ -78,10 +58,10 @@ export function registerDeploymentCommands(program: Command): void {
         const client = savedClient();
         const p = await resolveProject(client, ref);
         // The answer comes once the swap is done: the deployment it names serves (`current: true`).
-        const d = await client.request<Deployment>('POST', `/api/projects/${seg(p.id)}/rollback`, deploymentId ? { deploymentId } : {});
+        const d = await answer(client.api.POST('/api/projects/{id}/rollback', { params: { path: { id: p.id } }, body: deploymentId ? { deploymentId } : {} }));
         if (opts.json) return printJson(d);
         console.log(`rolled back ${p.slug} (${d.environment}): now serving ${d.id} (${source(d)}, built ${age(d.finishedAt ?? d.createdAt)} ago)`);
-        const info = await client.request<{ runtime?: { url?: string | null } }>('GET', `/api/projects/${seg(p.id)}/info`).catch(() => null);
+        const info = await answer(client.api.GET('/api/projects/{id}/info', { params: { path: { id: p.id } } })).catch(() => null);
         if (info?.runtime?.url) console.log(info.runtime.url);
       }),
     );
@@ -95,14 +75,12 @@ export function registerDeploymentCommands(program: Command): void {
         const client = savedClient();
         const p = await resolveProject(client, ref);
         // The answer comes once the swap is done: production runs the preview's build under a new deployment.
-        const d = await client.request<Deployment & { promotedFrom?: string | null }>(
-          'POST',
-          `/api/projects/${seg(p.id)}/environments/${seg(environment)}/promote`,
-          deploymentId ? { deploymentId } : {},
+        const d = await answer(
+          client.api.POST('/api/projects/{id}/environments/{env}/promote', { params: { path: { id: p.id, env: environment } }, body: deploymentId ? { deploymentId } : {} }),
         );
         if (opts.json) return printJson(d);
         console.log(`promoted ${environment} of ${p.slug} to production: now serving ${d.id} (${source(d)}, the build of ${d.promotedFrom ?? 'the preview'})`);
-        const info = await client.request<{ runtime?: { url?: string | null } }>('GET', `/api/projects/${seg(p.id)}/info`).catch(() => null);
+        const info = await answer(client.api.GET('/api/projects/{id}/info', { params: { path: { id: p.id } } })).catch(() => null);
         if (info?.runtime?.url) console.log(info.runtime.url);
       }),
     );
@@ -113,7 +91,7 @@ export function registerDeploymentCommands(program: Command): void {
     .option('--json', 'print JSON: the deployment')
     .action(
       action(async (id: string, opts: { json?: boolean }) => {
-        const d = await savedClient().request<Deployment>('POST', `/api/deployments/${seg(id)}/cancel`);
+        const d = await answer(savedClient().api.POST('/api/deployments/{id}/cancel', { params: { path: { id } } }));
         if (opts.json) return printJson(d);
         console.log(`deployment ${d.id} is ${d.status}`);
       }),

@@ -1,18 +1,11 @@
 import type { Command } from 'commander';
-import { savedClient, type ApiClient } from '../client.js';
+import { answer, savedClient, type Answered, type ApiClient } from '../client.js';
 import { resolveProject, type ProjectSummary } from '../link.js';
 import { action, EXIT_FAILED, note, printJson, printTable } from '../output.js';
-import { age, seg } from './shared.js';
+import { age } from './shared.js';
 
 /** A project's domain (contract section 12). */
-interface Domain {
-  domain: string;
-  primary: boolean;
-  verified: boolean;
-  verification?: { type: string; name: string; value: string } | null;
-  tls?: unknown;
-  createdAt: string;
-}
+type Domain = Answered<'/api/projects/{id}/domains', 'post'>;
 
 /** The TLS field, shortly, whatever shape the server gives it (a status string or an object with one). */
 function tlsOf(tls: unknown): string {
@@ -35,8 +28,8 @@ function explainVerification(p: ProjectSummary, d: Domain): void {
   note(`  ${v.type ?? 'TXT'}  ${v.name}  "${v.value}"`);
 }
 
-async function domainsOf(client: ApiClient, p: ProjectSummary): Promise<Domain[]> {
-  return client.request<Domain[]>('GET', `/api/projects/${seg(p.id)}/domains`);
+function domainsOf(client: ApiClient, p: ProjectSummary): Promise<Domain[]> {
+  return answer(client.api.GET('/api/projects/{id}/domains', { params: { path: { id: p.id } } }));
 }
 
 /** `berth domains ls|add|rm|verify PROJECT [DOMAIN]`. */
@@ -72,7 +65,7 @@ export function registerDomainCommands(program: Command): void {
       action(async (ref: string, domain: string, opts: { primary?: boolean; json?: boolean }) => {
         const client = savedClient();
         const p = await resolveProject(client, ref);
-        const d = await client.request<Domain>('POST', `/api/projects/${seg(p.id)}/domains`, { domain, ...(opts.primary ? { primary: true } : {}) });
+        const d = await answer(client.api.POST('/api/projects/{id}/domains', { params: { path: { id: p.id } }, body: { domain, ...(opts.primary ? { primary: true } : {}) } }));
         if (opts.json) return printJson(d);
         console.log(`added ${d.domain} to ${p.slug}${d.primary ? ' (primary)' : ''}${d.verified ? '' : ' (not verified yet)'}`);
         explainVerification(p, d);
@@ -88,7 +81,7 @@ export function registerDomainCommands(program: Command): void {
       action(async (ref: string, domain: string, opts: { json?: boolean }) => {
         const client = savedClient();
         const p = await resolveProject(client, ref);
-        const out = await client.request<unknown>('DELETE', `/api/projects/${seg(p.id)}/domains/${seg(domain)}`);
+        const out = await answer(client.api.DELETE('/api/projects/{id}/domains/{domain}', { params: { path: { id: p.id, domain } } }));
         if (opts.json) return printJson(out ?? { domain, deleted: true });
         console.log(`removed ${domain} from ${p.slug}`);
       }),
@@ -102,7 +95,7 @@ export function registerDomainCommands(program: Command): void {
       action(async (ref: string, domain: string, opts: { json?: boolean }) => {
         const client = savedClient();
         const p = await resolveProject(client, ref);
-        const d = await client.request<Domain>('POST', `/api/projects/${seg(p.id)}/domains/${seg(domain)}/verify`);
+        const d = await answer(client.api.POST('/api/projects/{id}/domains/{domain}/verify', { params: { path: { id: p.id, domain } } }));
         if (opts.json) printJson(d);
         else if (d.verified) console.log(`${d.domain} is verified`);
         else explainVerification(p, d);

@@ -1,21 +1,13 @@
 import { chmodSync, existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { savedClient, type ApiClient } from '../client.js';
+import { answer, savedClient, type Answered, type ApiClient } from '../client.js';
 import { followDeployment, type Outcome } from '../deploy.js';
 import { lookupProject, readLink, resolveProject, sameServer, type ProjectSummary } from '../link.js';
 import { action, note, printJson, printTable, UsageError } from '../output.js';
-import type { Deployment } from './deployments.js';
-import { seg } from './shared.js';
 
 /** An env var as the API shows it (contract section 5): a secret's value is always the mask. */
-interface EnvVar {
-  key: string;
-  value: string;
-  isSecret: boolean;
-  environment: string;
-  updatedAt: string;
-}
+type EnvVar = Answered<'/api/projects/{id}/env', 'get'>[number];
 
 /** Where `berth env pull` writes by default: what Next.js, Vite and others read, and what their templates gitignore. */
 export const DEFAULT_ENV_FILE = '.env.local';
@@ -114,7 +106,7 @@ interface EnvWriteOptions {
  * source and follows it like `berth deploy` (build log streamed, the URL last); exit 0 when ready.
  */
 async function redeploy(client: ApiClient, p: ProjectSummary, environment: string, json: boolean): Promise<Outcome> {
-  const queued = await client.request<Deployment>('POST', '/api/deployments', { projectId: p.id, environment });
+  const queued = await answer(client.api.POST('/api/deployments', { body: { projectId: p.id, environment } }));
   note(`deployment ${queued.id} ${queued.status} (${environment}): redeploying with the new variables`);
   const waiting = new AbortController();
   const onSigint = () => waiting.abort();
@@ -159,7 +151,7 @@ export function registerEnvCommands(program: Command): void {
       action(async (ref: string | undefined, opts: { environment: string; json?: boolean }) => {
         const client = savedClient();
         const p = await resolveProject(client, ref);
-        const vars = await client.request<EnvVar[]>('GET', `/api/projects/${seg(p.id)}/env?environment=${encodeURIComponent(opts.environment)}`);
+        const vars = await readVars(client, p, opts.environment);
         if (opts.json) return printJson(vars);
         if (vars.length === 0) return void console.log(`no variables in ${p.slug} (${opts.environment})`);
         printTable([['KEY', 'VALUE', ''], ...vars.map((v) => [v.key, v.value, v.isSecret ? 'secret' : ''])]);
@@ -181,7 +173,7 @@ export function registerEnvCommands(program: Command): void {
         const { project: p, rest } = await projectAndArgs(client, args, opts, hasEquals);
         if (rest.length === 0) throw new UsageError('name at least one KEY=VALUE pair');
         const upserts = parsePairs(rest, !!opts.secret);
-        await client.request('PATCH', `/api/projects/${seg(p.id)}/env`, { environment: opts.environment, upserts, deletes: [] });
+        await answer(client.api.PATCH('/api/projects/{id}/env', { params: { path: { id: p.id } }, body: { environment: opts.environment, upserts, deletes: [] } }));
         const keys = upserts.map((u) => u.key);
         await afterChange(client, p, opts, { set: keys }, `set ${keys.join(', ')} on ${p.slug} (${opts.environment})`);
       }),
@@ -200,7 +192,7 @@ export function registerEnvCommands(program: Command): void {
         const client = savedClient();
         const { project: p, rest: keys } = await projectAndArgs(client, args, opts, never);
         if (keys.length === 0) throw new UsageError('name at least one KEY to remove');
-        await client.request('PATCH', `/api/projects/${seg(p.id)}/env`, { environment: opts.environment, upserts: [], deletes: keys });
+        await answer(client.api.PATCH('/api/projects/{id}/env', { params: { path: { id: p.id } }, body: { environment: opts.environment, upserts: [], deletes: keys } }));
         await afterChange(client, p, opts, { removed: keys }, `removed ${keys.join(', ')} from ${p.slug} (${opts.environment})`);
       }),
     );
@@ -223,11 +215,16 @@ export function registerEnvCommands(program: Command): void {
     );
 }
 
+/** The variables of one environment of a project (secret values masked). */
+function readVars(client: ApiClient, p: ProjectSummary, environment: string): Promise<EnvVar[]> {
+  return answer(client.api.GET('/api/projects/{id}/env', { params: { path: { id: p.id }, query: { environment } } }));
+}
+
 /** `berth env pull`: reads the variables and writes the file. */
 async function pull(client: ApiClient, p: ProjectSummary, fileArg: string | undefined, opts: EnvWriteOptions & { yes?: boolean }): Promise<void> {
   const file = path.resolve(fileArg ?? DEFAULT_ENV_FILE);
   if (!opts.yes && existsSync(file)) throw new Error(`${file} exists: pass --yes to overwrite it, or name another file`);
-  const vars = await client.request<EnvVar[]>('GET', `/api/projects/${seg(p.id)}/env?environment=${encodeURIComponent(opts.environment)}`);
+  const vars = await readVars(client, p, opts.environment);
   const { text, unwritable } = dotenvText(vars, `${p.slug} (${opts.environment}), pulled by \`berth env pull\` at ${new Date().toISOString()}`);
   try {
     writePrivate(file, text, !!opts.yes);

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { savedClient } from '../client.js';
+import { answer, savedClient } from '../client.js';
 import { resolveProject } from '../link.js';
 import { action, note } from '../output.js';
 import { followSse } from '../sse.js';
@@ -32,33 +32,38 @@ export function registerLogCommands(program: Command): void {
           else (l.stream === 'stderr' ? process.stderr : process.stdout).write(`${l.ts}  ${l.line}\n`);
         };
         const client = savedClient();
+        const query = { limit, ...(since ? { since } : {}) };
         let base: string;
+        let backlog: () => Promise<LogLine[]>;
         if (opts.build) {
-          base = `/api/deployments/${seg(opts.build)}/logs`;
+          const id = opts.build;
+          base = `/api/deployments/${seg(id)}/logs`;
+          backlog = () => answer(client.api.GET('/api/deployments/{id}/logs', { params: { path: { id }, query } }));
           // A build log belongs to its project: a PROJECT named beside --build must be that one.
           if (ref) {
             const p = await resolveProject(client, ref);
-            const d = await client.request<{ projectId: string }>('GET', `/api/deployments/${seg(opts.build)}`);
+            const d = await answer(client.api.GET('/api/deployments/{id}', { params: { path: { id } } }));
             if (d.projectId !== p.id) throw new Error(`deployment ${opts.build} is not a deployment of ${p.slug}`);
           }
         } else {
           const p = await resolveProject(client, ref);
           base = `/api/projects/${seg(p.id)}/logs`;
+          backlog = () => answer(client.api.GET('/api/projects/{id}/logs', { params: { path: { id: p.id }, query } }));
+        }
+
+        if (!opts.follow) {
+          for (const l of await backlog()) print(l);
+          return;
         }
         const qs = new URLSearchParams({ limit: String(limit) });
         if (since) qs.set('since', since);
-
-        if (!opts.follow) {
-          for (const l of await client.request<LogLine[]>('GET', `${base}?${qs}`)) print(l);
-          return;
-        }
         // The build-log stream sends the whole (bounded) build log; `since` is applied here.
         const url = opts.build ? `${base}/stream` : `${base}/stream?${qs}`;
         await followSse(client, url, (event, data) => {
           if (event === 'log') print(data as LogLine);
         });
         if (opts.build) {
-          const d = await client.request<{ status: string }>('GET', `/api/deployments/${seg(opts.build)}`).catch(() => null);
+          const d = await answer(client.api.GET('/api/deployments/{id}', { params: { path: { id: opts.build } } })).catch(() => null);
           if (d) note(`deployment ${opts.build} is ${d.status}`);
         } else note('the log stream was closed by the server');
       }),

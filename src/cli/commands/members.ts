@@ -1,38 +1,18 @@
 import { Option, type Command } from 'commander';
-import { savedClient, type ApiClient } from '../client.js';
+import { answer, savedClient, type Answered, type ApiClient, type RequestBody } from '../client.js';
 import { lookupProject } from '../link.js';
 import { action, printJson, printTable, UsageError } from '../output.js';
-import { age, seg } from './shared.js';
+import { age } from './shared.js';
 
 /**
  * `berth members ls|invite|rm`, `berth invitations ls|revoke` (docs/permissions.md): the team of the
  * org the token acts in, through the owner/admin routes of `/api/permissions`.
  */
 
-interface Member {
-  userId: string;
-  email: string;
-  name: string;
-  role: string;
-  joinedAt: string;
-}
-
-interface Invitation {
-  id: string;
-  email: string;
-  role: string;
-  status: string;
-  invitedBy: string | null;
-  createdAt: string;
-  expiresAt: string;
-  pendingGrants: { resourceType: string; resourceId: string; permissions: string[] }[];
-}
-
-interface GrantEntry {
-  resourceType: string;
-  resourceId: string;
-  permissions: string[];
-}
+type Member = Answered<'/api/permissions/members', 'get'>[number];
+type Invitation = Answered<'/api/permissions/invitations', 'get'>[number];
+/** One grant of an invitation, as `--grant` names it. */
+type GrantEntry = Required<NonNullable<RequestBody<'/api/permissions/invite-with-grants', 'post'>['grants']>[number]>;
 
 const LEVELS = ['read', 'write', 'admin'];
 const ROLES = ['owner', 'admin', 'member', 'restricted'];
@@ -60,7 +40,7 @@ export async function parseGrant(client: ApiClient, spec: string): Promise<Grant
 
 /** A member named by user id or email (case-insensitive). */
 async function findMember(client: ApiClient, ref: string): Promise<Member> {
-  const members = await client.request<Member[]>('GET', '/api/permissions/members');
+  const members = await answer(client.api.GET('/api/permissions/members'));
   const hit = members.find((m) => m.userId === ref) ?? members.find((m) => m.email.toLowerCase() === ref.toLowerCase());
   if (!hit) throw new Error(`no member "${ref}" (by user id or email) in this org: \`berth members ls\` lists them`);
   return hit;
@@ -68,7 +48,7 @@ async function findMember(client: ApiClient, ref: string): Promise<Member> {
 
 /** An invitation named by id, or by email when one unanswered invitation has it. */
 async function findInvitation(client: ApiClient, ref: string): Promise<Invitation> {
-  const open = await client.request<Invitation[]>('GET', '/api/permissions/invitations');
+  const open = await answer(client.api.GET('/api/permissions/invitations'));
   const byId = open.find((i) => i.id === ref);
   if (byId) return byId;
   const byEmail = open.filter((i) => i.email.toLowerCase() === ref.toLowerCase());
@@ -89,7 +69,7 @@ export function registerMemberCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(
       action(async (opts: { json?: boolean }) => {
-        const list = await savedClient().request<Member[]>('GET', '/api/permissions/members');
+        const list = await answer(savedClient().api.GET('/api/permissions/members'));
         if (opts.json) return printJson(list);
         printTable([['USER', 'EMAIL', 'NAME', 'ROLE', 'JOINED'], ...list.map((m) => [m.userId, m.email, m.name, m.role, age(m.joinedAt)])]);
       }),
@@ -106,11 +86,11 @@ export function registerMemberCommands(program: Command): void {
         const client = savedClient();
         const grants: GrantEntry[] = [];
         for (const spec of opts.grant ?? []) grants.push(await parseGrant(client, spec));
-        const inv = await client.request<{ id: string; email: string; role: string; pendingGrantCount: number }>('POST', '/api/permissions/invite-with-grants', {
-          email,
-          ...(opts.role ? { role: opts.role } : {}),
-          ...(grants.length ? { grants } : {}),
-        });
+        const inv = await answer(
+          client.api.POST('/api/permissions/invite-with-grants', {
+            body: { email, ...(opts.role ? { role: opts.role } : {}), ...(grants.length ? { grants } : {}) },
+          }),
+        );
         const link = `${client.server}/invite/${inv.id}`;
         if (opts.json) return printJson({ ...inv, link });
         console.log(`invited ${inv.email} as ${inv.role}${inv.pendingGrantCount ? ` with ${inv.pendingGrantCount} grant${inv.pendingGrantCount === 1 ? '' : 's'}` : ''} (${inv.id})`);
@@ -127,7 +107,7 @@ export function registerMemberCommands(program: Command): void {
       action(async (ref: string, opts: { json?: boolean }) => {
         const client = savedClient();
         const m = await findMember(client, ref);
-        const out = await client.request<{ userId: string; removed: boolean }>('DELETE', `/api/permissions/members/${seg(m.userId)}`);
+        const out = await answer(client.api.DELETE('/api/permissions/members/{userId}', { params: { path: { userId: m.userId } } }));
         if (opts.json) return printJson(out);
         console.log(`removed ${m.email} (${m.userId}) from the org`);
       }),
@@ -142,7 +122,7 @@ export function registerMemberCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(
       action(async (opts: { all?: boolean; json?: boolean }) => {
-        const list = await savedClient().request<Invitation[]>('GET', `/api/permissions/invitations${opts.all ? '?status=all' : ''}`);
+        const list = await answer(savedClient().api.GET('/api/permissions/invitations', { params: { query: opts.all ? { status: 'all' } : {} } }));
         if (opts.json) return printJson(list);
         if (list.length === 0) return void console.log(opts.all ? 'no invitations' : 'no open invitations');
         printTable([
@@ -161,7 +141,7 @@ export function registerMemberCommands(program: Command): void {
       action(async (ref: string, opts: { json?: boolean }) => {
         const client = savedClient();
         const inv = await findInvitation(client, ref);
-        const out = await client.request<Invitation>('POST', `/api/permissions/invitations/${seg(inv.id)}/cancel`);
+        const out = await answer(client.api.POST('/api/permissions/invitations/{id}/cancel', { params: { path: { id: inv.id } } }));
         if (opts.json) return printJson(out);
         console.log(`revoked the invitation of ${out.email} (${out.id}): its link no longer works`);
       }),

@@ -1,21 +1,9 @@
 import os from 'node:os';
 import type { Command } from 'commander';
-import { apiClient, readClientConfig, savedClient, writeClientConfig, type ApiClient } from '../client.js';
+import { answer, apiClient, readClientConfig, savedClient, writeClientConfig, type Answered, type ApiClient } from '../client.js';
 import { action, note, printJson, printTable } from '../output.js';
 
-interface Org {
-  id: string;
-  name: string;
-  isTeam: boolean;
-  role: string;
-}
-
-interface Me {
-  user: { id: string; email: string };
-  org: { id: string; name: string } | null;
-  role: string;
-  orgs: Org[];
-}
+type Org = Answered<'/api/auth/me', 'get'>['orgs'][number];
 
 /** The org `ref` names among the user's: by id, else by name (exactly, then ignoring case). */
 function pickOrg(orgs: Org[], ref: string): Org {
@@ -32,7 +20,7 @@ function pickOrg(orgs: Org[], ref: string): Org {
 /** The org a token acts in, or null when the token no longer works. */
 async function orgOfToken(client: ApiClient): Promise<string | null> {
   try {
-    const me = await client.request<Me>('GET', '/api/auth/me');
+    const me = await answer(client.api.GET('/api/auth/me'));
     return me.org?.id ?? null;
   } catch {
     return null;
@@ -47,7 +35,7 @@ export function registerOrgCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(
       action(async (opts: { json?: boolean }) => {
-        const me = await savedClient().request<Me>('GET', '/api/auth/me');
+        const me = await answer(savedClient().api.GET('/api/auth/me'));
         const orgs = me.orgs.map((o) => ({ ...o, active: o.id === me.org?.id }));
         if (opts.json) return printJson(orgs);
         printTable([['', 'ID', 'NAME', 'ROLE', 'KIND'], ...orgs.map((o) => [o.active ? '*' : '', o.id, o.name, o.role, o.isTeam ? 'team' : 'personal'])]);
@@ -61,7 +49,7 @@ export function registerOrgCommands(program: Command): void {
     .action(
       action(async (ref: string, opts: { json?: boolean }) => {
         const client = savedClient();
-        const me = await client.request<Me>('GET', '/api/auth/me');
+        const me = await answer(client.api.GET('/api/auth/me'));
         const target = pickOrg(me.orgs, ref);
         const cfg = readClientConfig();
         const server = client.server;
@@ -78,7 +66,7 @@ export function registerOrgCommands(program: Command): void {
         if (!token) {
           const name = `cli on ${os.hostname()} (${target.name})`.slice(0, 100);
           // Bound to the target org by the server (a member org of the user, else 404 naming orgId).
-          token = (await client.request<{ token: string }>('POST', '/api/auth/tokens', { name, orgId: target.id })).token;
+          token = (await answer(client.api.POST('/api/auth/tokens', { body: { name, orgId: target.id } }))).token;
         }
         orgTokens[target.id] = { server, token };
         writeClientConfig({ ...cfg, server, token, orgTokens });

@@ -1,13 +1,7 @@
 import type { Command } from 'commander';
-import { savedClient } from '../client.js';
-import { resolveProject, type ProjectSummary } from '../link.js';
+import { answer, savedClient } from '../client.js';
+import { resolveProject } from '../link.js';
 import { action, note, printJson, printTable } from '../output.js';
-import { seg } from './shared.js';
-
-interface ProjectInfo {
-  runtime: { state: string; url: string | null; port?: number };
-  build: { lastDeploymentId: string | null; status: string | null; commit: string | null };
-}
 
 /** `berth projects`, `berth open [PROJECT]`. */
 export function registerProjectCommands(program: Command): void {
@@ -17,7 +11,7 @@ export function registerProjectCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(
       action(async (opts: { json?: boolean }) => {
-        const list = await savedClient().request<ProjectSummary[]>('GET', '/api/projects');
+        const list = await answer(savedClient().api.GET('/api/projects'));
         if (opts.json) return printJson(list);
         if (list.length === 0) return void console.log('no projects');
         printTable([
@@ -35,7 +29,7 @@ export function registerProjectCommands(program: Command): void {
       action(async (ref: string | undefined, opts: { json?: boolean }) => {
         const client = savedClient();
         const p = await resolveProject(client, ref);
-        const info = await client.request<ProjectInfo>('GET', `/api/projects/${seg(p.id)}/info`);
+        const info = await answer(client.api.GET('/api/projects/{id}/info', { params: { path: { id: p.id } } }));
         const url = info.runtime?.url ?? null;
         if (opts.json) return printJson({ project: p.id, url, state: info.runtime?.state ?? null });
         if (!url) throw new Error(`${p.slug} has no URL yet: deploy it first`);

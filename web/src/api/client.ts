@@ -1,5 +1,5 @@
 import createClient from 'openapi-fetch';
-import type { components, paths } from './schema';
+import type { components, paths } from '../../../src/api-types/schema';
 
 /**
  * The dashboard's only way to the server: the public API, typed from its OpenAPI document

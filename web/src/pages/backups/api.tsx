@@ -1,5 +1,5 @@
 import { api, data } from '../../api/client';
-import type { operations } from '../../api/schema';
+import type { operations } from '../../../../src/api-types/schema';
 
 /** The backups area's records as the API answers them (from the generated OpenAPI types). */
 type Json<Op, Status extends number = 200> = Op extends { responses: { [S in Status]: { content: { 'application/json': infer B } } } } ? B : never;

@@ -1,6 +1,6 @@
 /** Deployments as the pages see them: the record's type, its queries and the words about it. */
 import { api, data } from '../../api/client';
-import type { operations } from '../../api/schema';
+import type { operations } from '../../../../src/api-types/schema';
 
 export type Deployment = operations['getDeploymentsById']['responses'][200]['content']['application/json']['data'];
 

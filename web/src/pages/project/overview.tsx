@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient, type UseQueryResult } from '@tan
 import { Link } from 'wouter';
 import type { PageProps } from '../../app';
 import { api, data } from '../../api/client';
-import type { paths } from '../../api/schema';
+import type { paths } from '../../../../src/api-types/schema';
 import { Button, ErrorNotice, Notice, Spinner, StatusBadge, TimeAgo } from '../../ui/controls';
 import { useToast } from '../../ui/toast';
 import { EdgeLink, infoQuery } from './app-url';

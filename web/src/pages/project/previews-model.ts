@@ -1,7 +1,7 @@
 /** Preview environments as the previews page sees them: their queries, what users do to them, and words about them. */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ApiError, data } from '../../api/client';
-import type { operations } from '../../api/schema';
+import type { operations } from '../../../../src/api-types/schema';
 import { useToast } from '../../ui/toast';
 import { isActive, shortId, type Deployment } from './deploy-model';
 

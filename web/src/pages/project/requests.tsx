@@ -2,7 +2,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useEffect, useMemo, useRef, useState } from 'react';
 import type { PageProps } from '../../app';
 import { api, data } from '../../api/client';
-import type { operations } from '../../api/schema';
+import type { operations } from '../../../../src/api-types/schema';
 import { useEventStream } from '../../api/sse';
 import { EmptyState, ErrorNotice, Field, formatBytes, Select } from '../../ui/controls';
 import './deploy.css';

@@ -1,7 +1,7 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState, type ComponentProps } from 'react';
 import { api, data, messageOf } from '../../api/client';
-import type { paths } from '../../api/schema';
+import type { paths } from '../../../../src/api-types/schema';
 import { ConfirmDialog } from '../../ui/controls';
 import { useToast } from '../../ui/toast';
 import { projectQuery } from './shell';

@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, data, messageOf } from '../../api/client';
-import type { paths } from '../../api/schema';
+import type { paths } from '../../../../src/api-types/schema';
 import { Button, ErrorNotice, errorNames, Field, Input, Spinner } from '../../ui/controls';
 import { useToast } from '../../ui/toast';
 import { useShown, type Project } from './settings-common';

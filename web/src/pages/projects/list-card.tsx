@@ -1,7 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link } from 'wouter';
 import { api, data } from '../../api/client';
-import type { paths } from '../../api/schema';
+import type { paths } from '../../../../src/api-types/schema';
 import { StatusBadge, TimeAgo } from '../../ui/controls';
 import { EdgeLink } from '../project/app-url';
 

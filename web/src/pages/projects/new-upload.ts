@@ -3,7 +3,7 @@
  * target it answers (XMLHttpRequest, for the progress of the upload), scan it.
  */
 import { api, ApiError, data, toApiError } from '../../api/client';
-import type { operations } from '../../api/schema';
+import type { operations } from '../../../../src/api-types/schema';
 
 export type UploadTarget = operations['postProjectsFolderSession']['responses'][201]['content']['application/json']['data'];
 export type Scan = operations['postProjectsFolderScanBySessionId']['responses'][200]['content']['application/json']['data'];
