@@ -1,65 +1,24 @@
 /**
- * Packing a folder for `berth deploy`: which files go (gitignore rules through the `ignore` package,
- * a root `.berthignore` last, version control and installed dependencies always left out, symlinks
- * never followed out of the folder), the gzipped tarball, and the progress bars on stderr.
+ * Packing a folder for `berth deploy`: which files go (the rules of src/lib/pack-rules.ts, shared
+ * with the dashboard: gitignore rules, a root `.berthignore` last, version control and installed
+ * dependencies always left out; symlinks never followed out of the folder), the gzipped tarball,
+ * and the progress bars on stderr.
  */
 import { createWriteStream, lstatSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import ignore, { type Ignore } from 'ignore';
 import { create as tarCreate } from 'tar';
+import { alwaysLeftOut, BERTHIGNORE, GITIGNORE, PackRules } from '../lib/pack-rules.js';
 
 // ---------------------------------------------------------------- which files go
 
-/** Always left out, whatever the ignore files say: folders (at any depth) and files by name. */
-const ALWAYS_DIRS = new Set(['.git', '.hg', '.svn', 'node_modules']);
-const ALWAYS_FILES = new Set(['.DS_Store']);
-/**
- * Left out unless an ignore file brings them back (`!.env.local`): the local-only env files
- * (`berth env pull` writes `.env.local`; Vercel's CLI leaves out the same names), which hold values
- * for this machine, often secrets.
- */
-const DEFAULT_RULES = ['.env.local', '.env.*.local'];
-/** The folder link (`.berth/project.json`) at the root is the CLI's, not the app's. */
-const ROOT_ONLY = new Set(['.berth']);
-
-/** The rules of one ignore file, bound to the folder (relative to the packed root, '' for the root) holding it. */
-interface IgnoreScope {
-  base: string;
-  ig: Ignore;
-}
-
-function readRules(file: string): Ignore | null {
-  let text: string;
+/** The text of an ignore file, or null when there is none (or it cannot be read). */
+function readText(file: string): string | null {
   try {
-    text = readFileSync(file, 'utf8');
+    return readFileSync(file, 'utf8');
   } catch {
     return null;
   }
-  // Case-sensitive like git on Linux (core.ignorecase false).
-  return ignore({ ignorecase: false }).add(text);
-}
-
-/**
- * Is `rel` (a path relative to the root, no trailing slash) ignored by the scopes in effect? Scopes
- * go from the root's .gitignore to the deepest, then `.berthignore`: the last one with a matching
- * rule decides (as in git, a deeper .gitignore overrides its parents).
- */
-function isIgnored(scopes: IgnoreScope[], rel: string, isDir: boolean): boolean {
-  let ignored = false;
-  for (const s of scopes) {
-    const sub = s.base ? (rel.startsWith(s.base + '/') ? rel.slice(s.base.length + 1) : null) : rel;
-    if (sub === null) continue;
-    // The walk only enters folders the scopes as a whole keep: when this scope ignores the parent
-    // (a later scope re-included it), the `ignore` package would answer that for everything inside,
-    // so this scope has no say there.
-    const slash = sub.lastIndexOf('/');
-    if (slash > 0 && s.ig.test(sub.slice(0, slash + 1)).ignored) continue;
-    const r = s.ig.test(isDir ? `${sub}/` : sub);
-    if (r.ignored) ignored = true;
-    else if (r.unignored) ignored = false;
-  }
-  return ignored;
 }
 
 export interface PackList {
@@ -71,22 +30,24 @@ export interface PackList {
 }
 
 /**
- * Lists the files to pack under `root`: each .gitignore applies to its folder and below (a deeper
- * one wins), `.berthignore` at the root applies last; `.git`, `.hg`, `.svn`, `node_modules` and
- * `.DS_Store` are always left out, and so is the root's `.berth` (the folder link); `.env.local` and
- * `.env.*.local` unless an ignore file brings them back. Symlinks are
- * never followed out of the folder: a link to a file inside is packed as that file, links to
- * folders or outside are skipped (and reported).
+ * Lists the files to pack under `root` by the rules of src/lib/pack-rules.ts (the dashboard's folder
+ * upload applies the same): each .gitignore applies to its folder and below (a deeper one wins),
+ * `.berthignore` at the root applies last; `.git`, `.hg`, `.svn`, `node_modules` and `.DS_Store` are
+ * always left out, and so is the root's `.berth` (the folder link); `.env.local` and `.env.*.local`
+ * unless an ignore file brings them back. Ignored folders are never entered. Symlinks are never
+ * followed out of the folder: a link to a file inside is packed as that file, links to folders or
+ * outside are skipped (and reported).
  */
 export function listFiles(root: string): PackList {
   const realRoot = realpathSync(root);
   const out: PackList = { files: [], bytes: 0, skipped: [] };
-  const berth = readRules(path.join(root, '.berthignore'));
-  const walk = (rel: string, scopes: IgnoreScope[]) => {
+  const rules = new PackRules();
+  const berth = readText(path.join(root, BERTHIGNORE));
+  if (berth !== null) rules.setBerthignore(berth);
+  const walk = (rel: string) => {
     const abs = path.join(root, rel);
-    const local = readRules(path.join(abs, '.gitignore'));
-    const here = local ? [...scopes, { base: rel, ig: local }] : scopes;
-    const all = berth ? [...here, { base: '', ig: berth }] : here;
+    const local = readText(path.join(abs, GITIGNORE));
+    if (local !== null) rules.addGitignore(rel, local);
     let names: string[];
     try {
       names = readdirSync(abs).sort();
@@ -103,9 +64,8 @@ export function listFiles(root: string): PackList {
         continue; // gone while we walked
       }
       const isDir = st.isDirectory();
-      if (isDir ? ALWAYS_DIRS.has(name) || (!rel && ROOT_ONLY.has(name)) : ALWAYS_FILES.has(name)) continue;
-      if (isIgnored(all, r, isDir)) continue;
-      if (isDir) walk(r, here);
+      if (alwaysLeftOut(name, isDir, !rel) || rules.ignored(r, isDir)) continue;
+      if (isDir) walk(r);
       else if (st.isFile()) {
         out.files.push(r);
         out.bytes += st.size;
@@ -128,7 +88,7 @@ export function listFiles(root: string): PackList {
       } else out.skipped.push({ path: r, reason: 'not a regular file' });
     }
   };
-  walk('', [{ base: '', ig: ignore({ ignorecase: false }).add(DEFAULT_RULES) }]);
+  walk('');
   return out;
 }
 

@@ -1,18 +1,12 @@
 /**
- * Which files of a folder picked in the browser go into the upload, with the same rules as
- * `berth deploy` (src/cli/pack.ts): every `.gitignore` applies to its folder and below (a deeper one
- * wins), a root `.berthignore` applies last, `.git`, `.hg`, `.svn` and `node_modules` (at any
- * depth), `.DS_Store` and the root's `.berth` are always left out, and so are `.env.local` and
- * `.env.*.local` unless an ignore file brings them back. Rules are read with the `ignore` package
- * (the CLI's), loaded only when packing.
+ * Which files of a folder picked in the browser go into the upload: the rules `berth deploy` applies
+ * too, from one module (src/lib/pack-rules.ts): every `.gitignore` applies to its folder and below (a
+ * deeper one wins), a root `.berthignore` applies last, `.git`, `.hg`, `.svn` and `node_modules` (at
+ * any depth), `.DS_Store` and the root's `.berth` are always left out, and so are `.env.local` and
+ * `.env.*.local` unless an ignore file brings them back.
  */
-import type { Ignore } from 'ignore';
+import { ALWAYS_DIRS, alwaysLeftOut, PackRules } from '../../../../src/lib/pack-rules';
 import { gzip, tarStream, type TarFile } from './new-tar';
-
-const ALWAYS_DIRS = new Set(['.git', '.hg', '.svn', 'node_modules']);
-const ALWAYS_FILES = new Set(['.DS_Store']);
-const ROOT_ONLY_DIRS = new Set(['.berth']);
-const DEFAULT_RULES = ['.env.local', '.env.*.local'];
 
 /** A file as picked: its path under the chosen folder (`src/app.js`) and its contents. */
 export interface PickedFile {
@@ -47,30 +41,8 @@ export function fromDirectoryInput(list: ArrayLike<File>): { folder: string; fil
   return { folder, files };
 }
 
-interface Scope {
-  base: string;
-  ig: Ignore;
-}
-
-/** The last scope with a matching rule decides (as in git); a scope that ignores the parent has no say inside. */
-function ignoredBy(scopes: Scope[], rel: string, isDir: boolean): boolean {
-  let ignored = false;
-  for (const s of scopes) {
-    const sub = s.base ? (rel.startsWith(`${s.base}/`) ? rel.slice(s.base.length + 1) : null) : rel;
-    if (sub === null) continue;
-    const slash = sub.lastIndexOf('/');
-    if (slash > 0 && s.ig.test(sub.slice(0, slash + 1)).ignored) continue;
-    const r = s.ig.test(isDir ? `${sub}/` : sub);
-    if (r.ignored) ignored = true;
-    else if (r.unignored) ignored = false;
-  }
-  return ignored;
-}
-
 /** Decides which picked files go, reading the ignore files among them. */
 export async function planPack(picked: PickedFile[]): Promise<PackPlan> {
-  const { default: ignore } = await import('ignore');
-  const make = (text: string | string[]) => ignore({ ignorecase: false }).add(text);
   const skipped = new Map<string, string>();
   const skip = (what: string, why: string) => {
     if (!skipped.has(what)) skipped.set(what, why);
@@ -79,65 +51,37 @@ export async function planPack(picked: PickedFile[]): Promise<PackPlan> {
   const candidates: PickedFile[] = [];
   for (const p of picked) {
     const parts = p.path.split('/');
-    const dirAt = parts.slice(0, -1).findIndex((seg, i) => ALWAYS_DIRS.has(seg) || (i === 0 && ROOT_ONLY_DIRS.has(seg)));
+    const dirAt = parts.slice(0, -1).findIndex((seg, i) => alwaysLeftOut(seg, true, i === 0));
     if (dirAt >= 0) {
       skip(`${parts.slice(0, dirAt + 1).join('/')}/`, 'always');
       continue;
     }
-    if (ALWAYS_FILES.has(parts[parts.length - 1]!)) {
+    if (alwaysLeftOut(parts[parts.length - 1]!, false, parts.length === 1)) {
       skip(p.path, 'always');
       continue;
     }
     candidates.push(p);
   }
   // The ignore files: .gitignore per folder, .berthignore at the root.
-  const gitignores = new Map<string, Ignore>();
-  let berth: Ignore | null = null;
+  const rules = new PackRules();
   for (const p of candidates) {
-    if (p.path === '.berthignore') berth = make(await p.file.text());
-    else if (p.path === '.gitignore' || p.path.endsWith('/.gitignore')) gitignores.set(p.path.slice(0, -'.gitignore'.length).replace(/\/$/, ''), make(await p.file.text()));
+    const which = PackRules.ignoreFileOf(p.path);
+    if (which?.kind === 'berth') rules.setBerthignore(await p.file.text());
+    else if (which?.kind === 'git') rules.addGitignore(which.dir, await p.file.text());
   }
-  const base: Scope = { base: '', ig: make(DEFAULT_RULES) };
-  const scopesOf = new Map<string, Scope[]>();
-  /** The scopes in effect inside `dir` ('' for the root): the root's, then each deeper folder's, then .berthignore. */
-  const scopesFor = (dir: string): Scope[] => {
-    let s = scopesOf.get(dir);
-    if (s) return s;
-    const parts = dir ? dir.split('/') : [];
-    s = [base];
-    for (let i = 0; i <= parts.length; i++) {
-      const d = parts.slice(0, i).join('/');
-      const ig = gitignores.get(d);
-      if (ig) s.push({ base: d, ig });
-    }
-    if (berth) s.push({ base: '', ig: berth });
-    scopesOf.set(dir, s);
-    return s;
-  };
-  const dirIgnored = new Map<string, boolean>();
-  /** Is this folder left out, itself or through a parent (a walk would never enter it)? */
-  const isDirIgnored = (dir: string): boolean => {
-    const known = dirIgnored.get(dir);
-    if (known !== undefined) return known;
-    const slash = dir.lastIndexOf('/');
-    const parent = slash < 0 ? '' : dir.slice(0, slash);
-    const out = (parent !== '' && isDirIgnored(parent)) || ignoredBy(scopesFor(parent), dir, true);
-    dirIgnored.set(dir, out);
-    return out;
-  };
   const files: TarFile[] = [];
   let bytes = 0;
   for (const p of candidates) {
     const slash = p.path.lastIndexOf('/');
     const dir = slash < 0 ? '' : p.path.slice(0, slash);
-    if (dir && isDirIgnored(dir)) {
+    if (rules.dirIgnored(dir)) {
       // Report the outermost ignored folder.
       const parts = dir.split('/');
-      const top = parts.findIndex((_, i) => isDirIgnored(parts.slice(0, i + 1).join('/')));
+      const top = parts.findIndex((_, i) => rules.dirIgnored(parts.slice(0, i + 1).join('/')));
       skip(`${parts.slice(0, top + 1).join('/')}/`, 'ignore file');
       continue;
     }
-    if (ignoredBy(scopesFor(dir), p.path, false)) {
+    if (rules.ignored(p.path, false)) {
       skip(p.path, 'ignore file');
       continue;
     }
