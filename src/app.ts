@@ -253,7 +253,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   for (const m of modules) {
     for (const [key, value] of Object.entries(m.state?.(ctx) ?? {})) {
       if (key in ctx.state) throw new Error(`ctx.state.${key} is made by two modules, the second ${m.name}`);
-      (ctx.state as Record<string, unknown>)[key] = value;
+      (ctx.state as unknown as Record<string, unknown>)[key] = value;
     }
   }
   for (const m of modules) if (m.provides) board.provide(m.name, m.provides(ctx));

@@ -15,7 +15,7 @@ import { SafeExtractor } from '../../lib/tar/extractor.js';
 import { DEFAULT_LIMITS } from '../../lib/tar/limits.js';
 import { findProject, projectRef } from '../projects/index.js';
 import { MAX_UPLOAD_BYTES, stagedDir, UPLOAD_CONTENT_TYPES, UPLOAD_TOKEN_HEADER, UPLOADED_TTL_MS, uploadsRoot, type Deps } from './upload-layout.js';
-import { inFlightOf, orgFull, othersInFlight, REPORT_EVERY_BYTES, REPORT_EVERY_MS, setInFlight } from './upload-quota.js';
+import { orgFull, othersInFlight, REPORT_EVERY_BYTES, REPORT_EVERY_MS } from './upload-quota.js';
 import * as store from './uploads.store.js';
 import type { UploadSessionRow } from './uploads.store.js';
 
@@ -92,16 +92,17 @@ export async function receiveUpload(ctx: Deps, row: UploadSessionRow, body: Asyn
   // the others in flight here hold now. The extractor refuses a file that would pass it before a
   // byte of the file is written; the loop below counts the archive too.
   const cap = ctx.config.hardening.uploads.maxOrgBytes;
+  const { inFlight } = ctx.state.uploads;
   const stored = await store.storedBytesOfOrg(ctx.db, row.orgId, nowIso());
   // Other instances' uploads of the org in flight (the database, refreshed with each report below).
   // Only PostgreSQL is shared by several instances: on SQLite there are none, and nothing is reported.
   const shared = ctx.dialect === 'postgres';
   let elsewhere = await othersInFlight(ctx, ctx.db, row.orgId, row.id);
-  const budget = () => cap - stored.bytes - inFlightOf(ctx.instanceId, row.orgId, row.id) - elsewhere;
+  const budget = () => cap - stored.bytes - inFlight.of(row.orgId, row.id) - elsewhere;
   if (budget() <= 0) throw orgFull(cap, stored.soonest);
   if (!(await store.claimForUpload(ctx.db, row.orgId, row.id, nowIso()))) throw conflict('an upload to this session is in progress or finished');
   const fileCap = Math.min(DEFAULT_LIMITS.maxBytes, budget());
-  setInFlight(ctx.instanceId, row.orgId, row.id, 0);
+  inFlight.set(row.orgId, row.id, 0);
   let reported = { bytes: 0, at: Date.now() };
   if (shared) await store.reportInFlight(ctx.db, row.orgId, row.id, ctx.instanceId, 0, nowIso());
   /** Says what this upload holds now, and reads what the other instances' ones hold. */
@@ -131,7 +132,7 @@ export async function receiveUpload(ctx: Deps, row: UploadSessionRow, body: Asyn
       archive.write(chunk);
       await extractor.write(chunk);
       const onDisk = size + extractor.committedBytes;
-      setInFlight(ctx.instanceId, row.orgId, row.id, onDisk);
+      inFlight.set(row.orgId, row.id, onDisk);
       if (shared && (onDisk - reported.bytes >= REPORT_EVERY_BYTES || Date.now() - reported.at >= REPORT_EVERY_MS)) await report(onDisk);
       if (onDisk > budget()) throw orgFull(cap, stored.soonest);
       if (archive.writableNeedDrain) await Promise.race([new Promise<void>((r) => archive!.once('drain', () => r())), archiveError]);
@@ -141,7 +142,7 @@ export async function receiveUpload(ctx: Deps, row: UploadSessionRow, body: Asyn
     // Again against the database: an upload of the org that finished meanwhile is counted there now.
     const latest = await store.storedBytesOfOrg(ctx.db, row.orgId, nowIso());
     elsewhere = await othersInFlight(ctx, ctx.db, row.orgId, row.id);
-    if (size + out.bytes > cap - latest.bytes - inFlightOf(ctx.instanceId, row.orgId, row.id) - elsewhere) throw orgFull(cap, latest.soonest);
+    if (size + out.bytes > cap - latest.bytes - inFlight.of(row.orgId, row.id) - elsewhere) throw orgFull(cap, latest.soonest);
     const staged = stagedDir(ctx, row.id);
     await fsp.rm(staged, { recursive: true, force: true });
     await fsp.mkdir(path.dirname(staged), { recursive: true });
@@ -165,6 +166,6 @@ export async function receiveUpload(ctx: Deps, row: UploadSessionRow, body: Asyn
     }
     throw e;
   } finally {
-    setInFlight(ctx.instanceId, row.orgId, row.id, null);
+    inFlight.set(row.orgId, row.id, null);
   }
 }

@@ -9,7 +9,7 @@ import { isoPlus, newId, newSecretToken, nowIso } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/index.js';
 import { findProject, type ProjectRow } from '../projects/index.js';
 import { MAX_UPLOAD_BYTES, SESSION_TTL_MS, UPLOAD_TOKEN_HEADER } from './upload-layout.js';
-import { inFlightOf, orgFull, othersInFlight, retryAfter } from './upload-quota.js';
+import { orgFull, othersInFlight, retryAfter } from './upload-quota.js';
 import * as store from './uploads.store.js';
 import type { UploadSessionRow } from './uploads.store.js';
 
@@ -68,7 +68,7 @@ export async function createSession(
     }
     const stored = await store.storedBytesOfOrg(tx, actor.orgId, now);
     const elsewhere = await othersInFlight(ctx, tx, actor.orgId);
-    if (stored.bytes + inFlightOf(ctx.instanceId, actor.orgId) + elsewhere >= limits.maxOrgBytes) throw orgFull(limits.maxOrgBytes, stored.soonest);
+    if (stored.bytes + ctx.state.uploads.inFlight.of(actor.orgId) + elsewhere >= limits.maxOrgBytes) throw orgFull(limits.maxOrgBytes, stored.soonest);
     await store.insertSession(tx, {
       id,
       orgId: actor.orgId,

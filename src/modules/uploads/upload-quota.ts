@@ -1,6 +1,6 @@
 /**
  * The org's allowance of disk for uploads not deployed yet (contract section 17): received uploads
- * are counted from the database (`storedBytes`); uploads in flight from this process's exact count
+ * are counted from the database (`storedBytes`); uploads in flight from this server's exact count
  * below, plus what other instances sharing the database say theirs hold (`inFlightBytes`, reported
  * at least every REPORT_EVERY_BYTES or REPORT_EVERY_MS while bytes arrive; a report older than
  * IN_FLIGHT_STALE_MS no longer counts: its instance died or its client stalled).
@@ -46,27 +46,40 @@ export function orgFull(cap: number, soonest: string | null): AppError {
 }
 
 /**
- * Bytes on disk of uploads in flight on each server of this process, per server (its instance id), org
- * and session (received archive bytes plus extracted file bytes). Exact for the server's own writes;
- * the database has them as reported, for the other instances (which never count this map: two test
- * servers in one process are two instances too).
+ * Bytes on disk of this server's uploads in flight, per org and session (received archive bytes plus
+ * extracted file bytes): exact for the server's own writes. The database has them as reported, for the
+ * other instances (which never count these: two test servers in one process are two instances too).
  */
-const inFlightBytes = new Map<string, Map<string, number>>();
+export class InFlightUploads {
+  readonly #byOrg = new Map<string, Map<string, number>>();
 
-export function inFlightOf(instanceId: string, orgId: string, except?: string): number {
-  let n = 0;
-  for (const [id, b] of inFlightBytes.get(`${instanceId}|${orgId}`) ?? []) if (id !== except) n += b;
-  return n;
+  /** What the org's uploads in flight here hold, but `except` one session. */
+  of(orgId: string, except?: string): number {
+    let n = 0;
+    for (const [id, b] of this.#byOrg.get(orgId) ?? []) if (id !== except) n += b;
+    return n;
+  }
+
+  /** Sets what one upload holds now (null: it ended). */
+  set(orgId: string, sessionId: string, bytes: number | null): void {
+    let m = this.#byOrg.get(orgId);
+    if (bytes === null) {
+      m?.delete(sessionId);
+      if (m && m.size === 0) this.#byOrg.delete(orgId);
+      return;
+    }
+    if (!m) this.#byOrg.set(orgId, (m = new Map()));
+    m.set(sessionId, bytes);
+  }
 }
 
-export function setInFlight(instanceId: string, orgId: string, sessionId: string, bytes: number | null): void {
-  const key = `${instanceId}|${orgId}`;
-  let m = inFlightBytes.get(key);
-  if (bytes === null) {
-    m?.delete(sessionId);
-    if (m && m.size === 0) inFlightBytes.delete(key);
-    return;
+/** The uploads area's per-server state (`ctx.state.uploads`, made by its module). */
+export interface UploadsState {
+  inFlight: InFlightUploads;
+}
+
+declare module '../../state.js' {
+  interface AreaState {
+    uploads: UploadsState;
   }
-  if (!m) inFlightBytes.set(key, (m = new Map()));
-  m.set(sessionId, bytes);
 }

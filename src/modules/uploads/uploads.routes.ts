@@ -9,6 +9,7 @@ import { authenticateUpload, checkContentType, checkDeclaredLength, receiveUploa
 import { createSession, resolveSession } from './sessions.service.js';
 import { attachUploadToProject, checkUploadSession, scanSession } from './source.service.js';
 import { sweepUploads } from './sweep.service.js';
+import { InFlightUploads } from './upload-quota.js';
 import { SWEEP_EVERY_MS, UPLOAD_CONTENT_TYPES, UPLOAD_TOKEN_HEADER, uploadsRoot } from './upload-layout.js';
 import { LocalScanSchema, ScanSchema, SessionSchema, UploadSchema } from './uploads.presenters.js';
 import * as store from './uploads.store.js';
@@ -118,6 +119,7 @@ export const uploadsModule: ModuleDef = {
   name: 'uploads',
   resolvers: { upload_session: resolveSession },
   routes,
+  state: () => ({ uploads: { inFlight: new InFlightUploads() } }),
   provides: () => ({
     // POST /api/projects/ensure with `sessionId` (projects area): the upload becomes the project's source.
     uploadSource: {
