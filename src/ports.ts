@@ -1,6 +1,6 @@
 import type { Actor } from './authz/actor.js';
 import type { AppContext } from './context.js';
-import type { GitPort, ProjectDependent, ProjectReads, RuntimePort, UploadSourcePort } from './modules/projects/index.js';
+import type { DeploymentHistoryPort, GitPort, ProjectDependent, ProjectReads, RuntimePort, UploadSourcePort } from './modules/projects/index.js';
 import type { CatalogProvider } from './modules/permissions/index.js';
 import type { BackupsRuntime } from './modules/backups/index.js';
 import type { BerthRuntime } from './modules/hosting/index.js';
@@ -32,6 +32,8 @@ export interface Ports {
   cloud: CloudHost | null;
   /** Records other areas keep under a project, removed and previewed with it. */
   projectDependents: ProjectDependent[];
+  /** A project's deployments as the projects area reads them (deployments area): its info, its commit status. */
+  deploymentHistory: DeploymentHistoryPort | null;
   /** Folder uploads becoming a project's source (uploads area; used by POST /api/projects/ensure). */
   uploadSource: UploadSourcePort | null;
   /** The permission catalog's entries per grant resource type (each owning area provides its type). */
@@ -40,8 +42,6 @@ export interface Ports {
   projectReads: ProjectReads | null;
   /** The backups area's per-server state (event bus, local abort handles, webhook rate limit); its own use only. */
   backups: BackupsRuntime | null;
-  /** Certificates of verified domains (certificates area, contract section 14): what the edge's TLS listener and HTTP-01 answers read. */
-  certificates: CertificatesPort | null;
   /** This server's GitHub App installation tokens (gitprovider area), cached and counted; its own use only. */
   githubTokens: InstallationTokenCache | null;
   /** Told when a deployment settles (ready, failed, cancelled, superseded): the gitprovider's commit statuses and PR comments. */
@@ -67,38 +67,6 @@ export interface SettledDeployment {
  * settled it. A listener's failure is logged by the caller and never changes the deployment.
  */
 export type DeploymentSettled = (ctx: AppContext, d: SettledDeployment) => Promise<void>;
-
-export interface CertificatesPort {
-  /**
-   * The certificate (PEM chain) and key for a TLS server name: the domain's own, else a wildcard
-   * `*.<parent>` one, else the free domains' wildcard files; null when there is none. Served from a
-   * per-server cache that `invalidate` (and a change on any instance) refreshes.
-   */
-  forServerName(name: string): Promise<{ cert: string; key: string } | null>;
-  /** The key authorization of a pending HTTP-01 challenge token (any instance's order), or null. */
-  http01(token: string): Promise<string | null>;
-  /**
-   * The TLS-ALPN-01 challenge certificate and key (RFC 8737) of a name with a pending challenge (any
-   * instance's order), or null: what the edge's TLS listener answers an `acme-tls/1` handshake with.
-   */
-  tlsAlpn01?(name: string): Promise<{ cert: string; key: string } | null>;
-  /** A domain became verified (or was added verified): request its certificate in the background. */
-  requested(ctx: AppContext, orgId: string, projectId: string, domain: string): Promise<void>;
-  /** A project's domain was removed: its certificate goes (the scheduler's sweep also removes leftovers). */
-  removed?(ctx: AppContext, orgId: string, projectId: string, domain: string): Promise<void>;
-  /** The `tls` of the org's domains in the domain answers (contract section 14), by domain; `none` when absent. */
-  tls?(ctx: AppContext, orgId: string, domains: readonly string[]): Promise<Map<string, DomainTls>>;
-  /** Drops what this server cached for `domain` (after it got a new certificate). */
-  invalidate?(domain: string): void;
-}
-
-/** A domain's certificate as the domain answers show it. */
-export interface DomainTls {
-  status: 'none' | 'pending' | 'issued' | 'failed';
-  expiresAt?: string;
-  issuer?: string;
-  error?: string;
-}
 
 /** Installation tokens by `${apiUrl}|${installationId}`, kept until shortly before they expire, and how many were minted. */
 export interface InstallationTokenCache {
@@ -164,7 +132,6 @@ const CORE_PORTS: PortKinds = {
   cloneTokens: 'one',
   runtime: 'one',
   runtimeHost: 'one',
-  certificates: 'one',
   cloud: 'one',
   projectDependents: 'list',
   uploadSource: 'one',
@@ -173,6 +140,7 @@ const CORE_PORTS: PortKinds = {
   backups: 'one',
   githubTokens: 'one',
   deploymentSettled: 'list',
+  deploymentHistory: 'one',
 };
 
 /**

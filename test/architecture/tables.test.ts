@@ -32,11 +32,6 @@ const FOUNDATION_AREAS = ['auth', 'permissions', 'audit'];
  * Deliberate exceptions, `file: table` (file relative to src/modules/). Keep it small; each says why.
  */
 const ALLOWED: Record<string, string> = {
-  // GET /api/projects/:id/deployments and the project's info (its latest deployment) read the
-  // deployments area's table. A deployments-area function would make the projects area import the
-  // deployments area, which imports it (an area-level cycle); the runtime port is null on a server
-  // without build-and-run (and tests replace it), and these reads must answer there too.
-  'projects/projects.store.ts: deployments': 'projects reads the deployment history (no cycle, no port)',
   // Row lock (`select ... for update`) serialising one user's concurrent upload-session opens on
   // PostgreSQL. Not changed here (the uploads area is another change's); an auth-area `lockUser` would
   // replace it.

@@ -1,11 +1,48 @@
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
+import { NullableStr } from '../../http/schemas.js';
+import type { DeploymentRow } from './deployments.store.js';
 
 /**
  * The deployments area's answers as TypeBox schemas (the server serialises each route's `data` by
- * them). The deployment record itself is the projects area's (`DeploymentSchema`: one shape for the
- * project's list and these routes).
+ * them). `DeploymentSchema` is one shape for the project's history (GET /api/projects/:id/deployments)
+ * and every deployment route.
  */
-export { DeploymentSchema, deploymentRecord, type DeploymentRecord } from '../projects/index.js';
+
+export const DeploymentSchema = Type.Object({
+  id: Type.String(),
+  projectId: Type.String(),
+  environment: Type.String(),
+  status: Type.String(),
+  trigger: Type.String(),
+  commit: NullableStr(),
+  ref: NullableStr(),
+  createdAt: Type.String(),
+  startedAt: NullableStr(),
+  finishedAt: NullableStr(),
+  error: NullableStr(),
+  current: Type.Boolean({ description: 'true on the ready deployment that serves its environment (its current release)' }),
+  /** A production deployment promoted from a preview (trigger `promote`): that preview deployment, whose build it runs; else null. */
+  promotedFrom: NullableStr(),
+});
+export type DeploymentRecord = Static<typeof DeploymentSchema>;
+
+export function deploymentRecord(d: DeploymentRow): DeploymentRecord {
+  return {
+    id: d.id,
+    projectId: d.projectId,
+    environment: d.environment,
+    status: d.status,
+    trigger: d.trigger,
+    commit: d.commit,
+    ref: d.ref,
+    createdAt: d.createdAt,
+    startedAt: d.startedAt,
+    finishedAt: d.finishedAt,
+    error: d.error,
+    current: Number(d.current) === 1,
+    promotedFrom: d.promotedFrom ?? null,
+  };
+}
 
 /** A stream token as minted: shown once, with when it stops opening streams. */
 export const IssuedTokenSchema = Type.Object({

@@ -26,6 +26,13 @@ async function resolveDeployment(ctx: AppContext, orgId: string, id: string): Pr
   return { ...project, kind: 'deployment', id: d.id, record: d, parents: { project } };
 }
 
+/** The project's history: how many, and of which environment or status. */
+const DeploymentsQuery = Obj({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200 })),
+  environment: Type.Optional(Str({ min: 1, max: 63 })),
+  status: Type.Optional(Str({ min: 1, max: 32 })),
+});
+
 const deploymentRoutes = [
   defineRoute({
     method: 'POST',
@@ -88,6 +95,15 @@ const deploymentRoutes = [
     handler: ({ body, actor, resource }, ctx) => rollbackProject(ctx, actor, resource.record, body ?? {}),
   }),
   defineRoute({
+    method: 'GET',
+    url: '/api/projects/:id/deployments',
+    summary: "List the project's deployments, newest first",
+    tag: 'project:deployment:list',
+    resource: { kind: 'project', param: 'id' },
+    schema: { params: IdParams, querystring: DeploymentsQuery, response: Type.Array(DeploymentSchema) },
+    handler: ({ query, resource }, ctx) => service.listProjectDeployments(ctx, resource.record, query),
+  }),
+  defineRoute({
     method: 'POST',
     url: '/api/projects/:id/deployment-session',
     summary: 'Open a read-only session on the project\'s latest deployment (build-log token)',
@@ -108,6 +124,8 @@ export const deploymentsModule: ModuleDef = {
   provides() {
     return {
       streamTokens: streamTokenPort,
+      // A project's deployments as its info and commit status read them (the projects area's reads).
+      deploymentHistory: { latest: store.latestDeployment },
       // A project's deployments are previewed and removed with it (the projects area's DELETE).
       projectDependents: [
         {

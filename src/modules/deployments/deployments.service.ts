@@ -4,9 +4,10 @@ import { transaction, type Db } from '../../db/client.js';
 import { AppError, conflict, invalid } from '../../lib/errors.js';
 import { newId, nowIso } from '../../lib/ids.js';
 import type { LogLine } from '../../runtime/logs.js';
-import { deploymentRecord, findEnvironment, findProject, type DeploymentRecord, type ProjectRow } from '../projects/index.js';
+import { findEnvironment, findProject, type ProjectRow } from '../projects/index.js';
 import { insertAuditEvent } from '../audit/index.js';
 import { attachUploadToProject, checkUploadSession, uploadSourceDir } from '../uploads/index.js';
+import { deploymentRecord, type DeploymentRecord } from './deployments.presenters.js';
 import * as store from './deployments.store.js';
 import type { DeploymentRow } from './deployments.store.js';
 import { BUILD_JOB, hostOf } from './host.js';
@@ -85,6 +86,12 @@ export async function deployProject(ctx: AppContext, actor: Actor, project: Proj
     deploymentSettled(ctx, actor.orgId, s);
   }
   return deploymentRecord((await store.findDeployment(ctx.db, actor.orgId, id))!);
+}
+
+/** The project's deployments, newest first (50 unless `q.limit` says). */
+export async function listProjectDeployments(ctx: AppContext, project: ProjectRow, q: { limit?: number; environment?: string; status?: string }): Promise<DeploymentRecord[]> {
+  const rows = await store.listProjectDeployments(ctx.db, project.orgId, project.id, { limit: q.limit ?? 50, environment: q.environment, status: q.status });
+  return rows.map(deploymentRecord);
 }
 
 /** Cancels a queued or running deployment (its build is killed); 409 once it is done. */

@@ -48,17 +48,25 @@ export async function transition(
   return Number(res.numUpdatedRows) > 0;
 }
 
-/** The project's newest deployment, any environment and status (deployment-session). */
-export async function latestDeployment(db: Db, orgId: string, projectId: string): Promise<DeploymentRow | undefined> {
-  return db
-    .selectFrom('deployments')
-    .selectAll()
-    .where('orgId', '=', orgId)
-    .where('projectId', '=', projectId)
-    .orderBy('createdAt', 'desc')
-    .orderBy('id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
+/** Which of a project's deployments a history read keeps: one environment, one status, the current ones. */
+export interface DeploymentFilter {
+  environment?: string;
+  status?: string;
+  current?: boolean;
+}
+
+/** The project's deployments, newest first (GET /api/projects/:id/deployments). */
+export async function listProjectDeployments(db: Db, orgId: string, projectId: string, opts: DeploymentFilter & { limit: number }): Promise<DeploymentRow[]> {
+  let q = db.selectFrom('deployments').selectAll().where('orgId', '=', orgId).where('projectId', '=', projectId);
+  if (opts.environment) q = q.where('environment', '=', opts.environment);
+  if (opts.status) q = q.where('status', '=', opts.status);
+  if (opts.current) q = q.where('current', '=', 1);
+  return q.orderBy('createdAt', 'desc').orderBy('id', 'desc').limit(opts.limit).execute();
+}
+
+/** The project's newest deployment, any environment and status unless `opts` narrows it (deployment-session, the project's info). */
+export async function latestDeployment(db: Db, orgId: string, projectId: string, opts: DeploymentFilter = {}): Promise<DeploymentRow | undefined> {
+  return (await listProjectDeployments(db, orgId, projectId, { ...opts, limit: 1 }))[0];
 }
 
 /** Whether a push of `commit` already made a deployment of the project's `environment` (a preview's deployment of the same commit does not count for production). */

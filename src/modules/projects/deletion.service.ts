@@ -4,6 +4,7 @@
  */
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
+import { releaseVolumes } from '../../runtime/disk-limits.js';
 import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
 import { transaction, type Db } from '../../db/client.js';
@@ -11,6 +12,7 @@ import { insertAuditEvent } from '../audit/index.js';
 import { deleteResourceGrants } from '../permissions/index.js';
 import type { CountNames, DeletionPreview } from './projects.presenters.js';
 import * as store from './projects.store.js';
+import * as envVarsStore from './env.store.js';
 import type { ProjectRow } from './projects.store.js';
 import { afterCommit } from './runtime-port.js';
 
@@ -21,7 +23,7 @@ export async function deletionPreview(ctx: AppContext, row: ProjectRow, db: Db =
   const out: DeletionPreview = {
     // Counted and named by the deployments area (its dependent below); first, where it always was.
     deployments: cn([]),
-    envVars: cn(await store.envVarNames(db, orgId, id)),
+    envVars: cn(await envVarsStore.envVarNames(db, orgId, id)),
     domains: cn(await store.namesUnder(db, 'domains', orgId, id)),
     environments: cn(await store.namesUnder(db, 'environments', orgId, id)),
     backupPolicies: cn([]),
@@ -66,6 +68,8 @@ export async function deleteProject(ctx: AppContext, actor: Actor, row: ProjectR
   // member's cached credential, an open stream under the project) lose it now.
   ctx.access.changed({ orgId: row.orgId });
   for (const p of paths) {
+    // A volume or a build on its disk image (docs/runtime.md "Disk limits") is unmounted first.
+    await releaseVolumes(p).catch((e) => ctx.log.warn({ err: e, path: p }, 'could not unmount project files'));
     await rm(p, { recursive: true, force: true }).catch((e) => ctx.log.warn({ err: e, path: p }, 'could not remove project files'));
   }
   return { id: row.id, deleted: true, removed };

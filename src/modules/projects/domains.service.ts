@@ -8,7 +8,9 @@ import { lookupTxt } from './domain-dns.js';
 import { challengeName, domainRecord, freeDomainOf, servingDomain, type DomainDeleted, type DomainRecord, type ProjectRecord } from './projects.presenters.js';
 import { loadRecord } from './projects.service.js';
 import * as store from './projects.store.js';
-import type { DomainRow, ProjectRow } from './projects.store.js';
+import * as domainsStore from './domains.store.js';
+import type { DomainRow } from './domains.store.js';
+import type { ProjectRow } from './projects.store.js';
 import { normalizeHostname } from './validate.js';
 
 /**
@@ -74,7 +76,7 @@ async function certificateWanted(ctx: AppContext, claim: DomainRow): Promise<voi
 
 /** GET domains: the project's claims, oldest first. */
 export async function listDomains(ctx: AppContext, row: ProjectRow): Promise<DomainRecord[]> {
-  return domainRecords(ctx, row.orgId, await store.listDomains(ctx.db, row.orgId, row.id));
+  return domainRecords(ctx, row.orgId, await domainsStore.listDomains(ctx.db, row.orgId, row.id));
 }
 
 /**
@@ -82,7 +84,7 @@ export async function listDomains(ctx: AppContext, row: ProjectRow): Promise<Dom
  * verify domains. 409 when another project verified the domain.
  */
 async function insertClaim(ctx: AppContext, tx: Db, row: ProjectRow, domain: string, primary: boolean, now: string): Promise<DomainRow> {
-  const holder = await store.findVerifiedDomain(tx, domain);
+  const holder = await domainsStore.findVerifiedDomain(tx, domain);
   if (holder && holder.projectId !== row.id) throw heldElsewhere(domain);
   const claim: DomainRow = {
     id: newId('dom'),
@@ -94,14 +96,14 @@ async function insertClaim(ctx: AppContext, tx: Db, row: ProjectRow, domain: str
     verifiedAt: ctx.config.domainVerification === 'none' ? now : null,
     createdAt: now,
   };
-  await store.insertDomain(tx, claim);
-  if (primary) await store.setPrimaryDomain(tx, row.orgId, row.id, domain);
+  await domainsStore.insertDomain(tx, claim);
+  if (primary) await domainsStore.setPrimaryDomain(tx, row.orgId, row.id, domain);
   return { ...claim, isPrimary: primary ? 1 : 0 };
 }
 
 /** A unique violation on the domains table, told apart after the fact: this project's own claim, or another project's verified one. */
 async function claimConflict(ctx: AppContext, row: ProjectRow, domain: string): Promise<AppError> {
-  if (await store.findProjectDomain(ctx.db, row.orgId, row.id, domain)) return conflict(`this project already has the domain ${domain}`, 'domain');
+  if (await domainsStore.findProjectDomain(ctx.db, row.orgId, row.id, domain)) return conflict(`this project already has the domain ${domain}`, 'domain');
   return heldElsewhere(domain);
 }
 
@@ -116,7 +118,7 @@ export async function addDomain(ctx: AppContext, actor: Actor, row: ProjectRow, 
   const primary = input.primary === true;
   try {
     const claim = await transaction(ctx.db, async (tx) => {
-      if (await store.findProjectDomain(tx, row.orgId, row.id, domain)) throw conflict(`this project already has the domain ${domain}`, 'domain');
+      if (await domainsStore.findProjectDomain(tx, row.orgId, row.id, domain)) throw conflict(`this project already has the domain ${domain}`, 'domain');
       const now = nowIso();
       const claim = await insertClaim(ctx, tx, row, domain, primary, now);
       await store.updateProject(tx, row.orgId, row.id, { updatedAt: now });
@@ -142,9 +144,9 @@ export async function connectDomain(ctx: AppContext, actor: Actor, row: ProjectR
   try {
     const added = await transaction(ctx.db, async (tx) => {
       const now = nowIso();
-      const own = await store.findProjectDomain(tx, row.orgId, row.id, domain);
+      const own = await domainsStore.findProjectDomain(tx, row.orgId, row.id, domain);
       const claim = own ?? (await insertClaim(ctx, tx, row, domain, true, now));
-      if (own) await store.setPrimaryDomain(tx, row.orgId, row.id, domain);
+      if (own) await domainsStore.setPrimaryDomain(tx, row.orgId, row.id, domain);
       await store.updateProject(tx, row.orgId, row.id, { updatedAt: now });
       await auditDomain(tx, actor, row, 'project.domain.connect', { domain, added: !own, verified: claim.verifiedAt !== null });
       return own ? null : claim;
@@ -164,11 +166,11 @@ export async function connectDomain(ctx: AppContext, actor: Actor, row: ProjectR
 export async function removeDomain(ctx: AppContext, actor: Actor, row: ProjectRow, input: string): Promise<DomainDeleted> {
   const domain = checkCustomDomain(ctx, input);
   const answer = await transaction(ctx.db, async (tx) => {
-    const own = await store.findProjectDomain(tx, row.orgId, row.id, domain);
-    if (!own || (await store.deleteDomain(tx, row.orgId, row.id, domain)) === 0) throw notHeld(domain);
+    const own = await domainsStore.findProjectDomain(tx, row.orgId, row.id, domain);
+    if (!own || (await domainsStore.deleteDomain(tx, row.orgId, row.id, domain)) === 0) throw notHeld(domain);
     await store.updateProject(tx, row.orgId, row.id, { updatedAt: nowIso() });
     await auditDomain(tx, actor, row, 'project.domain.remove', { domain, wasPrimary: own.isPrimary === 1, wasVerified: own.verifiedAt !== null });
-    const rest = await store.listDomains(tx, row.orgId, row.id);
+    const rest = await domainsStore.listDomains(tx, row.orgId, row.id);
     return { domain, deleted: true as const, primaryDomain: servingDomain(ctx, row.slug, rest) };
   });
   // Its certificate goes too (after the commit; the certificates scheduler removes what this misses).
@@ -188,10 +190,10 @@ export async function removeDomain(ctx: AppContext, actor: Actor, row: ProjectRo
  */
 export async function verifyDomain(ctx: AppContext, actor: Actor, row: ProjectRow, input: string): Promise<DomainRecord> {
   const domain = checkCustomDomain(ctx, input);
-  const own = await store.findProjectDomain(ctx.db, row.orgId, row.id, domain);
+  const own = await domainsStore.findProjectDomain(ctx.db, row.orgId, row.id, domain);
   if (!own) throw notHeld(domain);
   if (own.verifiedAt !== null) return (await domainRecords(ctx, row.orgId, [own]))[0]!;
-  const holder = await store.findVerifiedDomain(ctx.db, domain);
+  const holder = await domainsStore.findVerifiedDomain(ctx.db, domain);
   if (holder && holder.projectId !== row.id) throw heldElsewhere(domain);
 
   const method = ctx.config.domainVerification;
@@ -211,10 +213,10 @@ export async function verifyDomain(ctx: AppContext, actor: Actor, row: ProjectRo
   try {
     const verified = await transaction(ctx.db, async (tx) => {
       const now = nowIso();
-      const current = await store.findProjectDomain(tx, row.orgId, row.id, domain);
+      const current = await domainsStore.findProjectDomain(tx, row.orgId, row.id, domain);
       if (!current) throw notHeld(domain);
       if (current.verifiedAt !== null) return current;
-      await store.markDomainVerified(tx, row.orgId, row.id, domain, now);
+      await domainsStore.markDomainVerified(tx, row.orgId, row.id, domain, now);
       await store.updateProject(tx, row.orgId, row.id, { updatedAt: now });
       await auditDomain(tx, actor, row, 'project.domain.verify', { domain, method });
       return { ...current, verifiedAt: now };

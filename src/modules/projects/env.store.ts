@@ -1,5 +1,6 @@
 import type { Selectable } from 'kysely';
 import { transaction, type Db, type Dialect } from '../../db/client.js';
+import { inProject } from '../../db/scope.js';
 import { sql } from '../../db/kysely.js';
 import { precompiled } from '../../db/precompiled.js';
 import { auditInsertStep, insertAuditRow, type AuditRow } from '../audit/index.js';
@@ -27,8 +28,7 @@ const envWithVarsQuery = precompiled<{ envId: string; envName: string; envRevisi
     .selectFrom('environments as e')
     .leftJoin('envVars as v', (j) => j.onRef('v.orgId', '=', 'e.orgId').onRef('v.projectId', '=', 'e.projectId').onRef('v.environment', '=', 'e.name'))
     .select(['e.id as envId', 'e.name as envName', 'e.envRevision', 'v.key', 'v.value', 'v.isSecret', 'v.updatedAt'])
-    .where('e.orgId', '=', orgId!)
-    .where('e.projectId', '=', projectId!)
+    .where(inProject(orgId!, projectId!, 'e'))
     .where('e.name', '=', name!),
 );
 
@@ -46,8 +46,7 @@ const envWithVarsJsonQuery = precompiled<{ envId: string; envName: string; envRe
       sql<[string, string, number, string][]>`coalesce((select json_agg(json_build_array(v.key, v.value, v.is_secret, v.updated_at))
         from env_vars v where v.org_id = e.org_id and v.project_id = e.project_id and v.environment = e.name), '[]')`.as('vars'),
     )
-    .where('e.orgId', '=', orgId!)
-    .where('e.projectId', '=', projectId!)
+    .where(inProject(orgId!, projectId!, 'e'))
     .where('e.name', '=', name!),
 );
 
@@ -74,8 +73,7 @@ export async function listEnvVars(db: Db, orgId: string, projectId: string, envi
   return db
     .selectFrom('envVars')
     .selectAll()
-    .where('orgId', '=', orgId)
-    .where('projectId', '=', projectId)
+    .where(inProject(orgId, projectId))
     .where('environment', '=', environment)
     .orderBy('key', 'asc')
     .execute();
@@ -105,8 +103,7 @@ export async function deleteEnvVars(db: Db, orgId: string, projectId: string, en
   for (let i = 0; i < keys.length; i += 1000) {
     await db
       .deleteFrom('envVars')
-      .where('orgId', '=', orgId)
-      .where('projectId', '=', projectId)
+      .where(inProject(orgId, projectId))
       .where('environment', '=', environment)
       .where('key', 'in', keys.slice(i, i + 1000))
       .execute();
@@ -116,7 +113,7 @@ export async function deleteEnvVars(db: Db, orgId: string, projectId: string, en
 /** Takes the row lock of a project's environment until the transaction ends (PostgreSQL; SQLite's writer lock is the file's). */
 export async function lockEnv(tx: Db, dialect: Dialect, orgId: string, projectId: string, name: string): Promise<void> {
   if (dialect !== 'postgres') return;
-  await tx.selectFrom('environments').select('id').where('orgId', '=', orgId).where('projectId', '=', projectId).where('name', '=', name).forUpdate().execute();
+  await tx.selectFrom('environments').select('id').where(inProject(orgId, projectId)).where('name', '=', name).forUpdate().execute();
 }
 
 /** What one env PATCH writes: the environment as it was read, the rows to upsert, the keys to delete, the audit row. */
@@ -176,4 +173,16 @@ export async function applyEnvPatch(db: Db, dialect: Dialect, w: EnvWrite): Prom
     await insertAuditRow(tx, w.audit);
     return { id: r.id, name: r.name, envRevision: Number(r.envRevision) };
   });
+}
+
+/** The `environment:key` names of a project's env vars (the deletion preview). */
+export async function envVarNames(db: Db, orgId: string, projectId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('envVars')
+    .select(['environment', 'key'])
+    .where(inProject(orgId, projectId))
+    .orderBy('environment')
+    .orderBy('key')
+    .execute();
+  return rows.map((r) => `${r.environment}:${r.key}`);
 }

@@ -16,20 +16,22 @@ import * as envStore from './env.store.js';
 import type { EnvVarRow } from './env.store.js';
 import { pickPreviewSlug } from './preview-domains.js';
 import { environmentRecord, servingDomain, type EnvironmentRecord } from './projects.presenters.js';
-import * as store from './projects.store.js';
-import type { EnvironmentRow, ProjectRow } from './projects.store.js';
+import * as domainsStore from './domains.store.js';
+import * as environmentsStore from './environments.store.js';
+import type { EnvironmentRow } from './environments.store.js';
+import type { ProjectRow } from './projects.store.js';
 import { checkBranch } from './validate.js';
 
 const NAME_RE = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
 /** The records of environment rows of one project (the production URL read once). */
 export async function environmentRecords(ctx: AppContext, row: Pick<ProjectRow, 'id' | 'orgId' | 'slug'>, envs: EnvironmentRow[]): Promise<EnvironmentRecord[]> {
-  const host = servingDomain(ctx, row.slug, await store.listDomains(ctx.db, row.orgId, row.id));
+  const host = servingDomain(ctx, row.slug, await domainsStore.listDomains(ctx.db, row.orgId, row.id));
   return envs.map((e) => environmentRecord(ctx, row, e, host));
 }
 
 export async function listEnvironments(ctx: AppContext, row: ProjectRow): Promise<EnvironmentRecord[]> {
-  return environmentRecords(ctx, row, await store.listEnvironments(ctx.db, row.orgId, row.id));
+  return environmentRecords(ctx, row, await environmentsStore.listEnvironments(ctx.db, row.orgId, row.id));
 }
 
 function checkName(input: string): string {
@@ -48,7 +50,7 @@ export async function createEnvironment(ctx: AppContext, actor: Actor, row: Proj
   const name = input.name.trim().toLowerCase();
   if (!NAME_RE.test(name)) throw invalid('name', 'name must be lowercase letters, digits and dashes (at most 63 characters)');
   const branch = checkOptionalBranch(input.branch);
-  if (await store.findEnvironment(ctx.db, row.orgId, row.id, name)) throw conflict(`this project already has an environment named "${name}"`, 'name');
+  if (await environmentsStore.findEnvironment(ctx.db, row.orgId, row.id, name)) throw conflict(`this project already has an environment named "${name}"`, 'name');
   const env = await insertPreview(ctx, actor, row, name, branch);
   if (!env) throw conflict(`this project already has an environment named "${name}"`, 'name');
   return (await environmentRecords(ctx, row, [env]))[0]!;
@@ -63,7 +65,7 @@ export async function ensureEnvironment(ctx: AppContext, actor: Actor, row: Proj
   const name = checkName(input.name);
   const branch = checkOptionalBranch(input.branch);
   for (let attempt = 0; ; attempt++) {
-    const existing = await store.findEnvironment(ctx.db, row.orgId, row.id, name);
+    const existing = await environmentsStore.findEnvironment(ctx.db, row.orgId, row.id, name);
     if (existing) {
       if (existing.type !== 'preview') throw invalid('name', `environment "${name}" is not a preview environment`);
       if (existing.branch === branch && existing.slug) return { env: existing, created: false };
@@ -83,9 +85,9 @@ async function insertPreview(ctx: AppContext, actor: Actor, row: ProjectRow, nam
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
       return await transaction(ctx.db, async (tx) => {
-        const slug = pickPreviewSlug(branch ?? name, name, row.slug, new Set(await store.previewSlugs(tx, row.orgId, row.id)));
+        const slug = pickPreviewSlug(branch ?? name, name, row.slug, new Set(await environmentsStore.previewSlugs(tx, row.orgId, row.id)));
         const env: EnvironmentRow = { id: newId('env'), orgId: row.orgId, projectId: row.id, name, type: 'preview', branch, slug, envRevision: 0, createdAt: nowIso() };
-        await store.insertEnvironment(tx, env);
+        await environmentsStore.insertEnvironment(tx, env);
         const copied = await copyProductionVars(ctx, tx, row, name, env.createdAt);
         await insertAuditEvent(tx, {
           orgId: row.orgId,
@@ -100,7 +102,7 @@ async function insertPreview(ctx: AppContext, actor: Actor, row: ProjectRow, nam
     } catch (e) {
       if (!isUniqueViolation(e)) throw e;
       // The name (a concurrent create) or the slug (a concurrent preview of a branch that slugs alike).
-      if (await store.findEnvironment(ctx.db, row.orgId, row.id, name)) return null;
+      if (await environmentsStore.findEnvironment(ctx.db, row.orgId, row.id, name)) return null;
     }
   }
   throw conflict('the preview environment could not get a host of its own: try again', 'branch');
@@ -110,10 +112,10 @@ async function insertPreview(ctx: AppContext, actor: Actor, row: ProjectRow, nam
 async function updatePreviewBranch(ctx: AppContext, actor: Actor, row: ProjectRow, env: EnvironmentRow, branch: string | null): Promise<EnvironmentRow | null> {
   try {
     return await transaction(ctx.db, async (tx) => {
-      const now = await store.findEnvironment(tx, row.orgId, row.id, env.name);
+      const now = await environmentsStore.findEnvironment(tx, row.orgId, row.id, env.name);
       if (!now || now.id !== env.id) return null;
-      const slug = pickPreviewSlug(branch ?? env.name, env.name, row.slug, new Set(await store.previewSlugs(tx, row.orgId, row.id, env.id)));
-      await store.updateEnvironment(tx, row.orgId, env.id, { branch, slug });
+      const slug = pickPreviewSlug(branch ?? env.name, env.name, row.slug, new Set(await environmentsStore.previewSlugs(tx, row.orgId, row.id, env.id)));
+      await environmentsStore.updateEnvironment(tx, row.orgId, env.id, { branch, slug });
       await insertAuditEvent(tx, {
         orgId: row.orgId,
         actorId: actor.userId,

@@ -9,6 +9,8 @@ import { requireGit, type GitBranch, type GitRepository } from './git-port.js';
 import type { ProjectRecord } from './projects.presenters.js';
 import { loadRecord } from './projects.service.js';
 import * as store from './projects.store.js';
+import * as credentialsStore from './clone-credentials.store.js';
+import * as environmentsStore from './environments.store.js';
 import type { ProjectRow } from './projects.store.js';
 import { checkBranch, checkGitOwner, checkGitRepo, normalizeHostname } from './validate.js';
 
@@ -81,7 +83,7 @@ export async function linkRepository(ctx: AppContext, actor: Actor, row: Project
       webhookId: owner === row.gitOwner && repo === row.gitRepo ? row.webhookId : null,
       updatedAt: nowIso(),
     });
-    await store.setProductionBranch(tx, row.orgId, row.id, branch);
+    await environmentsStore.setProductionBranch(tx, row.orgId, row.id, branch);
     await insertAuditEvent(tx, { orgId: row.orgId, actorId: actor.userId, action: 'project.git.link', resourceType: 'project', resourceId: row.id, details: { owner, repo, branch } });
   });
   const port = ctx.ports.git;
@@ -114,7 +116,7 @@ export async function commitStatus(ctx: AppContext, row: ProjectRow): Promise<Co
   const port = requireGit(ctx);
   requireLinked(row);
   const branch = row.gitBranch ?? (await port.defaultBranch(ctx, row.orgId, row.gitOwner, row.gitRepo));
-  const deployed = await store.latestDeployment(ctx.db, row.orgId, row.id, { environment: 'production', current: true });
+  const deployed = await ctx.ports.deploymentHistory?.latest(ctx.db, row.orgId, row.id, { environment: 'production', current: true });
   const remoteCommit = await port.headCommit(ctx, row.orgId, row.gitOwner, row.gitRepo, branch);
   const deployedCommit = deployed?.commit ?? null;
   return { branch, deployedCommit, remoteCommit, upToDate: !!deployedCommit && !!remoteCommit && deployedCommit === remoteCommit };
@@ -166,7 +168,7 @@ export async function setBranch(ctx: AppContext, actor: Actor, row: ProjectRow, 
   const branch = checkBranch(branchInput, 'branch');
   await transaction(ctx.db, async (tx) => {
     await store.updateProject(tx, row.orgId, row.id, { gitBranch: branch, updatedAt: nowIso() });
-    await store.setProductionBranch(tx, row.orgId, row.id, branch);
+    await environmentsStore.setProductionBranch(tx, row.orgId, row.id, branch);
     await insertAuditEvent(tx, { orgId: row.orgId, actorId: actor.userId, action: 'project.branch', resourceType: 'project', resourceId: row.id, details: { branch } });
   });
   return loadRecord(ctx, ctx.db, row.orgId, row.id);
@@ -184,7 +186,7 @@ export interface CloneTokenRecord {
 const cloneAad = (projectId: string) => `clone-token:${projectId}`;
 
 export async function getCloneToken(ctx: AppContext, row: ProjectRow): Promise<CloneTokenRecord> {
-  const c = await store.findCloneCredential(ctx.db, row.orgId, row.id);
+  const c = await credentialsStore.findCloneCredential(ctx.db, row.orgId, row.id);
   if (!c) return { configured: false, username: null, token: null, updatedAt: null };
   return { configured: true, username: c.username, token: '********', updatedAt: c.updatedAt };
 }
@@ -197,7 +199,7 @@ export async function setCloneToken(ctx: AppContext, actor: Actor, row: ProjectR
   if (username && /[\s:@/]/.test(username)) throw new AppError('VALIDATION_FAILED', 'username must not contain whitespace, ":", "@" or "/"', { field: 'username' });
   const updatedAt = nowIso();
   await transaction(ctx.db, async (tx) => {
-    await store.upsertCloneCredential(tx, { projectId: row.id, orgId: row.orgId, username, token: encryptSecret(ctx.keyring, token, cloneAad(row.id)), updatedAt });
+    await credentialsStore.upsertCloneCredential(tx, { projectId: row.id, orgId: row.orgId, username, token: encryptSecret(ctx.keyring, token, cloneAad(row.id)), updatedAt });
     await insertAuditEvent(tx, { orgId: row.orgId, actorId: actor.userId, action: 'project.clone_token.update', resourceType: 'project', resourceId: row.id, details: { username } });
   });
   return { configured: true, username, token: '********', updatedAt };
@@ -205,7 +207,7 @@ export async function setCloneToken(ctx: AppContext, actor: Actor, row: ProjectR
 
 /** For the build pipeline only (never over HTTP): the decrypted clone credential, or null. */
 export async function resolveCloneCredential(ctx: AppContext, orgId: string, projectId: string): Promise<{ username: string | null; token: string } | null> {
-  const c = await store.findCloneCredential(ctx.db, orgId, projectId);
+  const c = await credentialsStore.findCloneCredential(ctx.db, orgId, projectId);
   if (!c) return null;
   return { username: c.username, token: decryptSecret(ctx.keyring, c.token, cloneAad(projectId)) };
 }

@@ -7,11 +7,19 @@ export { projectsModule } from './projects.routes.js';
 export type { ProjectReads } from './project-reads.js';
 
 // Records and presenters.
-export type { ProjectRow, EnvironmentRow, DomainRow, RouteRuleRow, DeploymentRow } from './projects.store.js';
-export { deploymentRecord, DeploymentSchema, ProjectSchema, type DeploymentRecord, type ProjectRecord } from './projects.presenters.js';
+export type { ProjectRow } from './projects.store.js';
+export type { EnvironmentRow } from './environments.store.js';
+export type { DomainRow } from './domains.store.js';
+export type { RouteRuleRow } from './route-rules.store.js';
+export { ProjectSchema, type ProjectRecord } from './projects.presenters.js';
 
 // Reading projects (every lookup scoped by org) and authorizing on them.
-export { findProject, listDomains, listRouteRules, findEnvironment, findService, projectRef, projectGrantKeys } from './projects.store.js';
+export { findProject } from './projects.store.js';
+export { listDomains, verifiedDomainsAnyOrg } from './domains.store.js';
+export { listRouteRules } from './route-rules.store.js';
+export { findEnvironment } from './environments.store.js';
+export { findService } from './services.store.js';
+export { projectRef, projectGrantKeys } from './projects.resolvers.js';
 // The decrypted clone credential of a project, for the build only.
 export { resolveCloneCredential } from './git.service.js';
 export { slugify } from './validate.js';
@@ -28,7 +36,6 @@ export {
   projectOrgAnyOrg,
   projectStatusAnyOrg,
   sleepModesOf,
-  verifiedDomainsAnyOrg,
   type EdgeProject,
 } from './projects.store.js';
 
@@ -41,7 +48,7 @@ export { newVerificationValue } from './domains.service.js';
 // Preview environments (contract section 16): made and changed here, served and removed by build-and-run.
 export { ensureEnvironment, environmentRecords } from './environments.service.js';
 export { branchSlug, edgeUrlOf, previewHost, splitPreviewLabel } from './preview-domains.js';
-export { deleteEnvironmentRows, environmentBySlugAnyOrg, listEnvironments } from './projects.store.js';
+export { deleteEnvironmentRows, environmentBySlugAnyOrg, listEnvironments } from './environments.store.js';
 export { servingDomain, type EnvironmentRecord } from './projects.presenters.js';
 
 // Env vars and services for build-and-run, backups and transfers.
@@ -57,6 +64,7 @@ export type { GitPort, GitRepository, GitBranch, GitWebhook } from './git-port.j
 export { GitRepositorySchema } from './config.presenters.js';
 export { afterCommit, type RuntimePort, type RuntimeState, type RoutingResult } from './runtime-port.js';
 export type { ProjectDependent } from './dependents.js';
+export type { DeploymentHistoryPort } from './history-port.js';
 export type { UploadSourcePort } from './upload-port.js';
 
 // A project with every row under it, read and written whole (the cloud area's transfers).

@@ -1,7 +1,7 @@
-/** Read views of a project's runtime and builds: info (runtime, last build, source) and its deployments. */
+/** Read view of a project's runtime and builds: info (runtime, last build, source). */
 import type { AppContext } from '../../context.js';
-import { deploymentRecord, projectRecord, type DeploymentRecord, type InfoRecord } from './projects.presenters.js';
-import * as store from './projects.store.js';
+import { projectRecord, type InfoRecord } from './projects.presenters.js';
+import * as store from './domains.store.js';
 import type { ProjectRow } from './projects.store.js';
 import type { RuntimeState } from './runtime-port.js';
 
@@ -13,7 +13,8 @@ export function projectUrl(ctx: AppContext, host: string): string {
 
 export async function info(ctx: AppContext, row: ProjectRow): Promise<InfoRecord> {
   const record = projectRecord(ctx, row, await store.listDomains(ctx.db, row.orgId, row.id));
-  const last = await store.latestDeployment(ctx.db, row.orgId, row.id);
+  const history = ctx.ports.deploymentHistory;
+  const last = await history?.latest(ctx.db, row.orgId, row.id);
   const rt = ctx.ports.runtime;
   let runtime: RuntimeState | null = null;
   if (rt) {
@@ -24,7 +25,7 @@ export async function info(ctx: AppContext, row: ProjectRow): Promise<InfoRecord
     }
   }
   if (!runtime) {
-    const everReady = await store.latestDeployment(ctx.db, row.orgId, row.id, { status: 'ready' });
+    const everReady = await history?.latest(ctx.db, row.orgId, row.id, { status: 'ready' });
     runtime = { state: everReady ? 'stopped' : 'not_deployed', url: projectUrl(ctx, record.routes.primaryDomain), port: row.port };
   }
   return {
@@ -34,9 +35,4 @@ export async function info(ctx: AppContext, row: ProjectRow): Promise<InfoRecord
     // Whether this instance is linked to a cloud instance and the link answers (cloud area).
     cloud: ctx.ports.cloud ? await ctx.ports.cloud.status() : { linked: false, reachable: false },
   };
-}
-
-export async function listDeployments(ctx: AppContext, row: ProjectRow, q: { limit?: number; environment?: string; status?: string }): Promise<DeploymentRecord[]> {
-  const rows = await store.listDeployments(ctx.db, row.orgId, row.id, { limit: q.limit ?? 50, environment: q.environment, status: q.status });
-  return rows.map(deploymentRecord);
 }

@@ -1,7 +1,8 @@
 import type { Db } from '../../db/client.js';
 import type { WriteEvents } from '../../db/write-events.js';
 import type { Bus } from '../../db/notify.js';
-import { findProject, listRoutes, type DomainRow, type ProjectRow } from './projects.store.js';
+import { findProject, type ProjectRow } from './projects.store.js';
+import { listRoutes, type DomainRow } from './domains.store.js';
 
 /** A project's domains and preview slugs (what its `routes` show). */
 export interface ProjectRoutes {

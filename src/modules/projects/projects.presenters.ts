@@ -1,5 +1,5 @@
 /**
- * Projects area presenters: project, environment and deployment rows to their API shapes, and the
+ * Projects area presenters: project and environment rows to their API shapes, and the
  * TypeBox schemas of the core project routes' success payloads (the `data` of `{ data }`). The
  * server serialises each answer by its schema: a field not listed here is not sent.
  */
@@ -7,7 +7,9 @@ import { Type, type Static } from '@sinclair/typebox';
 import { NullableStr } from '../../http/schemas.js';
 import type { AppContext } from '../../context.js';
 import { branchSlug, edgeUrlOf, previewHost } from './preview-domains.js';
-import type { DeploymentRow, DomainRow, EnvironmentRow, ProjectRow } from './projects.store.js';
+import type { DomainRow } from './domains.store.js';
+import type { EnvironmentRow } from './environments.store.js';
+import type { ProjectRow } from './projects.store.js';
 
 // ---------------------------------------------------------------- schema helpers (this area's presenters)
 
@@ -209,44 +211,6 @@ export function environmentRecord(ctx: AppContext, project: { slug: string }, e:
     domain,
     url: edgeUrlOf(ctx, host, e.type === 'preview'),
     createdAt: e.createdAt,
-  };
-}
-
-// ---------------------------------------------------------------- deployments (the list under a project)
-
-export const DeploymentSchema = Type.Object({
-  id: Type.String(),
-  projectId: Type.String(),
-  environment: Type.String(),
-  status: Type.String(),
-  trigger: Type.String(),
-  commit: NullableStr(),
-  ref: NullableStr(),
-  createdAt: Type.String(),
-  startedAt: NullableStr(),
-  finishedAt: NullableStr(),
-  error: NullableStr(),
-  current: Type.Boolean({ description: 'true on the ready deployment that serves its environment (its current release)' }),
-  /** A production deployment promoted from a preview (trigger `promote`): that preview deployment, whose build it runs; else null. */
-  promotedFrom: NullableStr(),
-});
-export type DeploymentRecord = Static<typeof DeploymentSchema>;
-
-export function deploymentRecord(d: DeploymentRow): DeploymentRecord {
-  return {
-    id: d.id,
-    projectId: d.projectId,
-    environment: d.environment,
-    status: d.status,
-    trigger: d.trigger,
-    commit: d.commit,
-    ref: d.ref,
-    createdAt: d.createdAt,
-    startedAt: d.startedAt,
-    finishedAt: d.finishedAt,
-    error: d.error,
-    current: Number(d.current) === 1,
-    promotedFrom: d.promotedFrom ?? null,
   };
 }
 

@@ -10,7 +10,6 @@ import * as lifecycle from './lifecycle.service.js';
 import {
   DeletedProjectSchema,
   DeletionPreviewSchema,
-  DeploymentSchema,
   EnvironmentSchema,
   HomeSchema,
   InfoSchema,
@@ -18,16 +17,17 @@ import {
   ProjectSchema,
   RoutingAttemptSchema,
 } from './projects.presenters.js';
-import { CreateBody, DeploymentsQuery, EnsureBody, EnvironmentBody, OptionsBody, ProjectParams, ServiceBody, UpdateBody } from './projects.schemas.js';
+import { CreateBody, EnsureBody, EnvironmentBody, OptionsBody, ProjectParams, ServiceBody, UpdateBody } from './projects.schemas.js';
 import * as projects from './projects.service.js';
-import { findProject, projectCatalog, resolveProject } from './projects.store.js';
+import { findProject, projectCatalog } from './projects.store.js';
+import { resolveProject } from './projects.resolvers.js';
 import { ProjectReads } from './project-reads.js';
 import { routeRuleRoutes } from './route-rules.routes.js';
 import * as services from './services.service.js';
 
 const P = { kind: 'project', param: 'id' } as const;
 
-/** Projects: CRUD, ensure, lifecycle, deletion, environments, deployments, services (config.routes.ts: the rest). */
+/** Projects: CRUD, ensure, lifecycle, deletion, environments, services (config.routes.ts: the rest). */
 const coreRoutes = [
   defineRoute({
     method: 'GET',
@@ -196,17 +196,6 @@ const coreRoutes = [
     schema: { params: ProjectParams, response: RoutingAttemptSchema },
     async handler({ actor, resource }, ctx) {
       return lifecycle.retryRouting(ctx, actor, resource.record);
-    },
-  }),
-  defineRoute({
-    method: 'GET',
-    url: '/api/projects/:id/deployments',
-    summary: "List the project's deployments, newest first",
-    tag: 'project:deployment:list',
-    resource: P,
-    schema: { params: ProjectParams, querystring: DeploymentsQuery, response: Type.Array(DeploymentSchema) },
-    async handler({ query, resource }, ctx) {
-      return info.listDeployments(ctx, resource.record, query);
     },
   }),
   defineRoute({

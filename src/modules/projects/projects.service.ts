@@ -12,6 +12,10 @@ import { insertAuditEvent } from '../audit/index.js';
 import { blankConfig, changedFields, DEFAULT_RESOURCES, mergeInput, type ProjectInput } from './project-input.js';
 import { projectRecord, type ProjectRecord } from './projects.presenters.js';
 import * as store from './projects.store.js';
+import * as domainsStore from './domains.store.js';
+import * as environmentsStore from './environments.store.js';
+import { projectRef } from './projects.resolvers.js';
+import * as servicesStore from './services.store.js';
 import type { ProjectRow } from './projects.store.js';
 import { requireUploadSource } from './upload-port.js';
 import { loadOrgRoutes, loadProjectRoutes } from './project-reads.js';
@@ -20,7 +24,7 @@ import { slugify } from './validate.js';
 export async function loadRecord(ctx: AppContext, db: Db, orgId: string, id: string): Promise<ProjectRecord> {
   const p = await store.findProject(db, orgId, id);
   if (!p) throw notFound('project');
-  return projectRecord(ctx, p, await store.listDomains(db, orgId, id), await store.previewSlugs(db, orgId, id));
+  return projectRecord(ctx, p, await domainsStore.listDomains(db, orgId, id), await environmentsStore.previewSlugs(db, orgId, id));
 }
 
 /** `GET /api/projects/:id` (its domains through the per-server read cache when there is one). */
@@ -68,7 +72,7 @@ export async function createProject(ctx: AppContext, actor: Actor, input: Projec
           createdAt: now,
           updatedAt: now,
         });
-        await store.insertEnvironment(tx, {
+        await environmentsStore.insertEnvironment(tx, {
           id: newId('env'),
           orgId: actor.orgId,
           projectId: id,
@@ -78,7 +82,7 @@ export async function createProject(ctx: AppContext, actor: Actor, input: Projec
           envRevision: 0,
           createdAt: now,
         });
-        await store.insertService(tx, { id: newId('svc'), orgId: actor.orgId, projectId: id, kind: 'volume', name: 'data', connectionUrl: null, createdAt: now });
+        await servicesStore.insertService(tx, { id: newId('svc'), orgId: actor.orgId, projectId: id, kind: 'volume', name: 'data', connectionUrl: null, createdAt: now });
         await insertAuditEvent(tx, { orgId: actor.orgId, actorId: actor.userId, action: 'project.create', resourceType: 'project', resourceId: id, details: { name: cfg.name, slug } });
       });
       return loadRecord(ctx, ctx.db, actor.orgId, id);
@@ -95,7 +99,7 @@ export async function updateProjectConfig(ctx: AppContext, actor: Actor, row: Pr
   const cfg = mergeInput(row, input);
   await transaction(ctx.db, async (tx) => {
     await store.updateProject(tx, row.orgId, row.id, { ...cfg, updatedAt: nowIso() });
-    if (input.gitBranch !== undefined && cfg.gitBranch !== row.gitBranch) await store.setProductionBranch(tx, row.orgId, row.id, cfg.gitBranch);
+    if (input.gitBranch !== undefined && cfg.gitBranch !== row.gitBranch) await environmentsStore.setProductionBranch(tx, row.orgId, row.id, cfg.gitBranch);
     await insertAuditEvent(tx, { orgId: row.orgId, actorId: actor.userId, action: 'project.update', resourceType: 'project', resourceId: row.id, details: { fields: changedFields(input) } });
   });
   return loadRecord(ctx, ctx.db, row.orgId, row.id);
@@ -141,7 +145,7 @@ export async function ensureProject(ctx: AppContext, actor: Actor, row: ProjectR
  */
 async function retriedProject(ctx: AppContext, actor: Actor, projectId: string, name: string | undefined): Promise<ProjectRow | undefined> {
   const p = await store.findProject(ctx.db, actor.orgId, projectId);
-  if (!p || !can(actor, 'project:write', store.projectRef(p))) return undefined;
+  if (!p || !can(actor, 'project:write', projectRef(p))) return undefined;
   return name === undefined || name === p.name ? p : undefined;
 }
 
@@ -155,7 +159,7 @@ async function ensureFields(ctx: AppContext, actor: Actor, row: ProjectRow | und
 
 /** Projects of the actor's org that it can read (a restricted member sees only its granted ones). */
 export async function listProjects(ctx: AppContext, actor: Actor): Promise<ProjectRecord[]> {
-  const rows = (await store.listProjects(ctx.db, actor.orgId)).filter((r) => can(actor, 'project:read', store.projectRef(r)));
+  const rows = (await store.listProjects(ctx.db, actor.orgId)).filter((r) => can(actor, 'project:read', projectRef(r)));
   if (rows.length === 0) return [];
   const reads = ctx.ports.projectReads;
   const { domains, previews } = reads ? await reads.orgRoutesOf(ctx.db, actor.orgId) : await loadOrgRoutes(ctx.db, actor.orgId);

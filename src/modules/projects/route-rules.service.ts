@@ -7,8 +7,9 @@ import { normalizePath } from '../../edge/normalize.js';
 import { formatCidr, parseCidr } from '../../lib/cidr.js';
 import { newId, nowIso } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/index.js';
-import * as store from './projects.store.js';
-import type { ProjectRow, RouteRuleRow } from './projects.store.js';
+import * as store from './route-rules.store.js';
+import type { ProjectRow } from './projects.store.js';
+import type { RouteRuleRow } from './route-rules.store.js';
 
 export const RULE_KINDS = ['rate-limit', 'ban', 'allow-deny'] as const;
 export type RuleKind = (typeof RULE_KINDS)[number];

@@ -6,8 +6,9 @@ import { decryptSecret, encryptSecret } from '../../lib/crypto.js';
 import { newId, nowIso } from '../../lib/ids.js';
 import { OutboundRefusedError, outboundPolicy, postgresUrlHost } from '../../lib/outbound.js';
 import { insertAuditEvent } from '../audit/index.js';
-import * as store from './projects.store.js';
-import type { ProjectRow, ServiceRow } from './projects.store.js';
+import * as store from './services.store.js';
+import type { ProjectRow } from './projects.store.js';
+import type { ServiceRow } from './services.store.js';
 
 /** Contract section 8: `{ id, kind, name }` (+ createdAt); the connection URL is never returned. */
 export interface ServiceRecord {

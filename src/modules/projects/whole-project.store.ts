@@ -1,5 +1,6 @@
 import type { Insertable, Selectable } from 'kysely';
 import type { Db } from '../../db/client.js';
+import { inProject } from '../../db/scope.js';
 import { findProject } from './projects.store.js';
 import type { CloneCredentialsTable, DomainsTable, EnvironmentsTable, EnvVarsTable, ProjectsTable, RouteRulesTable, ServicesTable } from './projects.tables.js';
 
@@ -32,12 +33,12 @@ export async function readProjectRows(db: Db, orgId: string, projectId: string):
   if (!project) return undefined;
   return {
     project,
-    environments: await db.selectFrom('environments').selectAll().where('orgId', '=', orgId).where('projectId', '=', projectId).orderBy('createdAt').execute(),
-    envVars: await db.selectFrom('envVars').selectAll().where('orgId', '=', orgId).where('projectId', '=', projectId).execute(),
-    domains: await db.selectFrom('domains').selectAll().where('orgId', '=', orgId).where('projectId', '=', projectId).orderBy('createdAt').execute(),
-    routeRules: await db.selectFrom('routeRules').selectAll().where('orgId', '=', orgId).where('projectId', '=', projectId).orderBy('createdAt').execute(),
-    services: await db.selectFrom('services').selectAll().where('orgId', '=', orgId).where('projectId', '=', projectId).orderBy('createdAt').execute(),
-    cloneCredential: await db.selectFrom('cloneCredentials').selectAll().where('orgId', '=', orgId).where('projectId', '=', projectId).executeTakeFirst(),
+    environments: await db.selectFrom('environments').selectAll().where(inProject(orgId, projectId)).orderBy('createdAt').execute(),
+    envVars: await db.selectFrom('envVars').selectAll().where(inProject(orgId, projectId)).execute(),
+    domains: await db.selectFrom('domains').selectAll().where(inProject(orgId, projectId)).orderBy('createdAt').execute(),
+    routeRules: await db.selectFrom('routeRules').selectAll().where(inProject(orgId, projectId)).orderBy('createdAt').execute(),
+    services: await db.selectFrom('services').selectAll().where(inProject(orgId, projectId)).orderBy('createdAt').execute(),
+    cloneCredential: await db.selectFrom('cloneCredentials').selectAll().where(inProject(orgId, projectId)).executeTakeFirst(),
   };
 }
 
@@ -56,9 +57,12 @@ export { slugTaken, insertProject as insertProjectRow, updateProject as updatePr
 
 /** Removes the rows a project keeps under it (before a whole copy's rows replace them). */
 export async function clearProjectRows(db: Db, orgId: string, projectId: string): Promise<void> {
-  for (const t of ['envVars', 'domains', 'routeRules', 'services', 'cloneCredentials', 'environments'] as const) {
-    await db.deleteFrom(t).where('orgId', '=', orgId).where('projectId', '=', projectId).execute();
-  }
+  await db.deleteFrom('envVars').where(inProject(orgId, projectId)).execute();
+  await db.deleteFrom('domains').where(inProject(orgId, projectId)).execute();
+  await db.deleteFrom('routeRules').where(inProject(orgId, projectId)).execute();
+  await db.deleteFrom('services').where(inProject(orgId, projectId)).execute();
+  await db.deleteFrom('cloneCredentials').where(inProject(orgId, projectId)).execute();
+  await db.deleteFrom('environments').where(inProject(orgId, projectId)).execute();
 }
 
 export async function insertProjectRows(db: Db, rows: NewProjectRows): Promise<void> {

@@ -1,0 +1,32 @@
+/** The `project` resource kind: grant keys, refs for authorize()/can(), and the route gate's resolver. */
+import type { GrantKey } from '../../authz/grants.js';
+import type { AppContext } from '../../context.js';
+import type { ResolvedResource } from '../../http/route.js';
+import { findProject, type ProjectRow } from './projects.store.js';
+
+/** The grant keys that cover a project and everything under it (env, domains, policies, runs, ...). */
+export function projectGrantKeys(projectId: string): GrantKey[] {
+  return [{ type: 'project', id: projectId }];
+}
+
+/**
+ * A resource ref for a project row, for authorize()/can(). Other areas build refs for records under a
+ * project with `{ ...projectRef(project), kind: 'backup_policy', id: policy.id, record: policy }`, so that a
+ * grant on the project covers them.
+ */
+export function projectRef(row: { id: string; orgId: string }): ResolvedResource {
+  return { kind: 'project', id: row.id, orgId: row.orgId, grantKeys: projectGrantKeys(row.id), record: row };
+}
+
+declare module '../../http/route.js' {
+  interface ResourceKinds {
+    project: ProjectRow;
+  }
+}
+
+/** Resolver of kind `project` (routes with `resource: { kind: 'project', param: 'id' }` or a body `projectId`). */
+export async function resolveProject(ctx: AppContext, orgId: string, id: string, _source?: unknown, how?: { read: boolean }): Promise<ResolvedResource<'project'> | null> {
+  const reads = how?.read ? ctx.ports.projectReads : null;
+  const row = reads ? await reads.project(ctx.db, orgId, id) : await findProject(ctx.db, orgId, id);
+  return row ? { kind: 'project', id: row.id, orgId: row.orgId, grantKeys: projectGrantKeys(row.id), record: row } : null;
+}
