@@ -964,6 +964,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/permissions/invitations/{id}/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Who invites the link holder to which organization, with which role, and whether it is still open (no credential) */
+        get: operations["getPermissionsInvitationsByIdSummary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/permissions/invite-with-grants": {
         parameters: {
             query?: never;
@@ -2174,6 +2191,12 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: {
+                            /** @description the caller's grants in the active org: only a restricted member has any that count (other roles' rights come from the role), so empty for them */
+                            grants: {
+                                permissions: string[];
+                                resourceId: string;
+                                resourceType: string;
+                            }[];
                             org: {
                                 id: string;
                                 isTeam: boolean;
@@ -2266,6 +2289,12 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: {
+                            /** @description the caller's grants in the active org: only a restricted member has any that count (other roles' rights come from the role), so empty for them */
+                            grants: {
+                                permissions: string[];
+                                resourceId: string;
+                                resourceType: string;
+                            }[];
                             org: {
                                 id: string;
                                 isTeam: boolean;
@@ -4794,6 +4823,44 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getPermissionsInvitationsByIdSummary: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            expiresAt: string;
+                            id: string;
+                            invitedBy: {
+                                email: string;
+                                name: string;
+                            } | null;
+                            /** @description the name of the organization the invitation joins */
+                            orgName: string;
+                            role: string;
+                            status: "pending" | "expired" | "accepted" | "declined" | "cancelled";
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["Error"];
         };

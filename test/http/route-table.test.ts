@@ -89,6 +89,7 @@ describe('the route table', () => {
       'GET /api/openapi.json',
       'POST /api/auth/signup',
       'POST /api/auth/login',
+      'GET /api/permissions/invitations/:id/summary',
       'GET /api/gitprovider/connect/redirect',
       'POST /api/gitprovider/webhook',
       'POST /api/webhooks/backup',

@@ -20,7 +20,8 @@ const TOUCH_EVERY_MS = 60 * 1000;
 
 type Deps = Pick<AppContext, 'db'>;
 
-async function grantsIfRestricted(db: Db, role: Role, orgId: string, userId: string) {
+/** A member's grants in an org, loaded only for the restricted role (grants widen nothing else). */
+export async function grantsIfRestricted(db: Db, role: Role, orgId: string, userId: string) {
   if (role !== 'restricted') return [];
   const rows = await store.listGrantsFor(db, orgId, userId);
   return rows.map((g) => ({ id: g.id, resourceType: g.resourceType, resourceId: g.resourceId, permissions: JSON.parse(g.permissions) as string[] }));

@@ -3,7 +3,7 @@ import type { Role } from '../../authz/roles.js';
 import type { AppContext } from '../../context.js';
 import { AppError } from '../../lib/errors.js';
 import { sha256Hex } from '../../lib/crypto.js';
-import { cachesOf } from './auth.credentials.js';
+import { cachesOf, grantsIfRestricted } from './auth.credentials.js';
 import { presentMe, type MeView } from './auth.presenters.js';
 import * as store from './auth.store.js';
 
@@ -15,14 +15,16 @@ type Deps = Pick<AppContext, 'db' | 'ports'>;
 export async function me(ctx: Deps, actor: Actor): Promise<MeView> {
   const caches = cachesOf(ctx);
   const key = `${actor.userId}:${actor.orgId}:${actor.role}`;
+  // The grants come from the actor (loaded with its credential, dropped with it on every access change).
+  const grants = actor.grants.map((g) => ({ resourceType: g.resourceType, resourceId: g.resourceId, permissions: g.permissions }));
   const hit = caches?.me.get(key);
-  if (hit) return hit.value;
+  if (hit) return { ...hit.value, grants };
   const gen = caches?.me.generation ?? 0;
   const [user, orgs] = await Promise.all([store.findUserById(ctx.db, actor.userId), store.listUserOrgs(ctx.db, actor.userId)]);
   if (!user) throw new AppError('UNAUTHENTICATED', 'account no longer exists');
   const value = presentMe(user, actor.orgId, actor.role, orgs);
   caches?.me.set(key, { userId: actor.userId, orgIds: orgs.map((o) => o.id), value }, gen);
-  return value;
+  return { ...value, grants };
 }
 
 /** Points a session (by its token) at another org; used right after a signup that joined invited orgs. */
@@ -43,5 +45,6 @@ export async function switchOrg(ctx: Pick<AppContext, 'db' | 'access' | 'ports'>
   await store.setSessionOrg(ctx.db, actor.sessionId, orgId);
   // The session's cached credential and the streams it opened were in the org it left.
   ctx.access.changed({ userId: actor.userId });
-  return me(ctx, { ...actor, orgId, role: m.role as Role });
+  const role = m.role as Role;
+  return me(ctx, { ...actor, orgId, role, grants: await grantsIfRestricted(ctx.db, role, orgId, actor.userId) });
 }

@@ -22,6 +22,9 @@ export const MeView = Type.Object({
   org: Nullable(OrgRef),
   role: Type.String(),
   orgs: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), isTeam: Type.Boolean(), role: Type.String() })),
+  grants: Type.Array(Type.Object({ resourceType: Type.String(), resourceId: Type.String(), permissions: Type.Array(Type.String()) }), {
+    description: "the caller's grants in the active org: only a restricted member has any that count (other roles' rights come from the role), so empty for them",
+  }),
 });
 export type MeView = Static<typeof MeView>;
 
@@ -37,6 +40,7 @@ export function presentMe(
     org: org ? { id: org.id, name: org.name, isTeam: !!org.isTeam } : null,
     role,
     orgs: orgs.map((o) => ({ id: o.id, name: o.name, isTeam: !!o.isTeam, role: o.role })),
+    grants: [],
   };
 }
 

@@ -9,7 +9,7 @@ import { catalogHas, WILDCARD_ONLY_TYPES } from './catalog.js';
 import { checkGrantShape, checkGrantsWritable, writeGrant, type CheckedGrant, type GrantInput } from './grants.service.js';
 import * as store from './invitations.store.js';
 import * as members from './members.store.js';
-import { isExpired, presentInvitation, statusOf, type InvitationView } from './permissions.presenters.js';
+import { isExpired, presentInvitation, statusOf, type InvitationSummaryView, type InvitationView } from './permissions.presenters.js';
 import type { InvitationsTable } from './permissions.tables.js';
 
 /** An invitation can be accepted for 7 days after it was made or last resent. */
@@ -167,6 +167,18 @@ async function loadForInvitee(ctx: AppContext, actor: Actor, id: string): Promis
   if (!inv) throw new AppError('NOT_FOUND', 'invitation not found');
   if (inv.email.toLowerCase() !== actor.email.trim().toLowerCase()) throw new AppError('FORBIDDEN', 'this invitation was sent to another email address');
   return inv;
+}
+
+/**
+ * The invitation link's public summary (GET invitations/:id/summary, no credential): the org's name,
+ * who invited, the role, the status. The id is the link's secret (20 random characters); nothing
+ * else of the org, no grants, no invitee email. Unknown id: 404.
+ */
+export async function invitationSummary(ctx: AppContext, id: string): Promise<InvitationSummaryView> {
+  const row = await store.findInvitationSummary(ctx.db, id);
+  if (!row) throw new AppError('NOT_FOUND', 'invitation not found');
+  const invitedBy = row.inviterEmail ? { name: row.inviterName ?? '', email: row.inviterEmail } : null;
+  return { id: row.id, orgName: row.orgName, invitedBy, role: row.role, status: statusOf(row), expiresAt: row.expiresAt };
 }
 
 /** Ids of the unexpired pending invitations addressed to `email`, oldest first, in any org. */

@@ -15,6 +15,20 @@ export async function findInvitationAnyOrg(db: Db, id: string): Promise<Invitati
   return db.selectFrom('invitations').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/**
+ * What the invitation link's page shows before anyone signs in: the invitation with the name of
+ * its org and the name and email of who sent it (null once that account is gone). By id alone.
+ */
+export async function findInvitationSummary(db: Db, id: string) {
+  return db
+    .selectFrom('invitations as i')
+    .innerJoin('orgs as o', 'o.id', 'i.orgId')
+    .leftJoin('users as u', 'u.id', 'i.invitedBy')
+    .select(['i.id', 'i.orgId', 'i.role', 'i.status', 'i.expiresAt', 'o.name as orgName', 'u.name as inviterName', 'u.email as inviterEmail'])
+    .where('i.id', '=', id)
+    .executeTakeFirst();
+}
+
 export async function listInvitations(db: Db, orgId: string, statuses: string[] | null): Promise<InvitationsTable[]> {
   let q = db.selectFrom('invitations').selectAll().where('orgId', '=', orgId);
   if (statuses) q = q.where('status', 'in', statuses);

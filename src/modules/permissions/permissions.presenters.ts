@@ -80,12 +80,12 @@ export interface InvitationView extends Omit<Static<typeof InvitationView>, 'sta
 }
 
 /** A pending invitation past this is no longer accepted (it reads as `expired`). */
-export function isExpired(inv: InvitationsTable, now = Date.now()): boolean {
+export function isExpired(inv: Pick<InvitationsTable, 'expiresAt'>, now = Date.now()): boolean {
   return Date.parse(inv.expiresAt) <= now;
 }
 
 /** The stored status, except that a pending invitation past its expiry reads as `expired`. */
-export function statusOf(inv: InvitationsTable): InvitationStatus {
+export function statusOf(inv: Pick<InvitationsTable, 'status' | 'expiresAt'>): InvitationStatus {
   if (inv.status === 'pending' && isExpired(inv)) return 'expired';
   return inv.status as InvitationStatus;
 }
@@ -108,6 +108,17 @@ export function presentInvitation(inv: InvitationsTable, grants: InvitationGrant
     pendingGrantCount: pendingGrants.length,
   };
 }
+
+/** The public summary behind the invitation link: enough to say who invites you where, nothing more. */
+export const InvitationSummaryView = Type.Object({
+  id: Type.String(),
+  orgName: Type.String({ description: 'the name of the organization the invitation joins' }),
+  invitedBy: Nullable(Type.Object({ name: Type.String(), email: Type.String() }, { description: 'who sent it (null once that account is gone)' })),
+  role: Type.String(),
+  status: Type.Union(['pending', 'expired', 'accepted', 'declined', 'cancelled'].map((s) => Type.Literal(s))),
+  expiresAt: Type.String(),
+});
+export type InvitationSummaryView = Static<typeof InvitationSummaryView>;
 
 export const InvitationCreatedView = Type.Object({ id: Type.String(), email: Type.String(), role: Type.String(), pendingGrantCount: Type.Integer() });
 export const MaterializedView = Type.Object({ materialized: Type.Integer({ description: 'grants written (pending grants whose resource is gone are dropped)' }) });

@@ -14,6 +14,7 @@ import {
   GrantRevokedView,
   GrantView,
   InvitationCreatedView,
+  InvitationSummaryView,
   InvitationView,
   MaterializedView,
   MemberRemovedView,
@@ -27,7 +28,8 @@ import type { InvitationsTable } from './permissions.tables.js';
  * Permissions (seed "Permissions", contract sections 2 and 4). Six routes are open to any member
  * (`access: 'member'`): org-meta, resources and create-team-org, and materialize, accept and decline,
  * which the invitation itself authorizes (its email must be the caller's). Every other route is
- * admin/owner only (`gate: 'admin'`).
+ * admin/owner only (`gate: 'admin'`). One is public: an invitation's summary (org name, inviter),
+ * for the link's page before sign-in; the link's random id is what authorizes it.
  */
 
 declare module '../../http/route.js' {
@@ -121,6 +123,16 @@ export const permissionsModule: ModuleDef = {
       access: 'member',
       schema: { params: InvitationParams, response: InvitationView },
       handler: ({ actor, params }, ctx) => invitations.declineInvitation(ctx, actor, params.id),
+    }),
+
+    // ------------------------------------------------------------ public: the link's id is its secret
+    defineRoute({
+      method: 'GET',
+      url: '/api/permissions/invitations/:id/summary',
+      summary: 'Who invites the link holder to which organization, with which role, and whether it is still open (no credential)',
+      access: 'public',
+      schema: { params: InvitationParams, response: InvitationSummaryView },
+      handler: ({ params }, ctx) => invitations.invitationSummary(ctx, params.id),
     }),
 
     // ------------------------------------------------------------ admin/owner only

@@ -4,7 +4,8 @@ import type { MatrixRow } from '../matrix.js';
 /**
  * Permissions (seed "Permissions", contract section 4). Open to any member: org-meta, resources,
  * create-team-org, materialize, accept, decline (the last three are authorized by the invitation:
- * someone else's invitation is 403, as the seed says for materialize). Everything else: owner/admin.
+ * someone else's invitation is 403, as the seed says for materialize). Public: an invitation's summary.
+ * Everything else: owner/admin.
  * Who may is read from the routes' declarations (access `member`, or the admin gate and the tag).
  */
 export const rows: MatrixRow[] = [
@@ -14,6 +15,8 @@ export const rows: MatrixRow[] = [
   { method: 'POST', path: '/api/permissions/invitations/:id/materialize', fixture: 'acceptedInvitationForCaller', otherOrg: 403 },
   { method: 'POST', path: '/api/permissions/invitations/:id/accept', fixture: 'invitationForCaller', otherOrg: 403 },
   { method: 'POST', path: '/api/permissions/invitations/:id/decline', fixture: 'invitationForCaller', otherOrg: 403 },
+  // Public: the link's random id is its secret, in whichever org (the page before sign-in names the org and inviter).
+  { method: 'GET', path: '/api/permissions/invitations/:id/summary', fixture: 'invitation', otherOrg: 200 },
 
   { method: 'GET', path: '/api/permissions/grants' },
   {

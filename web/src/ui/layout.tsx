@@ -1,18 +1,20 @@
 import { useMutation } from '@tanstack/react-query';
 import { useState, type ReactNode } from 'react';
 import { Link, useLocation } from 'wouter';
+import { accessOf, type Access } from '../access';
 import { api, call, messageOf } from '../api/client';
 import { useResetSession, useSession } from '../session';
 import { applyTheme, storedTheme, type Theme } from './theme';
 import { useToast } from './toast';
 
-const NAV: Array<{ href: string; label: string; match: RegExp }> = [
+/** The navigation; `shown` leaves out the pages whose every action the member's access refuses. */
+const NAV: Array<{ href: string; label: string; match: RegExp; shown?: (a: Access) => boolean }> = [
   { href: '/', label: 'Projects', match: /^\/($|projects|new)/ },
-  { href: '/backups/destinations', label: 'Backup destinations', match: /^\/backups/ },
-  { href: '/org/members', label: 'Members', match: /^\/org\/members/ },
-  { href: '/org/invitations', label: 'Invitations', match: /^\/org\/invitations/ },
-  { href: '/org/grants', label: 'Grants', match: /^\/org\/grants/ },
-  { href: '/org/audit', label: 'Audit log', match: /^\/org\/audit/ },
+  { href: '/backups/destinations', label: 'Backup destinations', match: /^\/backups/, shown: (a) => a.backupDestinations },
+  { href: '/org/members', label: 'Members', match: /^\/org\/members/, shown: (a) => a.manageOrg },
+  { href: '/org/invitations', label: 'Invitations', match: /^\/org\/invitations/, shown: (a) => a.manageOrg },
+  { href: '/org/grants', label: 'Grants', match: /^\/org\/grants/, shown: (a) => a.manageOrg },
+  { href: '/org/audit', label: 'Audit log', match: /^\/org\/audit/, shown: (a) => a.audit },
   { href: '/account/tokens', label: 'Access tokens', match: /^\/account/ },
 ];
 
@@ -66,6 +68,7 @@ function ThemeToggle() {
 /** The signed-in frame: header (brand, org switcher, account), the navigation, the page. */
 export function Shell({ children }: { children: ReactNode }) {
   const me = useSession();
+  const access = accessOf(me);
   const [location, navigate] = useLocation();
   const reset = useResetSession();
   const [menuOpen, setMenuOpen] = useState(false);
@@ -101,7 +104,7 @@ export function Shell({ children }: { children: ReactNode }) {
       </header>
       <div className="frame">
         <nav id="sidenav" className={`sidenav${menuOpen ? ' open' : ''}`} aria-label="Main">
-          {NAV.map((n) => (
+          {NAV.filter((n) => !n.shown || n.shown(access)).map((n) => (
             <Link key={n.href} href={n.href} className={n.match.test(location) ? 'active' : ''} aria-current={n.match.test(location) ? 'page' : undefined} onClick={() => setMenuOpen(false)}>
               {n.label}
             </Link>

@@ -1,4 +1,4 @@
-import { useMutation } from '@tanstack/react-query';
+import { useMutation, useQuery, type UseQueryResult } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link, useLocation } from 'wouter';
 import type { PageProps } from '../../app';
@@ -18,6 +18,12 @@ import './auth.css';
 export default function InvitePage({ params }: PageProps) {
   const id = params.id!;
   const me = useMe();
+  // Who invites you where (public: the link's id is its secret), shown signed in or out.
+  const summary = useQuery({
+    queryKey: ['invitation-summary', id],
+    queryFn: () => fetchSummary(id),
+    retry: false,
+  });
   // After signing out here the page must render again to see the new (signed-out) session: the
   // session reset replaces the cached `me` query, which only a render picks up.
   const [, rerender] = useState(0);
@@ -25,8 +31,37 @@ export default function InvitePage({ params }: PageProps) {
   return (
     <Centered>
       <h1 className="auth-title">You are invited</h1>
+      <Summary summary={summary} />
       {me.isPending ? <Spinner /> : me.data ? <SignedIn id={id} email={me.data.user.email} onSignedOut={() => rerender((n) => n + 1)} /> : <SignedOut here={here} />}
     </Centered>
+  );
+}
+
+const fetchSummary = (id: string) => data(api.GET('/api/permissions/invitations/{id}/summary', { params: { path: { id } } }));
+type InvitationSummary = Awaited<ReturnType<typeof fetchSummary>>;
+
+/** "<inviter> invited you to join <org> as <role>", and what became of the invitation when it is no longer open. */
+function Summary({ summary }: { summary: UseQueryResult<InvitationSummary> }) {
+  if (summary.isPending) return null;
+  if (summary.error) {
+    const missing = summary.error instanceof ApiError && summary.error.status === 404;
+    return <Notice kind="warn">{missing ? 'This invitation does not exist: the link may be mistyped, or the invitation was withdrawn.' : `The invitation could not be looked up: ${messageOf(summary.error)}`}</Notice>;
+  }
+  const s = summary.data;
+  const who = s.invitedBy ? (s.invitedBy.name ? `${s.invitedBy.name} (${s.invitedBy.email})` : s.invitedBy.email) : 'Someone';
+  const closed: Record<string, string> = {
+    expired: 'It has expired: ask whoever invited you to resend it.',
+    accepted: 'It has already been accepted.',
+    declined: 'It was declined.',
+    cancelled: 'It was withdrawn.',
+  };
+  return (
+    <>
+      <p className="auth-lead invite-summary">
+        <strong>{who}</strong> invited you to join <strong>{s.orgName}</strong> on Berth as {s.role === 'admin' ? 'an' : 'a'} {s.role}.
+      </p>
+      {closed[s.status] ? <Notice kind="warn">{closed[s.status]}</Notice> : null}
+    </>
   );
 }
 
@@ -35,7 +70,7 @@ function SignedOut({ here }: { here: string }) {
   return (
     <>
       <p className="auth-lead">
-        Someone invited you to join their organization on Berth. Sign in, or create an account, <strong>with the email address the invitation was sent to</strong>; you will come back here to accept it.
+        Sign in, or create an account, <strong>with the email address the invitation was sent to</strong>; you will come back here to accept it.
       </p>
       <div className="auth-actions">
         <Link href={`/login${next}`} className="btn btn-primary">

@@ -1,6 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import type { ReactNode } from 'react';
 import { Link, useLocation } from 'wouter';
+import { useAccess, type Level } from '../../access';
 import { api, data } from '../../api/client';
 import { ErrorNotice, Spinner, StatusBadge } from '../../ui/controls';
 import { EdgeLink } from './app-url';
@@ -15,7 +16,8 @@ export function useProject(id: string) {
   return useQuery(projectQuery(id));
 }
 
-const TABS: Array<{ path: string; label: string }> = [
+/** The project's tabs; `level`: shown only to a member holding it on the project (src/authz). */
+const TABS: Array<{ path: string; label: string; level?: Level }> = [
   { path: '', label: 'Overview' },
   { path: '/deployments', label: 'Deployments' },
   { path: '/previews', label: 'Previews' },
@@ -25,12 +27,13 @@ const TABS: Array<{ path: string; label: string }> = [
   { path: '/domains', label: 'Domains' },
   { path: '/rules', label: 'Route rules' },
   { path: '/backups', label: 'Backups' },
-  { path: '/settings', label: 'Settings' },
+  { path: '/settings', label: 'Settings', level: 'write' },
 ];
 
 /** Every project page: the project's name and status, its tabs, then the page. */
 export function ProjectShell({ id, children }: { id: string; children: ReactNode }) {
   const project = useProject(id);
+  const access = useAccess();
   const [location] = useLocation();
   const base = `/projects/${id}`;
   if (project.isPending) return <Spinner />;
@@ -48,7 +51,7 @@ export function ProjectShell({ id, children }: { id: string; children: ReactNode
         <EdgeLink className="muted project-url" projectId={p.id} host={p.routes.primaryDomain} />
       </div>
       <nav className="tabs" aria-label="Project">
-        {TABS.map((t) => (
+        {TABS.filter((t) => !t.level || access.project(id, t.level)).map((t) => (
           <Link key={t.path} href={base + t.path} className={current === t ? 'tab active' : 'tab'} aria-current={current === t ? 'page' : undefined}>
             {t.label}
           </Link>

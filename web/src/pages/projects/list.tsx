@@ -3,6 +3,7 @@ import { useDeferredValue, useState } from 'react';
 import { Link } from 'wouter';
 import type { PageProps } from '../../app';
 import { api, data } from '../../api/client';
+import { useAccess } from '../../access';
 import { useSession } from '../../session';
 import { EmptyState, ErrorNotice, Field, Input, Spinner } from '../../ui/controls';
 import { PageHeader } from '../../ui/layout';
@@ -24,9 +25,9 @@ export default function ProjectsPage(_: PageProps) {
   const q = useDeferredValue(filter.trim().toLowerCase());
   const all = projects.data ?? [];
   const shown = q ? all.filter((p) => matches(p, q)) : all;
-  // A restricted member creates projects only through a `*` project grant, which /me does not show:
-  // the button is left out for the role (the page at /new still answers, and the API decides).
-  const mayCreate = me.role !== 'restricted';
+  // A restricted member creates projects only through a `*` project grant (listed by /me): the button
+  // is left out without it (the page at /new still answers, and the API decides).
+  const mayCreate = useAccess().createProject;
   return (
     <>
       <PageHeader title="Projects" sub={me.org ? <>In {me.org.name}</> : undefined}>
