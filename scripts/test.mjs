@@ -23,6 +23,11 @@ function findTests(dir) {
 
 let files = findTests(path.join(root, 'test'));
 if (only.length) files = files.filter((f) => only.some((o) => f.includes(o)));
+if (only.length && files.length === 0) {
+  // node --test with no files would run every test it can find: say so instead.
+  console.error(`no test file matches ${only.join(' ')}`);
+  process.exit(2);
+}
 
 /**
  * What the PostgreSQL run leaves out: suites whose outcome does not depend on the store, run once on
