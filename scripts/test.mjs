@@ -68,6 +68,9 @@ function run(label, env, list = files) {
   });
 }
 
+// Servers the suites start as root claim sandbox uid ranges (src/runtime/uid-range.ts): in a temp
+// registry, never the host's /var/lib/berth one.
+process.env.BERTH_UID_REGISTRY ??= path.join(os.tmpdir(), 'berth-test-uid-ranges.json');
 const base = { ...process.env };
 delete base.DATABASE_URL;
 const results = [await run('sqlite', base)];

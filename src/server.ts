@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { acquireDirLock, acquireInstanceLock } from './lib/lockfile.js';
+import { claimProcessUidRange } from './runtime/identity.js';
 import { edgeUrlOf } from './modules/hosting/index.js';
 
 export interface RunningServer {
@@ -35,6 +36,9 @@ export async function startServer(config: Config, print: (line: string) => void 
   const release = config.databaseUrl ? acquireInstanceLock(config.dataDir, config.instance.name ?? 'default') : acquireDirLock(config.dataDir);
   let app: FastifyInstance;
   try {
+    // Builds and apps run as uids of their own (root; sandbox or docker): from this data dir's range,
+    // which no other Berth on the host shares (src/runtime/uid-range.ts; refused on an overlap).
+    if (process.getuid?.() === 0 && config.runtime !== 'process') claimProcessUidRange(config.dataDir);
     app = await buildApp(config);
     await app.listen({ host: config.host, port: config.port });
   } catch (e) {

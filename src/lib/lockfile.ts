@@ -126,3 +126,27 @@ function acquireLockFile(file: string, instance?: string): () => void {
   }
   throw new Error(`could not take the lock ${file}`);
 }
+
+/**
+ * Runs `fn` holding an exclusive flock(2) on `file` (made when missing, never removed: removing it
+ * would let a waiter lock an unlinked inode), waiting up to `waitSeconds` for another holder. For
+ * short critical sections shared by every Berth on the host (the sandbox uid registry,
+ * src/runtime/uid-range.ts); the lock goes with the fd when `fn` returns or throws.
+ */
+export function withFileLock<T>(file: string, fn: () => T, waitSeconds = 10): T {
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o755 });
+  const fd = openSync(file, 'a+', 0o600);
+  try {
+    const r = spawnSync(FLOCK, ['--exclusive', '--wait', String(waitSeconds), '3'], { stdio: ['ignore', 'ignore', 'pipe', fd], timeout: (waitSeconds + 5) * 1000 });
+    if (r.error) {
+      const code = (r.error as NodeJS.ErrnoException).code;
+      throw new Error(code === 'ENOENT' ? `the lock ${file} needs the flock program (util-linux) and it was not found; install util-linux` : `could not run ${FLOCK} to lock ${file}: ${r.error.message}`);
+    }
+    // flock exits 1 when --wait runs out.
+    if (r.status === 1) throw new Error(`another process has held ${file} for more than ${waitSeconds} s; try again, or see which process holds it (fuser ${file})`);
+    if (r.status !== 0) throw new Error(`${FLOCK} failed to lock ${file} (exit ${r.status ?? r.signal}): ${String(r.stderr ?? '').trim()}`);
+    return fn();
+  } finally {
+    closeSync(fd);
+  }
+}

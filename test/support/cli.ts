@@ -1,8 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
 import path from 'node:path';
 
 export const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..');
 export const CLI = path.join(ROOT, 'src/cli/index.ts');
+
+// `berth serve` as root claims a sandbox uid range in a host-wide registry (src/runtime/uid-range.ts):
+// the servers the tests start keep theirs in a temp file, never in /var/lib/berth.
+process.env.BERTH_UID_REGISTRY ??= path.join(os.tmpdir(), 'berth-test-uid-ranges.json');
 
 /** The arguments of `node` that run `berth <args>` from the sources (through tsx). */
 export function cliArgv(args: string[]): string[] {
@@ -21,7 +26,7 @@ export interface RunResult {
  */
 export function runCli(args: string[], opts: { env?: Record<string, string>; baseEnv?: NodeJS.ProcessEnv; cwd?: string; input?: string; timeoutMs?: number } = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, cliArgv(args), { cwd: opts.cwd ?? ROOT, env: { ...(opts.baseEnv ?? process.env), ...opts.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, cliArgv(args), { cwd: opts.cwd ?? ROOT, env: { BERTH_DISK_LIMITS: 'off', ...(opts.baseEnv ?? process.env), ...opts.env }, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -49,7 +54,8 @@ export interface ServeProcess {
 /** Starts `berth serve` and waits for its `api listening on` line. */
 export function startServe(args: string[], env: Record<string, string>, timeoutMs = 60000): Promise<ServeProcess> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, cliArgv(['serve', ...args]), { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Loop mounts outlive temp folders: a served Berth runs without disk images unless a test asks (docs/runtime.md "Disk limits").
+    const child = spawn(process.execPath, cliArgv(['serve', ...args]), { cwd: ROOT, env: { BERTH_DISK_LIMITS: 'off', ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
     const timer = setTimeout(() => {
