@@ -2,6 +2,7 @@ import type { Selectable, Updateable } from 'kysely';
 import type { Db } from '../../db/client.js';
 import { cloudProjectIds } from './project-link.js';
 import type { BackupDestinationsTable, BackupPoliciesTable, BackupRestoresTable, BackupRunsTable } from './backups.tables.js';
+import { inOrg, inProject } from '../../db/scope.js';
 
 /** SQL of the backups area. Every query a request can reach is scoped by org. */
 
@@ -16,11 +17,11 @@ export const RESTORE_ACTIVE = ['staged', 'applying'];
 // ---------------------------------------------------------------- destinations
 
 export function findDestination(db: Db, orgId: string, id: string): Promise<DestinationRow | undefined> {
-  return db.selectFrom('backupDestinations').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+  return db.selectFrom('backupDestinations').selectAll().where(inOrg(orgId)).where('id', '=', id).executeTakeFirst();
 }
 
 export function listDestinations(db: Db, orgId: string): Promise<DestinationRow[]> {
-  return db.selectFrom('backupDestinations').selectAll().where('orgId', '=', orgId).orderBy('createdAt').orderBy('id').execute();
+  return db.selectFrom('backupDestinations').selectAll().where(inOrg(orgId)).orderBy('createdAt').orderBy('id').execute();
 }
 
 export async function insertDestination(db: Db, row: DestinationRow): Promise<void> {
@@ -28,20 +29,20 @@ export async function insertDestination(db: Db, row: DestinationRow): Promise<vo
 }
 
 export async function updateDestination(db: Db, orgId: string, id: string, set: Updateable<BackupDestinationsTable>): Promise<void> {
-  await db.updateTable('backupDestinations').set(set).where('orgId', '=', orgId).where('id', '=', id).execute();
+  await db.updateTable('backupDestinations').set(set).where(inOrg(orgId)).where('id', '=', id).execute();
 }
 
 export async function deleteDestination(db: Db, orgId: string, id: string): Promise<void> {
-  await db.deleteFrom('backupDestinations').where('orgId', '=', orgId).where('id', '=', id).execute();
+  await db.deleteFrom('backupDestinations').where(inOrg(orgId)).where('id', '=', id).execute();
 }
 
 /** Policies and kept runs that still use the destination. */
 export async function destinationUsage(db: Db, orgId: string, id: string): Promise<{ policies: number; runs: number }> {
-  const p = await db.selectFrom('backupPolicies').select((eb) => eb.fn.countAll<number>().as('n')).where('orgId', '=', orgId).where('destinationId', '=', id).executeTakeFirst();
+  const p = await db.selectFrom('backupPolicies').select((eb) => eb.fn.countAll<number>().as('n')).where(inOrg(orgId)).where('destinationId', '=', id).executeTakeFirst();
   const r = await db
     .selectFrom('backupRuns')
     .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('orgId', '=', orgId)
+    .where(inOrg(orgId))
     .where('destinationId', '=', id)
     .where('status', 'in', ['succeeded', ...RUN_IN_FLIGHT])
     .executeTakeFirst();
@@ -51,7 +52,7 @@ export async function destinationUsage(db: Db, orgId: string, id: string): Promi
 // ---------------------------------------------------------------- policies
 
 export function findPolicy(db: Db, orgId: string, id: string): Promise<PolicyRow | undefined> {
-  return db.selectFrom('backupPolicies').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+  return db.selectFrom('backupPolicies').selectAll().where(inOrg(orgId)).where('id', '=', id).executeTakeFirst();
 }
 
 /** The webhook route's lookup: by token hash, whatever the org (the token is the credential). */
@@ -60,7 +61,7 @@ export function findPolicyByWebhookHash(db: Db, hash: string): Promise<PolicyRow
 }
 
 export function listPolicies(db: Db, orgId: string, projectId: string): Promise<PolicyRow[]> {
-  return db.selectFrom('backupPolicies').selectAll().where('orgId', '=', orgId).where('projectId', '=', projectId).orderBy('createdAt').orderBy('id').execute();
+  return db.selectFrom('backupPolicies').selectAll().where(inProject(orgId, projectId)).orderBy('createdAt').orderBy('id').execute();
 }
 
 export async function insertPolicy(db: Db, row: PolicyRow): Promise<void> {
@@ -68,11 +69,11 @@ export async function insertPolicy(db: Db, row: PolicyRow): Promise<void> {
 }
 
 export async function updatePolicy(db: Db, orgId: string, id: string, set: Updateable<BackupPoliciesTable>): Promise<void> {
-  await db.updateTable('backupPolicies').set(set).where('orgId', '=', orgId).where('id', '=', id).execute();
+  await db.updateTable('backupPolicies').set(set).where(inOrg(orgId)).where('id', '=', id).execute();
 }
 
 export async function deletePolicy(db: Db, orgId: string, id: string): Promise<void> {
-  await db.deleteFrom('backupPolicies').where('orgId', '=', orgId).where('id', '=', id).execute();
+  await db.deleteFrom('backupPolicies').where(inOrg(orgId)).where('id', '=', id).execute();
 }
 
 /**
@@ -95,7 +96,7 @@ export function duePolicies(db: Db, nowIso: string): Promise<PolicyRow[]> {
 }
 
 export async function setLastSuccess(db: Db, orgId: string, id: string, at: string): Promise<void> {
-  await db.updateTable('backupPolicies').set({ lastSuccessAt: at }).where('orgId', '=', orgId).where('id', '=', id).execute();
+  await db.updateTable('backupPolicies').set({ lastSuccessAt: at }).where(inOrg(orgId)).where('id', '=', id).execute();
 }
 
 /** Moves a policy's next run time, only if nobody else did (several instances). */
@@ -107,22 +108,22 @@ export async function claimNextRun(db: Db, id: string, expected: string, next: s
 // ---------------------------------------------------------------- runs
 
 export function findRun(db: Db, orgId: string, id: string): Promise<RunRow | undefined> {
-  return db.selectFrom('backupRuns').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+  return db.selectFrom('backupRuns').selectAll().where(inOrg(orgId)).where('id', '=', id).executeTakeFirst();
 }
 
 export function findActiveRun(db: Db, orgId: string, policyId: string): Promise<RunRow | undefined> {
-  return db.selectFrom('backupRuns').selectAll().where('orgId', '=', orgId).where('activeKey', '=', policyId).executeTakeFirst();
+  return db.selectFrom('backupRuns').selectAll().where(inOrg(orgId)).where('activeKey', '=', policyId).executeTakeFirst();
 }
 
 export function listRuns(db: Db, orgId: string, projectId: string, opts: { policyId?: string; status?: string; limit: number }): Promise<RunRow[]> {
-  let q = db.selectFrom('backupRuns').selectAll().where('orgId', '=', orgId).where('projectId', '=', projectId);
+  let q = db.selectFrom('backupRuns').selectAll().where(inProject(orgId, projectId));
   if (opts.policyId) q = q.where('policyId', '=', opts.policyId);
   if (opts.status) q = q.where('status', '=', opts.status);
   return q.orderBy('createdAt', 'desc').orderBy('id', 'desc').limit(opts.limit).execute();
 }
 
 export function policyRuns(db: Db, orgId: string, policyId: string): Promise<RunRow[]> {
-  return db.selectFrom('backupRuns').selectAll().where('orgId', '=', orgId).where('policyId', '=', policyId).execute();
+  return db.selectFrom('backupRuns').selectAll().where(inOrg(orgId)).where('policyId', '=', policyId).execute();
 }
 
 export async function insertRun(db: Db, row: RunRow): Promise<void> {
@@ -130,12 +131,12 @@ export async function insertRun(db: Db, row: RunRow): Promise<void> {
 }
 
 export async function updateRun(db: Db, orgId: string, id: string, set: Updateable<BackupRunsTable>): Promise<void> {
-  await db.updateTable('backupRuns').set(set).where('orgId', '=', orgId).where('id', '=', id).execute();
+  await db.updateTable('backupRuns').set(set).where(inOrg(orgId)).where('id', '=', id).execute();
 }
 
 /** Moves a run from one status to the next only if it still is in `from`; true when it moved. */
 export async function moveRun(db: Db, orgId: string, id: string, from: string[], set: Updateable<BackupRunsTable> & { status: string }): Promise<boolean> {
-  const res = await db.updateTable('backupRuns').set(set).where('orgId', '=', orgId).where('id', '=', id).where('status', 'in', from).executeTakeFirst();
+  const res = await db.updateTable('backupRuns').set(set).where(inOrg(orgId)).where('id', '=', id).where('status', 'in', from).executeTakeFirst();
   return Number(res.numUpdatedRows) > 0;
 }
 
@@ -146,7 +147,7 @@ export async function moveRun(db: Db, orgId: string, id: string, from: string[],
 export async function deletePrunableRun(db: Db, orgId: string, id: string): Promise<boolean> {
   const res = await db
     .deleteFrom('backupRuns')
-    .where('orgId', '=', orgId)
+    .where(inOrg(orgId))
     .where('id', '=', id)
     .where('protected', '=', 0)
     .where('status', 'in', ['succeeded', 'failed', 'cancelled', 'server_error'])
@@ -173,7 +174,7 @@ export function inFlightRuns(db: Db): Promise<RunRow[]> {
 // ---------------------------------------------------------------- restores
 
 export function findRestore(db: Db, orgId: string, id: string): Promise<RestoreRow | undefined> {
-  return db.selectFrom('backupRestores').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+  return db.selectFrom('backupRestores').selectAll().where(inOrg(orgId)).where('id', '=', id).executeTakeFirst();
 }
 
 export async function insertRestore(db: Db, row: RestoreRow): Promise<void> {
@@ -181,23 +182,23 @@ export async function insertRestore(db: Db, row: RestoreRow): Promise<void> {
 }
 
 export async function moveRestore(db: Db, orgId: string, id: string, from: string[], set: Updateable<BackupRestoresTable> & { status: string }): Promise<boolean> {
-  const res = await db.updateTable('backupRestores').set(set).where('orgId', '=', orgId).where('id', '=', id).where('status', 'in', from).executeTakeFirst();
+  const res = await db.updateTable('backupRestores').set(set).where(inOrg(orgId)).where('id', '=', id).where('status', 'in', from).executeTakeFirst();
   return Number(res.numUpdatedRows) > 0;
 }
 
 export async function updateRestore(db: Db, orgId: string, id: string, set: Updateable<BackupRestoresTable>): Promise<void> {
-  await db.updateTable('backupRestores').set(set).where('orgId', '=', orgId).where('id', '=', id).execute();
+  await db.updateTable('backupRestores').set(set).where(inOrg(orgId)).where('id', '=', id).execute();
 }
 
 /** Run ids with a restore staged or applying (retention keeps them). */
 export async function restoringRunIds(db: Db, orgId: string, runIds: string[]): Promise<Set<string>> {
   if (runIds.length === 0) return new Set();
-  const rows = await db.selectFrom('backupRestores').select('runId').where('orgId', '=', orgId).where('runId', 'in', runIds).where('status', 'in', RESTORE_ACTIVE).execute();
+  const rows = await db.selectFrom('backupRestores').select('runId').where(inOrg(orgId)).where('runId', 'in', runIds).where('status', 'in', RESTORE_ACTIVE).execute();
   return new Set(rows.map((r) => r.runId));
 }
 
 export function applyingRestoreOfService(db: Db, orgId: string, serviceId: string): Promise<RestoreRow | undefined> {
-  return db.selectFrom('backupRestores').selectAll().where('orgId', '=', orgId).where('serviceId', '=', serviceId).where('status', '=', 'applying').executeTakeFirst();
+  return db.selectFrom('backupRestores').selectAll().where(inOrg(orgId)).where('serviceId', '=', serviceId).where('status', '=', 'applying').executeTakeFirst();
 }
 
 /** Restores left applying (crash recovery; every org). */
@@ -215,16 +216,17 @@ const TABLE = { run: 'backupRuns', restore: 'backupRestores' } as const;
  */
 export async function heartbeat(db: Db, kind: 'run' | 'restore', orgId: string, id: string, at: string): Promise<boolean> {
   const table = TABLE[kind];
-  await db.updateTable(table).set({ updatedAt: at }).where('orgId', '=', orgId).where('id', '=', id).execute();
-  const row = await db.selectFrom(table).select('cancelRequested').where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+  // Named: the table is one of two, which the scope's types cannot tell from a join of both.
+  await db.updateTable(table).set({ updatedAt: at }).where(inOrg(orgId, table)).where('id', '=', id).execute();
+  const row = await db.selectFrom(table).select('cancelRequested').where(inOrg(orgId, table)).where('id', '=', id).executeTakeFirst();
   return !row || row.cancelRequested === 1;
 }
 
 /** Every backup record of a project (the project is being deleted): restores, runs, policies. */
 export async function deleteProjectBackups(db: Db, orgId: string, projectId: string): Promise<void> {
-  await db.deleteFrom('backupRestores').where('orgId', '=', orgId).where('projectId', '=', projectId).execute();
-  await db.deleteFrom('backupRuns').where('orgId', '=', orgId).where('projectId', '=', projectId).execute();
-  await db.deleteFrom('backupPolicies').where('orgId', '=', orgId).where('projectId', '=', projectId).execute();
+  await db.deleteFrom('backupRestores').where(inProject(orgId, projectId)).execute();
+  await db.deleteFrom('backupRuns').where(inProject(orgId, projectId)).execute();
+  await db.deleteFrom('backupPolicies').where(inProject(orgId, projectId)).execute();
 }
 
 /** Size of the newest succeeded run of a policy, or null. */
@@ -232,7 +234,7 @@ export async function lastSucceededSize(db: Db, orgId: string, policyId: string)
   const row = await db
     .selectFrom('backupRuns')
     .select('sizeBytes')
-    .where('orgId', '=', orgId)
+    .where(inOrg(orgId))
     .where('policyId', '=', policyId)
     .where('status', '=', 'succeeded')
     .orderBy('createdAt', 'desc')
