@@ -1,6 +1,7 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import type { Db } from '../../db/client.js';
 import type { AcmeAccountsTable, AcmeChallengesTable, CertificatesTable, InstanceCertificatesTable } from './certificates.tables.js';
+import { inOrg } from '../../db/scope.js';
 
 /**
  * SQL on the certificates area's tables. A certificate is an org's record: its queries are scoped by
@@ -16,13 +17,13 @@ export type AcmeChallengeRow = Selectable<AcmeChallengesTable>;
 // ---------------------------------------------------------------- certificates (an org's)
 
 export async function findCertificate(db: Db, orgId: string, domain: string): Promise<CertificateRow | undefined> {
-  return db.selectFrom('certificates').selectAll().where('orgId', '=', orgId).where('domain', '=', domain).executeTakeFirst();
+  return db.selectFrom('certificates').selectAll().where(inOrg(orgId)).where('domain', '=', domain).executeTakeFirst();
 }
 
 /** The org's certificates of `domains` (the domain answers' `tls`). */
 export async function certificatesOf(db: Db, orgId: string, domains: readonly string[]): Promise<CertificateRow[]> {
   if (domains.length === 0) return [];
-  return db.selectFrom('certificates').selectAll().where('orgId', '=', orgId).where('domain', 'in', [...domains]).execute();
+  return db.selectFrom('certificates').selectAll().where(inOrg(orgId)).where('domain', 'in', [...domains]).execute();
 }
 
 export async function insertCertificate(db: Db, row: Insertable<CertificatesTable>): Promise<void> {
@@ -30,7 +31,7 @@ export async function insertCertificate(db: Db, row: Insertable<CertificatesTabl
 }
 
 export async function updateCertificate(db: Db, orgId: string, domain: string, set: Updateable<CertificatesTable>): Promise<number> {
-  const r = await db.updateTable('certificates').set(set).where('orgId', '=', orgId).where('domain', '=', domain).executeTakeFirst();
+  const r = await db.updateTable('certificates').set(set).where(inOrg(orgId)).where('domain', '=', domain).executeTakeFirst();
   return Number(r.numUpdatedRows);
 }
 
@@ -39,7 +40,7 @@ export async function updateCertificate(db: Db, orgId: string, domain: string, s
  * moved it since it was read (two schedulers, or a request and the scheduler, enqueue one job).
  */
 export async function claimAttempt(db: Db, orgId: string, domain: string, seen: string | null, until: string): Promise<boolean> {
-  let q = db.updateTable('certificates').set({ nextAttemptAt: until }).where('orgId', '=', orgId).where('domain', '=', domain);
+  let q = db.updateTable('certificates').set({ nextAttemptAt: until }).where(inOrg(orgId)).where('domain', '=', domain);
   q = seen === null ? q.where('nextAttemptAt', 'is', null) : q.where('nextAttemptAt', '=', seen);
   return Number((await q.executeTakeFirst()).numUpdatedRows) === 1;
 }
@@ -49,11 +50,11 @@ export async function claimAttempt(db: Db, orgId: string, domain: string, seen: 
  * row changed since it was read (`updatedAt`: a new certificate or a failed attempt came in between).
  */
 export async function setRenewal(db: Db, orgId: string, domain: string, seenUpdatedAt: string, set: { renewAt: string; renewalInfoAt: string | null }): Promise<void> {
-  await db.updateTable('certificates').set(set).where('orgId', '=', orgId).where('domain', '=', domain).where('updatedAt', '=', seenUpdatedAt).execute();
+  await db.updateTable('certificates').set(set).where(inOrg(orgId)).where('domain', '=', domain).where('updatedAt', '=', seenUpdatedAt).execute();
 }
 
 export async function deleteCertificate(db: Db, orgId: string, domain: string): Promise<number> {
-  const r = await db.deleteFrom('certificates').where('orgId', '=', orgId).where('domain', '=', domain).executeTakeFirst();
+  const r = await db.deleteFrom('certificates').where(inOrg(orgId)).where('domain', '=', domain).executeTakeFirst();
   return Number(r.numDeletedRows);
 }
 
