@@ -1,5 +1,6 @@
 import type { Db } from '../../db/client.js';
 import type { ApiTokensTable, OrgsTable, SessionsTable, UsersTable } from '../../db/schema.js';
+import { inOrg } from '../../db/scope.js';
 
 /** SQL for accounts. Org-owned rows are read with their org; user-owned rows with their user. */
 
@@ -36,7 +37,7 @@ export async function insertMembership(db: Db, m: { orgId: string; userId: strin
 }
 
 export async function findMembership(db: Db, orgId: string, userId: string) {
-  return db.selectFrom('memberships').selectAll().where('orgId', '=', orgId).where('userId', '=', userId).executeTakeFirst();
+  return db.selectFrom('memberships').selectAll().where(inOrg(orgId)).where('userId', '=', userId).executeTakeFirst();
 }
 
 export async function listUserOrgs(db: Db, userId: string) {
@@ -131,7 +132,7 @@ export async function revokeToken(db: Db, userId: string, id: string, at: string
 }
 
 export async function listGrantsFor(db: Db, orgId: string, userId: string) {
-  return db.selectFrom('grants').select(['id', 'resourceType', 'resourceId', 'permissions']).where('orgId', '=', orgId).where('userId', '=', userId).execute();
+  return db.selectFrom('grants').select(['id', 'resourceType', 'resourceId', 'permissions']).where(inOrg(orgId)).where('userId', '=', userId).execute();
 }
 
 export async function countRecentLoginFailures(db: Db, ip: string, email: string, sinceIso: string) {
