@@ -1,6 +1,7 @@
 import type { Insertable, Selectable } from 'kysely';
 import type { Db } from '../../db/client.js';
 import type { UploadSessionsTable } from './uploads.tables.js';
+import { inOrg, inProject } from '../../db/scope.js';
 
 export type UploadSessionRow = Selectable<UploadSessionsTable>;
 
@@ -10,7 +11,7 @@ export async function insertSession(db: Db, row: Insertable<UploadSessionsTable>
 
 /** One session of `orgId`. */
 export async function findSession(db: Db, orgId: string, id: string): Promise<UploadSessionRow | undefined> {
-  return db.selectFrom('uploadSessions').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+  return db.selectFrom('uploadSessions').selectAll().where(inOrg(orgId)).where('id', '=', id).executeTakeFirst();
 }
 
 /**
@@ -26,7 +27,7 @@ export async function claimForUpload(db: Db, orgId: string, id: string, now: str
   const r = await db
     .updateTable('uploadSessions')
     .set({ status: 'uploading' })
-    .where('orgId', '=', orgId)
+    .where(inOrg(orgId))
     .where('id', '=', id)
     .where('status', '=', 'open')
     .where('expiresAt', '>', now)
@@ -35,7 +36,7 @@ export async function claimForUpload(db: Db, orgId: string, id: string, now: str
 }
 
 export async function releaseUpload(db: Db, orgId: string, id: string): Promise<void> {
-  await db.updateTable('uploadSessions').set({ status: 'open' }).where('orgId', '=', orgId).where('id', '=', id).where('status', '=', 'uploading').execute();
+  await db.updateTable('uploadSessions').set({ status: 'open' }).where(inOrg(orgId)).where('id', '=', id).where('status', '=', 'uploading').execute();
 }
 
 export async function markUploaded(
@@ -47,14 +48,14 @@ export async function markUploaded(
   await db
     .updateTable('uploadSessions')
     .set({ status: 'uploaded', ...v })
-    .where('orgId', '=', orgId)
+    .where(inOrg(orgId))
     .where('id', '=', id)
     .where('status', '=', 'uploading')
     .execute();
 }
 
 export async function saveScan(db: Db, orgId: string, id: string, scan: string): Promise<void> {
-  await db.updateTable('uploadSessions').set({ scan }).where('orgId', '=', orgId).where('id', '=', id).execute();
+  await db.updateTable('uploadSessions').set({ scan }).where(inOrg(orgId)).where('id', '=', id).execute();
 }
 
 /** uploaded -> consumed by `projectId`; false when the session was not (or no longer) uploaded. */
@@ -62,7 +63,7 @@ export async function consume(db: Db, orgId: string, id: string, projectId: stri
   const r = await db
     .updateTable('uploadSessions')
     .set({ status: 'consumed', projectId, consumedAt: now })
-    .where('orgId', '=', orgId)
+    .where(inOrg(orgId))
     .where('id', '=', id)
     .where('status', '=', 'uploaded')
     .where('expiresAt', '>', now)
@@ -75,8 +76,7 @@ export async function currentForProject(db: Db, orgId: string, projectId: string
   return db
     .selectFrom('uploadSessions')
     .selectAll()
-    .where('orgId', '=', orgId)
-    .where('projectId', '=', projectId)
+    .where(inProject(orgId, projectId))
     .where('status', '=', 'consumed')
     .orderBy('consumedAt', 'desc')
     .orderBy('id', 'desc')
@@ -84,12 +84,12 @@ export async function currentForProject(db: Db, orgId: string, projectId: string
 }
 
 export async function countForProject(db: Db, orgId: string, projectId: string): Promise<{ count: number; names: string[] }> {
-  const rows = await db.selectFrom('uploadSessions').select('id').where('orgId', '=', orgId).where('projectId', '=', projectId).orderBy('createdAt', 'asc').execute();
+  const rows = await db.selectFrom('uploadSessions').select('id').where(inProject(orgId, projectId)).orderBy('createdAt', 'asc').execute();
   return { count: rows.length, names: rows.map((r) => r.id) };
 }
 
 export async function deleteForProject(db: Db, orgId: string, projectId: string): Promise<void> {
-  await db.deleteFrom('uploadSessions').where('orgId', '=', orgId).where('projectId', '=', projectId).execute();
+  await db.deleteFrom('uploadSessions').where(inProject(orgId, projectId)).execute();
 }
 
 // ---------------------------------------------------------------- quotas (issue 15: upload disk exhaustion)
@@ -116,7 +116,7 @@ export async function storedBytesOfOrg(db: Db, orgId: string, now: string): Prom
   const r = await db
     .selectFrom('uploadSessions')
     .select((eb) => [eb.fn.sum<number>('storedBytes').as('bytes'), eb.fn.min<string>('expiresAt').as('soonest')])
-    .where('orgId', '=', orgId)
+    .where(inOrg(orgId))
     .where('status', '=', 'uploaded')
     .where('expiresAt', '>', now)
     .executeTakeFirst();
@@ -131,7 +131,7 @@ export async function reportInFlight(db: Db, orgId: string, id: string, instance
   await db
     .updateTable('uploadSessions')
     .set({ inFlightBytes: bytes, inFlightBy: instanceId, inFlightAt: at })
-    .where('orgId', '=', orgId)
+    .where(inOrg(orgId))
     .where('id', '=', id)
     .where('status', '=', 'uploading')
     .execute();
@@ -142,7 +142,7 @@ export async function inFlightElsewhere(db: Db, orgId: string, instanceId: strin
   let q = db
     .selectFrom('uploadSessions')
     .select((eb) => eb.fn.sum<number>('inFlightBytes').as('bytes'))
-    .where('orgId', '=', orgId)
+    .where(inOrg(orgId))
     .where('status', '=', 'uploading')
     .where('inFlightBy', '!=', instanceId)
     .where('inFlightAt', '>', since);
@@ -165,7 +165,7 @@ export async function listExpired(db: Db, now: string, limit = 500): Promise<{ i
 }
 
 export async function deleteSession(db: Db, orgId: string, id: string): Promise<void> {
-  await db.deleteFrom('uploadSessions').where('orgId', '=', orgId).where('id', '=', id).where('status', '!=', 'consumed').execute();
+  await db.deleteFrom('uploadSessions').where(inOrg(orgId)).where('id', '=', id).where('status', '!=', 'consumed').execute();
 }
 
 /** Consumed sessions that a newer upload of the same project replaced (their rows are history only). */
