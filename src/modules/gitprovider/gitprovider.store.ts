@@ -10,6 +10,7 @@ import type {
   GitproviderPreviewPullsTable,
   GitproviderPullCommentsTable,
 } from './gitprovider.tables.js';
+import { inOrg, inProject } from '../../db/scope.js';
 
 /** SQL of the git provider area. Every org-owned query is scoped by org. */
 
@@ -24,7 +25,7 @@ export type PullCommentRow = Selectable<GitproviderPullCommentsTable>;
 // ---------------------------------------------------------------- installations
 
 export function listInstallations(db: Db, orgId: string): Promise<InstallationRow[]> {
-  return db.selectFrom('gitproviderInstallations').selectAll().where('orgId', '=', orgId).orderBy('createdAt').execute();
+  return db.selectFrom('gitproviderInstallations').selectAll().where(inOrg(orgId)).orderBy('createdAt').execute();
 }
 
 export function findInstallationByGithubId(db: Db, installationId: string): Promise<InstallationRow | undefined> {
@@ -64,7 +65,7 @@ export async function claimInstallation(db: Db, installationId: string, orgId: s
 
 /** Drops the org's bindings to its installations (disconnect); the installations stay at GitHub. */
 export async function releaseInstallations(db: Db, orgId: string): Promise<number> {
-  const res = await db.updateTable('gitproviderInstallations').set({ orgId: null, claimedBy: null, updatedAt: nowIso() }).where('orgId', '=', orgId).executeTakeFirst();
+  const res = await db.updateTable('gitproviderInstallations').set({ orgId: null, claimedBy: null, updatedAt: nowIso() }).where(inOrg(orgId)).executeTakeFirst();
   return Number(res.numUpdatedRows);
 }
 
@@ -75,18 +76,18 @@ export async function deleteInstallation(db: Db, installationId: string): Promis
 // ---------------------------------------------------------------- OAuth / CLI connections
 
 export function listConnections(db: Db, orgId: string): Promise<ConnectionRow[]> {
-  return db.selectFrom('gitproviderConnections').selectAll().where('orgId', '=', orgId).execute();
+  return db.selectFrom('gitproviderConnections').selectAll().where(inOrg(orgId)).execute();
 }
 
 export async function upsertConnection(db: Db, c: { orgId: string; source: string; login: string; accountType: string; token: string | null; createdBy: string }): Promise<void> {
   const at = nowIso();
-  const existing = await db.selectFrom('gitproviderConnections').select('id').where('orgId', '=', c.orgId).where('source', '=', c.source).executeTakeFirst();
+  const existing = await db.selectFrom('gitproviderConnections').select('id').where(inOrg(c.orgId)).where('source', '=', c.source).executeTakeFirst();
   if (existing) {
     await db
       .updateTable('gitproviderConnections')
       .set({ login: c.login, accountType: c.accountType, token: c.token, createdBy: c.createdBy, updatedAt: at })
       .where('id', '=', existing.id)
-      .where('orgId', '=', c.orgId)
+      .where(inOrg(c.orgId))
       .execute();
     return;
   }
@@ -94,7 +95,7 @@ export async function upsertConnection(db: Db, c: { orgId: string; source: strin
 }
 
 export async function deleteConnections(db: Db, orgId: string, sources: string[]): Promise<number> {
-  const res = await db.deleteFrom('gitproviderConnections').where('orgId', '=', orgId).where('source', 'in', sources).executeTakeFirst();
+  const res = await db.deleteFrom('gitproviderConnections').where(inOrg(orgId)).where('source', 'in', sources).executeTakeFirst();
   return Number(res.numDeletedRows);
 }
 
@@ -120,7 +121,7 @@ export function latestDeviceFlow(db: Db, orgId: string, userId: string): Promise
   return db
     .selectFrom('gitproviderDeviceFlows')
     .selectAll()
-    .where('orgId', '=', orgId)
+    .where(inOrg(orgId))
     .where('userId', '=', userId)
     .orderBy('createdAt', 'desc')
     .orderBy('id', 'desc')
@@ -129,7 +130,7 @@ export function latestDeviceFlow(db: Db, orgId: string, userId: string): Promise
 }
 
 export async function updateDeviceFlow(db: Db, orgId: string, id: string, set: { status?: string; lastPolledAt?: string; intervalSeconds?: number }): Promise<void> {
-  await db.updateTable('gitproviderDeviceFlows').set(set).where('orgId', '=', orgId).where('id', '=', id).execute();
+  await db.updateTable('gitproviderDeviceFlows').set(set).where(inOrg(orgId)).where('id', '=', id).execute();
 }
 
 // ---------------------------------------------------------------- deliveries
@@ -182,11 +183,11 @@ export async function setNotice(db: Db, orgId: string, projectId: string, reason
 }
 
 export async function clearNotice(db: Db, orgId: string, projectId: string): Promise<void> {
-  await db.deleteFrom('gitproviderProjectNotices').where('orgId', '=', orgId).where('projectId', '=', projectId).execute();
+  await db.deleteFrom('gitproviderProjectNotices').where(inProject(orgId, projectId)).execute();
 }
 
 export function findNotice(db: Db, orgId: string, projectId: string) {
-  return db.selectFrom('gitproviderProjectNotices').select(['reason', 'at']).where('orgId', '=', orgId).where('projectId', '=', projectId).executeTakeFirst();
+  return db.selectFrom('gitproviderProjectNotices').select(['reason', 'at']).where(inProject(orgId, projectId)).executeTakeFirst();
 }
 
 /** Forgets handled deliveries older than `before` (their ids only matter while GitHub may redeliver), and old device flows. */
@@ -207,10 +208,10 @@ export async function upsertPreviewPull(
   p: { orgId: string; projectId: string; environment: string; repoOwner: string; repoName: string; number: number; headBranch: string; headSha: string },
 ): Promise<{ row: PreviewPullRow; previousState: string | null }> {
   const at = nowIso();
-  const existing = await db.selectFrom('gitproviderPreviewPulls').selectAll().where('orgId', '=', p.orgId).where('projectId', '=', p.projectId).where('number', '=', p.number).executeTakeFirst();
+  const existing = await db.selectFrom('gitproviderPreviewPulls').selectAll().where(inProject(p.orgId, p.projectId)).where('number', '=', p.number).executeTakeFirst();
   if (existing) {
     const set = { environment: p.environment, repoOwner: p.repoOwner, repoName: p.repoName, headBranch: p.headBranch, headSha: p.headSha, state: 'open', updatedAt: at };
-    await db.updateTable('gitproviderPreviewPulls').set(set).where('orgId', '=', p.orgId).where('id', '=', existing.id).execute();
+    await db.updateTable('gitproviderPreviewPulls').set(set).where(inOrg(p.orgId)).where('id', '=', existing.id).execute();
     return { row: { ...existing, ...set }, previousState: existing.state };
   }
   const row: PreviewPullRow = { id: newId('ghp'), ...p, state: 'open', createdAt: at, updatedAt: at };
@@ -219,7 +220,7 @@ export async function upsertPreviewPull(
 }
 
 export async function closePreviewPull(db: Db, orgId: string, id: string): Promise<void> {
-  await db.updateTable('gitproviderPreviewPulls').set({ state: 'closed', updatedAt: nowIso() }).where('orgId', '=', orgId).where('id', '=', id).execute();
+  await db.updateTable('gitproviderPreviewPulls').set({ state: 'closed', updatedAt: nowIso() }).where(inOrg(orgId)).where('id', '=', id).execute();
 }
 
 /** The org's records of pull request `number` of owner/repo, one per project (any state). */
@@ -227,7 +228,7 @@ export function previewPullsOf(db: Db, orgId: string, owner: string, repo: strin
   return db
     .selectFrom('gitproviderPreviewPulls')
     .selectAll()
-    .where('orgId', '=', orgId)
+    .where(inOrg(orgId))
     .where('repoOwner', '=', owner)
     .where('repoName', '=', repo)
     .where('number', '=', number)
@@ -241,8 +242,7 @@ export function openPreviewPullsOfEnvironment(db: Db, orgId: string, projectId: 
   return db
     .selectFrom('gitproviderPreviewPulls')
     .selectAll()
-    .where('orgId', '=', orgId)
-    .where('projectId', '=', projectId)
+    .where(inProject(orgId, projectId))
     .where('environment', '=', environment)
     .where('state', '=', 'open')
     .execute();
@@ -253,8 +253,7 @@ export function openPreviewPullsOnBranch(db: Db, orgId: string, projectId: strin
   return db
     .selectFrom('gitproviderPreviewPulls')
     .selectAll()
-    .where('orgId', '=', orgId)
-    .where('projectId', '=', projectId)
+    .where(inProject(orgId, projectId))
     .where('headBranch', '=', branch)
     .where('state', '=', 'open')
     .execute();
@@ -277,31 +276,30 @@ export async function claimPreviewDeployment(db: Db, row: PreviewDeploymentRow):
 
 /** Binds a claim to the deployment made for it (unless the settle listener bound it first). */
 export async function bindPreviewDeployment(db: Db, orgId: string, id: string, deploymentId: string): Promise<void> {
-  await db.updateTable('gitproviderPreviewDeployments').set({ deploymentId, updatedAt: nowIso() }).where('orgId', '=', orgId).where('id', '=', id).where('deploymentId', 'is', null).execute();
+  await db.updateTable('gitproviderPreviewDeployments').set({ deploymentId, updatedAt: nowIso() }).where(inOrg(orgId)).where('id', '=', id).where('deploymentId', 'is', null).execute();
 }
 
 export async function deletePreviewDeployment(db: Db, orgId: string, id: string): Promise<void> {
-  await db.deleteFrom('gitproviderPreviewDeployments').where('orgId', '=', orgId).where('id', '=', id).execute();
+  await db.deleteFrom('gitproviderPreviewDeployments').where(inOrg(orgId)).where('id', '=', id).execute();
 }
 
 /** Forgets the claims of a project's environment (a closed pull request reopened starts afresh). */
 export async function deletePreviewDeploymentsOf(db: Db, orgId: string, projectId: string, environment: string): Promise<void> {
-  await db.deleteFrom('gitproviderPreviewDeployments').where('orgId', '=', orgId).where('projectId', '=', projectId).where('environment', '=', environment).execute();
+  await db.deleteFrom('gitproviderPreviewDeployments').where(inProject(orgId, projectId)).where('environment', '=', environment).execute();
 }
 
 export function findPreviewDeployment(db: Db, orgId: string, id: string): Promise<PreviewDeploymentRow | undefined> {
-  return db.selectFrom('gitproviderPreviewDeployments').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+  return db.selectFrom('gitproviderPreviewDeployments').selectAll().where(inOrg(orgId)).where('id', '=', id).executeTakeFirst();
 }
 
 /** The claim of a settled deployment: bound to it, else the unbound claim of its environment and commit. */
 export async function previewDeploymentFor(db: Db, orgId: string, d: { id: string; projectId: string; environment: string; commit: string | null }): Promise<PreviewDeploymentRow | undefined> {
-  const bound = await db.selectFrom('gitproviderPreviewDeployments').selectAll().where('orgId', '=', orgId).where('deploymentId', '=', d.id).executeTakeFirst();
+  const bound = await db.selectFrom('gitproviderPreviewDeployments').selectAll().where(inOrg(orgId)).where('deploymentId', '=', d.id).executeTakeFirst();
   if (bound || !d.commit) return bound;
   const unbound = await db
     .selectFrom('gitproviderPreviewDeployments')
     .selectAll()
-    .where('orgId', '=', orgId)
-    .where('projectId', '=', d.projectId)
+    .where(inProject(orgId, d.projectId))
     .where('environment', '=', d.environment)
     .where('commitSha', '=', d.commit)
     .where('deploymentId', 'is', null)
@@ -312,7 +310,7 @@ export async function previewDeploymentFor(db: Db, orgId: string, d: { id: strin
 }
 
 export async function setPreviewDeploymentState(db: Db, orgId: string, id: string, set: { state: string; description: string; previewUrl?: string | null }): Promise<void> {
-  await db.updateTable('gitproviderPreviewDeployments').set({ ...set, updatedAt: nowIso() }).where('orgId', '=', orgId).where('id', '=', id).execute();
+  await db.updateTable('gitproviderPreviewDeployments').set({ ...set, updatedAt: nowIso() }).where(inOrg(orgId)).where('id', '=', id).execute();
 }
 
 /** The still pending claims of a project's environment. */
@@ -320,8 +318,7 @@ export function pendingPreviewDeploymentsOf(db: Db, orgId: string, projectId: st
   return db
     .selectFrom('gitproviderPreviewDeployments')
     .selectAll()
-    .where('orgId', '=', orgId)
-    .where('projectId', '=', projectId)
+    .where(inProject(orgId, projectId))
     .where('environment', '=', environment)
     .where('state', '=', 'pending')
     .execute();
@@ -332,8 +329,7 @@ export function latestPreviewDeployment(db: Db, orgId: string, projectId: string
   return db
     .selectFrom('gitproviderPreviewDeployments')
     .selectAll()
-    .where('orgId', '=', orgId)
-    .where('projectId', '=', projectId)
+    .where(inProject(orgId, projectId))
     .where('environment', '=', environment)
     .orderBy('createdAt', 'desc')
     .orderBy('id', 'desc')
@@ -354,7 +350,7 @@ export async function touchPullComment(db: Db, k: { orgId: string; repoOwner: st
   await db
     .updateTable('gitproviderPullComments')
     .set((eb) => ({ rev: eb('rev', '+', 1), updatedAt: at }))
-    .where('orgId', '=', k.orgId)
+    .where(inOrg(k.orgId))
     .where('repoOwner', '=', k.repoOwner)
     .where('repoName', '=', k.repoName)
     .where('number', '=', k.number)
@@ -362,7 +358,7 @@ export async function touchPullComment(db: Db, k: { orgId: string; repoOwner: st
   return db
     .selectFrom('gitproviderPullComments')
     .selectAll()
-    .where('orgId', '=', k.orgId)
+    .where(inOrg(k.orgId))
     .where('repoOwner', '=', k.repoOwner)
     .where('repoName', '=', k.repoName)
     .where('number', '=', k.number)
@@ -370,7 +366,7 @@ export async function touchPullComment(db: Db, k: { orgId: string; repoOwner: st
 }
 
 export function findPullComment(db: Db, orgId: string, id: string): Promise<PullCommentRow | undefined> {
-  return db.selectFrom('gitproviderPullComments').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+  return db.selectFrom('gitproviderPullComments').selectAll().where(inOrg(orgId)).where('id', '=', id).executeTakeFirst();
 }
 
 /** Takes the comment's write lease until `until` when nobody holds it (or a holder's ran out); true when taken. */
@@ -379,7 +375,7 @@ export async function leasePullComment(db: Db, orgId: string, id: string, until:
   const res = await db
     .updateTable('gitproviderPullComments')
     .set({ lockUntil: until })
-    .where('orgId', '=', orgId)
+    .where(inOrg(orgId))
     .where('id', '=', id)
     .where((eb) => eb.or([eb('lockUntil', 'is', null), eb('lockUntil', '<', now)]))
     .executeTakeFirst();
@@ -391,7 +387,7 @@ export async function releasePullComment(db: Db, orgId: string, id: string, unti
   await db
     .updateTable('gitproviderPullComments')
     .set({ lockUntil: null, ...(synced ? { syncedRev: synced.rev, commentId: synced.commentId, updatedAt: nowIso() } : {}) })
-    .where('orgId', '=', orgId)
+    .where(inOrg(orgId))
     .where('id', '=', id)
     .where('lockUntil', '=', until)
     .execute();
