@@ -1,6 +1,7 @@
 import type { Insertable, Selectable } from 'kysely';
 import type { Db } from '../../db/client.js';
 import type { CloudLinksTable } from './cloud.tables.js';
+import { inOrg, inProject } from '../../db/scope.js';
 
 /** SQL of the cloud area's one table, `cloud_links` (the id mapping of a self-hosted instance). */
 
@@ -9,21 +10,21 @@ export type CloudLinkRow = Selectable<CloudLinksTable>;
 // ---------------------------------------------------------------- the id mapping (self-hosted side)
 
 export async function findCloudLink(db: Db, orgId: string, projectId: string): Promise<CloudLinkRow | undefined> {
-  return db.selectFrom('cloudLinks').selectAll().where('orgId', '=', orgId).where('projectId', '=', projectId).executeTakeFirst();
+  return db.selectFrom('cloudLinks').selectAll().where(inProject(orgId, projectId)).executeTakeFirst();
 }
 
 /** The local record (in `orgId`) that stands for a cloud project, by the cloud's id. */
 export async function findCloudLinkByCloudId(db: Db, orgId: string, cloudProjectId: string): Promise<CloudLinkRow | undefined> {
-  return db.selectFrom('cloudLinks').selectAll().where('orgId', '=', orgId).where('cloudProjectId', '=', cloudProjectId).executeTakeFirst();
+  return db.selectFrom('cloudLinks').selectAll().where(inOrg(orgId)).where('cloudProjectId', '=', cloudProjectId).executeTakeFirst();
 }
 
 /** Whether the org has any project on the cloud. */
 export async function orgHasCloudLinks(db: Db, orgId: string): Promise<boolean> {
-  return !!(await db.selectFrom('cloudLinks').select('projectId').where('orgId', '=', orgId).limit(1).executeTakeFirst());
+  return !!(await db.selectFrom('cloudLinks').select('projectId').where(inOrg(orgId)).limit(1).executeTakeFirst());
 }
 
 export async function listCloudLinks(db: Db, orgId: string): Promise<CloudLinkRow[]> {
-  return db.selectFrom('cloudLinks').selectAll().where('orgId', '=', orgId).execute();
+  return db.selectFrom('cloudLinks').selectAll().where(inOrg(orgId)).execute();
 }
 
 export async function insertCloudLink(db: Db, row: Insertable<CloudLinksTable>): Promise<void> {
@@ -31,7 +32,7 @@ export async function insertCloudLink(db: Db, row: Insertable<CloudLinksTable>):
 }
 
 export async function deleteCloudLink(db: Db, orgId: string, projectId: string): Promise<void> {
-  await db.deleteFrom('cloudLinks').where('orgId', '=', orgId).where('projectId', '=', projectId).execute();
+  await db.deleteFrom('cloudLinks').where(inProject(orgId, projectId)).execute();
 }
 
 // ---------------------------------------------------------------- by id alone (token-in-query streams)
