@@ -4,7 +4,7 @@ import path from 'node:path';
 /**
  * A tiny Node app without dependencies, written into `dir`: answers `GET /` with its version, `/env/<NAME>`
  * with that variable, `/crash` by exiting 1, `/ws` as a WebSocket echo (minimal RFC 6455 handshake),
- * `/echo` echoing the request body; prints a start line.
+ * `/echo` echoing the request body, `/print/<NAME>` printing that variable on stdout and stderr; prints a start line.
  */
 export function writeTinyApp(dir: string, opts: { version?: string; extraPackageJson?: Record<string, unknown>; startDelayMs?: number; printEnv?: string } = {}): string {
   mkdirSync(dir, { recursive: true });
@@ -24,6 +24,7 @@ const server = http.createServer((req, res) => {
   if (req.url === '/headers') { res.setHeader('content-type', 'application/json'); res.end(JSON.stringify(req.headers)); return; }
   if (req.url === '/data') { fs.writeFileSync(require('node:path').join(process.env.DATA_DIR, 'touched'), 'yes'); res.end(process.env.DATA_DIR); return; }
   if (req.url === '/log') { console.log('hello from the app ' + version); res.end('logged'); return; }
+  if (req.url.startsWith('/print/')) { const n = req.url.slice(7); console.log('stdout ' + n + '=' + process.env[n]); console.error('stderr ' + n + '=' + process.env[n]); res.end('printed'); return; }
   res.setHeader('content-type', 'text/plain');
   res.end('hello ' + version + ' pid ' + process.pid + ' booted ' + bootedAt);
 });

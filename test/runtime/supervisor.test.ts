@@ -5,6 +5,7 @@ import path from 'node:path';
 import { createLogger } from '../../src/lib/logger.js';
 import { parseCommand } from '../../src/runtime/command.js';
 import { LogStore } from '../../src/runtime/logs.js';
+import { MASK } from '../../src/runtime/redact.js';
 import { ProcessDriver } from '../../src/runtime/process-driver.js';
 import { Supervisor, type ReleaseSpec } from '../../src/runtime/supervisor.js';
 import { tempDir } from '../support/harness.js';
@@ -74,11 +75,20 @@ test('a release runs as a process group on an allocated PORT with DATA_DIR and i
 test('stdout and stderr land in the project log, with secret values redacted', async () => {
   const port = sup.snapshot('prj_test')!.port!;
   await httpGet(`http://127.0.0.1:${port}/log`);
+  // The app prints its secret API_KEY on both streams; the log holds the mask in its place.
+  assert.equal((await httpGet(`http://127.0.0.1:${port}/print/API_KEY`)).text, 'printed');
   const lines = await waitFor(async () => {
     const l = logs.runtime('prj_test').read({ limit: 100 });
-    return l.some((x) => x.line.includes('hello from the app v1')) ? l : null;
-  }, 'the log line');
+    const both = l.some((x) => x.line.startsWith('stdout API_KEY=')) && l.some((x) => x.line.startsWith('stderr API_KEY='));
+    return both && l.some((x) => x.line.includes('hello from the app v1')) ? l : null;
+  }, 'the log lines');
   assert.ok(lines.some((l) => l.stream === 'stdout' && /listening on/.test(l.line)));
+  assert.ok(lines.some((l) => l.stream === 'stdout' && l.line === `stdout API_KEY=${MASK}`), 'stdout shows the mask');
+  assert.ok(lines.some((l) => l.stream === 'stderr' && l.line === `stderr API_KEY=${MASK}`), 'stderr shows the mask');
+  assert.ok(!lines.some((l) => l.line.includes('super-secret-key-value')), 'the secret value is in no log line');
+  // The redaction is of secrets only: a plain variable printed the same way is kept.
+  await httpGet(`http://127.0.0.1:${port}/print/GREETING`);
+  await waitFor(async () => logs.runtime('prj_test').read({ limit: 100 }).some((x) => x.line === 'stdout GREETING=hi') || null, 'the plain line');
 });
 
 test('a new release is health-checked before it takes traffic, then the old one is stopped', async () => {
