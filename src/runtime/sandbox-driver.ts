@@ -7,6 +7,7 @@ import type { Box, BoxProcess, BoxSpec, DriverStatus, ExecOptions, RuntimeDriver
 import { DriverUnavailableError } from './driver.js';
 import { groupAlive, killGroup, spawnBoxProcess } from './box-process.js';
 import { boxResolvConf, NetworkPool, type NetNamespace } from './netns.js';
+import { processUidRange } from './identity.js';
 import { freePort } from './proc.js';
 import { seccompFilter, SeccompUnsupportedError } from './seccomp.js';
 
@@ -180,6 +181,12 @@ export class SandboxDriver implements RuntimeDriver {
   }
 
   async open(spec: BoxSpec): Promise<Box> {
+    // A uid past the data dir's range may be another Berth's (uid-range.ts): never run one. (A uid
+    // below it is a project's from before the range was claimed, docs/operating.md.)
+    const range = processUidRange();
+    if (this.root && range && spec.identity && spec.identity.uid >= range.first + range.size) {
+      throw new DriverUnavailableError(`uid ${spec.identity.uid} is past this data dir's sandbox uid range ${range.first}-${range.first + range.size - 1}: its range is used up (docs/runtime.md, "Sandbox uid ranges")`);
+    }
     if (this.problem) throw new DriverUnavailableError(this.problem);
     if (this.root && (!spec.identity || spec.identity.uid === 0)) {
       throw new DriverUnavailableError('a sandboxed project needs its own uid');

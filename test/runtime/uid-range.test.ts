@@ -10,6 +10,9 @@ import { randomBytes } from 'node:crypto';
 import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
+import { DriverUnavailableError } from '../../src/runtime/driver.js';
+import { createDriver } from '../../src/runtime/drivers.js';
+import { claimProcessUidRange, processUidRange, uidBase } from '../../src/runtime/identity.js';
 import { claimUidRange, DEFAULT_UID_BASE, RANGE_FILE, UID_RANGE_SIZE, UidRangeError } from '../../src/runtime/uid-range.js';
 import { runCli, startServe, type ServeProcess } from '../support/cli.js';
 import { freshPostgresDatabase, tempDir, usingPostgres } from '../support/harness.js';
@@ -87,6 +90,19 @@ describe('sandbox uid ranges per data dir', () => {
     );
     assert.equal(new Set(firsts).size, dirs.length, `distinct ranges: ${firsts.join(', ')}`);
     assert.equal(registered(registry).length, dirs.length);
+  });
+
+  it('once claimed, projects get uids from the range (the egress check its first), and a box past its end is refused', { skip: process.getuid?.() !== 0 ? 'needs root' : false }, async () => {
+    const dataDir = tempDir();
+    const range = claimProcessUidRange(dataDir, { BERTH_UID_REGISTRY: registryIn(tempDir()) });
+    assert.deepEqual(processUidRange(), range);
+    assert.equal(uidBase(), range.first + 1);
+    const driver = createDriver('sandbox', dataDir);
+    const past = range.first + range.size;
+    await assert.rejects(
+      driver.open({ kind: 'build', projectId: 'p', name: `past-${process.pid}`, identity: { uid: past, gid: past }, limits: { cpuCores: 0.5, memoryMb: 128 }, appDir: dataDir }),
+      (e: unknown) => e instanceof DriverUnavailableError && e.message.includes(`uid ${past} is past this data dir's sandbox uid range`),
+    );
   });
 
   describe('with real `berth serve` processes (root)', { skip: process.getuid?.() !== 0 ? 'needs root' : false }, () => {
