@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import createClient, { type Client } from 'openapi-fetch';
-import type { components, paths } from '../api-types/schema.js';
+import type { paths } from '../api-types/schema.js';
 
 /** `~/.config/berth/config.json` (or `$XDG_CONFIG_HOME/berth`): the server URL and the token. */
 export interface ClientConfig {
@@ -60,9 +60,6 @@ export interface ApiClient {
   /** A streaming GET (Server-Sent Events): the open body, or the error envelope as ApiError. */
   stream(url: string, signal?: AbortSignal): Promise<ReadableStream<Uint8Array>>;
 }
-
-/** The records the API answers with, by schema name (`Schemas['Deployment']`). */
-export type Schemas = components['schemas'];
 
 /** The error a non-2xx answer's body (the envelope of contract section 3, or whatever came) stands for. */
 export function apiErrorFrom(status: number, statusText: string, text: string): ApiError {
