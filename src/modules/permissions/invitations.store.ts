@@ -1,5 +1,6 @@
 import type { Db } from '../../db/client.js';
 import type { InvitationGrantsTable, InvitationsTable } from './permissions.tables.js';
+import { inOrg } from '../../db/scope.js';
 
 /**
  * SQL for invitations. Listing and admin actions are scoped by org; accept, decline and
@@ -7,7 +8,7 @@ import type { InvitationGrantsTable, InvitationsTable } from './permissions.tabl
  */
 
 export async function findInvitationInOrg(db: Db, orgId: string, id: string): Promise<InvitationsTable | undefined> {
-  return db.selectFrom('invitations').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+  return db.selectFrom('invitations').selectAll().where(inOrg(orgId)).where('id', '=', id).executeTakeFirst();
 }
 
 /** By id whatever the org: only for flows authorized by the invitation itself. */
@@ -30,13 +31,13 @@ export async function findInvitationSummary(db: Db, id: string) {
 }
 
 export async function listInvitations(db: Db, orgId: string, statuses: string[] | null): Promise<InvitationsTable[]> {
-  let q = db.selectFrom('invitations').selectAll().where('orgId', '=', orgId);
+  let q = db.selectFrom('invitations').selectAll().where(inOrg(orgId));
   if (statuses) q = q.where('status', 'in', statuses);
   return q.orderBy('createdAt', 'desc').orderBy('id', 'desc').execute();
 }
 
 export async function findPendingForEmail(db: Db, orgId: string, email: string): Promise<InvitationsTable[]> {
-  return db.selectFrom('invitations').selectAll().where('orgId', '=', orgId).where('email', '=', email).where('status', '=', 'pending').execute();
+  return db.selectFrom('invitations').selectAll().where(inOrg(orgId)).where('email', '=', email).where('status', '=', 'pending').execute();
 }
 
 /** Pending invitations of an email in every org (signup on an invite-only instance). */
@@ -55,7 +56,7 @@ export async function updateInvitation(
   set: Partial<Pick<InvitationsTable, 'status' | 'acceptedBy' | 'updatedAt' | 'expiresAt' | 'respondedAt' | 'materializedAt'>>,
   whereStatus?: string,
 ): Promise<number> {
-  let q = db.updateTable('invitations').set(set).where('orgId', '=', orgId).where('id', '=', id);
+  let q = db.updateTable('invitations').set(set).where(inOrg(orgId)).where('id', '=', id);
   if (whereStatus) q = q.where('status', '=', whereStatus);
   const r = await q.executeTakeFirst();
   return Number(r.numUpdatedRows ?? 0);
@@ -70,7 +71,7 @@ export async function listInvitationGrants(db: Db, orgId: string, invitationIds:
   return db
     .selectFrom('invitationGrants')
     .selectAll()
-    .where('orgId', '=', orgId)
+    .where(inOrg(orgId))
     .where('invitationId', 'in', invitationIds)
     .orderBy('createdAt')
     .orderBy('id')
@@ -78,7 +79,7 @@ export async function listInvitationGrants(db: Db, orgId: string, invitationIds:
 }
 
 export async function deleteInvitationGrants(db: Db, orgId: string, invitationId: string): Promise<number> {
-  const r = await db.deleteFrom('invitationGrants').where('orgId', '=', orgId).where('invitationId', '=', invitationId).executeTakeFirst();
+  const r = await db.deleteFrom('invitationGrants').where(inOrg(orgId)).where('invitationId', '=', invitationId).executeTakeFirst();
   return Number(r.numDeletedRows ?? 0);
 }
 
