@@ -53,6 +53,8 @@ export interface Config {
   signup: SignupMode;
   /** Ready releases kept per project for rollback (BERTH_RELEASES_KEPT, default 5; contract section 12). */
   releasesKept: number;
+  /** BERTH_DISK_LIMITS: `auto` (default), `images` or `off` (docs/runtime.md "Disk limits"). */
+  diskLimits: 'auto' | 'images' | 'off';
   /**
    * How a custom domain proves ownership (contract section 12): `none` (verified at once, the
    * self-hosted default) or `dns` (a TXT record `_berth-challenge.<domain>`, always on a cloud instance).
@@ -197,6 +199,8 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
   const keptRaw = env.BERTH_RELEASES_KEPT;
   const releasesKept = keptRaw === undefined || keptRaw === '' ? 5 : Number(keptRaw);
   if (!Number.isInteger(releasesKept) || releasesKept < 1 || releasesKept > 100) throw new ConfigError(`BERTH_RELEASES_KEPT must be a whole number from 1 to 100 (got "${keptRaw}")`);
+  const diskLimits = (env.BERTH_DISK_LIMITS ?? '').trim() || 'auto';
+  if (diskLimits !== 'auto' && diskLimits !== 'images' && diskLimits !== 'off') throw new ConfigError(`BERTH_DISK_LIMITS must be "auto", "images" or "off" (got "${diskLimits}")`);
   const verificationRaw = env.BERTH_DOMAIN_VERIFICATION || undefined;
   if (verificationRaw && verificationRaw !== 'none' && verificationRaw !== 'dns') throw new ConfigError(`BERTH_DOMAIN_VERIFICATION must be "none" or "dns" (got "${verificationRaw}")`);
   if (verificationRaw === 'none' && modeRaw === 'cloud') throw new ConfigError('BERTH_DOMAIN_VERIFICATION=none is refused in cloud mode: tenants sharing an instance must prove they own a domain');
@@ -277,6 +281,7 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
     runtime,
     signup,
     releasesKept,
+    diskLimits,
     domainVerification,
     dnsServers,
     https,

@@ -1,6 +1,7 @@
 import { mkdirSync, statSync } from 'node:fs';
 import { toolchainEnv } from './toolchains.js';
 import { chownTree } from './identity.js';
+import { prepareVolume, volumeNotLimited } from './disk-limits.js';
 import type { CommandStep } from './command.js';
 import type { Box, RuntimeDriver } from './driver.js';
 import type { LogStore } from './logs.js';
@@ -40,11 +41,13 @@ export interface InstanceDeps {
  * any of that fails; every failure is also noted in the app's runtime log.
  */
 export async function startInstance(spec: ReleaseSpec, deps: InstanceDeps): Promise<Instance> {
+  const logFile = deps.logs.runtime(appOf(spec));
+  const note = (line: string) => logFile.append({ ts: new Date().toISOString(), stream: 'stderr', line: `[berth] ${line}` });
+  // The volume on its size-limited image (diskMb), when disk limits are enforced (disk-limits.ts).
+  await prepareVolume(spec.dataDir, spec.diskMb, spec.identity).catch((e: Error) => note(volumeNotLimited(e)));
   mkdirSync(spec.dataDir, { recursive: true, mode: 0o700 });
   // The volume belongs to the project's own user (a restore or an older Berth may have left root's files).
   if (spec.identity && statSync(spec.dataDir).uid !== spec.identity.uid) await chownTree(spec.dataDir, spec.identity);
-  const logFile = deps.logs.runtime(appOf(spec));
-  const note = (line: string) => logFile.append({ ts: new Date().toISOString(), stream: 'stderr', line: `[berth] ${line}` });
   let box: Box;
   try {
     box = await deps.driver.open({

@@ -10,6 +10,8 @@ import { chownTree } from './identity.js';
 import { pathWithBin, startSteps } from './app-commands.js';
 import { matchNodeVersion, missingProgram, offeredNodeVersions, TOOLCHAIN_DIR, toolchainEnv, toolchainSteps, type ToolRequest } from './toolchains.js';
 import { BuildError } from './build-error.js';
+import { dropBuildImage, fullFoldersLine, keepRelease, limitBuildFolders } from './build-disk.js';
+import { isMounted } from './disk-image.js';
 import { runBuildProcess, StepFailedError, type ProcessBudget } from './build-process.js';
 import { NPM_CI_FALLBACK_NOTE, npmCiRefusedLockfile, npmInstallInstead } from './npm-fallback.js';
 import { buildReleaseImage } from './build-image.js';
@@ -72,6 +74,8 @@ export interface BuildInput {
   baseEnv: Record<string, string>;
   timeoutMs: number;
   limits: Limits;
+  /** `build.diskMb`: the build's folders are limited to it when disk limits are enforced (build-disk.ts). */
+  diskMb?: number;
   driver: RuntimeDriver;
   /** The project's own uid/gid (sandbox driver as root); the build's files are made theirs. */
   identity: Identity | null;
@@ -104,10 +108,28 @@ export interface BuildResult {
  * bounded by `timeoutMs` and cancelled by `signal` (the group is killed).
  */
 export async function runBuild(input: BuildInput): Promise<BuildResult> {
+  // The build's folders on their own image of build.diskMb when disk limits are enforced (build-disk.ts).
+  const limited = await limitBuildFolders(input.workDir, input.diskMb);
+  if (!limited) return runBuildIn(input);
+  try {
+    const result = await runBuildIn(input);
+    await keepRelease(input.workDir);
+    return result;
+  } catch (e) {
+    const full = await fullFoldersLine(input.workDir, input.diskMb!);
+    await dropBuildImage(input.workDir).catch(() => {});
+    if (!full) throw e;
+    input.log('stdout', `[berth] ${full}`);
+    throw new BuildError(full);
+  }
+}
+
+async function runBuildIn(input: BuildInput): Promise<BuildResult> {
   const redact = new Redactor(input.secrets);
   const note = (line: string) => input.log('stdout', `[berth] ${redact.redactString(line)}`);
   const deadline = Date.now() + input.timeoutMs;
-  rmSync(input.workDir, { recursive: true, force: true });
+  // A folder on its build image (build-disk.ts) is fresh already and cannot be removed itself.
+  if (!isMounted(input.workDir)) rmSync(input.workDir, { recursive: true, force: true });
   const srcDir = path.join(input.workDir, 'src');
   const homeDir = path.join(input.workDir, 'home');
   mkdirSync(srcDir, { recursive: true });

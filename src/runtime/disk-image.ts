@@ -94,9 +94,22 @@ async function makeImage(img: string, sizeMb: number, owner?: { uid: number; gid
   await run('mkfs.ext4', ['-q', '-F', '-m', '0', '-E', ext, '-L', 'berth', img]);
 }
 
+/**
+ * The loop device the image is attached to, or null. Attached while any mount namespace still has it
+ * mounted (an app's box or container keeps it after the server's own mount went): such an image is
+ * mounted again through that device (never a second, independent mount of one filesystem) and is never
+ * resized offline.
+ */
+async function attachedLoop(img: string): Promise<string | null> {
+  const out = await run('losetup', ['-n', '-O', 'NAME', '-j', img]);
+  return out.trim().split('\n')[0]?.trim() || null;
+}
+
 async function mountImage(img: string, dir: string): Promise<void> {
   await mkdir(dir, { recursive: true });
-  await run('mount', ['-t', 'ext4', '-o', 'loop,nosuid,nodev,noatime', img, dir]);
+  const loop = await attachedLoop(img);
+  if (loop) await run('mount', ['-t', 'ext4', '-o', 'nosuid,nodev,noatime', loop, dir]);
+  else await run('mount', ['-t', 'ext4', '-o', 'loop,nosuid,nodev,noatime', img, dir]);
 }
 
 /**
@@ -125,6 +138,7 @@ export async function usage(dir: string): Promise<{ sizeMb: number; usedMb: numb
 /** Grows an image that is not mounted (checked first, as resize2fs asks). */
 async function growOffline(img: string, sizeMb: number): Promise<boolean> {
   if ((await stat(img)).size >= sizeMb * 1024 * 1024) return false;
+  if (await attachedLoop(img)) return false;
   await truncate(img, sizeMb * 1024 * 1024);
   // e2fsck: 0 clean, 1 errors corrected.
   await run('e2fsck', ['-f', '-p', img], RUN_TIMEOUT_MS, [0, 1]);
@@ -135,7 +149,7 @@ async function growOffline(img: string, sizeMb: number): Promise<boolean> {
 /**
  * Grows the image under `dir` to `sizeMb`: `grown`, `unchanged` (it is that large already; a smaller
  * size is left as it is), or `pending`. Online first (`resize2fs` on the mounted loop device, which
- * needs CAP_SYS_RESOURCE); else offline when nothing has a file open there (unmounted, grown, mounted
+ * needs CAP_SYS_RESOURCE); else offline when nothing uses the filesystem (unmounted, grown, mounted
  * again); else `pending`: the next `ensureImage` while the app is stopped grows it.
  */
 export async function grow(dir: string, sizeMb: number): Promise<'grown' | 'unchanged' | 'pending'> {
@@ -157,14 +171,20 @@ export async function grow(dir: string, sizeMb: number): Promise<'grown' | 'unch
       await run('losetup', ['-c', src]).catch(() => {});
     }
   }
+  // Offline: only when no process has a file open here and no other mount namespace (a running app's
+  // box or container) still holds the filesystem; else it is mounted again as it was.
   try {
     await unmount(dir, false);
   } catch {
     return 'pending';
   }
-  await growOffline(img, sizeMb);
-  await mountImage(img, dir);
-  return 'grown';
+  let grown = false;
+  try {
+    grown = await growOffline(img, sizeMb);
+  } finally {
+    await mountImage(img, dir);
+  }
+  return grown ? 'grown' : 'pending';
 }
 
 async function isEmpty(dir: string): Promise<boolean> {
@@ -207,6 +227,10 @@ export async function ensureImage(dir: string, sizeMb: number, owner?: { uid: nu
       await mountImage(staged, aside);
       try {
         await copyContents(dir, aside);
+      } catch (e) {
+        await unmount(aside);
+        await rm(staged, { force: true });
+        throw new Error(`the folder could not be copied onto its ${sizeMb} MB image: ${(e as Error).message}`);
       } finally {
         await unmount(aside);
         await rmdir(aside).catch(() => {});

@@ -29,6 +29,8 @@ export interface ReleaseSpec {
   secrets: string[];
   /** The project's volume on the host (`/data` in a sandbox, `DATA_DIR`); a preview environment's own one. */
   dataDir: string;
+  /** The volume's disk limit (`diskMb`): it is put on an image of that size when limits are enforced (disk-limits.ts). */
+  diskMb?: number;
   limits: Limits;
   /** The project's own uid/gid (sandbox driver as root). */
   identity: Identity | null;

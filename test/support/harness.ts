@@ -31,6 +31,8 @@ export interface TestServerOptions {
   logLevel?: string;
   /** Fakes replacing ports the modules provide (src/ports.ts), e.g. `{ git: fakeGit }`. */
   ports?: BuildOptions['ports'];
+  /** The clock the server reads (`testClock()` from ./clock.ts moves it forward); default the machine's. */
+  clock?: BuildOptions['clock'];
   /** Reuse an existing data dir (and database) instead of making fresh ones. */
   dataDir?: string;
   databaseUrl?: string;
@@ -90,13 +92,16 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     // Suites keep local backup destinations in their own temp folders; test/security/local-backup-root
     // runs with the default root (<data-dir>/backups) to see everything else refused.
     BERTH_LOCAL_BACKUP_ROOT: os.tmpdir(),
+    // Loop mounts outlive temp folders: suites run without disk images; test/deployments/disk-limits
+    // turns them on and unmounts what it made.
+    BERTH_DISK_LIMITS: 'off',
     ...opts.env,
     BERTH_DATA_DIR: dataDir,
   };
   if (databaseUrl) env.DATABASE_URL = databaseUrl;
   const config = loadConfig({ host: '127.0.0.1', port: 0, ...opts.flags }, env as NodeJS.ProcessEnv);
   config.logLevel = opts.logLevel ?? process.env.BERTH_TEST_LOG ?? 'silent';
-  const app = await buildApp(config, { logger: createLogger(config.logLevel), ...opts.build, ...(opts.ports ? { ports: { ...opts.build?.ports, ...opts.ports } } : {}) });
+  const app = await buildApp(config, { logger: createLogger(config.logLevel), ...opts.build, ...(opts.ports ? { ports: { ...opts.build?.ports, ...opts.ports } } : {}), ...(opts.clock ? { clock: opts.clock } : {}) });
   await app.listen({ host: '127.0.0.1', port: 0 });
   if (opts.background) await app.berth.startBackground();
   const addr = app.server.address();

@@ -15,6 +15,7 @@ import { insertAuditEvent } from '../audit/index.js';
 import { deleteEnvironmentRows, ensureEnvironment, environmentRecords, findEnvironment, findProject, type EnvironmentRecord } from '../projects/index.js';
 import * as store from './deployments.store.js';
 import { appKeyOf } from '../../runtime/app-key.js';
+import { releaseVolumes } from '../../runtime/disk-limits.js';
 import { hostOf } from './host.js';
 import { deploymentSettled } from './settled.js';
 
@@ -98,6 +99,7 @@ export async function removePreviewEnvironment(ctx: AppContext, actor: Actor, pr
     if (images.length) await rt.driver.images?.remove(images).catch((err) => ctx.log.warn({ err: (err as Error).message, projectId }, "could not remove the preview's images"));
   });
   await stopApp();
+  await releaseVolumes(rt.releases.previewVolumeDir(projectId, name)).catch((err) => ctx.log.warn({ err, projectId }, "could not unmount the preview's volume"));
   await rm(rt.releases.previewVolumeDir(projectId, name), { recursive: true, force: true }).catch((err) => ctx.log.warn({ err, projectId }, "could not remove the preview's volume"));
   rt.logs.removeApp(app);
   rt.requests.forget(app);

@@ -17,6 +17,7 @@ import * as store from '../deployments/index.js';
 import { deploymentSettled } from '../deployments/index.js';
 import { EdgeRoutes } from './edge-routes.js';
 import { appKeyOf, isPreviewApp, projectOfAppKey } from '../../runtime/app-key.js';
+import { startDiskLimits } from '../../runtime/disk-limits.js';
 import { baseEnv, envNumber, Releases } from './releases.js';
 import { LogRelay, logRelayOf } from './log-relay.js';
 
@@ -135,6 +136,9 @@ export class BerthRuntime {
     if (!status.ready) this.ctx.log.error({ driver: status.driver }, `the ${status.driver} runtime cannot run builds or apps: ${status.reason}`);
     // What a previous run left (after a crash or kill -9): killed, before anything is started again.
     await this.driver.reclaim().catch((err) => this.ctx.log.error({ err: (err as Error).message }, 'could not reclaim what the previous run left'));
+    // Disk limits: decided now, volume images mounted again, builds' images a stop left removed (disk-limits.ts).
+    const disk = await startDiskLimits(this.ctx.config.dataDir, this.ctx.config.diskLimits, this.ctx.log);
+    if (!disk.enforced && disk.mode !== 'off') this.ctx.log.warn(`disk limits are not enforced: ${disk.reason}`);
     this.egress = status.ready ? startEgressCheck(this.driver, envNumber('BERTH_EGRESS_CHECK_SECONDS', 300) * 1000) : null;
     const edge = new EdgeServer(
       {

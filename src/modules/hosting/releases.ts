@@ -111,6 +111,7 @@ export class Releases {
       env,
       secrets,
       dataDir: preview ? this.previewVolumeDir(projectId, environment) : this.volumeDir(projectId),
+      diskMb: this.diskMbOf(project.resources, 'production'),
       limits: this.limitsOf(project.resources, 'production'),
       identity: await this.identityOf(orgId, projectId),
       port: Number(project.port) > 0 ? Number(project.port) : 3000,

@@ -3,7 +3,7 @@ import * as store from '../deployments/index.js';
 import { appKeyOf } from '../../runtime/app-key.js';
 import type { RuntimeSnapshot } from '../../runtime/supervisor.js';
 import type { BerthRuntime } from './host.js';
-import { volumeUsage } from '../../runtime/disk-usage.js';
+import { volumeDiskUsage } from '../../runtime/disk-limits.js';
 
 /**
  * What the projects area asks of build-and-run (its RuntimePort), answered by one server's runtime:
@@ -76,7 +76,7 @@ export async function runtimeState(rt: BerthRuntime, orgId: string, projectId: s
     const saved = await store.runtimeStateOf(ctx.db, orgId, projectId);
     if (saved) snap = { state: saved.state as RuntimeSnapshot['state'], restarts: 0, ...(saved.port ? { port: saved.port } : {}), ...(saved.pid ? { pid: saved.pid } : {}), ...(saved.startedAt ? { startedAt: saved.startedAt } : {}) };
   }
-  const disk = await volumeUsage(rt.releases.volumeDir(projectId), rt.releases.diskMbOf(p.resources, 'production')).catch(() => undefined);
+  const disk = await volumeDiskUsage(rt.releases.volumeDir(projectId), rt.releases.diskMbOf(p.resources, 'production')).catch(() => undefined);
   const limits = {
     isolation: driver.isolation,
     ...(driver.limits.enforced ? {} : { limitsEnforced: false }),

@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { prepareVolume, volumeNotLimited } from '../disk-limits.js';
 import path from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import type Docker from 'dockerode';
@@ -124,7 +125,8 @@ export class ContainerApps implements AppRunner {
     let owner: Identity | null = numericUser(user);
     if (!owner) owner = await this.resolveUser(image, user);
 
-    // The project's volume belongs to that user.
+    // The project's volume, on its size-limited image when disk limits are enforced, belongs to that user.
+    await prepareVolume(spec.dataDir, spec.diskMb, owner).catch((e: Error) => note(volumeNotLimited(e)));
     try {
       mkdirSync(spec.dataDir, { recursive: true, mode: 0o700 });
       if (owner && root && ownerOf(spec.dataDir) !== owner.uid) await chownTree(spec.dataDir, owner);

@@ -1,0 +1,65 @@
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { diskLimits } from './disk-limits.js';
+import { copyContents, ensureImage, imageOf, isMounted, removeImage, usage } from './disk-image.js';
+
+/**
+ * A build's writable folders under `build.diskMb` (contract 18): while a build runs, its working folder
+ * (`<data-dir>/builds/<project>/<deployment>`: the source it builds in and the build's HOME) is the
+ * mount point of its own image (`<deployment>.img`), so a step writing past the limit gets ENOSPC. When
+ * the build succeeds, the release (`src`) is copied out to a plain folder at the same path and the image
+ * is removed: kept releases (rollbacks) hold no loop device, and an app never writes into its release
+ * (it is read-only at `/app`). A failed build's image is removed with its folder's contents.
+ */
+
+/** Puts `workDir` on a fresh image of `diskMb`; false when disk limits are not enforced here. */
+export async function limitBuildFolders(workDir: string, diskMb: number | undefined): Promise<boolean> {
+  if (!diskMb || !diskLimits().enforced) return false;
+  await dropBuildImage(workDir);
+  await rm(workDir, { recursive: true, force: true });
+  await ensureImage(workDir, diskMb);
+  return true;
+}
+
+/** The build-log line of a build that failed because its folders are full, or null. */
+export async function fullFoldersLine(workDir: string, diskMb: number): Promise<string | null> {
+  if (!isMounted(workDir)) return null;
+  const u = await usage(workDir).catch(() => null);
+  // ext4 refuses a write with a few MB still counted free (metadata, delayed allocation).
+  if (!u || u.sizeMb - u.usedMb > Math.max(8, u.sizeMb * 0.05)) return null;
+  return `the build's folders are full: it wrote ${u.usedMb} MB of the ${diskMb} MB build.diskMb allows (raise resources.build.diskMb)`;
+}
+
+/** After a successful build: the release copied out of the image to a plain folder at the same path. */
+export async function keepRelease(workDir: string): Promise<void> {
+  if (!isMounted(workDir)) return;
+  const out = `${workDir}.release`;
+  await rm(out, { recursive: true, force: true });
+  await mkdir(path.join(out, 'src'), { recursive: true, mode: 0o755 });
+  if (existsSync(path.join(workDir, 'src'))) await copyContents(path.join(workDir, 'src'), path.join(out, 'src'));
+  await removeImage(workDir);
+  await rm(workDir, { recursive: true, force: true });
+  await rename(out, workDir);
+}
+
+/** A failed or cancelled build's image: unmounted and removed (the folder stays, empty). */
+export async function dropBuildImage(workDir: string): Promise<void> {
+  if (isMounted(workDir) || existsSync(imageOf(workDir))) await removeImage(workDir);
+  await rm(`${workDir}.release`, { recursive: true, force: true });
+}
+
+/**
+ * Start-up sweep of a stop's leftovers under `<data-dir>/builds`: images of builds that were cut short
+ * (no build of this server runs yet; one still mounted is unmounted) and half-copied releases.
+ */
+export async function sweepBuildImages(buildsDir: string): Promise<void> {
+  if (!existsSync(buildsDir)) return;
+  for (const project of await readdir(buildsDir).catch(() => [] as string[])) {
+    const dir = path.join(buildsDir, project);
+    for (const n of await readdir(dir).catch(() => [] as string[])) {
+      if (n.endsWith('.img')) await removeImage(path.join(dir, n.slice(0, -4))).catch(() => {});
+      else if (n.endsWith('.release')) await rm(path.join(dir, n), { recursive: true, force: true }).catch(() => {});
+    }
+  }
+}

@@ -1,0 +1,112 @@
+import { existsSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { sweepBuildImages } from './build-disk.js';
+import { volumeUsage as walkedUsage, type DiskUsage } from './disk-usage.js';
+import { ensureImage, imageOf, imagesUsable, isMounted, removeImage, unmountBelow, usage, type DiskLimitMode } from './disk-image.js';
+
+/**
+ * How this server limits disk (contract 18, docs/runtime.md "Disk limits"): volumes (`/data`, a
+ * preview's own) and a build's folders each on a size-limited ext4 image (disk-image.ts), when
+ * `BERTH_DISK_LIMITS` allows it and the host can (root, loop devices). Decided once at start
+ * (`startDiskLimits`); `diskLimits()` answers it for the volumes, the builds and `info.runtime.disk`.
+ *
+ * Project quotas (ext4/XFS `prjquota`) are the other way the contract names; no kernel Berth is tested
+ * on has quota support, so they are not built (docs/decisions.md "Disk limits by filesystem image").
+ */
+
+export interface DiskLimitsState {
+  mode: DiskLimitMode;
+  enforced: boolean;
+  /** Why not, when not enforced. */
+  reason?: string;
+}
+
+let state: DiskLimitsState = { mode: 'off', enforced: false, reason: 'the server has not decided yet' };
+
+/**
+ * Decides at start: `off` never makes images; `auto` makes them when the host can; `images` fails the
+ * start when it cannot. Images that exist are mounted again in every mode (their folders would show
+ * an empty volume otherwise): every `<data-dir>/volumes/<project>/data.img` and
+ * `.previews/<env>.img`.
+ */
+export async function startDiskLimits(dataDir: string, mode: DiskLimitMode, log: { warn(o: object, msg: string): void }): Promise<DiskLimitsState> {
+  const volumes = path.join(dataDir, 'volumes');
+  if (mode === 'off') state = { mode, enforced: false, reason: 'BERTH_DISK_LIMITS=off: writes past diskMb are not refused' };
+  else {
+    const u = await imagesUsable(path.join(dataDir, 'tmp'));
+    if (!u.ok && mode === 'images') throw new Error(`BERTH_DISK_LIMITS=images, but this host cannot mount filesystem images: ${u.reason}`);
+    state = u.ok ? { mode, enforced: true } : { mode, enforced: false, reason: `filesystem images are not usable on this host (${u.reason}): writes past diskMb are not refused` };
+  }
+  await sweepBuildImages(path.join(dataDir, 'builds')).catch((e: Error) => log.warn({ err: e.message }, 'could not remove the images of builds a stop cut short'));
+  for (const dir of await imageFolders(volumes)) {
+    try {
+      await ensureImage(dir, 0);
+    } catch (e) {
+      log.warn({ dir, err: (e as Error).message }, 'a volume image could not be mounted again');
+    }
+  }
+  return state;
+}
+
+export function diskLimits(): DiskLimitsState {
+  return state;
+}
+
+/** Folders under `<data-dir>/volumes` that have an image beside them (`<folder>.img`). */
+async function imageFolders(volumes: string): Promise<string[]> {
+  if (!existsSync(volumes)) return [];
+  const out: string[] = [];
+  const imagesIn = async (dir: string) => {
+    for (const n of await readdir(dir).catch(() => [] as string[])) if (n.endsWith('.img')) out.push(path.join(dir, n.slice(0, -4)));
+  };
+  for (const project of await readdir(volumes)) {
+    await imagesIn(path.join(volumes, project));
+    await imagesIn(path.join(volumes, project, '.previews'));
+  }
+  return out;
+}
+
+/**
+ * Before an app starts on `dir` (its volume): the folder is put on its image of `limitMb` (made,
+ * migrated from a plain folder, grown) when limits are enforced; an existing image is mounted in
+ * any mode. The owner given owns a new image's root.
+ */
+export async function prepareVolume(dir: string, limitMb: number | undefined, owner?: { uid: number; gid: number } | null): Promise<void> {
+  if (isMounted(dir)) {
+    if (state.enforced && limitMb) await ensureImage(dir, limitMb, owner ?? undefined);
+    return;
+  }
+  if (existsSync(imageOf(dir))) await ensureImage(dir, state.enforced && limitMb ? limitMb : 0, owner ?? undefined);
+  else if (state.enforced && limitMb) await ensureImage(dir, limitMb, owner ?? undefined);
+}
+
+/** The runtime-log line of a volume that could not be put on its image (it runs unlimited meanwhile). */
+export function volumeNotLimited(e: Error): string {
+  return `the volume stays without its disk limit for now: ${e.message}`;
+}
+
+/** `info.runtime.disk`: statfs of the image when the volume is on one, else the bounded walk (disk-usage.ts). */
+export async function volumeDiskUsage(dir: string, limitMb: number): Promise<DiskUsage> {
+  if (isMounted(dir) && existsSync(imageOf(dir))) {
+    const u = await usage(dir);
+    const out: DiskUsage = { limitMb, usedMb: u.usedMb, enforced: true };
+    if (u.sizeMb + 16 < limitMb * 0.9) out.note = `the volume's image is ${u.sizeMb} MB until the app restarts (then it grows to diskMb)`;
+    else if (u.sizeMb > limitMb * 1.05) out.note = `the volume's image stays at ${u.sizeMb} MB: an image never shrinks (docs/runtime.md "Disk limits")`;
+    return out;
+  }
+  const walked = await walkedUsage(dir, limitMb);
+  if (state.enforced) return { ...walked, enforced: false, note: 'the volume moves onto its size-limited image when the app next starts' };
+  return { ...walked, enforced: false, note: `diskMb is not enforced: ${state.reason ?? 'unknown'} (docs/runtime.md "Disk limits")` };
+}
+
+/** A volume (or a project's whole volumes folder) going away: its images unmounted and removed first. */
+export async function releaseVolumes(dir: string): Promise<void> {
+  await unmountBelow(dir);
+  if (existsSync(imageOf(dir))) await removeImage(dir);
+}
+
+/** For tests: set the state without probing. */
+export function setDiskLimitsForTest(s: DiskLimitsState): void {
+  state = s;
+}
