@@ -2,12 +2,9 @@ import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
- * `info.runtime.disk` (contract 18): a volume's limit (`resources.production.diskMb`) and what it
- * holds. The limit is not enforced yet: project quotas need a kernel with quota support (CONFIG_QUOTA,
- * XFS or ext4 quotas), which the machines Berth is tested on do not have, and a filesystem image per
- * volume needs staged restores to swap contents instead of renaming the folder (issue 33, point 4:
- * docs/runtime.md "Disk limits"). Until then `enforced: false` says so, and the use is measured by a
- * bounded walk, kept 30 s per folder.
+ * `info.runtime.disk` (contract 18) of a volume that is not on its size-limited image (disk-limits.ts
+ * answers from statfs when it is): its limit (`resources.production.diskMb`) and what it holds,
+ * measured by a bounded walk, kept 30 s per folder (docs/runtime.md "Disk limits").
  */
 
 export interface DiskUsage {
@@ -17,7 +14,7 @@ export interface DiskUsage {
   note?: string;
 }
 
-const NOTE = 'diskMb is not enforced yet: writes past it are not refused (docs/runtime.md "Disk limits")';
+const NOTE = 'diskMb is not enforced for this volume: writes past it are not refused (docs/runtime.md "Disk limits")';
 const WALK_LIMIT = 100_000;
 const walked = new Map<string, { mb: number; at: number }>();
 
