@@ -22,6 +22,7 @@ import { openBus } from './db/notify.js';
 import { areaModules } from './modules/index.js';
 import { metaModule } from './modules/meta/index.js';
 import type { Logger } from 'pino';
+import { systemClock, type Clock } from './lib/clock.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -68,6 +69,8 @@ export interface BuildOptions {
   modules?: ModuleDef[];
   /** Ports replacing what the modules provide (tests' fakes). */
   ports?: Partial<Ports>;
+  /** The clock services read (default the machine's; tests pass one they can move). */
+  clock?: Clock;
 }
 
 /** Builds the Fastify instance with every module registered; does not listen (tests use it). */
@@ -148,6 +151,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     writes: database.writes,
     keyring,
     log,
+    clock: opts.clock ?? systemClock,
     jobs,
     scheduler,
     instanceId,

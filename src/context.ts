@@ -9,6 +9,7 @@ import type { Scheduler } from './jobs/leader.js';
 import type { AccessEvents } from './authz/access-events.js';
 import type { Ports } from './ports.js';
 import type { AreaState } from './state.js';
+import type { Clock } from './lib/clock.js';
 
 /**
  * What services need from the running program. Built once by buildApp(); services take the parts
@@ -27,6 +28,8 @@ export interface AppContext {
   bus: Bus;
   keyring: Keyring;
   log: Logger;
+  /** The time services decide expiry and age by (`src/lib/clock.ts`); tests pass a clock they move. */
+  clock: Clock;
   jobs: JobQueue;
   /** Leader-only periodic work (cron schedules, sweeps). */
   scheduler: Scheduler;

@@ -7,14 +7,16 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { randomString } from '../../src/lib/ids.js';
 import { createGrant, createProject, createTeam, createUser, type TestOrg } from '../support/factories.js';
+import { testClock } from '../support/clock.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 
 describe('permissions: the invitation summary and the caller\'s own grants', () => {
   let server: TestServer;
   let team: TestOrg;
   let orgName: string;
+  const clock = testClock();
   before(async () => {
-    server = await startTestServer();
+    server = await startTestServer({ clock });
     team = await createTeam(server);
     orgName = (await server.api(team.owner.token).get('/api/permissions/org-meta')).body.data.name;
   });
@@ -41,7 +43,7 @@ describe('permissions: the invitation summary and the caller\'s own grants', () 
 
   it('says when the invitation is no longer open (expired, cancelled), and an unknown id is 404', async () => {
     const expired = await invite();
-    await server.ctx.db.updateTable('invitations').set({ expiresAt: new Date(Date.now() - 1000).toISOString() }).where('id', '=', expired).execute();
+    clock.advance(7 * 24 * 3600 * 1000 + 1000);
     assert.equal((await server.api().get(`/api/permissions/invitations/${expired}/summary`)).body.data.status, 'expired');
     const cancelled = await invite();
     assert.equal((await server.api(team.admin.token).post(`/api/permissions/invitations/${cancelled}/cancel`)).status, 200);

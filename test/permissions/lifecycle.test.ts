@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { randomString } from '../../src/lib/ids.js';
 import { createProject, createTeam, createUser, type TestOrg, type TestUser } from '../support/factories.js';
+import { testClock } from '../support/clock.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 
 const DAY = 24 * 3600 * 1000;
@@ -10,8 +11,9 @@ describe('permissions: invitations and members', () => {
   let server: TestServer;
   let team: TestOrg;
   let project: { id: string };
+  const clock = testClock();
   before(async () => {
-    server = await startTestServer();
+    server = await startTestServer({ clock });
     team = await createTeam(server);
     project = await createProject(server, team.owner);
   });
@@ -20,7 +22,8 @@ describe('permissions: invitations and members', () => {
   /** A signed-up user (personal org) with an email not in the team yet. */
   const outsider = (email?: string) => createUser(server, { email: email ?? `inv-${randomString(8)}@example.test` });
   const invite = (by: TestUser, body: Record<string, unknown>) => server.api(by.token).post('/api/permissions/invite-with-grants', body);
-  const expire = (id: string) => server.ctx.db.updateTable('invitations').set({ expiresAt: new Date(Date.now() - 1000).toISOString() }).where('id', '=', id).execute();
+  /** Moves the server's time past the 7-day expiry of every invitation made or resent so far. */
+  const afterSevenDays = () => clock.advance(7 * DAY + 1000);
 
   it('POST invite-with-grants answers 201 { id, email, role, pendingGrantCount } and the list shows the pending grants', async () => {
     const email = `New-${randomString(6)}@Example.test`;
@@ -44,7 +47,7 @@ describe('permissions: invitations and members', () => {
     assert.equal(inv.status, 'pending');
     assert.equal(inv.pendingGrantCount, 2);
     assert.deepEqual(inv.pendingGrants.map((g: any) => g.resourceType).sort(), ['audit', 'project']);
-    const expires = Date.parse(inv.expiresAt) - Date.now();
+    const expires = Date.parse(inv.expiresAt) - clock.now();
     assert.ok(expires > 6.9 * DAY && expires <= 7 * DAY, 'expires in 7 days');
   });
 
@@ -101,7 +104,7 @@ describe('permissions: invitations and members', () => {
   it('an invitation expires after 7 days: accept is refused; resend gives a fresh 7-day expiry and accept works again', async () => {
     const u = await outsider();
     const inv = (await invite(team.owner, { email: u.email })).body.data;
-    await expire(inv.id);
+    afterSevenDays();
     const listed = (await server.api(team.owner.token).get('/api/permissions/invitations')).body.data.find((i: any) => i.id === inv.id);
     assert.equal(listed.status, 'expired');
     const refused = await server.api(u.token).post(`/api/permissions/invitations/${inv.id}/accept`);
@@ -109,16 +112,17 @@ describe('permissions: invitations and members', () => {
     const resent = await server.api(team.admin.token).post(`/api/permissions/invitations/${inv.id}/resend`);
     assert.equal(resent.status, 200);
     assert.equal(resent.body.data.status, 'pending');
-    assert.ok(Date.parse(resent.body.data.expiresAt) - Date.now() > 6.9 * DAY);
+    assert.ok(Date.parse(resent.body.data.expiresAt) - clock.now() > 6.9 * DAY);
     assert.equal((await server.api(u.token).post(`/api/permissions/invitations/${inv.id}/accept`)).status, 200);
   });
 
   it('resend of a pending invitation moves its expiry; resend or cancel of an answered one is 409', async () => {
     const u = await outsider();
     const inv = (await invite(team.owner, { email: u.email })).body.data;
-    await server.ctx.db.updateTable('invitations').set({ expiresAt: new Date(Date.now() + DAY).toISOString() }).where('id', '=', inv.id).execute();
+    clock.advance(6 * DAY);
     const resent = await server.api(team.owner.token).post(`/api/permissions/invitations/${inv.id}/resend`);
-    assert.ok(Date.parse(resent.body.data.expiresAt) - Date.now() > 6.9 * DAY);
+    assert.equal(resent.body.data.status, 'pending');
+    assert.ok(Date.parse(resent.body.data.expiresAt) - clock.now() > 6.9 * DAY, 'a week from the resend, not from the invite 6 days ago');
     await server.api(u.token).post(`/api/permissions/invitations/${inv.id}/accept`);
     assert.equal((await server.api(team.owner.token).post(`/api/permissions/invitations/${inv.id}/resend`)).status, 409);
     assert.equal((await server.api(team.owner.token).post(`/api/permissions/invitations/${inv.id}/cancel`)).status, 409);
@@ -188,7 +192,7 @@ describe('permissions: invitations and members', () => {
     const u = await outsider();
     const inv = (await invite(team.owner, { email: u.email, grants: [{ resourceType: 'audit', resourceId: '*', permissions: ['read'] }] })).body.data;
     await server.api(u.token).post(`/api/permissions/invitations/${inv.id}/accept`);
-    await expire(inv.id);
+    afterSevenDays();
     const res = await server.api(u.token).post(`/api/permissions/invitations/${inv.id}/materialize`);
     assert.equal(res.status, 400);
     assert.equal(res.body.error.code, 'INVITATION_NOT_ACCEPTED');

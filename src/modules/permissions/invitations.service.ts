@@ -3,7 +3,8 @@ import { isRole, roleRank } from '../../authz/roles.js';
 import type { AppContext } from '../../context.js';
 import { transaction } from '../../db/client.js';
 import { AppError } from '../../lib/errors.js';
-import { isoPlus, newId, nowIso } from '../../lib/ids.js';
+import { clockIso } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/index.js';
 import { catalogHas, WILDCARD_ONLY_TYPES } from './catalog.js';
 import { checkGrantShape, checkGrantsWritable, writeGrant, type CheckedGrant, type GrantInput } from './grants.service.js';
@@ -16,7 +17,7 @@ import type { InvitationsTable } from './permissions.tables.js';
 export const INVITATION_TTL_MS = 7 * 24 * 3600 * 1000;
 
 async function viewOf(ctx: AppContext, inv: InvitationsTable): Promise<InvitationView> {
-  return presentInvitation(inv, await store.listInvitationGrants(ctx.db, inv.orgId, [inv.id]));
+  return presentInvitation(inv, await store.listInvitationGrants(ctx.db, inv.orgId, [inv.id]), ctx.clock.now());
 }
 
 function normaliseEmail(email: string): string {
@@ -34,12 +35,13 @@ function normaliseEmail(email: string): string {
 export async function listInvitations(ctx: AppContext, actor: Actor, status?: string): Promise<InvitationView[]> {
   const want = status ?? 'open';
   const stored = want === 'all' ? null : want === 'open' || want === 'expired' || want === 'pending' ? ['pending'] : [want];
+  const now = ctx.clock.now();
   const rows = (await store.listInvitations(ctx.db, actor.orgId, stored)).filter((inv) => {
-    const s = statusOf(inv);
+    const s = statusOf(inv, now);
     return want === 'pending' ? s === 'pending' : want === 'expired' ? s === 'expired' : true;
   });
   const grants = await store.listInvitationGrants(ctx.db, actor.orgId, rows.map((r) => r.id));
-  return rows.map((r) => presentInvitation(r, grants.filter((g) => g.invitationId === r.id)));
+  return rows.map((r) => presentInvitation(r, grants.filter((g) => g.invitationId === r.id), now));
 }
 
 export interface InviteInput {
@@ -69,7 +71,7 @@ export async function invite(ctx: AppContext, actor: Actor, input: InviteInput) 
   const wanted = [...desired.values()].filter((d) => d.g.permissions.length > 0);
   await checkGrantsWritable(ctx, actor, actor.orgId, wanted);
 
-  const at = nowIso();
+  const at = clockIso(ctx.clock);
   const inv: InvitationsTable = {
     id: newId('inv'),
     orgId: actor.orgId,
@@ -80,7 +82,7 @@ export async function invite(ctx: AppContext, actor: Actor, input: InviteInput) 
     acceptedBy: null,
     createdAt: at,
     updatedAt: at,
-    expiresAt: isoPlus(INVITATION_TTL_MS),
+    expiresAt: clockIso(ctx.clock, INVITATION_TTL_MS),
     respondedAt: null,
     materializedAt: null,
   };
@@ -90,7 +92,7 @@ export async function invite(ctx: AppContext, actor: Actor, input: InviteInput) 
       throw new AppError('CONFLICT', 'this person is already a member of the organization', { field: 'email' });
     }
     for (const old of await store.findPendingForEmail(tx, actor.orgId, email)) {
-      if (!isExpired(old)) throw new AppError('CONFLICT', 'a pending invitation for this email exists; resend or cancel it', { field: 'email' });
+      if (!isExpired(old, ctx.clock.now())) throw new AppError('CONFLICT', 'a pending invitation for this email exists; resend or cancel it', { field: 'email' });
       // An expired invitation is replaced by the new one.
       await store.updateInvitation(tx, actor.orgId, old.id, { status: 'cancelled', updatedAt: at, respondedAt: at }, 'pending');
       await store.deleteInvitationGrants(tx, actor.orgId, old.id);
@@ -131,7 +133,7 @@ async function loadInOrg(ctx: AppContext, actor: Actor, id: string): Promise<Inv
 export async function cancelInvitation(ctx: AppContext, actor: Actor, id: string): Promise<InvitationView> {
   const inv = await loadInOrg(ctx, actor, id);
   if (inv.status !== 'pending') throw new AppError('CONFLICT', `the invitation is ${inv.status}; only an unanswered invitation can be cancelled`);
-  const at = nowIso();
+  const at = clockIso(ctx.clock);
   await transaction(ctx.db, async (tx) => {
     const n = await store.updateInvitation(tx, actor.orgId, id, { status: 'cancelled', updatedAt: at, respondedAt: at }, 'pending');
     if (!n) throw new AppError('CONFLICT', 'the invitation was answered meanwhile');
@@ -146,8 +148,8 @@ export async function resendInvitation(ctx: AppContext, actor: Actor, id: string
   const inv = await loadInOrg(ctx, actor, id);
   if (inv.status !== 'pending') throw new AppError('CONFLICT', `the invitation is ${inv.status}; only an unanswered invitation can be resent`);
   if (isRole(inv.role) && roleRank(inv.role) > roleRank(actor.role)) throw new AppError('FORBIDDEN', `you cannot invite someone as ${inv.role}: it is above your own role`);
-  const at = nowIso();
-  const expiresAt = isoPlus(INVITATION_TTL_MS);
+  const at = clockIso(ctx.clock);
+  const expiresAt = clockIso(ctx.clock, INVITATION_TTL_MS);
   await transaction(ctx.db, async (tx) => {
     const n = await store.updateInvitation(tx, actor.orgId, id, { updatedAt: at, expiresAt }, 'pending');
     if (!n) throw new AppError('CONFLICT', 'the invitation was answered meanwhile');
@@ -178,13 +180,13 @@ export async function invitationSummary(ctx: AppContext, id: string): Promise<In
   const row = await store.findInvitationSummary(ctx.db, id);
   if (!row) throw new AppError('NOT_FOUND', 'invitation not found');
   const invitedBy = row.inviterEmail ? { name: row.inviterName ?? '', email: row.inviterEmail } : null;
-  return { id: row.id, orgName: row.orgName, invitedBy, role: row.role, status: statusOf(row), expiresAt: row.expiresAt };
+  return { id: row.id, orgName: row.orgName, invitedBy, role: row.role, status: statusOf(row, ctx.clock.now()), expiresAt: row.expiresAt };
 }
 
 /** Ids of the unexpired pending invitations addressed to `email`, oldest first, in any org. */
 export async function openInvitationIdsFor(ctx: AppContext, email: string): Promise<string[]> {
   const rows = await store.findPendingAnyOrgForEmail(ctx.db, email.trim().toLowerCase());
-  return rows.filter((r) => !isExpired(r)).map((r) => r.id);
+  return rows.filter((r) => !isExpired(r, ctx.clock.now())).map((r) => r.id);
 }
 
 /**
@@ -195,8 +197,8 @@ export async function acceptInvitation(ctx: AppContext, actor: Actor, id: string
   const inv = await loadForInvitee(ctx, actor, id);
   if (inv.status === 'accepted' && inv.acceptedBy === actor.userId) return viewOf(ctx, inv);
   if (inv.status !== 'pending') throw new AppError('CONFLICT', `the invitation is ${inv.status}`);
-  if (isExpired(inv)) throw new AppError('CONFLICT', 'the invitation has expired; ask for it to be resent');
-  const at = nowIso();
+  if (isExpired(inv, ctx.clock.now())) throw new AppError('CONFLICT', 'the invitation has expired; ask for it to be resent');
+  const at = clockIso(ctx.clock);
   await transaction(ctx.db, async (tx) => {
     const n = await store.updateInvitation(tx, inv.orgId, id, { status: 'accepted', acceptedBy: actor.userId, updatedAt: at, respondedAt: at }, 'pending');
     if (!n) throw new AppError('CONFLICT', 'the invitation was answered meanwhile');
@@ -217,7 +219,7 @@ export async function declineInvitation(ctx: AppContext, actor: Actor, id: strin
   const inv = await loadForInvitee(ctx, actor, id);
   if (inv.status === 'declined') return viewOf(ctx, inv);
   if (inv.status !== 'pending') throw new AppError('CONFLICT', `the invitation is ${inv.status}`);
-  const at = nowIso();
+  const at = clockIso(ctx.clock);
   await transaction(ctx.db, async (tx) => {
     const n = await store.updateInvitation(tx, inv.orgId, id, { status: 'declined', updatedAt: at, respondedAt: at }, 'pending');
     if (!n) throw new AppError('CONFLICT', 'the invitation was answered meanwhile');
@@ -234,8 +236,8 @@ export async function declineInvitation(ctx: AppContext, actor: Actor, id: strin
  */
 export async function materializeInvitation(ctx: AppContext, actor: Actor, id: string): Promise<{ materialized: number }> {
   const inv = await loadForInvitee(ctx, actor, id);
-  if (inv.status !== 'accepted') throw new AppError('INVITATION_NOT_ACCEPTED', `the invitation is ${statusOf(inv)}; it must be accepted first`);
-  if (isExpired(inv)) throw new AppError('INVITATION_NOT_ACCEPTED', 'the invitation has expired');
+  if (inv.status !== 'accepted') throw new AppError('INVITATION_NOT_ACCEPTED', `the invitation is ${statusOf(inv, ctx.clock.now())}; it must be accepted first`);
+  if (isExpired(inv, ctx.clock.now())) throw new AppError('INVITATION_NOT_ACCEPTED', 'the invitation has expired');
   const userId = inv.acceptedBy ?? actor.userId;
   if (!(await members.findMember(ctx.db, inv.orgId, userId))) throw new AppError('CONFLICT', 'you are no longer a member of the organization of this invitation');
   const pending = await store.listInvitationGrants(ctx.db, inv.orgId, [inv.id]);
@@ -244,7 +246,7 @@ export async function materializeInvitation(ctx: AppContext, actor: Actor, id: s
     const g = { resourceType: p.resourceType, resourceId: p.resourceId, permissions: JSON.parse(p.permissions) as string[] } as CheckedGrant;
     if (g.resourceId === '*' || (!WILDCARD_ONLY_TYPES.includes(g.resourceType) && (await catalogHas(ctx, g.resourceType, inv.orgId, g.resourceId)))) live.push(g);
   }
-  const at = nowIso();
+  const at = clockIso(ctx.clock);
   await transaction(ctx.db, async (tx) => {
     // Only the transaction that clears the pending rows writes grants: a concurrent call deletes
     // fewer rows than it read (PostgreSQL waits on the row locks) and rolls back.

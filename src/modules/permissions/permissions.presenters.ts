@@ -85,19 +85,19 @@ export function isExpired(inv: Pick<InvitationsTable, 'expiresAt'>, now = Date.n
 }
 
 /** The stored status, except that a pending invitation past its expiry reads as `expired`. */
-export function statusOf(inv: Pick<InvitationsTable, 'status' | 'expiresAt'>): InvitationStatus {
-  if (inv.status === 'pending' && isExpired(inv)) return 'expired';
+export function statusOf(inv: Pick<InvitationsTable, 'status' | 'expiresAt'>, now = Date.now()): InvitationStatus {
+  if (inv.status === 'pending' && isExpired(inv, now)) return 'expired';
   return inv.status as InvitationStatus;
 }
 
-export function presentInvitation(inv: InvitationsTable, grants: InvitationGrantsTable[]): InvitationView {
+export function presentInvitation(inv: InvitationsTable, grants: InvitationGrantsTable[], now = Date.now()): InvitationView {
   const pendingGrants = grants.map((g) => ({ resourceType: g.resourceType, resourceId: g.resourceId, permissions: JSON.parse(g.permissions) as string[] }));
   return {
     id: inv.id,
     orgId: inv.orgId,
     email: inv.email,
     role: inv.role,
-    status: statusOf(inv),
+    status: statusOf(inv, now),
     invitedBy: inv.invitedBy,
     acceptedBy: inv.acceptedBy,
     createdAt: inv.createdAt,
