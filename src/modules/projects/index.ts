@@ -8,10 +8,7 @@ export type { ProjectReads } from './project-reads.js';
 
 // Records and presenters.
 export type { ProjectRow } from './projects.store.js';
-export type { EnvironmentRow } from './environments.store.js';
-export type { DomainRow } from './domains.store.js';
-export type { RouteRuleRow } from './route-rules.store.js';
-export { ProjectSchema, type ProjectRecord } from './projects.presenters.js';
+export { buildConfigOf, ProjectSchema, type ProjectRecord } from './projects.presenters.js';
 
 // Reading projects (every lookup scoped by org) and authorizing on them.
 export { findProject } from './projects.store.js';
@@ -40,7 +37,7 @@ export {
 } from './projects.store.js';
 
 // Changing projects.
-export { createProject, listProjects, loadRecord, useUploadAsSource, projectImporting, type DetectedConfig } from './projects.service.js';
+export { createProject, listProjects, loadRecord, useUploadAsSource, projectImporting } from './projects.service.js';
 export { deleteProject } from './deletion.service.js';
 // A fresh domain claim's TXT value (transfers write the claims of a copied project).
 export { newVerificationValue } from './domains.service.js';
@@ -53,7 +50,7 @@ export { servingDomain, type EnvironmentRecord } from './projects.presenters.js'
 
 // Env vars and services for build-and-run, backups and transfers.
 export { envAad, ENV_KEY_RE, resolveEnvForRuntime } from './env.service.js';
-export { dataVolume, resolveService, type ServiceRecord } from './services.service.js';
+export { dataVolume, resolveService } from './services.service.js';
 export { cloudProjectIds } from './projects.store.js';
 
 // The git provider's reads and changes of linked projects (push, uninstall, repository removed, webhook deleted).
@@ -62,11 +59,19 @@ export { projectsLinkedTo, autoDeployProjects, pauseAutoDeploy, unlinkGitSource,
 // Ports this area defines.
 export type { GitPort, GitRepository, GitBranch, GitWebhook } from './git-port.js';
 export { GitRepositorySchema } from './config.presenters.js';
-export { afterCommit, type RuntimePort, type RuntimeState, type RoutingResult } from './runtime-port.js';
+export type { RuntimePort, RuntimeState, RoutingResult } from './runtime-port.js';
 export type { ProjectDependent } from './dependents.js';
 export type { DeploymentHistoryPort } from './history-port.js';
 export type { UploadSourcePort } from './upload-port.js';
 
-// A project with every row under it, read and written whole (the cloud area's transfers).
-export * as wholeProject from './whole-project.store.js';
-export type { ProjectRows, NewProjectRows } from './whole-project.store.js';
+// A project copied whole (the cloud area's transfers and bundles).
+export {
+  exportProject,
+  importProject,
+  updateTransferredProject,
+  findProjectAnyOrg,
+  isProjectIdTaken,
+  isSlugTaken,
+  findDomainsHeldElsewhere,
+  type ProjectRows,
+} from './transfer.service.js';

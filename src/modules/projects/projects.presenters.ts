@@ -93,6 +93,24 @@ export function servingDomain(ctx: AppContext, slug: string, domains: readonly D
 }
 
 /** `previewSlugs`: the slugs of the project's preview environments (`environments.slug`), oldest first. */
+/**
+ * A project's build settings as every answer that shows them writes them: the project record's
+ * `config` (with its serving options) and a transfer's bundle (with the Node version).
+ */
+export function buildConfigOf(p: ProjectRow) {
+  return {
+    framework: p.framework,
+    installCommand: p.installCommand,
+    buildCommand: p.buildCommand,
+    startCommand: p.startCommand,
+    outputDirectory: p.outputDirectory,
+    rootDirectory: p.rootDirectory,
+    port: p.port,
+    packageManager: p.packageManager,
+    runtime: p.runtime,
+  };
+}
+
 export function projectRecord(ctx: AppContext, p: ProjectRow, domains: DomainRow[], previewSlugs: readonly string[] = []): ProjectRecord {
   const freeDomain = freeDomainOf(ctx, p.slug);
   return {
@@ -103,15 +121,7 @@ export function projectRecord(ctx: AppContext, p: ProjectRow, domains: DomainRow
     status: p.status as ProjectRecord['status'],
     location: p.location as ProjectRecord['location'],
     config: {
-      framework: p.framework,
-      installCommand: p.installCommand,
-      buildCommand: p.buildCommand,
-      startCommand: p.startCommand,
-      outputDirectory: p.outputDirectory,
-      rootDirectory: p.rootDirectory,
-      port: p.port,
-      packageManager: p.packageManager,
-      runtime: p.runtime,
+      ...buildConfigOf(p),
       dockerfile: p.dockerfile,
       httpsRedirect: p.httpsRedirect === null ? null : p.httpsRedirect === 1,
       hsts: p.hsts === 1,

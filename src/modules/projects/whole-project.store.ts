@@ -52,9 +52,6 @@ export async function projectIdTaken(db: Db, id: string): Promise<boolean> {
   return !!(await db.selectFrom('projects').select('id').where('id', '=', id).executeTakeFirst());
 }
 
-// The project row itself: the area's own queries, under the names the transfers use.
-export { slugTaken, insertProject as insertProjectRow, updateProject as updateProjectRow } from './projects.store.js';
-
 /** Removes the rows a project keeps under it (before a whole copy's rows replace them). */
 export async function clearProjectRows(db: Db, orgId: string, projectId: string): Promise<void> {
   await db.deleteFrom('envVars').where(inProject(orgId, projectId)).execute();

@@ -1,0 +1,33 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { SRC, sourceFiles } from './source-files.js';
+
+/**
+ * The projects area's surface (issue 35 point 2): other areas reach its rows through named functions
+ * of its index.ts (the cloud area's transfers through `transfer.service.ts`), never through a whole
+ * store handed out as a namespace, and its store files are split by record, each under 400 lines.
+ */
+
+const PROJECTS = path.join(SRC, 'modules/projects');
+
+test("no area's index.ts hands out a module as a namespace (`export * as x from ...`)", () => {
+  const bad = sourceFiles(path.join(SRC, 'modules'))
+    .filter((f) => path.basename(f) === 'index.ts')
+    .filter((f) => /^export \* /m.test(readFileSync(f, 'utf8')))
+    .map((f) => path.relative(SRC, f));
+  assert.deepEqual(bad, []);
+});
+
+test('the projects store is split by record: projects, environments, domains, route rules, services', () => {
+  const stores = sourceFiles(PROJECTS)
+    .filter((f) => f.endsWith('.store.ts'))
+    .map((f) => path.basename(f));
+  for (const s of ['projects.store.ts', 'environments.store.ts', 'domains.store.ts', 'route-rules.store.ts', 'services.store.ts']) assert.ok(stores.includes(s), s);
+});
+
+test('the projects area reads no table of the deployments area', () => {
+  const bad = sourceFiles(PROJECTS).filter((f) => /selectFrom\(\s*'deployments'|from deployments\b/.test(readFileSync(f, 'utf8')));
+  assert.deepEqual(bad.map((f) => path.relative(SRC, f)), []);
+});
