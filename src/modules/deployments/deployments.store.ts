@@ -1,6 +1,7 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import { isUniqueViolation, transaction, type Db } from '../../db/client.js';
 import type { DeploymentBuildsTable, DeploymentsTable, DeploymentTokensTable, RuntimeStatesTable } from './deployments.tables.js';
+import { inOrg, inProject } from '../../db/scope.js';
 
 export type DeploymentRow = Selectable<DeploymentsTable>;
 export type DeploymentBuildRow = Selectable<DeploymentBuildsTable>;
@@ -16,15 +17,15 @@ export async function insertDeployment(db: Db, row: Insertable<DeploymentsTable>
 }
 
 export async function findDeployment(db: Db, orgId: string, id: string): Promise<DeploymentRow | undefined> {
-  return db.selectFrom('deployments').selectAll().where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+  return db.selectFrom('deployments').selectAll().where(inOrg(orgId)).where('id', '=', id).executeTakeFirst();
 }
 
 export async function findBuild(db: Db, orgId: string, deploymentId: string): Promise<DeploymentBuildRow | undefined> {
-  return db.selectFrom('deploymentBuilds').selectAll().where('orgId', '=', orgId).where('deploymentId', '=', deploymentId).executeTakeFirst();
+  return db.selectFrom('deploymentBuilds').selectAll().where(inOrg(orgId)).where('deploymentId', '=', deploymentId).executeTakeFirst();
 }
 
 export async function updateBuild(db: Db, orgId: string, deploymentId: string, patch: Updateable<DeploymentBuildsTable>): Promise<void> {
-  await db.updateTable('deploymentBuilds').set(patch).where('orgId', '=', orgId).where('deploymentId', '=', deploymentId).execute();
+  await db.updateTable('deploymentBuilds').set(patch).where(inOrg(orgId)).where('deploymentId', '=', deploymentId).execute();
 }
 
 /**
@@ -41,7 +42,7 @@ export async function transition(
   const res = await db
     .updateTable('deployments')
     .set({ ...patch, updatedAt: new Date().toISOString() })
-    .where('orgId', '=', orgId)
+    .where(inOrg(orgId))
     .where('id', '=', id)
     .where('status', 'in', [...from])
     .executeTakeFirst();
@@ -57,7 +58,7 @@ export interface DeploymentFilter {
 
 /** The project's deployments, newest first (GET /api/projects/:id/deployments). */
 export async function listProjectDeployments(db: Db, orgId: string, projectId: string, opts: DeploymentFilter & { limit: number }): Promise<DeploymentRow[]> {
-  let q = db.selectFrom('deployments').selectAll().where('orgId', '=', orgId).where('projectId', '=', projectId);
+  let q = db.selectFrom('deployments').selectAll().where(inProject(orgId, projectId));
   if (opts.environment) q = q.where('environment', '=', opts.environment);
   if (opts.status) q = q.where('status', '=', opts.status);
   if (opts.current) q = q.where('current', '=', 1);
@@ -71,7 +72,7 @@ export async function latestDeployment(db: Db, orgId: string, projectId: string,
 
 /** Whether a push of `commit` already made a deployment of the project's `environment` (a preview's deployment of the same commit does not count for production). */
 export async function pushDeploymentExists(db: Db, orgId: string, projectId: string, commit: string, environment = 'production'): Promise<boolean> {
-  const row = await db.selectFrom('deployments').select('id').where('orgId', '=', orgId).where('projectId', '=', projectId).where('environment', '=', environment).where('trigger', '=', 'push').where('commit', '=', commit).executeTakeFirst();
+  const row = await db.selectFrom('deployments').select('id').where(inProject(orgId, projectId)).where('environment', '=', environment).where('trigger', '=', 'push').where('commit', '=', commit).executeTakeFirst();
   return !!row;
 }
 
@@ -88,8 +89,7 @@ export async function inFlightDeployments(db: Db, orgId: string, projectId: stri
   return db
     .selectFrom('deployments')
     .selectAll()
-    .where('orgId', '=', orgId)
-    .where('projectId', '=', projectId)
+    .where(inProject(orgId, projectId))
     .where('environment', '=', environment)
     .where('status', 'in', [...IN_FLIGHT])
     .execute();
@@ -110,7 +110,7 @@ function releases(db: Db, orgId: string) {
     .innerJoin('deploymentBuilds', 'deploymentBuilds.deploymentId', 'deployments.id')
     .selectAll('deployments')
     .select(['deploymentBuilds.releaseDir', 'deploymentBuilds.startCommand', 'deploymentBuilds.staticSite', 'deploymentBuilds.planVariables', 'deploymentBuilds.image', 'deploymentBuilds.imageCommand'])
-    .where('deployments.orgId', '=', orgId);
+    .where(inOrg(orgId, 'deployments'));
 }
 
 /** The release that serves a project environment: the deployment its `current` pointer names. */
@@ -159,7 +159,7 @@ export async function releasesUsedOutside(db: Db, orgId: string, projectId: stri
 
 /** Removes one environment's deployments (their build rows cascade), inside the removal's transaction. */
 export async function deleteEnvironmentDeployments(db: Db, orgId: string, projectId: string, environment: string): Promise<void> {
-  await db.deleteFrom('deployments').where('orgId', '=', orgId).where('projectId', '=', projectId).where('environment', '=', environment).execute();
+  await db.deleteFrom('deployments').where(inProject(orgId, projectId)).where('environment', '=', environment).execute();
 }
 
 /** Thrown inside a transaction to undo what it wrote (the target was no longer ready). */
@@ -170,13 +170,12 @@ async function pointAt(tx: Db, orgId: string, projectId: string, environment: st
   await tx
     .updateTable('deployments')
     .set({ current: 0 })
-    .where('orgId', '=', orgId)
-    .where('projectId', '=', projectId)
+    .where(inProject(orgId, projectId))
     .where('environment', '=', environment)
     .where('current', '=', 1)
     .where('id', '!=', id)
     .execute();
-  const res = await tx.updateTable('deployments').set({ current: 1 }).where('orgId', '=', orgId).where('id', '=', id).where('projectId', '=', projectId).where('environment', '=', environment).where('status', '=', 'ready').executeTakeFirst();
+  const res = await tx.updateTable('deployments').set({ current: 1 }).where(inOrg(orgId)).where('id', '=', id).where('projectId', '=', projectId).where('environment', '=', environment).where('status', '=', 'ready').executeTakeFirst();
   return Number(res.numUpdatedRows) > 0;
 }
 
@@ -217,7 +216,7 @@ export async function switchCurrent(
   const { orgId, projectId, environment } = at;
   try {
     return await transaction(db, async (tx) => {
-      const env = tx.updateTable('deployments').where('orgId', '=', orgId).where('projectId', '=', projectId).where('environment', '=', environment);
+      const env = tx.updateTable('deployments').where(inProject(orgId, projectId)).where('environment', '=', environment);
       if (fromId) {
         const cleared = await env.set({ current: 0 }).where('id', '=', fromId).where('current', '=', 1).executeTakeFirst();
         if (Number(cleared.numUpdatedRows) === 0) return 'moved';
@@ -252,7 +251,7 @@ export async function insertPromotion(
     return await transaction(db, async (tx) => {
       await tx.insertInto('deployments').values({ ...row, current: 0 }).execute();
       await tx.insertInto('deploymentBuilds').values(build).execute();
-      const env = tx.updateTable('deployments').where('orgId', '=', row.orgId).where('projectId', '=', row.projectId).where('environment', '=', row.environment);
+      const env = tx.updateTable('deployments').where(inProject(row.orgId, row.projectId)).where('environment', '=', row.environment);
       if (fromId) {
         const cleared = await env.set({ current: 0 }).where('id', '=', fromId).where('current', '=', 1).executeTakeFirst();
         if (Number(cleared.numUpdatedRows) === 0) throw new Undo();
@@ -272,8 +271,7 @@ export async function oldReleaseDirs(db: Db, orgId: string, projectId: string, k
   const rows = await db
     .selectFrom('deploymentBuilds')
     .select(['deploymentId', 'releaseDir', 'image'])
-    .where('orgId', '=', orgId)
-    .where('projectId', '=', projectId)
+    .where(inProject(orgId, projectId))
     .where('releaseDir', 'is not', null)
     .execute();
   return rows.filter((r) => !keep.includes(r.deploymentId)).map((r) => ({ deploymentId: r.deploymentId, releaseDir: r.releaseDir!, image: r.image }));
@@ -282,7 +280,7 @@ export async function oldReleaseDirs(db: Db, orgId: string, projectId: string, k
 /** The release folders and images of `ids` (the deployments a prune keeps). */
 export async function keptReleases(db: Db, orgId: string, projectId: string, ids: string[]): Promise<{ releaseDir: string | null; image: string | null }[]> {
   if (ids.length === 0) return [];
-  return db.selectFrom('deploymentBuilds').select(['releaseDir', 'image']).where('orgId', '=', orgId).where('projectId', '=', projectId).where('deploymentId', 'in', ids).execute();
+  return db.selectFrom('deploymentBuilds').select(['releaseDir', 'image']).where(inProject(orgId, projectId)).where('deploymentId', 'in', ids).execute();
 }
 
 /** The releases a project keeps: the newest `keep` ready deployments of each environment, and each environment's current one. */
@@ -290,8 +288,7 @@ export async function keptReleaseIds(db: Db, orgId: string, projectId: string, k
   const rows = await db
     .selectFrom('deployments')
     .select(['id', 'environment', 'current'])
-    .where('orgId', '=', orgId)
-    .where('projectId', '=', projectId)
+    .where(inProject(orgId, projectId))
     .where('status', '=', 'ready')
     .orderBy('finishedAt', 'desc')
     .orderBy('id', 'desc')
@@ -337,7 +334,7 @@ export async function pruneTokens(db: Db, before: string): Promise<void> {
  */
 export async function sandboxUid(db: Db, orgId: string, projectId: string, base: number, at: string): Promise<number> {
   for (let attempt = 0; attempt < 20; attempt++) {
-    const row = await db.selectFrom('sandboxIdentities').select('uid').where('orgId', '=', orgId).where('projectId', '=', projectId).executeTakeFirst();
+    const row = await db.selectFrom('sandboxIdentities').select('uid').where(inProject(orgId, projectId)).executeTakeFirst();
     if (row) return Number(row.uid);
     const max = await db.selectFrom('sandboxIdentities').select((eb) => eb.fn.max('uid').as('m')).executeTakeFirst();
     const uid = Math.max(base, Number(max?.m ?? 0) + 1) + attempt;
@@ -366,7 +363,7 @@ export async function saveRuntimeState(db: Db, row: RuntimeStateRow): Promise<vo
 /** Every persisted runtime state (start-up: bring back what ran). System-wide by design. */
 /** One project's recorded runtime state (what the instance running its app last saved). */
 export async function runtimeStateOf(db: Db, orgId: string, projectId: string): Promise<RuntimeStateRow | undefined> {
-  return db.selectFrom('runtimeStates').selectAll().where('orgId', '=', orgId).where('projectId', '=', projectId).executeTakeFirst();
+  return db.selectFrom('runtimeStates').selectAll().where(inProject(orgId, projectId)).executeTakeFirst();
 }
 
 export async function allRuntimeStates(db: Db): Promise<RuntimeStateRow[]> {
@@ -385,11 +382,11 @@ export function readyProductionProjectIds(db: Db) {
 
 /** Ids of a project's deployments (the project's deletion preview names them). */
 export async function deploymentIdsOfProject(db: Db, orgId: string, projectId: string): Promise<string[]> {
-  const rows = await db.selectFrom('deployments').select('id').where('orgId', '=', orgId).where('projectId', '=', projectId).orderBy('id').execute();
+  const rows = await db.selectFrom('deployments').select('id').where(inProject(orgId, projectId)).orderBy('id').execute();
   return rows.map((r) => r.id);
 }
 
 /** Removes a project's deployments (inside the project's deletion transaction; their builds cascade). */
 export async function deleteProjectDeployments(db: Db, orgId: string, projectId: string): Promise<void> {
-  await db.deleteFrom('deployments').where('orgId', '=', orgId).where('projectId', '=', projectId).execute();
+  await db.deleteFrom('deployments').where(inProject(orgId, projectId)).execute();
 }
