@@ -11,8 +11,10 @@ import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
  * alike) and compiles to the same SQL as the hand-written clauses: `"org_id" = ?`, and with a project
  * `("org_id" = ? and "project_id" = ?)`. Types: the callback only fits a query whose table has the
  * column; without a table name, exactly one table of the query may have it (a join of two org tables
- * must name one, as SQL would call a bare `org_id` ambiguous); with a table name (or alias), that
- * table must be in the query and have the column. A mismatch is a compile error, never a runtime one.
+ * must name one, as SQL would call a bare `org_id` ambiguous; so must a correlated subquery inside an
+ * org table's query, and a query of a table chosen at run time among several, which the types cannot
+ * tell from a join); with a table name (or alias), that table must be in the query and have the
+ * column. A mismatch is a compile error, never a runtime one.
  */
 
 /** The tables (names or aliases) of a query whose rows have every column C. */
