@@ -38,18 +38,19 @@ after(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-function spec(version: string, extra: Partial<ReleaseSpec> = {}): ReleaseSpec {
-  const dir = writeTinyApp(path.join(root, 'rel-' + version), { version });
+/** Release `version` of project `projectId` (each test deploys its own project, so each runs alone). */
+function spec(projectId: string, version: string, extra: Partial<ReleaseSpec> = {}): ReleaseSpec {
+  const dir = writeTinyApp(path.join(root, projectId, 'rel-' + version), { version });
   return {
-    projectId: 'prj_test',
+    projectId,
     orgId: 'org_test',
-    deploymentId: 'dpl_' + version,
+    deploymentId: `dpl_${projectId}_${version}`,
     appRoot: dir,
     cwd: dir,
     steps: (env) => parseCommand('node server.js', env),
     env: { GREETING: 'hi', API_KEY: 'super-secret-key-value' },
     secrets: ['super-secret-key-value'],
-    dataDir: path.join(root, 'volumes', 'prj_test', 'data'),
+    dataDir: path.join(root, 'volumes', projectId, 'data'),
     limits: { cpuCores: 1, memoryMb: 512 },
     identity: null,
     port: 3000,
@@ -59,26 +60,26 @@ function spec(version: string, extra: Partial<ReleaseSpec> = {}): ReleaseSpec {
 }
 
 test('a release runs as a process group on an allocated PORT with DATA_DIR and its env', async () => {
-  const snap = await sup.deploy(spec('v1'));
+  const snap = await sup.deploy(spec('prj_run', 'v1'));
   assert.equal(snap.state, 'running');
   assert.ok(snap.port && snap.pid);
   const res = await httpGet(`http://127.0.0.1:${snap.port}/`);
   assert.match(res.text, /hello v1/);
   assert.equal((await httpGet(`http://127.0.0.1:${snap.port}/env/GREETING`)).text, 'hi');
   assert.equal((await httpGet(`http://127.0.0.1:${snap.port}/env/PORT`)).text, String(snap.port));
-  assert.equal((await httpGet(`http://127.0.0.1:${snap.port}/data`)).text, path.join(root, 'volumes', 'prj_test', 'data'));
-  assert.ok(existsSync(path.join(root, 'volumes', 'prj_test', 'data', 'touched')));
+  assert.equal((await httpGet(`http://127.0.0.1:${snap.port}/data`)).text, path.join(root, 'volumes', 'prj_run', 'data'));
+  assert.ok(existsSync(path.join(root, 'volumes', 'prj_run', 'data', 'touched')));
   // the server's own environment is not passed on
   assert.equal((await httpGet(`http://127.0.0.1:${snap.port}/env/BERTH_SECRET_KEY`)).text, '');
 });
 
 test('stdout and stderr land in the project log, with secret values redacted', async () => {
-  const port = sup.snapshot('prj_test')!.port!;
+  const { port } = await sup.deploy(spec('prj_logs', 'v1'));
   await httpGet(`http://127.0.0.1:${port}/log`);
   // The app prints its secret API_KEY on both streams; the log holds the mask in its place.
   assert.equal((await httpGet(`http://127.0.0.1:${port}/print/API_KEY`)).text, 'printed');
   const lines = await waitFor(async () => {
-    const l = logs.runtime('prj_test').read({ limit: 100 });
+    const l = logs.runtime('prj_logs').read({ limit: 100 });
     const both = l.some((x) => x.line.startsWith('stdout API_KEY=')) && l.some((x) => x.line.startsWith('stderr API_KEY='));
     return both && l.some((x) => x.line.includes('hello from the app v1')) ? l : null;
   }, 'the log lines');
@@ -88,17 +89,17 @@ test('stdout and stderr land in the project log, with secret values redacted', a
   assert.ok(!lines.some((l) => l.line.includes('super-secret-key-value')), 'the secret value is in no log line');
   // The redaction is of secrets only: a plain variable printed the same way is kept.
   await httpGet(`http://127.0.0.1:${port}/print/GREETING`);
-  await waitFor(async () => logs.runtime('prj_test').read({ limit: 100 }).some((x) => x.line === 'stdout GREETING=hi') || null, 'the plain line');
+  await waitFor(async () => logs.runtime('prj_logs').read({ limit: 100 }).some((x) => x.line === 'stdout GREETING=hi') || null, 'the plain line');
 });
 
 test('a new release is health-checked before it takes traffic, then the old one is stopped', async () => {
-  const before = sup.snapshot('prj_test')!;
+  const before = await sup.deploy(spec('prj_swap', 'v1'));
   // Keep requesting the old port/new port during the swap: the serving port always answers.
   let failures = 0;
   let stop = false;
   const poller = (async () => {
     while (!stop) {
-      const p = sup.snapshot('prj_test')!.port!;
+      const p = sup.snapshot('prj_swap')!.port!;
       try {
         await httpGet(`http://127.0.0.1:${p}/`);
       } catch {
@@ -107,10 +108,10 @@ test('a new release is health-checked before it takes traffic, then the old one 
       await new Promise((r) => setTimeout(r, 5));
     }
   })();
-  const snap = await sup.deploy(spec('v2', { deploymentId: 'dpl_v2' }));
+  const snap = await sup.deploy(spec('prj_swap', 'v2'));
   stop = true;
   await poller;
-  assert.equal(snap.deploymentId, 'dpl_v2');
+  assert.equal(snap.deploymentId, 'dpl_prj_swap_v2');
   assert.notEqual(snap.pid, before.pid);
   assert.match((await httpGet(`http://127.0.0.1:${snap.port}/`)).text, /hello v2/);
   await waitFor(async () => {
@@ -125,35 +126,35 @@ test('a new release is health-checked before it takes traffic, then the old one 
 });
 
 test('a release that never answers fails its health check and the previous one keeps serving', async () => {
-  const bad = spec('bad', { deploymentId: 'dpl_bad', steps: () => parseCommand('node -e "setTimeout(()=>{}, 100000)"') });
-  const runningPort = sup.snapshot('prj_test')!.port!;
+  const runningPort = (await sup.deploy(spec('prj_bad', 'v2'))).port!;
+  const bad = spec('prj_bad', 'bad', { steps: () => parseCommand('node -e "setTimeout(()=>{}, 100000)"') });
   const quick = new Supervisor({ logs, driver: noIsolation, log: createLogger('silent'), baseEnv: { PATH: process.env.PATH! }, healthTimeoutMs: 700, graceMs: 500 });
   await assert.rejects(quick.deploy(bad), /did not become healthy/);
   await assert.rejects(sup.deploy({ ...bad, steps: () => parseCommand('node -e "process.exit(3)"') }), /exited \(code 3\)/);
-  assert.equal(sup.snapshot('prj_test')!.state, 'running');
+  assert.equal(sup.snapshot('prj_bad')!.state, 'running');
   assert.match((await httpGet(`http://127.0.0.1:${runningPort}/`)).text, /hello v2/);
 });
 
 test('a crashed app is restarted with backoff', async () => {
-  const { port, pid } = sup.snapshot('prj_test')!;
+  const { port, pid } = await sup.deploy(spec('prj_crash', 'v2'));
   await httpGet(`http://127.0.0.1:${port}/crash`).catch(() => {});
   const snap = await waitFor(async () => {
-    const s = sup.snapshot('prj_test')!;
+    const s = sup.snapshot('prj_crash')!;
     return s.state === 'running' && s.pid !== pid ? s : null;
   }, 'the restart');
   assert.equal(snap.restarts, 1);
   assert.match((await httpGet(`http://127.0.0.1:${snap.port}/`)).text, /hello v2/);
-  assert.ok(logs.runtime('prj_test').read().some((l) => /restarting in/.test(l.line)));
+  assert.ok(logs.runtime('prj_crash').read().some((l) => /restarting in/.test(l.line)));
 });
 
 test('stop is graceful (SIGTERM first) and acquire wakes a stopped app again', async () => {
-  const { pid } = sup.snapshot('prj_test')!;
-  await sup.stop('prj_test', 'sleeping');
-  assert.equal(sup.snapshot('prj_test')!.state, 'sleeping');
-  assert.ok(logs.runtime('prj_test').read().some((l) => l.line === 'got SIGTERM'));
+  const { pid } = await sup.deploy(spec('prj_stop', 'v1'));
+  await sup.stop('prj_stop', 'sleeping');
+  assert.equal(sup.snapshot('prj_stop')!.state, 'sleeping');
+  assert.ok(logs.runtime('prj_stop').read().some((l) => l.line === 'got SIGTERM'));
   assert.throws(() => process.kill(pid!, 0));
   const t0 = Date.now();
-  const up = await sup.acquire('prj_test', async () => spec('v3', { deploymentId: 'dpl_v3' }), 5000);
+  const up = await sup.acquire('prj_stop', async () => spec('prj_stop', 'v3'), 5000);
   assert.ok(Date.now() - t0 < 5000);
   assert.match((await httpGet(`http://${up.key}/`)).text, /hello v3/);
 });
