@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from '../config-error.js';
 import { withFileLock } from '../lib/lockfile.js';
@@ -9,7 +9,8 @@ import { withFileLock } from '../lib/lockfile.js';
  *
  * A range is `size` uids from `first`: `first` is the egress check's box, projects get `first + 1`
  * upward. The default ranges are 199999 + k * 65536 (k = 0, 1, ...): range 0 is what every Berth used
- * before ranges existed (projects from 200000, the egress check at 199999).
+ * before ranges existed (projects from 200000, the egress check at 199999), so a lone Berth upgraded
+ * keeps its uids.
  *
  * At its first start a data dir claims the lowest free range (or the one BERTH_SANDBOX_UID_BASE
  * names) and records it in `<data-dir>/uid-range.json`; every start after reads it from there, so
@@ -98,15 +99,6 @@ function writeAtomically(file: string, value: unknown, mode: number): void {
   renameSync(tmp, file);
 }
 
-/** Whether a data dir was used by a Berth before it recorded a range (it then allocated from the old base). */
-function usedBefore(dataDir: string): boolean {
-  try {
-    return readdirSync(dataDir).some((n) => !['berth.lock', 'instances', RANGE_FILE].includes(n) && !n.startsWith(`${RANGE_FILE}.`));
-  } catch {
-    return false;
-  }
-}
-
 function pinned(base: number): UidRange {
   if (!Number.isInteger(base) || base < 1001 || base - 1 + UID_RANGE_SIZE > MAX_UID) throw new UidRangeError(`BERTH_SANDBOX_UID_BASE must be a whole number from 1001 to ${MAX_UID - UID_RANGE_SIZE + 1}`);
   return { first: base - 1, size: UID_RANGE_SIZE };
@@ -136,16 +128,14 @@ export function claimUidRange(opts: ClaimOptions): UidRange {
     let range = recordedRange(dataDir);
     const fresh = !range;
     if (!range) {
-      if (opts.base != null) range = pinned(opts.base);
-      // A data dir used before ranges existed has projects from the old base: it keeps range 0.
-      else if (usedBefore(dataDir)) range = pinned(DEFAULT_UID_BASE);
-      else range = lowestFree(others);
+      // A data dir used before ranges existed (projects from 200000) gets range 0 when it is free: on a
+      // host with one Berth, always. (Not refused otherwise: `berth admin` may have made the database first.)
+      range = opts.base != null ? pinned(opts.base) : lowestFree(others);
     }
     const clash = others.find((o) => overlaps(o, range!));
     if (clash) {
-      const why = fresh && opts.base == null ? ' It was used by a Berth before uid ranges were recorded (projects from 200000), as was the other one, so their projects may already share uids;' : '';
       throw new UidRangeError(
-        `the sandbox uid range ${describe(range)} of the data dir ${dataDir} overlaps ${describe(clash)}, claimed by the data dir ${clash.dataDir} (registry ${opts.registry}).${why} ` +
+        `the sandbox uid range ${describe(range)} of the data dir ${dataDir} overlaps ${describe(clash)}, claimed by the data dir ${clash.dataDir} (registry ${opts.registry}). ` +
           `Two Berth servers on one host must not share uids: ${fresh ? 'set BERTH_SANDBOX_UID_BASE to a free base (or unset it to take the lowest free range) and start again' : `if this data dir is a copy of ${clash.dataDir}, give it a range of its own: stop it, delete ${path.join(dataDir, RANGE_FILE)} and set BERTH_SANDBOX_UID_BASE to a free base (the projects it already has keep the uids its database records)`}.`,
       );
     }

@@ -54,7 +54,7 @@ describe('sandbox uid ranges per data dir', () => {
     assert.throws(() => claimUidRange({ dataDir: copy, registry }), (e: unknown) => e instanceof UidRangeError && e.message.includes(`if this data dir is a copy of ${a}`));
   });
 
-  it('a data dir that is gone frees its range; one used before ranges existed keeps range 0, and is refused when another took it', () => {
+  it('a data dir that is gone frees its range; one whose database `berth admin` made first claims like a new one', () => {
     const registry = registryIn(tempDir());
     const gone = tempDir();
     claimUidRange({ dataDir: gone, registry });
@@ -63,12 +63,9 @@ describe('sandbox uid ranges per data dir', () => {
     assert.equal(claimUidRange({ dataDir: next, registry }).first, R0, 'the range of a removed data dir is free again');
     assert.deepEqual(registered(registry).map((r) => r.dataDir), [next]);
 
-    const legacy = tempDir();
-    writeFileSync(path.join(legacy, 'berth.db'), '');
-    assert.throws(() => claimUidRange({ dataDir: legacy, registry }), (e: unknown) => e instanceof UidRangeError && /before uid ranges were recorded/.test(e.message) && e.message.includes(next));
-    const legacyAlone = tempDir();
-    writeFileSync(path.join(legacyAlone, 'berth.db'), '');
-    assert.equal(claimUidRange({ dataDir: legacyAlone, registry: registryIn(tempDir()) }).first, R0);
+    const adminFirst = tempDir();
+    writeFileSync(path.join(adminFirst, 'berth.db'), '');
+    assert.equal(claimUidRange({ dataDir: adminFirst, registry }).first, R0 + UID_RANGE_SIZE);
   });
 
   it('data dirs claiming at the same moment from separate processes all get ranges of their own', async () => {
