@@ -15,7 +15,7 @@ import http2 from 'node:http2';
 import https from 'node:https';
 import path from 'node:path';
 import tls from 'node:tls';
-import type { CertificatesPort } from '../../src/ports.js';
+import type { CertificatesPort } from '../../src/modules/certificates/index.js';
 import { getRuntime } from '../../src/modules/hosting/index.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { createUser } from '../support/factories.js';

@@ -108,11 +108,10 @@ async function get(ctx: AppContext, url: string): Promise<Answer> {
   });
 }
 
-const directories = new Map<string, { renewalInfo: string | null; at: number }>();
-
-/** The directory's `renewalInfo` URL, or null when the CA offers no ARI. Cached for an hour per directory. */
+/** The directory's `renewalInfo` URL, or null when the CA offers no ARI. Cached for an hour per directory (`ctx.state.certificates`). */
 export async function renewalInfoUrl(ctx: AppContext): Promise<string | null> {
   const directoryUrl = ctx.config.https.acmeDirectoryUrl;
+  const { directories } = ctx.state.certificates;
   const cached = directories.get(directoryUrl);
   if (cached && Date.now() - cached.at < DIRECTORY_TTL_MS) return cached.renewalInfo;
   const answer = await get(ctx, directoryUrl);

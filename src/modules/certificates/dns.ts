@@ -4,19 +4,15 @@ import type { DnsProvider } from '../../edge/acme/dns-providers.js';
 
 /**
  * The DNS-01 provider of the configuration (`BERTH_DNS_PROVIDER`), or null: HTTP-01 and TLS-ALPN-01
- * only, and no free-domain wildcard certificate. One per context (the provider caches zones).
+ * only, and no free-domain wildcard certificate. One per server (`ctx.state.certificates`: the
+ * provider caches zones).
  */
-const providers = new WeakMap<AppContext, DnsProvider>();
-
 export function dnsProviderFor(ctx: AppContext): DnsProvider | null {
   const { dnsProvider, cloudflareApiToken, cloudflareApiUrl } = ctx.config.https;
   if (dnsProvider !== 'cloudflare' || !cloudflareApiToken) return null;
-  let provider = providers.get(ctx);
-  if (!provider) {
-    provider = new CloudflareDnsProvider({ apiToken: cloudflareApiToken, baseUrl: cloudflareApiUrl });
-    providers.set(ctx, provider);
-  }
-  return provider;
+  const state = ctx.state.certificates;
+  state.dns ??= new CloudflareDnsProvider({ apiToken: cloudflareApiToken, baseUrl: cloudflareApiUrl });
+  return state.dns;
 }
 
 /**
