@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { mkdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { diskLimits } from './disk-limits.js';
 import { copyContents, ensureImage, imageOf, isMounted, removeImage, usage } from './disk-image.js';
@@ -47,19 +47,4 @@ export async function keepRelease(workDir: string): Promise<void> {
 export async function dropBuildImage(workDir: string): Promise<void> {
   if (isMounted(workDir) || existsSync(imageOf(workDir))) await removeImage(workDir);
   await rm(`${workDir}.release`, { recursive: true, force: true });
-}
-
-/**
- * Start-up sweep of a stop's leftovers under `<data-dir>/builds`: images of builds that were cut short
- * (no build of this server runs yet; one still mounted is unmounted) and half-copied releases.
- */
-export async function sweepBuildImages(buildsDir: string): Promise<void> {
-  if (!existsSync(buildsDir)) return;
-  for (const project of await readdir(buildsDir).catch(() => [] as string[])) {
-    const dir = path.join(buildsDir, project);
-    for (const n of await readdir(dir).catch(() => [] as string[])) {
-      if (n.endsWith('.img')) await removeImage(path.join(dir, n.slice(0, -4))).catch(() => {});
-      else if (n.endsWith('.release')) await rm(path.join(dir, n), { recursive: true, force: true }).catch(() => {});
-    }
-  }
 }

@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { sweepBuildImages } from './build-disk.js';
 import { volumeUsage as walkedUsage, type DiskUsage } from './disk-usage.js';
 import { ensureImage, imageOf, imagesUsable, isMounted, removeImage, unmountBelow, usage, type DiskLimitMode } from './disk-image.js';
 
@@ -109,4 +108,19 @@ export async function releaseVolumes(dir: string): Promise<void> {
 /** For tests: set the state without probing. */
 export function setDiskLimitsForTest(s: DiskLimitsState): void {
   state = s;
+}
+
+/**
+ * Start-up sweep of a stop's leftovers under `<data-dir>/builds`: images of builds that were cut short
+ * (no build of this server runs yet; one still mounted is unmounted) and half-copied releases.
+ */
+async function sweepBuildImages(buildsDir: string): Promise<void> {
+  if (!existsSync(buildsDir)) return;
+  for (const project of await readdir(buildsDir).catch(() => [] as string[])) {
+    const dir = path.join(buildsDir, project);
+    for (const n of await readdir(dir).catch(() => [] as string[])) {
+      if (n.endsWith('.img')) await removeImage(path.join(dir, n.slice(0, -4))).catch(() => {});
+      else if (n.endsWith('.release')) await rm(path.join(dir, n), { recursive: true, force: true }).catch(() => {});
+    }
+  }
 }

@@ -13,7 +13,7 @@ import { describeFailure, logDetail } from './failures.js';
 import { pgRestoreFile } from './pg-tools.js';
 import { findService, projectRuntime } from './project-link.js';
 import { ArtifactChangedError } from './storage.js';
-import { repairVolume, swapIn } from './volume-archive.js';
+import { assertVolumeHere, repairVolume, swapIn } from './volume-archive.js';
 
 /**
  * Executes an applied restore (the job `backups.restore`): the artifact is downloaded and checked
@@ -70,6 +70,7 @@ export async function executeRestore(ctx: Ctx, restoreId: string, orgId: string,
       if (got.sha256 !== run.sha256) throw new Error('the artifact does not match its recorded sha256');
     } else {
       const target = volumeDir(ctx, run.projectId, svc.name);
+      assertVolumeHere(target);
       staging = `${target}.restore-${r.id}`;
       await rm(staging, { recursive: true, force: true });
       // Prepare hashed the artifact; where it also pinned the exact file, apply reads that file

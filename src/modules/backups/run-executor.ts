@@ -12,7 +12,7 @@ import { pgDumpSource } from './pg-tools.js';
 import { findService } from './project-link.js';
 import { policyPrefix, pruneRuns } from './prune.js';
 import type { Storage } from './storage.js';
-import { volumeSizeHint, volumeSource } from './volume-archive.js';
+import { assertVolumeHere, volumeSizeHint, volumeSource } from './volume-archive.js';
 import { localDestinationDir } from './local-root.js';
 
 /**
@@ -78,6 +78,7 @@ export async function executeRun(ctx: Ctx, runId: string, orgId: string, jobSign
       source = pgDumpSource(target.url, signal, target.hostaddr);
     } else {
       const dir = volumeDir(ctx, run.projectId, svc.name);
+      assertVolumeHere(dir);
       await mkdir(dir, { recursive: true });
       if (dest.kind === 's3') sizeHint = await volumeSizeHint(dir);
       source = volumeSource(dir);

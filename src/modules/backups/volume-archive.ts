@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as tar from 'tar';
-import { copyContents } from '../../runtime/disk-image.js';
+import { copyContents, imageOf, isMounted } from '../../runtime/disk-image.js';
 import { BLOCK_BYTES, BlockGunzip, BlockGzip, CHUNK_BYTES } from '../../lib/blockgzip.js';
 
 /**
@@ -100,6 +100,15 @@ export async function extractInto(source: Readable, dir: string, signal?: AbortS
   if (unpackErr) throw unpackErr;
 }
 
+/**
+ * A volume on its disk image (docs/runtime.md "Disk limits") is read and written only where that image is
+ * mounted: elsewhere (another instance sharing the data dir, a server whose runtime has not mounted it)
+ * the folder is an empty mount point, and a backup of it would be empty.
+ */
+export function assertVolumeHere(dir: string): void {
+  if (existsSync(imageOf(dir)) && !isMounted(dir)) throw new Error('the volume is on a disk image that is not mounted on this instance (it is mounted where its app runs, or when the server starts its runtime)');
+}
+
 /** Names of the swap's own folders inside a volume (`.berth-new-<tag>`, `.berth-old-<tag>`). */
 const SWAP_RE = /^\.berth-(new|old)-/;
 /** Written into `.berth-old-<tag>` once every old entry is in it: from then on the new contents win. */
@@ -168,6 +177,15 @@ export async function swapIn(staged: string, target: string, tag: string): Promi
     throw e;
   }
   await finishForward(fresh, target, keep);
+  // A plain folder: the old contents leave the volume at once (a rename beside it); on an image they
+  // stay inside until the caller removes them.
+  if (!mountRoot) {
+    const beside = `${target}.old-${tag}`;
+    await rm(beside, { recursive: true, force: true });
+    await rename(old, beside);
+    await rm(path.join(beside, MOVED), { force: true });
+    return { old: beside };
+  }
   return { old };
 }
 
