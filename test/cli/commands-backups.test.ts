@@ -6,38 +6,52 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createProjectWithVolume, createUser, type TestUser } from '../support/factories.js';
+import { createDestination, createPolicy, createProjectWithVolume, createUser } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
-import { cliUser, lines, type CliUser } from './commands-support.js';
+import { waitTerminal } from '../backups/helpers.js';
+import { cliUser, lines } from './commands-support.js';
 
 describe('berth backups', () => {
   let server: TestServer;
-  let alice: TestUser;
-  let project: Awaited<ReturnType<typeof createProjectWithVolume>>;
-  let cli: CliUser;
-  let destDir: string;
-  let destinationId: string;
-  let policyId: string;
-  let runId: string;
-
   before(async () => {
     server = await startTestServer({ background: true });
-    alice = await createUser(server);
-    project = await createProjectWithVolume(server, alice, { name: 'Keeper' });
-    mkdirSync(project.volume, { recursive: true });
-    writeFileSync(path.join(project.volume, 'notes.txt'), 'version one\n');
-    cli = cliUser(server, alice.token);
-    destDir = tempDir('berth-dest-');
   });
   after(() => server?.close());
 
+  /**
+   * Each case's own user (so its own org: names like "nightly" and "keeper" are free) with a project
+   * "Keeper" whose data volume holds notes.txt "version one", and an empty destination folder.
+   */
+  async function owner() {
+    const alice = await createUser(server);
+    const project = await createProjectWithVolume(server, alice, { name: 'Keeper' });
+    mkdirSync(project.volume, { recursive: true });
+    writeFileSync(path.join(project.volume, 'notes.txt'), 'version one\n');
+    return { alice, project, cli: cliUser(server, alice.token), destDir: tempDir('berth-dest-') };
+  }
+  /** owner() with the local destination "nightly" made through the service. */
+  async function withDestination() {
+    const o = await owner();
+    return { ...o, destinationId: (await createDestination(server, o.alice, { name: 'nightly', dir: o.destDir })).id };
+  }
+  /** withDestination() with a policy of the data volume and one succeeded run of "version one". */
+  async function withRun() {
+    const o = await withDestination();
+    const policyId = (await createPolicy(server, o.alice, o.project, { destinationId: o.destinationId })).id;
+    const started = await server.api(o.alice.token).post(`/api/backup-policies/${policyId}/run`);
+    assert.ok(started.status === 201 || started.status === 200, started.text);
+    const run = await waitTerminal(server, o.alice.token, `/api/backup-runs/${started.body.data.runId}`);
+    assert.equal(run.status, 'succeeded');
+    return { ...o, policyId, runId: run.id as string };
+  }
+
   it('`backups destinations create` makes a local destination; `destinations` lists it, `--json` too', async () => {
+    const { cli, destDir } = await owner();
     const res = await cli.run(['backups', 'destinations', 'create', '--name', 'nightly', '--kind', 'local', '--path', destDir, '--json']);
     assert.equal(res.code, 0, res.stderr);
     const d = JSON.parse(res.stdout);
     assert.equal(d.kind, 'local');
     assert.equal(d.path, destDir);
-    destinationId = d.id;
     const [table, json] = await Promise.all([cli.run(['backups', 'destinations']), cli.run(['backups', 'destinations', 'list', '--json'])]);
     assert.equal(table.code, 0, table.stderr);
     assert.match(table.stdout, new RegExp(`${d.id}\\s+nightly\\s+local\\s+${destDir}`));
@@ -45,6 +59,7 @@ describe('berth backups', () => {
   });
 
   it('`destinations create` refusals: a relative path names the field (1), a bad --kind or a missing --name is usage (2)', async () => {
+    const { cli, destDir } = await owner();
     const [rel, kind, name] = await Promise.all([
       cli.run(['backups', 'destinations', 'create', '--name', 'x', '--kind', 'local', '--path', 'relative/dir']),
       cli.run(['backups', 'destinations', 'create', '--name', 'x', '--kind', 'ftp']),
@@ -58,6 +73,7 @@ describe('berth backups', () => {
   });
 
   it('`destinations test` answers ok (0) for a writable folder and 1 when the probe fails', async () => {
+    const { cli } = await withDestination();
     const ok = await cli.run(['backups', 'destinations', 'test', 'nightly']);
     assert.equal(ok.code, 0, ok.stderr);
     assert.match(ok.stdout, /^nightly: ok \(\d+ ms\)$/m);
@@ -71,6 +87,7 @@ describe('berth backups', () => {
   });
 
   it('`policies create PROJECT` takes the destination by name, cron, time zone and retention', async () => {
+    const { cli, project, destinationId } = await withDestination();
     const res = await cli.run(['backups', 'policies', 'create', project.slug, '--destination', 'nightly', '--cron', '0 3 * * *', '--timezone', 'Europe/Paris', '--retain-count', '3', '--retain-days', '30', '--json']);
     assert.equal(res.code, 0, res.stderr);
     const pol = JSON.parse(res.stdout);
@@ -81,16 +98,16 @@ describe('berth backups', () => {
     assert.equal(pol.retainCount, 3);
     assert.equal(pol.retainDays, 30);
     assert.ok(!('webhookToken' in pol));
-    policyId = pol.id;
     const list = await cli.run(['backups', 'policies', project.slug]);
     assert.equal(list.code, 0, list.stderr);
     assert.match(list.stdout, new RegExp(`${pol.id}\\s+${destinationId}\\s+${project.dataServiceId}\\s+0 3 \\* \\* \\* \\(Europe/Paris\\)\\s+3 runs / 30 days\\s+yes`));
   });
 
   it('`policies create --webhook` prints the webhook token once; --service takes a service name', async () => {
+    const { cli, project, destinationId } = await withDestination();
     const res = await cli.run(['backups', 'policies', 'create', project.id, '--destination', destinationId, '--service', 'data', '--webhook']);
     assert.equal(res.code, 0, res.stderr);
-    assert.match(res.stdout, /^created policy \S+ of keeper to nightly: manual runs only$/m);
+    assert.match(res.stdout, new RegExp(`^created policy \\S+ of ${project.slug} to nightly: manual runs only$`, 'm'));
     assert.match(res.stdout, /^webhook token \(shown once\): \S+$/m);
     const missing = await cli.run(['backups', 'policies', 'create', project.id, '--destination', destinationId, '--service', 'nope']);
     assert.equal(missing.code, 1);
@@ -98,6 +115,7 @@ describe('berth backups', () => {
   });
 
   it('`policies create` refusals: a bad cron (1, naming the field), a bad --retain-count or no --destination (2)', async () => {
+    const { cli, project } = await withDestination();
     const [cron, retain, dest, foreign] = await Promise.all([
       cli.run(['backups', 'policies', 'create', project.slug, '--destination', 'nightly', '--cron', 'not a cron']),
       cli.run(['backups', 'policies', 'create', project.slug, '--destination', 'nightly', '--retain-count', '0']),
@@ -113,12 +131,14 @@ describe('berth backups', () => {
   });
 
   it('`backups run POLICY` follows the run to its end (0) and `backups list` shows it', async () => {
+    const { cli, project, alice, destinationId } = await withDestination();
+    const policyId = (await createPolicy(server, alice, project, { destinationId })).id;
     const res = await cli.run(['backups', 'run', policyId, '--json']);
     assert.equal(res.code, 0, res.stderr);
     const run = JSON.parse(res.stdout);
     assert.equal(run.status, 'succeeded');
     assert.match(res.stderr, /run \S+ started/);
-    runId = run.id;
+    const runId = run.id;
     const list = await cli.run(['backups', 'list', project.slug, '--json']);
     assert.equal(list.code, 0, list.stderr);
     const out = JSON.parse(list.stdout);
@@ -129,6 +149,7 @@ describe('berth backups', () => {
   });
 
   it('`backups restore RUN` without a terminal and without --yes refuses (1) before staging anything', async () => {
+    const { cli, project, runId } = await withRun();
     writeFileSync(path.join(project.volume, 'notes.txt'), 'version two\n');
     const res = await cli.run(['backups', 'restore', runId]);
     assert.equal(res.code, 1);
@@ -139,6 +160,8 @@ describe('berth backups', () => {
   });
 
   it('on a terminal `backups restore RUN` asks: no cancels the staged restore (1), yes restores (0)', async () => {
+    const { cli, project, runId } = await withRun();
+    writeFileSync(path.join(project.volume, 'notes.txt'), 'version two\n');
     const no = await cli.runInTerminal(['backups', 'restore', runId], 'n\n');
     assert.equal(no.code, 1, no.stdout);
     assert.match(no.stdout, /replaces: the volume service "data" of project keeper/);
@@ -154,6 +177,7 @@ describe('berth backups', () => {
   });
 
   it('`backups restore RUN --yes` shows what it replaces, applies and follows the restore to success (0)', async () => {
+    const { cli, project, runId } = await withRun();
     writeFileSync(path.join(project.volume, 'notes.txt'), 'version two\n');
     const res = await cli.run(['backups', 'restore', runId, '--yes', '--json']);
     assert.equal(res.code, 0, res.stderr);
@@ -170,6 +194,7 @@ describe('berth backups', () => {
   });
 
   it("`backups restore` of another org's run is refused (1); without RUN it is a usage error (2)", async () => {
+    const { cli, runId } = await withRun();
     const bob = await createUser(server);
     const [foreign, usage] = await Promise.all([cliUser(server, bob.token).run(['backups', 'restore', runId, '--yes']), cli.run(['backups', 'restore'])]);
     assert.equal(foreign.code, 1);
