@@ -2,7 +2,6 @@ import type { Actor } from './authz/actor.js';
 import type { AppContext } from './context.js';
 import type { DeploymentHistoryPort, GitPort, ProjectDependent, ProjectReads, RuntimePort, UploadSourcePort } from './modules/projects/index.js';
 import type { CatalogProvider } from './modules/permissions/index.js';
-import type { BackupsRuntime } from './modules/backups/index.js';
 import type { BerthRuntime } from './modules/hosting/index.js';
 import type { CloudHost } from './modules/cloud/index.js';
 
@@ -40,8 +39,6 @@ export interface Ports {
   catalogs: Partial<Record<string, CatalogProvider>>;
   /** Short-lived reads of projects for GET requests (projects area; its own use only). */
   projectReads: ProjectReads | null;
-  /** The backups area's per-server state (event bus, local abort handles, webhook rate limit); its own use only. */
-  backups: BackupsRuntime | null;
   /** This server's GitHub App installation tokens (gitprovider area), cached and counted; its own use only. */
   githubTokens: InstallationTokenCache | null;
   /** Told when a deployment settles (ready, failed, cancelled, superseded): the gitprovider's commit statuses and PR comments. */
@@ -137,7 +134,6 @@ const CORE_PORTS: PortKinds = {
   uploadSource: 'one',
   catalogs: 'record',
   projectReads: 'one',
-  backups: 'one',
   githubTokens: 'one',
   deploymentSettled: 'list',
   deploymentHistory: 'one',

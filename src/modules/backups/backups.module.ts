@@ -10,17 +10,17 @@ import { runRoutes } from './runs.routes.js';
 import { webhookRoutes } from './webhook.routes.js';
 
 /**
- * The backups area as the app registers it: its routes, the resolvers of its record kinds, what it
- * offers other areas (the `backup_destination` grant catalog, its records under a project for the
- * project's deletion, its per-server state), and its background work.
+ * The backups area as the app registers it: its routes, the resolvers of its record kinds, its
+ * per-server state (`ctx.state.backups`), what it offers other areas (the `backup_destination` grant
+ * catalog, its records under a project for the project's deletion), and its background work.
  */
 export const backupsModule: ModuleDef = {
   name: 'backups',
   resolvers,
   routes: [...destinationRoutes, ...policyRoutes, ...runRoutes, ...restoreRoutes, ...webhookRoutes],
 
-  provides: (ctx) => ({
-    backups: createBackupsRuntime(ctx),
+  state: (ctx) => ({ backups: createBackupsRuntime(ctx) }),
+  provides: () => ({
     // The `backup_destination` resources of grants (catalog and RESOURCE_NOT_IN_ORG checks).
     catalogs: {
       backup_destination: {

@@ -5,7 +5,7 @@ import { RateLimiter } from './rate-limiter.js';
 /**
  * The backups area's state that lives as long as one running server: its event bus, the abort
  * handles of the runs and restores executing in this process, and the webhook's rate limiter. The
- * module makes one per server in `provides` (`ctx.ports.backups`); no other area uses it.
+ * module makes one per server (`ctx.state.backups`); no other area uses it.
  */
 export interface BackupsRuntime {
   events: BackupEvents;
@@ -18,9 +18,13 @@ export function createBackupsRuntime(ctx: Pick<AppContext, 'config' | 'bus'>): B
   return { events: new BackupEvents(ctx.bus), aborts: new Map(), webhookLimiter: new RateLimiter(ctx.config.webhookRateLimit) };
 }
 
-/** This server's backups state (the module provides it; a server without the module has none). */
-export function backupsRuntime(ctx: Pick<AppContext, 'ports'>): BackupsRuntime {
-  const rt = ctx.ports.backups;
-  if (!rt) throw new Error('the backups module is not registered on this server');
-  return rt;
+declare module '../../state.js' {
+  interface AreaState {
+    backups: BackupsRuntime;
+  }
+}
+
+/** This server's backups state (made by the module). */
+export function backupsRuntime(ctx: Pick<AppContext, 'state'>): BackupsRuntime {
+  return ctx.state.backups;
 }

@@ -3,8 +3,6 @@
  * and restores of a project's services, to a local folder or an S3-compatible bucket.
  */
 export { backupsModule } from './backups.module.js';
-/** The type of this area's port (src/ports.ts). */
-export type { BackupsRuntime } from './backups.runtime.js';
 /** The test factories build destinations and policies through these (as the routes do). */
 export { createDestination } from './destinations.service.js';
 export { createPolicy } from './policies.service.js';
