@@ -21,8 +21,6 @@ export interface Ports {
   streamTokens: StreamTokenPort | null;
   /** The connected git provider (gitprovider area), null when none is connected. */
   git: GitPort | null;
-  /** Short-lived clone credentials for a repository (gitprovider area). */
-  cloneTokens: CloneTokenPort | null;
   /** What runs the projects (deployments area). */
   runtime: RuntimePort | null;
   /** This server's build-and-run engine (deployments area): supervisor, logs, edge proxy, builds in flight. */
@@ -39,8 +37,6 @@ export interface Ports {
   catalogs: Partial<Record<string, CatalogProvider>>;
   /** Short-lived reads of projects for GET requests (projects area; its own use only). */
   projectReads: ProjectReads | null;
-  /** This server's GitHub App installation tokens (gitprovider area), cached and counted; its own use only. */
-  githubTokens: InstallationTokenCache | null;
   /** Told when a deployment settles (ready, failed, cancelled, superseded): the gitprovider's commit statuses and PR comments. */
   deploymentSettled: DeploymentSettled[];
 }
@@ -65,13 +61,6 @@ export interface SettledDeployment {
  */
 export type DeploymentSettled = (ctx: AppContext, d: SettledDeployment) => Promise<void>;
 
-/** Installation tokens by `${apiUrl}|${installationId}`, kept until shortly before they expire, and how many were minted. */
-export interface InstallationTokenCache {
-  tokens: Map<string, { token: string; expiresAt: string }>;
-  /** Tokens minted by this server (tests read it to check the cache). */
-  minted: number;
-}
-
 export interface AuthPort {
   actorFromBearer(ctx: AppContext, token: string): Promise<Actor | null>;
   actorFromSession(ctx: AppContext, sessionToken: string): Promise<Actor | null>;
@@ -93,8 +82,6 @@ export interface StreamTokenPort {
   /** Throws AppError UNAUTHENTICATED for a token that is malformed, unknown, expired or not for this record. */
   verify(ctx: AppContext, token: string, kind: StreamTokenKind, recordId: string): Promise<StreamTokenInfo>;
 }
-
-export type CloneTokenPort = (ctx: AppContext, orgId: string, owner: string, repo: string) => Promise<{ token: string; username?: string } | null>;
 
 /** How the provisions of a port of type T combine, from the type: a list, a nullable single port, or a record. */
 export type PortKind<T> = [T] extends [readonly unknown[]] ? 'list' : null extends T ? 'one' : 'record';
@@ -126,7 +113,6 @@ const NO_AUTH: AuthPort = {
 const CORE_PORTS: PortKinds = {
   streamTokens: 'one',
   git: 'one',
-  cloneTokens: 'one',
   runtime: 'one',
   runtimeHost: 'one',
   cloud: 'one',
@@ -134,7 +120,6 @@ const CORE_PORTS: PortKinds = {
   uploadSource: 'one',
   catalogs: 'record',
   projectReads: 'one',
-  githubTokens: 'one',
   deploymentSettled: 'list',
   deploymentHistory: 'one',
 };

@@ -3,7 +3,6 @@ import { createHmac, createSign } from 'node:crypto';
 import type { Octokit } from '@octokit/core';
 import type { RequestError } from '@octokit/request-error';
 import type { AppContext } from '../../context.js';
-import type { InstallationTokenCache } from '../../ports.js';
 import { AppError } from '../../lib/errors.js';
 
 /**
@@ -67,16 +66,33 @@ export interface InstallationToken {
 
 const REFRESH_MARGIN_MS = 5 * 60 * 1000;
 
-/** A server's empty installation token cache (the gitprovider area provides one per server as `ctx.ports.githubTokens`). */
-export function createInstallationTokens(): InstallationTokenCache {
-  return { tokens: new Map(), minted: 0 };
+/** Installation tokens by `${apiUrl}|${installationId}`, kept until shortly before they expire, and how many were minted. */
+export interface InstallationTokenCache {
+  tokens: Map<string, { token: string; expiresAt: string }>;
+  /** Tokens minted by this server (tests read it to check the cache). */
+  minted: number;
+}
+
+/** The git provider area's per-server state (`ctx.state.gitprovider`, made by its module). */
+export interface GitproviderState {
+  /** This server's GitHub App installation tokens, cached and counted. */
+  installationTokens: InstallationTokenCache;
+}
+
+declare module '../../state.js' {
+  interface AreaState {
+    gitprovider: GitproviderState;
+  }
+}
+
+/** A server's empty state: no installation token yet. */
+export function createGitproviderState(): GitproviderState {
+  return { installationTokens: { tokens: new Map(), minted: 0 } };
 }
 
 /** This server's installation token cache. */
 function tokenCache(ctx: AppContext): InstallationTokenCache {
-  const c = ctx.ports.githubTokens;
-  if (!c) throw new Error('no installation token cache: the gitprovider area provides ctx.ports.githubTokens');
-  return c;
+  return ctx.state.gitprovider.installationTokens;
 }
 
 export function forgetInstallationToken(ctx: AppContext, installationId: string): void {

@@ -8,6 +8,7 @@ import { cloneToken } from './clone-tokens.js';
 import { connect, disconnect, pollDevice } from './connect.service.js';
 import { DELIVERY_JOB, processDelivery, pruneOld, receiveDelivery } from './deliveries.service.js';
 import * as P from './gitprovider.presenters.js';
+import { createGitproviderState } from './github.js';
 import { gitproviderPorts } from './provided-ports.js';
 import { PREVIEW_COMMENT_JOB, PREVIEW_STATUS_JOB, reportStatus, syncComment } from './previews.service.js';
 import { deleteWebhook, listWebhooks, registerWebhook } from './repo-webhooks.service.js';
@@ -46,6 +47,8 @@ export const gitproviderModule: ModuleDef = {
     gitprovider_account: (ctx, orgId, id) => resolveAccount(ctx, orgId, id),
     gitprovider_repository: (ctx, orgId, id, params) => resolveRepository(ctx, orgId, id, params),
   },
+  state: () => ({ gitprovider: createGitproviderState() }),
+  declares: { cloneTokens: 'one' },
   provides: () => gitproviderPorts(),
   init(ctx) {
     ctx.scheduler.add({ name: 'gitprovider.prune', everyMs: 6 * 3600_000, run: () => pruneOld(ctx) });

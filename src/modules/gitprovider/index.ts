@@ -4,3 +4,5 @@
  * (`provides`, provided-ports.ts), not imported.
  */
 export { gitproviderModule } from './gitprovider.routes.js';
+/** The port this area declares (./ports.ts). */
+export type { CloneTokenPort } from './ports.js';

@@ -11,9 +11,9 @@ import { clientFor, installationCred, orgSources, userCreds, type Cred } from '.
 /**
  * What the git provider offers other areas (`ctx.ports`): the projects area's git port (repository,
  * branches, head commit, push webhook, notices), the build pipeline's clone tokens, the
- * permissions catalog of the two git grant types, this server's GitHub installation token cache
- * (`githubTokens`, the area's own use), and the `deploymentSettled` listener that reports preview
- * deployments to GitHub (commit status, pull request comment).
+ * permissions catalog of the two git grant types, and the `deploymentSettled` listener that reports
+ * preview deployments to GitHub (commit status, pull request comment). The GitHub installation token
+ * cache is the area's own per-server state (`ctx.state.gitprovider`), not a port.
  */
 
 const git: NonNullable<Ports['git']> = {
@@ -86,7 +86,7 @@ const catalogs: Record<'gitprovider_installation' | 'gitprovider_repository', Ca
   },
 };
 
-/** The module's `provides` (called once per server: the installation token cache is this server's). */
+/** The module's `provides` (./ports.ts declares `cloneTokens`; the other areas declare the rest). */
 export function gitproviderPorts(): Partial<Ports> {
-  return { git, cloneTokens: buildCloneToken, catalogs, githubTokens: gh.createInstallationTokens(), deploymentSettled: [onDeploymentSettled] };
+  return { git, cloneTokens: buildCloneToken, catalogs, deploymentSettled: [onDeploymentSettled] };
 }
