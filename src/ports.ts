@@ -1,7 +1,6 @@
 import type { Actor } from './authz/actor.js';
 import type { AppContext } from './context.js';
 import type { DeploymentHistoryPort, GitPort, ProjectDependent, ProjectReads, RuntimePort, UploadSourcePort } from './modules/projects/index.js';
-import type { CatalogProvider } from './modules/permissions/index.js';
 import type { BerthRuntime } from './modules/hosting/index.js';
 import type { CloudHost } from './modules/cloud/index.js';
 
@@ -33,8 +32,6 @@ export interface Ports {
   deploymentHistory: DeploymentHistoryPort | null;
   /** Folder uploads becoming a project's source (uploads area; used by POST /api/projects/ensure). */
   uploadSource: UploadSourcePort | null;
-  /** The permission catalog's entries per grant resource type (each owning area provides its type). */
-  catalogs: Partial<Record<string, CatalogProvider>>;
   /** Short-lived reads of projects for GET requests (projects area; its own use only). */
   projectReads: ProjectReads | null;
   /** Told when a deployment settles (ready, failed, cancelled, superseded): the gitprovider's commit statuses and PR comments. */
@@ -118,7 +115,6 @@ const CORE_PORTS: PortKinds = {
   cloud: 'one',
   projectDependents: 'list',
   uploadSource: 'one',
-  catalogs: 'record',
   projectReads: 'one',
   deploymentSettled: 'list',
   deploymentHistory: 'one',

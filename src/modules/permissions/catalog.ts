@@ -27,6 +27,13 @@ export interface CatalogProvider {
   has?(ctx: AppContext, orgId: string, id: string): Promise<boolean>;
 }
 
+declare module '../../ports.js' {
+  interface Ports {
+    /** The permission catalog's entries per grant resource type (each owning area provides its type's; merged). */
+    catalogs: Partial<Record<string, CatalogProvider>>;
+  }
+}
+
 /** Types whose only catalog entry is the org-wide `*` (seed: billing and audit). */
 export const WILDCARD_ONLY_TYPES: readonly string[] = ['billing', 'audit'];
 

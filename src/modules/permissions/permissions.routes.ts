@@ -67,6 +67,7 @@ const resolveMember: ResourceResolver<'member'> = async (ctx, orgId, userId) => 
 export const permissionsModule: ModuleDef = {
   name: 'permissions',
   resolvers: { grant: resolveGrant, invitation: resolveInvitation, member: resolveMember },
+  declares: { catalogs: 'record' },
   routes: [
     // ------------------------------------------------------------ open to any member
     defineRoute({
