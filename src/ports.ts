@@ -2,7 +2,6 @@ import type { Actor } from './authz/actor.js';
 import type { AppContext } from './context.js';
 import type { DeploymentHistoryPort, GitPort, ProjectDependent, ProjectReads, RuntimePort, UploadSourcePort } from './modules/projects/index.js';
 import type { BerthRuntime } from './modules/hosting/index.js';
-import type { CloudHost } from './modules/cloud/index.js';
 
 /**
  * What areas offer each other. Each area's ModuleDef declares the ports it provides (`provides`);
@@ -24,8 +23,6 @@ export interface Ports {
   runtime: RuntimePort | null;
   /** This server's build-and-run engine (deployments area): supervisor, logs, edge proxy, builds in flight. */
   runtimeHost: BerthRuntime | null;
-  /** The cloud link of a self-hosted instance (cloud area): its status, the home feed's cloud half. */
-  cloud: CloudHost | null;
   /** Records other areas keep under a project, removed and previewed with it. */
   projectDependents: ProjectDependent[];
   /** A project's deployments as the projects area reads them (deployments area): its info, its commit status. */
@@ -112,7 +109,6 @@ const CORE_PORTS: PortKinds = {
   git: 'one',
   runtime: 'one',
   runtimeHost: 'one',
-  cloud: 'one',
   projectDependents: 'list',
   uploadSource: 'one',
   projectReads: 'one',

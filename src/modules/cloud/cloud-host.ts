@@ -5,9 +5,17 @@ import { cloudRecordKinds, routeTable, type RouteTable } from './cloud-records.j
 import { mergeCloudHome, type HomeEntry } from './home.js';
 import { cloudGithubUnreachable, linkStatus, type CloudLink, type LinkStatus } from './link.js';
 
+declare module '../../ports.js' {
+  interface Ports {
+    /** The cloud link of a self-hosted instance (cloud area): its status, the home feed's cloud half. */
+    cloud: CloudHost | null;
+  }
+}
+
 /**
  * The link state of one running server (made by the cloud module's `provides`, reached as
- * `ctx.ports.cloud`): the link (its connection pool made on first use) and the last known status.
+ * `ctx.ports.cloud`, declared above): the link (its connection pool made on first use) and the last
+ * known status.
  */
 export class CloudHost {
   private current: CloudLink | null = null;

@@ -144,6 +144,7 @@ const own = (def: AnyRoute) => (cloudRoutes as AnyRoute[]).includes(def);
  */
 export const cloudModule: ModuleDef = {
   name: 'cloud',
+  declares: { cloud: 'one' },
   provides: (ctx) => ({ cloud: new CloudHost(ctx) }),
   // Only a self-hosted instance forwards, and only routes that name a record; this area's own routes
   // act on the local record and are never forwarded.
