@@ -1,15 +1,16 @@
 import type { Actor } from './authz/actor.js';
 import type { AppContext } from './context.js';
-import type { DeploymentHistoryPort, GitPort, ProjectDependent, ProjectReads, RuntimePort, UploadSourcePort } from './modules/projects/index.js';
-import type { BerthRuntime } from './modules/hosting/index.js';
 
 /**
- * What areas offer each other. Each area's ModuleDef declares the ports it provides (`provides`);
- * buildApp() merges them into `ctx.ports` before any module's `init`, and tests replace any of them
- * with `startTestServer({ ports })`. An area that uses another's work reaches it here (typed), never
- * through a setter, a registry or module state. Types only: this file imports no code.
+ * What areas offer each other. This file imports no area: it declares only the ports the route gate
+ * itself uses (`auth`, `streamTokens`). Every other port is declared by the area that owns its type,
+ * by declaration merging in its own `ports.ts` (`declare module '../../ports.js' { interface Ports {
+ * ... } }`), and named with its kind in the area's ModuleDef `declares`. buildApp() assembles them in a
+ * PortBoard: declarations, then every module's `provides`, then a test's replacements
+ * (`startTestServer({ ports })`). An area that uses another's work reaches it here (typed), never
+ * through a setter, a registry or module state.
  *
- * Single ports: the last module to provide one wins (tests' fakes come last). Lists and records
+ * Single ports (`one`): the last provider wins (tests' fakes come last). `list` and `record` ports
  * (`projectDependents`, `deploymentSettled`, `catalogs`) are merged across modules.
  */
 export interface Ports {
@@ -17,43 +18,7 @@ export interface Ports {
   auth: AuthPort;
   /** Short-lived stream tokens (deployments area); the gate's `stream-token` access verifies them. */
   streamTokens: StreamTokenPort | null;
-  /** The connected git provider (gitprovider area), null when none is connected. */
-  git: GitPort | null;
-  /** What runs the projects (deployments area). */
-  runtime: RuntimePort | null;
-  /** This server's build-and-run engine (deployments area): supervisor, logs, edge proxy, builds in flight. */
-  runtimeHost: BerthRuntime | null;
-  /** Records other areas keep under a project, removed and previewed with it. */
-  projectDependents: ProjectDependent[];
-  /** A project's deployments as the projects area reads them (deployments area): its info, its commit status. */
-  deploymentHistory: DeploymentHistoryPort | null;
-  /** Folder uploads becoming a project's source (uploads area; used by POST /api/projects/ensure). */
-  uploadSource: UploadSourcePort | null;
-  /** Short-lived reads of projects for GET requests (projects area; its own use only). */
-  projectReads: ProjectReads | null;
-  /** Told when a deployment settles (ready, failed, cancelled, superseded): the gitprovider's commit statuses and PR comments. */
-  deploymentSettled: DeploymentSettled[];
 }
-
-/** A deployment that reached a terminal status, as its listeners see it. */
-export interface SettledDeployment {
-  id: string;
-  orgId: string;
-  projectId: string;
-  environment: string;
-  status: 'ready' | 'failed' | 'cancelled' | 'superseded';
-  commit: string | null;
-  ref: string | null;
-  error: string | null;
-  /** The URL the environment is served at (production's primary domain, a preview's own host); null when not served. */
-  url: string | null;
-}
-
-/**
- * Called after the deployment's terminal status is committed, once per deployment and instance that
- * settled it. A listener's failure is logged by the caller and never changes the deployment.
- */
-export type DeploymentSettled = (ctx: AppContext, d: SettledDeployment) => Promise<void>;
 
 export interface AuthPort {
   actorFromBearer(ctx: AppContext, token: string): Promise<Actor | null>;
@@ -106,14 +71,6 @@ const NO_AUTH: AuthPort = {
 /** Ports declared here rather than by an area (besides `auth`, always set): the ones the gate uses. */
 const CORE_PORTS: PortKinds = {
   streamTokens: 'one',
-  git: 'one',
-  runtime: 'one',
-  runtimeHost: 'one',
-  projectDependents: 'list',
-  uploadSource: 'one',
-  projectReads: 'one',
-  deploymentSettled: 'list',
-  deploymentHistory: 'one',
 };
 
 /**

@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as tar from 'tar';
-import type { SettledDeployment } from '../../src/ports.js';
+import type { SettledDeployment } from '../../src/modules/deployments/index.js';
 import { environmentUrl, ensurePreviewEnvironment, removePreviewEnvironment } from '../../src/modules/deployments/index.js';
 import { getRuntime } from '../../src/modules/hosting/index.js';
 import { appKeyOf } from '../../src/runtime/app-key.js';

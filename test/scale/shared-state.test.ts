@@ -3,7 +3,6 @@ import { after, before, describe, it } from 'node:test';
 import { createDeployment, createDestination, createProject, createProjectWithVolume, createTeam, createUser, type TestOrg } from '../support/factories.js';
 import { usingPostgres } from '../support/harness.js';
 import { runtimeOf } from '../../src/modules/hosting/host.js';
-import { logRelayOf } from '../../src/modules/hosting/log-relay.js';
 import { fillVolume } from '../backups/helpers.js';
 import { randomBytes } from 'node:crypto';
 import { openSse, startPair, type Pair } from './pair.js';
@@ -86,7 +85,7 @@ describe('two instances on one database share their state', { skip: usingPostgre
     const p = await createProject(a, team.owner, { name: 'shared-logs' });
     const dep = await createDeployment(a, { id: p.id, orgId: team.orgId }, { status: 'building', finished: false });
     const logsA = runtimeOf(a.ctx).logs;
-    logRelayOf(a.ctx, runtimeOf(a.ctx)); // what A's deployments module does when it starts
+    void runtimeOf(a.ctx).logRelay; // what A's hosting module does when it starts
     const build = await openSse(`${b.url}/api/deployments/${dep}/logs/stream`, team.owner.token);
     const runtime = await openSse(`${b.url}/api/projects/${p.id}/logs/stream`, team.owner.token);
     const requests = await openSse(`${b.url}/api/projects/${p.id}/server-logs/stream`, team.owner.token);
@@ -128,7 +127,7 @@ describe('two instances on one database share their state', { skip: usingPostgre
   it("B answers server-logs/recent of an app A runs with A's entries (asked over the bus) merged with its own, newest last", async () => {
     const { a, b } = pair;
     const p = await createProject(a, team.owner, { name: 'shared-recent' });
-    logRelayOf(a.ctx, runtimeOf(a.ctx)); // what A's deployments module does when it starts
+    void runtimeOf(a.ctx).logRelay; // what A's hosting module does when it starts
     const entry = (path: string, ms: number) => ({ ts: new Date(Date.now() - ms).toISOString(), method: 'GET', path, status: 200, durationMs: 1, ip: '127.0.0.1', bytes: 2 });
     // Before A ran the app, B's edge served it once.
     runtimeOf(b.ctx).requests.record(p.id, entry('/served-by-b', 5000));

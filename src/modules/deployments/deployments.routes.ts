@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { DEPLOYMENTS_PORTS } from './ports.js';
 import type { AppContext } from '../../context.js';
 import { defineRoute, type ModuleDef, type ResolvedResource } from '../../http/route.js';
 import { Id, IdParams, Obj, Str } from '../../http/schemas.js';
@@ -121,6 +122,7 @@ const deploymentRoutes = [
 export const deploymentsModule: ModuleDef = {
   name: 'deployments',
   resolvers: { deployment: resolveDeployment },
+  declares: DEPLOYMENTS_PORTS,
   provides() {
     return {
       streamTokens: streamTokenPort,

@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import type { SettledDeployment } from '../../ports.js';
+import type { SettledDeployment } from './ports.js';
 import { edgeUrlOf, findEnvironment, findProject, listDomains, servingDomain } from '../projects/index.js';
 import * as store from './deployments.store.js';
 import { environmentUrl } from './environment-url.js';

@@ -2,7 +2,7 @@ import type { AppContext } from '../../context.js';
 import { transaction, type Db } from '../../db/client.js';
 import { AppError } from '../../lib/errors.js';
 import { newId, nowIso } from '../../lib/ids.js';
-import type { SettledDeployment } from '../../ports.js';
+import type { SettledDeployment } from '../deployments/index.js';
 import { createDeployment, ensurePreviewEnvironment, removePreviewEnvironment } from '../deployments/index.js';
 import { findProject, listEnvironments, type LinkedProject } from '../projects/index.js';
 import { deliveryOrgs, deliveryProjects, githubActor } from './delivery-targets.js';

@@ -19,7 +19,7 @@ import { EdgeRoutes } from './edge-routes.js';
 import { appKeyOf, isPreviewApp, projectOfAppKey } from '../../runtime/app-key.js';
 import { startDiskLimits } from '../../runtime/disk-limits.js';
 import { baseEnv, envNumber, Releases } from './releases.js';
-import { LogRelay, logRelayOf } from './log-relay.js';
+import { LogRelay } from './log-relay.js';
 
 /** Seconds an `auto_sleep` app may be idle before it is stopped (BERTH_SLEEP_IDLE_SECONDS, default 300). */
 function sleepIdleMs(): number {
@@ -191,8 +191,10 @@ export class BerthRuntime {
 
   /** This server's log relay: other instances' streams of the logs written here, and this one's of theirs (log-relay.ts). */
   get logRelay(): LogRelay {
-    return logRelayOf(this.ctx, this);
+    return (this.#relay ??= new LogRelay(this.ctx.bus, this.logs, this.requests));
   }
+
+  #relay: LogRelay | undefined;
 
   /** The driver's status with the last egress check (GET /api/health `runtime`). */
   status(): DriverStatus {

@@ -2,7 +2,7 @@ import type { ModuleDef } from '../../http/route.js';
 import { BUILD_JOB } from '../deployments/index.js';
 import { runDeploymentJob } from './build-job.js';
 import { BerthRuntime, runtimeOf } from './host.js';
-import { logRelayOf } from './log-relay.js';
+import { HOSTING_PORTS } from './ports.js';
 import { projectsRuntimePort } from './runtime-port.js';
 
 /**
@@ -12,6 +12,7 @@ import { projectsRuntimePort } from './runtime-port.js';
  */
 export const hostingModule: ModuleDef = {
   name: 'hosting',
+  declares: HOSTING_PORTS,
   provides(ctx) {
     const runtime = new BerthRuntime(ctx);
     return { runtimeHost: runtime, runtime: projectsRuntimePort(runtime) };
@@ -21,7 +22,7 @@ export const hostingModule: ModuleDef = {
   },
   async start(ctx) {
     // Before any stream: other instances' streams ask for the logs this one writes (log-relay.ts).
-    logRelayOf(ctx, runtimeOf(ctx));
+    void runtimeOf(ctx).logRelay;
     await runtimeOf(ctx).start();
   },
   async stop(ctx) {

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
-import type { AppContext } from '../../context.js';
 import type { Bus } from '../../db/notify.js';
 import type { LogFile, LogLine, LogStore } from '../../runtime/logs.js';
 import type { RequestEntry, RequestLog } from '../../edge/requests.js';
@@ -304,11 +303,3 @@ function partsOf(entries: RequestEntry[]): RequestEntry[][] {
   return parts;
 }
 
-const relays = new WeakMap<LogStore, LogRelay>();
-
-/** The log relay of this server's log store (made once, when the hosting module starts). */
-export function logRelayOf(ctx: Pick<AppContext, 'bus'>, rt: { logs: LogStore; requests: RequestLog }): LogRelay {
-  let r = relays.get(rt.logs);
-  if (!r) relays.set(rt.logs, (r = new LogRelay(ctx.bus, rt.logs, rt.requests)));
-  return r;
-}

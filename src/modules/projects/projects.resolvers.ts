@@ -26,7 +26,7 @@ declare module '../../http/route.js' {
 
 /** Resolver of kind `project` (routes with `resource: { kind: 'project', param: 'id' }` or a body `projectId`). */
 export async function resolveProject(ctx: AppContext, orgId: string, id: string, _source?: unknown, how?: { read: boolean }): Promise<ResolvedResource<'project'> | null> {
-  const reads = how?.read ? ctx.ports.projectReads : null;
+  const reads = how?.read ? ctx.state.projects?.reads : null;
   const row = reads ? await reads.project(ctx.db, orgId, id) : await findProject(ctx.db, orgId, id);
   return row ? { kind: 'project', id: row.id, orgId: row.orgId, grantKeys: projectGrantKeys(row.id), record: row } : null;
 }

@@ -22,6 +22,7 @@ import * as projects from './projects.service.js';
 import { findProject, projectCatalog } from './projects.store.js';
 import { resolveProject } from './projects.resolvers.js';
 import { ProjectReads } from './project-reads.js';
+import { PROJECTS_PORTS } from './ports.js';
 import { routeRuleRoutes } from './route-rules.routes.js';
 import * as services from './services.service.js';
 
@@ -227,9 +228,10 @@ export const projectsModule: ModuleDef = {
   name: 'projects',
   routes: [...coreRoutes, ...configRoutes, ...routeRuleRoutes, ...domainRoutes],
   resolvers: { project: resolveProject },
+  declares: PROJECTS_PORTS,
+  state: (ctx) => ({ projects: { reads: new ProjectReads(ctx.writes, ctx.bus) } }),
   // The `project` resources of grants (GET /api/permissions/resources?type=project, RESOURCE_NOT_IN_ORG checks).
   provides: (ctx) => ({
-    projectReads: new ProjectReads(ctx.writes, ctx.bus),
     catalogs: {
       project: {
         async list(ctx, orgId) {

@@ -29,7 +29,7 @@ export async function loadRecord(ctx: AppContext, db: Db, orgId: string, id: str
 
 /** `GET /api/projects/:id` (its domains through the per-server read cache when there is one). */
 export async function getProject(ctx: AppContext, row: ProjectRow): Promise<ProjectRecord> {
-  const reads = ctx.ports.projectReads;
+  const reads = ctx.state.projects?.reads;
   const { domains, previews } = reads ? await reads.routesOf(ctx.db, row.orgId, row.id) : await loadProjectRoutes(ctx.db, row.orgId, row.id);
   return projectRecord(ctx, row, domains, previews);
 }
@@ -161,7 +161,7 @@ async function ensureFields(ctx: AppContext, actor: Actor, row: ProjectRow | und
 export async function listProjects(ctx: AppContext, actor: Actor): Promise<ProjectRecord[]> {
   const rows = (await store.listProjects(ctx.db, actor.orgId)).filter((r) => can(actor, 'project:read', projectRef(r)));
   if (rows.length === 0) return [];
-  const reads = ctx.ports.projectReads;
+  const reads = ctx.state.projects?.reads;
   const { domains, previews } = reads ? await reads.orgRoutesOf(ctx.db, actor.orgId) : await loadOrgRoutes(ctx.db, actor.orgId);
   return rows.map((r) => projectRecord(ctx, r, domains.get(r.id) ?? [], previews.get(r.id) ?? []));
 }
