@@ -4,7 +4,7 @@ import { isUniqueViolation, transaction } from '../../db/client.js';
 import { conflict, notFound } from '../../lib/errors.js';
 import { newId, nowIso, randomString } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/index.js';
-import { findDomainsHeldElsewhere, isProjectIdTaken, isSlugTaken, slugify, type ProjectRow } from '../projects/index.js';
+import { projectTransfers, slugify, type ProjectRow } from '../projects/index.js';
 import { bundleSummary, checkBundle, readBundleRows, writeBundle, bundleFromRows, type Bundle } from './bundle.js';
 import { sealBundle, type SealedBundle } from './seal.js';
 
@@ -22,12 +22,12 @@ const ID_RE = /^prj_[a-z0-9]{20}$/;
  */
 export async function importBundle(ctx: AppContext, actor: Actor, bundle: Bundle): Promise<{ id: string; slug: string }> {
   checkBundle(bundle);
-  const held = await findDomainsHeldElsewhere(ctx.db, bundle.domains.map((d) => d.domain), null);
+  const held = await projectTransfers.findDomainsHeldElsewhere(ctx.db, bundle.domains.map((d) => d.domain), null);
   if (held.length) throw conflict(`another project holds the domain ${held[0]}`, 'domains');
   for (let attempt = 0; ; attempt++) {
-    const id = attempt === 0 && ID_RE.test(bundle.project.id) && !(await isProjectIdTaken(ctx.db, bundle.project.id)) ? bundle.project.id : newId('prj');
+    const id = attempt === 0 && ID_RE.test(bundle.project.id) && !(await projectTransfers.isProjectIdTaken(ctx.db, bundle.project.id)) ? bundle.project.id : newId('prj');
     const base = slugify(bundle.project.slug);
-    const slug = attempt === 0 && !(await isSlugTaken(ctx.db, base)) ? base : `${base.slice(0, 33)}-${randomString(6)}`;
+    const slug = attempt === 0 && !(await projectTransfers.isSlugTaken(ctx.db, base)) ? base : `${base.slice(0, 33)}-${randomString(6)}`;
     try {
       await transaction(ctx.db, async (tx) => {
         await writeBundle(tx, ctx.keyring, bundle, { orgId: actor.orgId, projectId: id, slug, location: 'local', now: nowIso(), replace: false, domainVerification: ctx.config.domainVerification });
@@ -43,7 +43,7 @@ export async function importBundle(ctx: AppContext, actor: Actor, bundle: Bundle
       return { id, slug };
     } catch (e) {
       if (isUniqueViolation(e) && attempt < 3) {
-        const again = await findDomainsHeldElsewhere(ctx.db, bundle.domains.map((d) => d.domain), null);
+        const again = await projectTransfers.findDomainsHeldElsewhere(ctx.db, bundle.domains.map((d) => d.domain), null);
         if (again.length) throw conflict(`another project holds the domain ${again[0]}`, 'domains');
         continue;
       }

@@ -3,7 +3,7 @@ import type { Db } from '../../db/client.js';
 import { invalid } from '../../lib/errors.js';
 import { decryptSecret, encryptSecret, type Keyring } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
-import { buildConfigOf, envAad, exportProject, importProject, listDomains, newVerificationValue, type ProjectRows } from '../projects/index.js';
+import { projectTransfers, buildConfigOf, envAad, listDomains, newVerificationValue, type ProjectRows } from '../projects/index.js';
 import { currentForProject } from '../uploads/index.js';
 import type { Bundle } from './bundle.schema.js';
 
@@ -22,7 +22,7 @@ export interface BundleRows extends ProjectRows {
 
 /** Reads what a bundle is made of: the project's rows (projects area) and its source archive's hash (uploads area). */
 export async function readBundleRows(db: Db, orgId: string, projectId: string): Promise<BundleRows | undefined> {
-  const rows = await exportProject(db, orgId, projectId);
+  const rows = await projectTransfers.exportProject(db, orgId, projectId);
   if (!rows) return undefined;
   const upload = await currentForProject(db, orgId, projectId);
   return { ...rows, sourceArchive: upload?.sha256 && upload.sizeBytes != null ? { sha256: upload.sha256, sizeBytes: upload.sizeBytes } : null };
@@ -201,7 +201,7 @@ export async function writeBundle(tx: Db, keyring: Keyring, b: Bundle, o: WriteB
     ? { replace: true as const, orgId: o.orgId, projectId: o.projectId, columns }
     : { replace: false as const, project: { id: o.projectId, orgId: o.orgId, slug: o.slug, webhookId: null, createdAt: o.now, ...columns } };
   const id = o.projectId;
-  await importProject(tx, target, {
+  await projectTransfers.importProject(tx, target, {
     environments: b.environments.map((e) => ({ id: newId('env'), orgId: o.orgId, projectId: id, name: e.name, type: e.type, branch: e.branch, envRevision: 0, createdAt: o.now })),
     envVars: b.env.map((v) => ({
       id: newId('evr'),

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { authenticateRequest, checkCsrf } from '../../http/auth.js';
 import { resourceInfo, type AnyRoute, type ResourceInfo } from '../../http/route.js';
-import { findProjectAnyOrg } from '../projects/index.js';
+import { projectTransfers } from '../projects/index.js';
 import { anyCloudLinks, findCloudLinkByCloudIdAnyOrg } from './cloud.store.js';
 import { cloudProjectOf, cloudRecordTarget, LOOKUP_TIMEOUT_MS, MAX_ID_LENGTH } from './cloud-records.js';
 import { relayToCloud } from './forward.js';
@@ -94,7 +94,7 @@ export async function forwardCloudStream(def: AnyRoute, req: FastifyRequest, rep
     const cloudProjectId = await cloudProjectOf(ctx, source.kind, id, req.id);
     if (!cloudProjectId) return false;
     const mapping = await findCloudLinkByCloudIdAnyOrg(ctx.db, cloudProjectId);
-    const project = mapping ? await findProjectAnyOrg(ctx.db, mapping.projectId) : undefined;
+    const project = mapping ? await projectTransfers.findProjectAnyOrg(ctx.db, mapping.projectId) : undefined;
     if (!project || project.location !== 'cloud') return false;
     await relayToCloud(ctx, req, reply, {
       method: def.method,

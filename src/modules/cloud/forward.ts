@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Dispatcher } from 'undici';
 import type { AppContext } from '../../context.js';
 import { resourceInfo, type AnyRoute, type ResolvedResource } from '../../http/route.js';
-import { deleteProject, findProjectAnyOrg } from '../projects/index.js';
+import { projectTransfers, deleteProject } from '../projects/index.js';
 import { findCloudLink } from './cloud.store.js';
 import { cloudLink, describeNetworkError, linkRequest, noteLinkStatus, unreachable } from './link.js';
 
@@ -59,7 +59,7 @@ export async function forwardToCloud(def: AnyRoute, req: FastifyRequest, reply: 
   if (beforeAuth) {
     const id = (req.params as Record<string, string> | undefined)?.[source.field];
     if (!id) return false;
-    const row = await findProjectAnyOrg(ctx.db, id);
+    const row = await projectTransfers.findProjectAnyOrg(ctx.db, id);
     if (!row || row.location !== 'cloud') return false;
     target = { orgId: row.orgId, id: row.id };
   } else {

@@ -13,7 +13,7 @@ import {
   uploadSourceDir,
   uploadsRoot,
 } from '../uploads/index.js';
-import { updateTransferredProject } from '../projects/index.js';
+import { projectTransfers } from '../projects/index.js';
 
 /**
  * The uploaded source of a project (folder-upload projects): its gzipped tarball as received, kept by
@@ -58,6 +58,6 @@ export async function receiveSourceArchive(
   await attachUploadToProject(ctx, actor.userId, orgId, projectId, session.sessionId);
   const keep: Record<string, unknown> = {};
   for (const k of CONFIG_COLUMNS) keep[k] = before[k];
-  await updateTransferredProject(ctx.db, orgId, projectId, keep);
+  await projectTransfers.updateTransferredProject(ctx.db, orgId, projectId, keep);
   return { sha256: got.sha256, sizeBytes: got.sizeBytes };
 }

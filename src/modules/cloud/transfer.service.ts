@@ -4,7 +4,7 @@ import { isUniqueViolation, transaction } from '../../db/client.js';
 import { AppError, conflict, notFound } from '../../lib/errors.js';
 import { nowIso } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/index.js';
-import { findDomainsHeldElsewhere, findProject, updateTransferredProject, type ProjectRow } from '../projects/index.js';
+import { projectTransfers, findProject, type ProjectRow } from '../projects/index.js';
 import { bundleDigest, bundleFromRows, bundleSummary, checkBundle, readBundleRows, writeBundle } from './bundle.js';
 import { deleteCloudCopy, fromCloud, pullSourceArchive, pushSourceArchive, readCloudCopy, requireLink } from './cloud-copy.js';
 import { deleteCloudLink, findCloudLink, insertCloudLink } from './cloud.store.js';
@@ -73,7 +73,7 @@ export async function transferToCloud(ctx: AppContext, actor: Actor, row: Projec
       if (!now) throw notFound('project');
       if (now.project.location !== 'local') throw conflict('the project already lives on the cloud');
       if (bundleDigest(bundleFromRows(ctx.keyring, now)) !== digest) throw conflict('the project changed while it was being transferred; try again');
-      await updateTransferredProject(tx, row.orgId, row.id, { location: 'cloud', updatedAt: nowIso() });
+      await projectTransfers.updateTransferredProject(tx, row.orgId, row.id, { location: 'cloud', updatedAt: nowIso() });
       await insertCloudLink(tx, { projectId: row.id, orgId: row.orgId, cloudProjectId: cloudId, createdAt: nowIso() });
       await insertAuditEvent(tx, {
         orgId: row.orgId,
@@ -107,7 +107,7 @@ export async function transferToSelfHosted(ctx: AppContext, actor: Actor, row: P
   const bundle = await readCloudCopy(ctx, cloudId, requestId);
   checkBundle(bundle);
   const digest = bundleDigest(bundle);
-  const held = await findDomainsHeldElsewhere(ctx.db, bundle.domains.map((d) => d.domain), row.id);
+  const held = await projectTransfers.findDomainsHeldElsewhere(ctx.db, bundle.domains.map((d) => d.domain), row.id);
   if (held.length) throw conflict(`another project on this instance holds the domain ${held[0]}`, 'domains');
   // The source archive first: it is staged and attached to the local record (not served while the
   // record is `cloud`), and the digest below covers its hash.

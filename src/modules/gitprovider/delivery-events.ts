@@ -3,7 +3,7 @@ import { transaction } from '../../db/client.js';
 import { AppError } from '../../lib/errors.js';
 import { insertAuditEvent } from '../audit/index.js';
 import { createDeployment, pushDeploymentExists } from '../deployments/index.js';
-import { findProject, pauseAutoDeploy, projectsLinkedTo, unlinkGitSource } from '../projects/index.js';
+import { gitLinks, findProject } from '../projects/index.js';
 import { deliveryProjects, githubActor } from './delivery-targets.js';
 import * as gh from './github.js';
 import { deployPreviewsOnPush } from './previews.service.js';
@@ -77,9 +77,9 @@ export async function onInstallation(ctx: AppContext, p: any) {
       const verb = p.action === 'deleted' ? 'uninstalled' : 'suspended';
       const reason = `auto-deploy paused: the GitHub App was ${verb} for ${row.accountLogin}`;
       await transaction(ctx.db, async (tx) => {
-        for (const pr of await projectsLinkedTo(tx, orgId, row.accountLogin)) {
+        for (const pr of await gitLinks.projectsLinkedTo(tx, orgId, row.accountLogin)) {
           if (!pr.autoDeploy) continue;
-          await pauseAutoDeploy(tx, orgId, pr.id);
+          await gitLinks.pauseAutoDeploy(tx, orgId, pr.id);
           await store.setNotice(tx, orgId, pr.id, reason);
           paused.push(pr.id);
         }
@@ -103,8 +103,8 @@ export async function onInstallationRepositories(ctx: AppContext, p: any) {
     for (const r of removed) {
       const full = String(r.full_name ?? `${row.accountLogin}/${r.name}`);
       const [owner, name] = [full.split('/')[0]!, full.split('/').slice(1).join('/')];
-      for (const pr of await projectsLinkedTo(tx, orgId, owner, name)) {
-        await unlinkGitSource(tx, orgId, pr.id);
+      for (const pr of await gitLinks.projectsLinkedTo(tx, orgId, owner, name)) {
+        await gitLinks.unlinkGitSource(tx, orgId, pr.id);
         await store.setNotice(tx, orgId, pr.id, `repository ${full} was removed from the GitHub App installation; the project was unlinked and auto-deploy turned off`);
         unlinked.push(pr.id);
       }

@@ -1,6 +1,6 @@
 import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
-import { autoDeployProjects, type LinkedProject } from '../projects/index.js';
+import { gitLinks, type LinkedProject } from '../projects/index.js';
 import * as store from './gitprovider.store.js';
 
 /**
@@ -14,9 +14,9 @@ export async function deliveryProjects(ctx: AppContext, installationId: string |
   const projects: LinkedProject[] = [];
   if (installationId) {
     const inst = await store.findInstallationByGithubId(ctx.db, installationId);
-    if (inst?.orgId) projects.push(...(await autoDeployProjects(ctx.db, { orgId: inst.orgId }, owner, repo)));
+    if (inst?.orgId) projects.push(...(await gitLinks.autoDeployProjects(ctx.db, { orgId: inst.orgId }, owner, repo)));
   }
-  if (hookId) for (const pr of await autoDeployProjects(ctx.db, { hookId }, owner, repo)) if (!projects.some((x) => x.id === pr.id)) projects.push(pr);
+  if (hookId) for (const pr of await gitLinks.autoDeployProjects(ctx.db, { hookId }, owner, repo)) if (!projects.some((x) => x.id === pr.id)) projects.push(pr);
   return projects;
 }
 
@@ -27,7 +27,7 @@ export async function deliveryOrgs(ctx: AppContext, installationId: string | nul
     const inst = await store.findInstallationByGithubId(ctx.db, installationId);
     if (inst?.orgId) orgs.add(inst.orgId);
   }
-  if (hookId) for (const pr of await autoDeployProjects(ctx.db, { hookId }, owner, repo)) orgs.add(pr.orgId);
+  if (hookId) for (const pr of await gitLinks.autoDeployProjects(ctx.db, { hookId }, owner, repo)) orgs.add(pr.orgId);
   return [...orgs];
 }
 

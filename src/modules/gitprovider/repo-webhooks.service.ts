@@ -3,7 +3,7 @@ import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
 import { AppError } from '../../lib/errors.js';
 import { insertAuditEvent } from '../audit/index.js';
-import { clearProjectWebhooks, projectsLinkedTo } from '../projects/index.js';
+import { gitLinks } from '../projects/index.js';
 import * as gh from './github.js';
 import { toWebhook, type Webhook } from './gitprovider.presenters.js';
 import { clientFor } from './sources.js';
@@ -15,7 +15,7 @@ import { clientFor } from './sources.js';
 
 /** Where a repository's hook points: the webhook domain of a project linked to it, else the public URL. */
 async function webhookTarget(ctx: AppContext, orgId: string, owner: string, repo: string): Promise<string> {
-  const linked = await projectsLinkedTo(ctx.db, orgId, owner, repo);
+  const linked = await gitLinks.projectsLinkedTo(ctx.db, orgId, owner, repo);
   const domain = linked.find((p) => p.webhookDomain)?.webhookDomain;
   return `${domain ? `https://${domain}` : ctx.publicUrl()}/api/gitprovider/webhook`;
 }
@@ -73,8 +73,8 @@ export async function registerWebhook(ctx: AppContext, actor: Actor, owner: stri
 export async function deleteWebhook(ctx: AppContext, actor: Actor, owner: string, repo: string, hookId: number): Promise<{ deleted: boolean; hookId: number }> {
   const { kit } = await clientFor(ctx, actor.orgId, owner);
   await gh.call(() => kit.request('DELETE /repos/{owner}/{repo}/hooks/{hook_id}', { owner, repo, hook_id: hookId }), 'webhook');
-  const linked = (await projectsLinkedTo(ctx.db, actor.orgId, owner, repo)).filter((p) => p.webhookId === String(hookId));
-  await clearProjectWebhooks(ctx.db, actor.orgId, linked.map((p) => p.id));
+  const linked = (await gitLinks.projectsLinkedTo(ctx.db, actor.orgId, owner, repo)).filter((p) => p.webhookId === String(hookId));
+  await gitLinks.clearProjectWebhooks(ctx.db, actor.orgId, linked.map((p) => p.id));
   await insertAuditEvent(ctx.db, { orgId: actor.orgId, actorId: actor.userId, action: 'gitprovider.webhook.delete', resourceType: 'gitprovider_repository', resourceId: `${owner}/${repo}`, details: { hookId } });
   return { deleted: true, hookId };
 }

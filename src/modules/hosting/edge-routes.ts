@@ -3,7 +3,7 @@ import type { EdgeTarget } from '../../edge/proxy.js';
 import type { StaticSite } from '../../edge/backend.js';
 import { compileRules, type CompiledRule } from '../../edge/rules.js';
 import type { Supervisor } from '../../runtime/supervisor.js';
-import { environmentBySlugAnyOrg, listRouteRules, projectByDomain, projectBySlug, splitPreviewLabel, type EdgeProject } from '../projects/index.js';
+import { hostReads, splitPreviewLabel, type EdgeProject } from '../projects/index.js';
 import * as store from '../deployments/index.js';
 import { appKeyOf } from '../../runtime/app-key.js';
 
@@ -71,17 +71,17 @@ export class EdgeRoutes {
   }
 
   private async load(host: string): Promise<RouteValue | null> {
-    let project = await projectByDomain(this.ctx.db, host);
+    let project = await hostReads.projectByDomain(this.ctx.db, host);
     let environment = 'production';
     const suffix = '.' + this.ctx.config.appsDomain.toLowerCase();
     if (!project && host.endsWith(suffix)) {
       const label = host.slice(0, -suffix.length);
       if (label && !label.includes('.')) {
-        project = await projectBySlug(this.ctx.db, label);
+        project = await hostReads.projectBySlug(this.ctx.db, label);
         const preview = project ? null : splitPreviewLabel(label);
         if (preview) {
-          const p = await projectBySlug(this.ctx.db, preview.projectSlug);
-          const env = p ? await environmentBySlugAnyOrg(this.ctx.db, p.id, preview.slug) : undefined;
+          const p = await hostReads.projectBySlug(this.ctx.db, preview.projectSlug);
+          const env = p ? await hostReads.environmentBySlugAnyOrg(this.ctx.db, p.id, preview.slug) : undefined;
           if (p && env?.type === 'preview') {
             project = p;
             environment = env.name;
@@ -91,7 +91,7 @@ export class EdgeRoutes {
     }
     if (!project || project.location !== 'local') return null;
     const rel = await store.currentRelease(this.ctx.db, project.orgId, project.id, environment);
-    const rules = compileRules(await listRouteRules(this.ctx.db, project.orgId, project.id));
+    const rules = compileRules(await hostReads.listRouteRules(this.ctx.db, project.orgId, project.id));
     return {
       project,
       app: appKeyOf(project.id, environment),

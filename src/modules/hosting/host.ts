@@ -10,7 +10,7 @@ import { Supervisor, type RuntimeSnapshot, type Upstream } from '../../runtime/s
 import type { DriverStatus } from '../../runtime/driver.js';
 import { startEgressCheck, type EgressCheck } from '../../runtime/egress.js';
 
-import { listEnvironments, projectOrgAnyOrg, projectStatusAnyOrg, projectsToRestore, sleepModesOf } from '../projects/index.js';
+import { hostReads, listEnvironments } from '../projects/index.js';
 import { hmacSha256Hex } from '../../lib/crypto.js';
 import { AppOwnership } from './app-owners.js';
 import * as store from '../deployments/index.js';
@@ -241,7 +241,7 @@ export class BerthRuntime {
    */
   private async startWhatRan(only: Set<string> | null, failure: string): Promise<void> {
     const states = new Map((await store.allRuntimeStates(this.ctx.db)).map((s) => [s.projectId, s]));
-    const projects = (await projectsToRestore(this.ctx.db, store.readyProductionProjectIds(this.ctx.db))).filter((p) => !only || only.has(p.id));
+    const projects = (await hostReads.projectsToRestore(this.ctx.db, store.readyProductionProjectIds(this.ctx.db))).filter((p) => !only || only.has(p.id));
     await Promise.all(
       projects.map(async (p) => {
         const prev = states.get(p.id);
@@ -287,7 +287,7 @@ export class BerthRuntime {
   private persist(projectId: string, snap: RuntimeSnapshot): void {
     if (this.shuttingDown || isPreviewApp(projectId)) return;
     void (async () => {
-      const p = await projectOrgAnyOrg(this.ctx.db, projectId);
+      const p = await hostReads.projectOrgAnyOrg(this.ctx.db, projectId);
       if (!p) return;
       await store.saveRuntimeState(this.ctx.db, {
         projectId,
@@ -315,7 +315,7 @@ export class BerthRuntime {
     // Previews always sleep (contract section 16); production apps when their project says auto_sleep.
     const previews = candidates.filter(isPreviewApp);
     const production = candidates.filter((id) => !isPreviewApp(id));
-    const sleepy = production.length ? (await sleepModesOf(this.ctx.db, production)).filter((r) => r.sleepMode === 'auto_sleep').map((r) => r.id) : [];
+    const sleepy = production.length ? (await hostReads.sleepModesOf(this.ctx.db, production)).filter((r) => r.sleepMode === 'auto_sleep').map((r) => r.id) : [];
     for (const app of [...sleepy, ...previews]) {
       if (this.supervisor.idleMs(app) <= idle) continue;
       this.logs.runtime(app).append({ ts: nowIso(), stream: 'stderr', line: `[berth] idle for ${Math.round(idle / 1000)} s: going to sleep until the next request` });
@@ -344,7 +344,7 @@ export class BerthRuntime {
     return this.supervisor.acquire(
       app,
       async () => {
-        const p = await projectStatusAnyOrg(this.ctx.db, projectId);
+        const p = await hostReads.projectStatusAnyOrg(this.ctx.db, projectId);
         if (!p || p.status !== 'enabled') return null;
         if (app === projectId) return this.releases.specFor(p.orgId, projectId);
         const env = (await listEnvironments(this.ctx.db, p.orgId, projectId)).find((e) => e.type === 'preview' && appKeyOf(projectId, e.name) === app);

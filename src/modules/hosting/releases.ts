@@ -9,7 +9,7 @@ import { CA_VARIABLES } from '../../runtime/host-ca.js';
 import { uidBase } from '../../runtime/identity.js';
 import { appKeyOf } from '../../runtime/app-key.js';
 import type { ReleaseSpec, Supervisor } from '../../runtime/supervisor.js';
-import { projectRunSettings, resolveEnvForRuntime } from '../projects/index.js';
+import { hostReads, resolveEnvForRuntime } from '../projects/index.js';
 import * as store from '../deployments/index.js';
 
 export function envNumber(name: string, fallback: number): number {
@@ -51,7 +51,7 @@ export class Releases {
    */
   async specOf(orgId: string, projectId: string, rel: store.ReleaseRow, note?: (line: string) => void): Promise<ReleaseSpec | null> {
     if (!rel.releaseDir || (!rel.startCommand && !rel.image)) return null;
-    const project = await projectRunSettings(this.ctx.db, orgId, projectId);
+    const project = await hostReads.projectRunSettings(this.ctx.db, orgId, projectId);
     if (!project) return null;
     const { env, secrets } = await resolveEnvForRuntime(this.ctx, projectId, rel.environment);
     return this.releaseSpec(

@@ -1,4 +1,4 @@
-import { edgeProject, listDomains, listEnvironments, projectRuntimeFacts, type RuntimePort, type RuntimeState } from '../projects/index.js';
+import { hostReads, listDomains, listEnvironments, type RuntimePort, type RuntimeState } from '../projects/index.js';
 import * as store from '../deployments/index.js';
 import { appKeyOf } from '../../runtime/app-key.js';
 import type { RuntimeSnapshot } from '../../runtime/supervisor.js';
@@ -16,7 +16,7 @@ export function projectsRuntimePort(rt: BerthRuntime): RuntimePort {
     state: async (_ctx, orgId, projectId) => runtimeState(rt, orgId, projectId),
     bringOnline: async (_ctx, orgId, projectId) => {
       rt.invalidate(projectId);
-      const p = await edgeProject(ctx.db, orgId, projectId);
+      const p = await hostReads.edgeProject(ctx.db, orgId, projectId);
       if (!p) return;
       const spec = await rt.releases.specFor(orgId, projectId);
       if (!spec) return;
@@ -63,7 +63,7 @@ export function projectsRuntimePort(rt: BerthRuntime): RuntimePort {
 /** The project's app as the project info shows it: state, URL on the edge, port, isolation. */
 export async function runtimeState(rt: BerthRuntime, orgId: string, projectId: string): Promise<RuntimeState | null> {
   const { ctx, supervisor, driver } = rt;
-  const p = await projectRuntimeFacts(ctx.db, orgId, projectId);
+  const p = await hostReads.projectRuntimeFacts(ctx.db, orgId, projectId);
   if (!p) return null;
   const domains = await listDomains(ctx.db, orgId, projectId);
   // The primary custom domain once verified (the edge routes nothing else), else the free domain.

@@ -59,3 +59,12 @@ export async function clearProjectWebhooks(db: Db, orgId: string, projectIds: st
   if (!projectIds.length) return;
   await db.updateTable('projects').set({ webhookId: null, updatedAt: nowIso() }).where(inOrg(orgId)).where('id', 'in', projectIds).execute();
 }
+
+/** The git provider's reads and changes of linked projects, as one object (push, uninstall, repository removed, webhook deleted). */
+export const gitLinks = {
+  projectsLinkedTo,
+  autoDeployProjects,
+  pauseAutoDeploy,
+  unlinkGitSource,
+  clearProjectWebhooks,
+} as const;

@@ -4,37 +4,21 @@
  * by other areas through their module's `provides`).
  */
 export { projectsModule } from './projects.routes.js';
-export type { ProjectReads } from './project-reads.js';
 
 // Records and presenters.
-export type { ProjectRow } from './projects.store.js';
+export type { ProjectRow } from './queries.js';
 export { buildConfigOf, ProjectSchema, type ProjectRecord } from './projects.presenters.js';
 
-// Reading projects (every lookup scoped by org) and authorizing on them.
-export { findProject } from './projects.store.js';
-export { listDomains, verifiedDomainsAnyOrg } from './domains.store.js';
-export { listRouteRules } from './route-rules.store.js';
-export { findEnvironment } from './environments.store.js';
-export { findService } from './services.store.js';
+// Reading projects (every lookup scoped by org unless named AnyOrg: queries.ts) and authorizing on them.
+export { findProject, projectByDomain, listDomains, verifiedDomainsAnyOrg, findEnvironment, listEnvironments, deleteEnvironmentRows, findService, cloudProjectIds } from './queries.js';
 export { projectRef, projectGrantKeys } from './projects.resolvers.js';
 // The decrypted clone credential of a project, for the build only.
 export { resolveCloneCredential } from './git.service.js';
 export { slugify } from './validate.js';
 
-// What build-and-run reads of projects: the edge's host lookups (hot: the same queries as before),
-// what a release runs with, the runtime state's facts, and the projects to start again at start-up.
-export {
-  projectBySlug,
-  projectByDomain,
-  edgeProject,
-  projectsToRestore,
-  projectRunSettings,
-  projectRuntimeFacts,
-  projectOrgAnyOrg,
-  projectStatusAnyOrg,
-  sleepModesOf,
-  type EdgeProject,
-} from './projects.store.js';
+// What build-and-run reads of projects (host-reads.ts): the edge's host lookups, what a release runs
+// with, the runtime state's facts, and the projects to start again at start-up.
+export { hostReads, type EdgeProject } from './host-reads.js';
 
 // Changing projects.
 export { createProject, listProjects, loadRecord, useUploadAsSource, projectImporting } from './projects.service.js';
@@ -45,16 +29,14 @@ export { newVerificationValue } from './domains.service.js';
 // Preview environments (contract section 16): made and changed here, served and removed by build-and-run.
 export { ensureEnvironment, environmentRecords } from './environments.service.js';
 export { branchSlug, edgeUrlOf, previewHost, splitPreviewLabel } from './preview-domains.js';
-export { deleteEnvironmentRows, environmentBySlugAnyOrg, listEnvironments } from './environments.store.js';
 export { servingDomain, type EnvironmentRecord } from './projects.presenters.js';
 
 // Env vars and services for build-and-run, backups and transfers.
 export { envAad, ENV_KEY_RE, resolveEnvForRuntime } from './env.service.js';
 export { dataVolume, resolveService } from './services.service.js';
-export { cloudProjectIds } from './projects.store.js';
 
 // The git provider's reads and changes of linked projects (push, uninstall, repository removed, webhook deleted).
-export { projectsLinkedTo, autoDeployProjects, pauseAutoDeploy, unlinkGitSource, clearProjectWebhooks, type LinkedProject } from './git-links.js';
+export { gitLinks, type LinkedProject } from './git-links.js';
 
 // Ports this area defines.
 export type { GitPort, GitRepository, GitBranch, GitWebhook } from './git-port.js';
@@ -65,13 +47,4 @@ export type { DeploymentHistoryPort } from './history-port.js';
 export type { UploadSourcePort } from './upload-port.js';
 
 // A project copied whole (the cloud area's transfers and bundles).
-export {
-  exportProject,
-  importProject,
-  updateTransferredProject,
-  findProjectAnyOrg,
-  isProjectIdTaken,
-  isSlugTaken,
-  findDomainsHeldElsewhere,
-  type ProjectRows,
-} from './transfer.service.js';
+export { projectTransfers, type ProjectRows } from './transfer.service.js';

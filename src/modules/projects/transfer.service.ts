@@ -61,3 +61,14 @@ export function isSlugTaken(db: Db, slug: string): Promise<boolean> {
 export function findDomainsHeldElsewhere(db: Db, domains: string[], projectId: string | null): Promise<string[]> {
   return whole.domainsHeldElsewhere(db, domains, projectId);
 }
+
+/** The transfers' work on projects as one object (the cloud area's only way to copy a project whole). */
+export const projectTransfers = {
+  exportProject,
+  importProject,
+  updateTransferredProject,
+  findProjectAnyOrg,
+  isProjectIdTaken,
+  isSlugTaken,
+  findDomainsHeldElsewhere,
+} as const;
