@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { diskLimits } from './disk-limits.js';
 import { copyContents, ensureImage, imageOf, isMounted, removeImage, usage } from './disk-image.js';
 
 /**
@@ -13,9 +12,9 @@ import { copyContents, ensureImage, imageOf, isMounted, removeImage, usage } fro
  * (it is read-only at `/app`). A failed build's image is removed with its folder's contents.
  */
 
-/** Puts `workDir` on a fresh image of `diskMb`; false when disk limits are not enforced here. */
+/** Puts `workDir` on a fresh image of `diskMb`; false without a limit (the server enforces none). */
 export async function limitBuildFolders(workDir: string, diskMb: number | undefined): Promise<boolean> {
-  if (!diskMb || !diskLimits().enforced) return false;
+  if (!diskMb) return false;
   await dropBuildImage(workDir);
   await rm(workDir, { recursive: true, force: true });
   await ensureImage(workDir, diskMb);

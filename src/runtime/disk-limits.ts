@@ -8,7 +8,8 @@ import { ensureImage, imageOf, imagesUsable, isMounted, removeImage, unmountBelo
  * How this server limits disk (contract 18, docs/runtime.md "Disk limits"): volumes (`/data`, a
  * preview's own) and a build's folders each on a size-limited ext4 image (disk-image.ts), when
  * `BERTH_DISK_LIMITS` allows it and the host can (root, loop devices). Decided once at start
- * (`startDiskLimits`); `diskLimits()` answers it for the volumes, the builds and `info.runtime.disk`.
+ * (`startDiskLimits`) by each server, which keeps the answer (the hosting area's releases): volumes and
+ * builds are given a limit only when it is enforced, and `info.runtime.disk` is told it.
  *
  * Project quotas (ext4/XFS `prjquota`) are the other way the contract names; no kernel Berth is tested
  * on has quota support, so they are not built (docs/decisions.md "Disk limits by filesystem image").
@@ -21,7 +22,8 @@ export interface DiskLimitsState {
   reason?: string;
 }
 
-let state: DiskLimitsState = { mode: 'off', enforced: false, reason: 'the server has not decided yet' };
+/** What a server answers before it decided. */
+export const UNDECIDED: DiskLimitsState = { mode: 'off', enforced: false, reason: 'the server has not decided yet' };
 
 /**
  * Decides at start: `off` never makes images; `auto` makes them when the host can; `images` fails the
@@ -31,6 +33,7 @@ let state: DiskLimitsState = { mode: 'off', enforced: false, reason: 'the server
  */
 export async function startDiskLimits(dataDir: string, mode: DiskLimitMode, log: { warn(o: object, msg: string): void }): Promise<DiskLimitsState> {
   const volumes = path.join(dataDir, 'volumes');
+  let state: DiskLimitsState;
   if (mode === 'off') state = { mode, enforced: false, reason: 'BERTH_DISK_LIMITS=off: writes past diskMb are not refused' };
   else {
     const u = await imagesUsable(path.join(dataDir, 'tmp'));
@@ -45,10 +48,6 @@ export async function startDiskLimits(dataDir: string, mode: DiskLimitMode, log:
       log.warn({ dir, err: (e as Error).message }, 'a volume image could not be mounted again');
     }
   }
-  return state;
-}
-
-export function diskLimits(): DiskLimitsState {
   return state;
 }
 
@@ -68,16 +67,16 @@ async function imageFolders(volumes: string): Promise<string[]> {
 
 /**
  * Before an app starts on `dir` (its volume): the folder is put on its image of `limitMb` (made,
- * migrated from a plain folder, grown) when limits are enforced; an existing image is mounted in
- * any mode. The owner given owns a new image's root.
+ * migrated from a plain folder, grown); the release spec carries a limit only where the server
+ * enforces limits. An existing image is mounted in any case. The owner given owns a new image's root.
  */
 export async function prepareVolume(dir: string, limitMb: number | undefined, owner?: { uid: number; gid: number } | null): Promise<void> {
   if (isMounted(dir)) {
-    if (state.enforced && limitMb) await ensureImage(dir, limitMb, owner ?? undefined);
+    if (limitMb) await ensureImage(dir, limitMb, owner ?? undefined);
     return;
   }
-  if (existsSync(imageOf(dir))) await ensureImage(dir, state.enforced && limitMb ? limitMb : 0, owner ?? undefined);
-  else if (state.enforced && limitMb) await ensureImage(dir, limitMb, owner ?? undefined);
+  if (existsSync(imageOf(dir))) await ensureImage(dir, limitMb ?? 0, owner ?? undefined);
+  else if (limitMb) await ensureImage(dir, limitMb, owner ?? undefined);
 }
 
 /** The runtime-log line of a volume that could not be put on its image (it runs unlimited meanwhile). */
@@ -86,7 +85,7 @@ export function volumeNotLimited(e: Error): string {
 }
 
 /** `info.runtime.disk`: statfs of the image when the volume is on one, else the bounded walk (disk-usage.ts). */
-export async function volumeDiskUsage(dir: string, limitMb: number): Promise<DiskUsage> {
+export async function volumeDiskUsage(dir: string, limitMb: number, state: DiskLimitsState): Promise<DiskUsage> {
   if (isMounted(dir) && existsSync(imageOf(dir))) {
     const u = await usage(dir);
     const out: DiskUsage = { limitMb, usedMb: u.usedMb, enforced: true };
@@ -103,11 +102,6 @@ export async function volumeDiskUsage(dir: string, limitMb: number): Promise<Dis
 export async function releaseVolumes(dir: string): Promise<void> {
   await unmountBelow(dir);
   if (existsSync(imageOf(dir))) await removeImage(dir);
-}
-
-/** For tests: set the state without probing. */
-export function setDiskLimitsForTest(s: DiskLimitsState): void {
-  state = s;
 }
 
 /**

@@ -129,7 +129,7 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
       baseEnv: rt.baseEnv(),
       timeoutMs: (Number.isFinite(timeoutSeconds) && timeoutSeconds > 0 ? timeoutSeconds : 900) * 1000,
       limits: rt.releases.limitsOf(project.resources, 'build'),
-      diskMb: rt.releases.diskMbOf(project.resources, 'build'),
+      diskMb: rt.releases.diskLimits.enforced ? rt.releases.diskMbOf(project.resources, 'build') : undefined,
       driver: rt.driver,
       identity: await rt.releases.identityOf(orgId, project.id),
       signal: abort.signal,

@@ -1,3 +1,4 @@
+import { UNDECIDED, type DiskLimitsState } from '../../runtime/disk-limits.js';
 import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { AppContext } from '../../context.js';
@@ -33,6 +34,9 @@ export function baseEnv(): Record<string, string> {
  * the project's env, limits, uid and volume), and pruning of old release folders.
  */
 export class Releases {
+  /** How this server limits disk, decided when the host starts (disk-limits.ts). */
+  diskLimits: DiskLimitsState = UNDECIDED;
+
   constructor(
     private readonly ctx: AppContext,
     private readonly driver: RuntimeDriver,
@@ -111,7 +115,7 @@ export class Releases {
       env,
       secrets,
       dataDir: preview ? this.previewVolumeDir(projectId, environment) : this.volumeDir(projectId),
-      diskMb: this.diskMbOf(project.resources, 'production'),
+      diskMb: this.diskLimits.enforced ? this.diskMbOf(project.resources, 'production') : undefined,
       limits: this.limitsOf(project.resources, 'production'),
       identity: await this.identityOf(orgId, projectId),
       port: Number(project.port) > 0 ? Number(project.port) : 3000,

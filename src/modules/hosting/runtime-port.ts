@@ -76,7 +76,7 @@ export async function runtimeState(rt: BerthRuntime, orgId: string, projectId: s
     const saved = await store.runtimeStateOf(ctx.db, orgId, projectId);
     if (saved) snap = { state: saved.state as RuntimeSnapshot['state'], restarts: 0, ...(saved.port ? { port: saved.port } : {}), ...(saved.pid ? { pid: saved.pid } : {}), ...(saved.startedAt ? { startedAt: saved.startedAt } : {}) };
   }
-  const disk = await volumeDiskUsage(rt.releases.volumeDir(projectId), rt.releases.diskMbOf(p.resources, 'production')).catch(() => undefined);
+  const disk = await volumeDiskUsage(rt.releases.volumeDir(projectId), rt.releases.diskMbOf(p.resources, 'production'), rt.releases.diskLimits).catch(() => undefined);
   const limits = {
     isolation: driver.isolation,
     ...(driver.limits.enforced ? {} : { limitsEnforced: false }),
