@@ -20,7 +20,7 @@
 // its own ports, data dir (the clone's ./.berth) and CLI config; stops the server and removes the
 // temporary folder at the end.
 import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -321,6 +321,11 @@ async function cleanup() {
     writeFileSync(server.log, server.out);
   }
   if (flags.has('--keep')) return void console.log(`kept ${tmp}`);
+  // Volume images stay mounted after a server stops (docs/runtime.md "Disk limits"): a user's next
+  // start re-uses them. This run's are unmounted before its folder goes (the loop devices go with them).
+  for (const dir of mountsBelow(tmp).reverse()) {
+    try { execFileSync('umount', [dir], { stdio: 'ignore' }); } catch { try { execFileSync('umount', ['-l', dir], { stdio: 'ignore' }); } catch { console.log(`could not unmount ${dir}`); } }
+  }
   try { rmSync(tmp, { recursive: true, force: true, maxRetries: 3 }); } catch (e) { console.log(`could not remove ${tmp}: ${e.message}`); }
 }
 
@@ -338,3 +343,11 @@ try {
 }
 if (!report()) code = 1;
 process.exit(code);
+
+/** Mount points at or below `dir` (the fifth field of /proc/self/mountinfo), outermost first. */
+function mountsBelow(dir) {
+  let text = '';
+  try { text = readFileSync('/proc/self/mountinfo', 'utf8'); } catch { return []; }
+  const unescape = (p) => p.replace(/\\([0-7]{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8)));
+  return text.split('\n').map((l) => unescape(l.split(' ')[4] ?? '')).filter((p) => p === dir || p.startsWith(`${dir}/`)).sort((a, b) => a.length - b.length);
+}
