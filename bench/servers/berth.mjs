@@ -2,7 +2,8 @@
 // node flags (bench/lib.ts startChild), a fresh data dir (SQLite unless DATABASE_URL is set), one owner
 // user. BENCH_MEM_TRACE=1 prints the process's memory figures to stderr every 100 ms (BENCH_MEM_TRACE_MS);
 // BENCH_GC_STATS=1 prints cumulative GC time; BENCH_SECRET_KEY keeps one secret key across restarts.
-import { mkdtempSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -18,7 +19,31 @@ const config = loadConfig(
 const server = await startServer(config, () => {});
 const user = await adminCreateUser(server.app.berth.ctx, { email: `bench-${Date.now()}@example.test`, password: 'bench-password' });
 console.log(JSON.stringify({ url: server.url, token: user.token, orgId: user.orgId, userId: user.userId, dataDir, pid: process.pid }));
-process.on('SIGTERM', () => void server.stop().then(() => process.exit(0)));
+process.on('SIGTERM', () => void server.stop().then(() => {
+  if (!process.env.BENCH_DATA_DIR) removeDataDir(dataDir);
+  process.exit(0);
+}));
+
+/**
+ * The data dir this script made goes with the server: its volume images first (they outlive a
+ * server's stop by design, docs/runtime.md "Disk limits"), innermost mount first.
+ */
+function removeDataDir(dir) {
+  let mounts = [];
+  try {
+    mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((l) => l.split(' ')[4] ?? '').filter((p) => p.startsWith(`${dir}/`));
+  } catch {
+    /* no procfs */
+  }
+  for (const m of mounts.sort((a, b) => b.length - a.length)) {
+    try {
+      execFileSync('umount', ['-l', m], { stdio: 'ignore' });
+    } catch {
+      /* not ours to unmount */
+    }
+  }
+  rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+}
 if (process.env.BENCH_MEM_TRACE) {
   const mb = (x) => (x / 1048576).toFixed(0);
   setInterval(() => {
