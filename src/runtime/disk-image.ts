@@ -135,6 +135,16 @@ export async function usage(dir: string): Promise<{ sizeMb: number; usedMb: numb
   return { sizeMb: mb(s.blocks), usedMb: mb(s.blocks - s.bfree) };
 }
 
+/** Waits up to `ms` for the image's loop device to be released; answers whether it was. */
+async function waitDetached(img: string, ms: number): Promise<boolean> {
+  const until = Date.now() + ms;
+  for (;;) {
+    if (!(await attachedLoop(img))) return true;
+    if (Date.now() >= until) return false;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** Grows an image that is not mounted (checked first, as resize2fs asks). */
 async function growOffline(img: string, sizeMb: number): Promise<boolean> {
   if ((await stat(img)).size >= sizeMb * 1024 * 1024) return false;
@@ -180,6 +190,9 @@ export async function grow(dir: string, sizeMb: number): Promise<'grown' | 'unch
   }
   let grown = false;
   try {
+    // The loop device detaches after the last mount of it goes, and a stopped app's mount namespace
+    // goes a moment after its processes: both are asynchronous in the kernel, so wait for it (bounded).
+    await waitDetached(img, 5_000);
     grown = await growOffline(img, sizeMb);
   } finally {
     await mountImage(img, dir);

@@ -149,8 +149,8 @@ describe('an app volume on its image', () => {
   test('a backup of the volume on its image restores through a staged restore, the image still mounted', async (t) => {
     if (skip) return t.skip(skip);
     const vol = volumeOf(project.id);
-    rmSync(path.join(vol, 'big'));
-    rmSync(path.join(vol, 'more'));
+    rmSync(path.join(vol, 'big'), { force: true });
+    rmSync(path.join(vol, 'more'), { force: true });
     write(path.join(vol, 'nested'), { 'a.txt': 'a', 'b.txt': 'b' });
     const before = treeDigest(vol);
     const dest = await createDestination(server!, owner);
