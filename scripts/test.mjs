@@ -31,13 +31,18 @@ if (only.length && files.length === 0) {
 
 /**
  * What the PostgreSQL run leaves out: suites whose outcome does not depend on the store, run once on
- * SQLite. The browser suites (test/web: the dashboard drives the same API either way), and files that
- * open no server and no database (drivers, detection, pure helpers).
+ * SQLite. The browser suites (test/web: the dashboard drives the same API either way), files that
+ * open no server and no database (drivers, detection, pure helpers), and files marked
+ * `// @store-independent: <why>` on their first line.
  */
 const STORE_USE = /startTestServer|startServe|startDashboardServer|freshPostgresDatabase|DATABASE_URL|createDatabase|usingPostgres/;
 function storeDependent(file) {
   if (file.includes(`${path.sep}test${path.sep}web${path.sep}`)) return false;
-  return STORE_USE.test(readFileSync(file, 'utf8'));
+  const text = readFileSync(file, 'utf8');
+  // A suite that starts a server but checks only what no store changes (the CLI, a client of the
+  // HTTP API; the runtime's sandboxes and network) says so on its first line, with why.
+  if (/^\/\/ @store-independent: \S/.test(text)) return false;
+  return STORE_USE.test(text);
 }
 
 function run(label, env, list = files) {

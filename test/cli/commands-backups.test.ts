@@ -1,3 +1,4 @@
+// @store-independent: the CLI reaches the store only through the HTTP API, whose own suites run on both stores.
 /**
  * `berth backups`: destinations (list, create, test), policies (list, create), run, list, and
  * restore (prepare, show what is replaced, confirm or --yes, apply, follow), with their exit codes.

@@ -1,3 +1,4 @@
+// @store-independent: the CLI reaches the store only through the HTTP API, whose own suites run on both stores.
 /**
  * `berth domains ls|add|rm|verify` against a server that verifies domains by DNS
  * (BERTH_DOMAIN_VERIFICATION=dns) asking a stub DNS server: the TXT record to create is printed for

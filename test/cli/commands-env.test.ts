@@ -1,3 +1,4 @@
+// @store-independent: the CLI reaches the store only through the HTTP API, whose own suites run on both stores.
 /**
  * `berth env` in a folder linked by `berth deploy` (no PROJECT needed), the note that a change
  * waits for the next deployment, and `env set --redeploy`, which deploys and follows the build like

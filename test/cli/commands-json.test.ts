@@ -1,3 +1,4 @@
+// @store-independent: the CLI reaches the store only through the HTTP API, whose own suites run on both stores.
 /**
  * `--json` on every command that prints data (docs/cli.md): walks the real commander tree, checks
  * each leaf command takes `--json` (or is exempt, with the reason below), and runs each one as the

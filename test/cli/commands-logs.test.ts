@@ -1,3 +1,4 @@
+// @store-independent: the CLI reaches the store only through the HTTP API, whose own suites run on both stores.
 /**
  * `berth logs`: timestamps on every line (stderr lines on stderr), --since (ISO or relative; a bad
  * value is a usage error), -n, --json (one object per line), --build DEPLOYMENT, and --follow, which

@@ -1,3 +1,4 @@
+// @store-independent: the CLI reaches the store only through the HTTP API, whose own suites run on both stores.
 /**
  * `berth members ls|invite|rm` and `berth invitations ls|revoke` (docs/cli.md, docs/permissions.md):
  * a team's owner manages its members and invitations, with grants on invite, as the real binary

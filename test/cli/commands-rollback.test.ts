@@ -1,3 +1,4 @@
+// @store-independent: the CLI reaches the store only through the HTTP API, whose own suites run on both stores.
 /**
  * `berth deployments` marking the serving deployment, `berth rollback` and `berth promote`, against
  * real ready deployments of a tiny app (local folder source, the sandbox runtime, the edge).

@@ -1,3 +1,4 @@
+// @store-independent: the CLI reaches the store only through the HTTP API, whose own suites run on both stores.
 /**
  * The client commands of contract section 12 (other than deploy), run as the real binary against a
  * real server: projects, open, deployments, cancel, env list|set|unset|pull, orgs and switch,

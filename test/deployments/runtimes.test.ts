@@ -1,3 +1,4 @@
+// @store-independent: what it checks is the runtime's (sandbox, network, files), the same on either store.
 /**
  * Every runtime this machine has, deployed end to end as a new user would: a small app folder
  * written for the test, imported from a local folder (`POST /api/projects/import`, which scans it),

@@ -1,3 +1,4 @@
+// @store-independent: what it checks is the runtime's (sandbox, network, files), the same on either store.
 /**
  * Egress on real hosts (contract 18, issue 32): sandboxed builds reach the npm registry on a host
  * whose other firewalls drop forwarded traffic (CI runs dockerd, whose iptables FORWARD policy is

@@ -1,3 +1,4 @@
+// @store-independent: what it checks is the runtime's (sandbox, network, files), the same on either store.
 /**
  * Two Berth servers on one host never share a sandbox uid (issue 34 point 10): each data dir claims
  * a range of its own in a host-wide registry, records it, keeps it, and a start whose range overlaps

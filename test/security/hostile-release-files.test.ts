@@ -1,3 +1,4 @@
+// @store-independent: what it checks is the runtime's (sandbox, network, files), the same on either store.
 // Issue 33 (points 1 and 7), contract section 18: the server never blocks on, follows or trusts a
 // tenant's file. Each release's build step (a real sandbox build) leaves its package.json as a FIFO,
 // a link to a device, a link out of the release, a 2 MiB file, or below a folder that is a link; the

@@ -1,3 +1,4 @@
+// @store-independent: what it checks is the runtime's (sandbox, network, files), the same on either store.
 // Isolation (issue 14, contract section 10): a probe app and a probe build step of one tenant,
 // deployed through the upload flow under the default sandbox driver, try each attack of the outside
 // review against the server and a second tenant, and fail.

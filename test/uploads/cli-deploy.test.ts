@@ -1,3 +1,4 @@
+// @store-independent: the CLI reaches the store only through the HTTP API, whose own suites run on both stores.
 import assert from 'node:assert/strict';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
