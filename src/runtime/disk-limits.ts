@@ -31,11 +31,17 @@ export const UNDECIDED: DiskLimitsState = { mode: 'off', enforced: false, reason
  * an empty volume otherwise): every `<data-dir>/volumes/<project>/data.img` and
  * `.previews/<env>.img`.
  */
-export async function startDiskLimits(dataDir: string, mode: DiskLimitMode, log: { warn(o: object, msg: string): void }): Promise<DiskLimitsState> {
+export async function startDiskLimits(dataDir: string, mode: DiskLimitMode, log: { warn(o: object, msg: string): void }, opts: { swarm?: boolean } = {}): Promise<DiskLimitsState> {
   const volumes = path.join(dataDir, 'volumes');
   let state: DiskLimitsState;
   if (mode === 'off') state = { mode, enforced: false, reason: 'BERTH_DISK_LIMITS=off: writes past diskMb are not refused' };
-  else {
+  else if (opts.swarm) {
+    // Swarm tasks and build jobs on other machines reach volumes and build folders through the shared
+    // data dir: a loop mount on this machine would hide them (they would see the folder under it),
+    // and an ext4 image mounted on two machines at once corrupts. The storage server's quotas apply.
+    if (mode === 'images') throw new Error("BERTH_DISK_LIMITS=images cannot hold under Docker Swarm (volumes are the shared data dir): use auto or off, and the storage server's quotas (docs/scale-out.md)");
+    state = { mode, enforced: false, reason: "under Docker Swarm volumes and build folders are the shared data dir, reached from several machines, where a filesystem image cannot be mounted: limit them with the storage server's quotas (docs/scale-out.md)" };
+  } else {
     const u = await imagesUsable(path.join(dataDir, 'tmp'));
     if (!u.ok && mode === 'images') throw new Error(`BERTH_DISK_LIMITS=images, but this host cannot mount filesystem images: ${u.reason}`);
     state = u.ok ? { mode, enforced: true } : { mode, enforced: false, reason: `filesystem images are not usable on this host (${u.reason}): writes past diskMb are not refused` };

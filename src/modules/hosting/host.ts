@@ -137,7 +137,7 @@ export class BerthRuntime {
     // What a previous run left (after a crash or kill -9): killed, before anything is started again.
     await this.driver.reclaim().catch((err) => this.ctx.log.error({ err: (err as Error).message }, 'could not reclaim what the previous run left'));
     // Disk limits: decided now, volume images mounted again, builds' images a stop left removed (disk-limits.ts).
-    const disk = await startDiskLimits(this.ctx.config.dataDir, this.ctx.config.diskLimits, this.ctx.log);
+    const disk = await startDiskLimits(this.ctx.config.dataDir, this.ctx.config.diskLimits, this.ctx.log, { swarm: this.ctx.config.docker.swarm });
     this.releases.diskLimits = disk;
     if (!disk.enforced && disk.mode !== 'off') this.ctx.log.warn(`disk limits are not enforced: ${disk.reason}`);
     this.egress = status.ready ? startEgressCheck(this.driver, envNumber('BERTH_EGRESS_CHECK_SECONDS', 300) * 1000) : null;
