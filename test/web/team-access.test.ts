@@ -108,6 +108,58 @@ describe('dashboard: invitations and what each member is shown', { skip }, () =>
     await context.close();
   });
 
+  it('a member who only reads a project is shown its deployments, variables, domains and rules, but no Redeploy and no control to change them', async () => {
+    const owner = dash.server.api(team.owner.token);
+    for (const p of [readOnly, writable]) {
+      assert.equal((await owner.patch(`/api/projects/${p.id}/env`, { environment: 'production', upserts: [{ key: 'GREETING', value: 'hello', isSecret: false }, { key: 'TOKEN', value: 's3cret-value', isSecret: true }] })).status, 200);
+      assert.equal((await owner.post(`/api/projects/${p.id}/route-rules`, { kind: 'rate-limit', limit: 10, windowSeconds: 1 })).status, 201);
+      assert.equal((await owner.post(`/api/projects/${p.id}/domains`, { domain: `${p.name}-${randomString(6)}.example.test` })).status, 201);
+    }
+    // A restricted member of its own (another test gives team.restricted a * grant).
+    const reader = await createUser(dash.server, { orgId: team.orgId, role: 'restricted' });
+    await createGrant(dash.server, reader, 'project', readOnly.id, ['read']);
+    await createGrant(dash.server, reader, 'project', writable.id, ['read', 'write']);
+    const { context, page } = await openPage(dash.browser, dash.server);
+    await signInTo(page, reader, team.orgId);
+    const count = (name: string) => page.getByRole('button', { name, exact: true }).count();
+
+    await page.goto(`/projects/${readOnly.id}`);
+    await tabs(page).getByRole('link', { name: 'Overview' }).waitFor(T);
+    await page.getByRole('link', { name: 'All deployments' }).waitFor(T);
+    assert.equal(await count('Redeploy'), 0, 'no Redeploy on the overview');
+    await page.goto(`/projects/${readOnly.id}/deployments`);
+    await page.getByRole('heading', { name: 'Deployments' }).waitFor(T);
+    assert.equal(await count('Redeploy'), 0, 'no Redeploy on the deployments page');
+
+    await page.goto(`/projects/${readOnly.id}/env`);
+    await page.getByText('GREETING').waitFor(T);
+    assert.equal(await page.getByText('s3cret-value').count(), 0, 'a secret stays masked');
+    for (const name of ['Add variable', 'Save changes', 'Redeploy now', 'Remove GREETING']) assert.equal(await count(name), 0, `no ${name}`);
+
+    await page.goto(`/projects/${readOnly.id}/domains`);
+    await page.getByRole('heading', { name: 'Custom domains' }).waitFor(T);
+    await page.locator('.domain-name').first().waitFor(T);
+    assert.equal(await count('Add domain'), 0, 'no Add domain');
+    assert.equal(await page.getByRole('button', { name: /^(Verify|Remove) / }).count(), 0, 'no Verify or Remove');
+    assert.equal(await page.getByLabel('Redirect plain HTTP to HTTPS').isDisabled(), true, 'the HTTPS switches are shown, not changeable');
+
+    await page.goto(`/projects/${readOnly.id}/rules`);
+    await page.getByText('10 requests per 1 s').waitFor(T);
+    assert.equal(await count('Add rule'), 0, 'no Add rule');
+    assert.equal(await page.getByRole('button', { name: /^(Edit|Delete) / }).count(), 0, 'no Edit or Delete');
+    assert.equal(await page.getByRole('checkbox').count(), 0, 'no rule switch');
+
+    // The same pages offer every control on the project it writes.
+    await page.goto(`/projects/${writable.id}/env`);
+    await page.getByRole('button', { name: 'Add variable' }).waitFor(T);
+    await page.goto(`/projects/${writable.id}/rules`);
+    await page.getByRole('button', { name: 'Add rule' }).waitFor(T);
+    await page.goto(`/projects/${writable.id}/deployments`);
+    await page.getByRole('button', { name: 'Redeploy' }).waitFor(T);
+    assert.deepEqual(pageErrors(page), []);
+    await context.close();
+  });
+
   it('a member creates projects and changes settings but is not offered the org admin pages or deleting a project; an admin is', async () => {
     const { context, page } = await openPage(dash.browser, dash.server);
     await signInTo(page, team.member, team.orgId);

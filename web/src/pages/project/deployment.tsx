@@ -2,6 +2,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { Link } from 'wouter';
 import type { PageProps } from '../../app';
+import { useAccess } from '../../access';
 import { api, data } from '../../api/client';
 import { useEventStream } from '../../api/sse';
 import { Button, ErrorNotice, Spinner, StatusBadge, TimeAgo } from '../../ui/controls';
@@ -110,6 +111,8 @@ export default function DeploymentPage({ params }: PageProps) {
   });
   const d = dep.data;
   const running = d ? isActive(d) : false;
+  // Cancelling needs write on the project.
+  const canWrite = useAccess().project(projectId, 'write');
   return (
     <div className="deployment">
       <p className="dep-back">
@@ -122,7 +125,7 @@ export default function DeploymentPage({ params }: PageProps) {
           </h2>
         </div>
         <div className="page-actions">
-          {running ? (
+          {running && canWrite ? (
             <Button variant="danger" busy={cancel.isPending} onClick={() => cancel.mutate(id)}>
               Cancel deployment
             </Button>

@@ -2,6 +2,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'wouter';
 import type { PageProps } from '../../app';
+import { useAccess } from '../../access';
 import { Button, ConfirmDialog, EmptyState, ErrorNotice, Spinner, StatusBadge, TimeAgo } from '../../ui/controls';
 import { useCancel, useRedeploy, useRollback } from './deploy-actions';
 import { Duration } from './deploy-duration';
@@ -27,7 +28,7 @@ function RollbackText({ target, current }: { target: Deployment; current: Deploy
   );
 }
 
-function Row({ d, projectId, onRollback, cancel }: { d: Deployment; projectId: string; onRollback(d: Deployment): void; cancel: ReturnType<typeof useCancel> }) {
+function Row({ d, projectId, canWrite, onRollback, cancel }: { d: Deployment; projectId: string; canWrite: boolean; onRollback(d: Deployment): void; cancel: ReturnType<typeof useCancel> }) {
   const cancelling = cancel.isPending && cancel.variables === d.id;
   return (
     <tr>
@@ -52,7 +53,7 @@ function Row({ d, projectId, onRollback, cancel }: { d: Deployment; projectId: s
         <Duration d={d} />
       </td>
       <td className="actions">
-        {isActive(d) ? (
+        {!canWrite ? null : isActive(d) ? (
           <Button small variant="danger" busy={cancelling} onClick={() => cancel.mutate(d.id)} aria-label={`Cancel deployment ${shortId(d.id)}`}>
             Cancel
           </Button>
@@ -77,6 +78,8 @@ export default function DeploymentsPage({ params }: PageProps) {
   const cancel = useCancel(projectId);
   const rollback = useRollback(projectId);
   const [target, setTarget] = useState<Deployment | null>(null);
+  // Redeploy, cancel and roll back need write on the project: a read-only member sees the list only.
+  const canWrite = useAccess().project(projectId, 'write');
   const rows = list.data ?? [];
   const current = target ? rows.find((d) => d.current && d.environment === target.environment) : undefined;
   return (
@@ -86,11 +89,13 @@ export default function DeploymentsPage({ params }: PageProps) {
           <h2>Deployments</h2>
           <p className="muted">{rows.some(isActive) ? 'A deployment is in progress: this list follows it.' : 'Newest first. The current release of each environment is marked.'}</p>
         </div>
-        <div className="page-actions">
-          <Button variant="primary" busy={redeploy.isPending} onClick={() => redeploy.mutate()}>
-            Redeploy
-          </Button>
-        </div>
+        {canWrite ? (
+          <div className="page-actions">
+            <Button variant="primary" busy={redeploy.isPending} onClick={() => redeploy.mutate()}>
+              Redeploy
+            </Button>
+          </div>
+        ) : null}
       </div>
       <ErrorNotice error={redeploy.error} title="Could not deploy" />
       {list.isPending ? <Spinner /> : null}
@@ -119,7 +124,7 @@ export default function DeploymentsPage({ params }: PageProps) {
             </thead>
             <tbody>
               {rows.map((d) => (
-                <Row key={d.id} d={d} projectId={projectId} cancel={cancel} onRollback={(t) => (rollback.reset(), setTarget(t))} />
+                <Row key={d.id} d={d} projectId={projectId} canWrite={canWrite} cancel={cancel} onRollback={(t) => (rollback.reset(), setTarget(t))} />
               ))}
             </tbody>
           </table>

@@ -8,7 +8,7 @@ import { OpenConfirm, type Project } from './settings-common';
 import { projectQuery } from './shell';
 
 /** The project's custom domains: verification (with the TXT record to create), TLS, verify and remove. */
-export function DomainList({ projectId, domains }: { projectId: string; domains: Domain[] }) {
+export function DomainList({ projectId, domains, canWrite }: { projectId: string; domains: Domain[]; canWrite: boolean }) {
   const [removing, setRemoving] = useState<Domain | null>(null);
   const qc = useQueryClient();
   const toast = useToast();
@@ -43,7 +43,7 @@ export function DomainList({ projectId, domains }: { projectId: string; domains:
             </tr>
           </thead>
           {domains.map((d) => (
-            <DomainRow key={d.domain} projectId={projectId} domain={d} onRemove={() => (remove.reset(), setRemoving(d))} />
+            <DomainRow key={d.domain} projectId={projectId} domain={d} canWrite={canWrite} onRemove={() => (remove.reset(), setRemoving(d))} />
           ))}
         </table>
       </div>
@@ -67,7 +67,7 @@ export function DomainList({ projectId, domains }: { projectId: string; domains:
   );
 }
 
-function DomainRow({ projectId, domain: d, onRemove }: { projectId: string; domain: Domain; onRemove(): void }) {
+function DomainRow({ projectId, domain: d, canWrite, onRemove }: { projectId: string; domain: Domain; canWrite: boolean; onRemove(): void }) {
   const qc = useQueryClient();
   const toast = useToast();
   const verify = useMutation({
@@ -101,14 +101,16 @@ function DomainRow({ projectId, domain: d, onRemove }: { projectId: string; doma
           {d.tls.error ? <div className="field-error tls-detail">{d.tls.error}</div> : null}
         </td>
         <td className="actions">
-          {!d.verified ? (
+          {!canWrite ? null : !d.verified ? (
             <Button small variant="primary" busy={verify.isPending} onClick={() => verify.mutate()} aria-label={`Verify ${d.domain}`} aria-describedby={verify.error ? errId : undefined}>
               Verify
             </Button>
           ) : null}{' '}
-          <Button small variant="danger" onClick={onRemove} aria-label={`Remove ${d.domain}`}>
-            Remove
-          </Button>
+          {canWrite ? (
+            <Button small variant="danger" onClick={onRemove} aria-label={`Remove ${d.domain}`}>
+              Remove
+            </Button>
+          ) : null}
         </td>
       </tr>
       {!d.verified && d.verification ? (

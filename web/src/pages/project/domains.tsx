@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import type { PageProps } from '../../app';
+import { useAccess } from '../../access';
 import { api, data } from '../../api/client';
 import { Button, ErrorNotice, errorNames, Field, Input, Spinner } from '../../ui/controls';
 import { useToast } from '../../ui/toast';
@@ -16,6 +17,8 @@ export default function DomainsPage({ params }: PageProps) {
   const id = params.id!;
   const project = useProject(id);
   const domains = useQuery({ queryKey: domainsKey(id), queryFn: () => fetchDomains(id) });
+  // Adding, verifying and removing domains and the HTTPS switches need write on the project.
+  const canWrite = useAccess().project(id, 'write');
   if (!project.data) return <Spinner />;
   const p = project.data;
   return (
@@ -33,10 +36,10 @@ export default function DomainsPage({ params }: PageProps) {
           <span className="muted">always served</span>
         </dd>
       </dl>
-      <AddDomain projectId={id} />
+      {canWrite ? <AddDomain projectId={id} /> : null}
       <h3>Custom domains</h3>
-      {domains.isPending ? <Spinner /> : domains.error ? <ErrorNotice error={domains.error} title="Could not load the domains" /> : <DomainList projectId={id} domains={domains.data} />}
-      <HttpsSettings project={p} />
+      {domains.isPending ? <Spinner /> : domains.error ? <ErrorNotice error={domains.error} title="Could not load the domains" /> : <DomainList projectId={id} domains={domains.data} canWrite={canWrite} />}
+      <HttpsSettings project={p} canWrite={canWrite} />
     </div>
   );
 }
@@ -80,7 +83,7 @@ function AddDomain({ projectId }: { projectId: string }) {
 }
 
 /** `config.httpsRedirect` (null: on once a certificate is issued) and `config.hsts`, saved as they are toggled. */
-function HttpsSettings({ project }: { project: Project }) {
+function HttpsSettings({ project, canWrite }: { project: Project; canWrite: boolean }) {
   const patch = useProjectPatch(
     project.id,
     (p, body) => ({ ...p, config: { ...p.config, ...(body.httpsRedirect !== undefined ? { httpsRedirect: body.httpsRedirect } : {}), ...(body.hsts != null ? { hsts: body.hsts } : {}) } }),
@@ -97,6 +100,7 @@ function HttpsSettings({ project }: { project: Project }) {
           <input
             type="checkbox"
             checked={redirect}
+            disabled={!canWrite}
             onChange={(e) => {
               chooseRedirect(e.target.checked);
               patch.mutate({ httpsRedirect: e.target.checked }, { onError: dropRedirect });
@@ -111,6 +115,7 @@ function HttpsSettings({ project }: { project: Project }) {
           <input
             type="checkbox"
             checked={hsts}
+            disabled={!canWrite}
             onChange={(e) => {
               chooseHsts(e.target.checked);
               patch.mutate({ hsts: e.target.checked }, { onError: dropHsts });

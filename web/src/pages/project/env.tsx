@@ -2,11 +2,12 @@ import { useMutation, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'wouter';
 import type { PageProps } from '../../app';
+import { useAccess } from '../../access';
 import { api, data } from '../../api/client';
 import { Button, ErrorNotice, Field, Notice, Select, Spinner } from '../../ui/controls';
 import { useToast } from '../../ui/toast';
 import { EnvEditor } from './env-editor';
-import { envKey, fetchEnv } from './env-model';
+import { envKey, fetchEnv, type EnvSet } from './env-model';
 import './settings.css';
 
 /** Environment variables of one environment: secrets masked, edited with the merge PATCH. */
@@ -19,6 +20,8 @@ export default function EnvPage({ params }: PageProps) {
   });
   const env = useQuery({ queryKey: envKey(id, environment), queryFn: () => fetchEnv(id, environment) });
   const names = environments.data?.map((e) => e.name) ?? ['production'];
+  // Changing variables and deploying need write on the project: a read-only member gets the list only.
+  const canWrite = useAccess().project(id, 'write');
   return (
     <div className="stack settings-page">
       <div className="section-head">
@@ -36,11 +39,13 @@ export default function EnvPage({ params }: PageProps) {
         </Field>
       </div>
       <ErrorNotice error={environments.error} title="Could not list the environments" />
-      <Redeploy projectId={id} environment={environment} />
+      {canWrite ? <Redeploy projectId={id} environment={environment} /> : null}
       {env.isPending ? (
         <Spinner />
       ) : env.error ? (
         <ErrorNotice error={env.error} title="Could not load the variables" />
+      ) : !canWrite ? (
+        <EnvList set={env.data} environment={environment} />
       ) : (
         <EnvEditor
           key={environment}
@@ -51,6 +56,43 @@ export default function EnvPage({ params }: PageProps) {
           onReload={async () => (await env.refetch()).data}
         />
       )}
+    </div>
+  );
+}
+
+/** The variables as a read-only member sees them: names, plain values, secrets masked. */
+function EnvList({ set, environment }: { set: EnvSet; environment: string }) {
+  if (set.vars.length === 0) return <p className="muted">No variables in {environment}.</p>;
+  return (
+    <div className="table-wrap">
+      <table className="env-table">
+        <caption className="sr-only">Variables of {environment} (read only)</caption>
+        <thead>
+          <tr>
+            <th scope="col">Key</th>
+            <th scope="col">Value</th>
+          </tr>
+        </thead>
+        <tbody>
+          {set.vars.map((v) => (
+            <tr key={v.key}>
+              <td>
+                <code className="env-key">{v.key}</code>
+              </td>
+              <td>
+                {v.isSecret ? (
+                  <span className="masked">
+                    <span aria-hidden="true">••••••••</span>
+                    <span className="sr-only">hidden secret value</span>
+                  </span>
+                ) : (
+                  <code>{v.value}</code>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
     </div>
   );
 }

@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient, type UseQueryResult } from '@tanstack/react-query';
 import { Link } from 'wouter';
 import type { PageProps } from '../../app';
+import { useAccess } from '../../access';
 import { api, data } from '../../api/client';
 import type { paths } from '../../../../src/api-types/schema';
 import { Button, ErrorNotice, Notice, Spinner, StatusBadge, TimeAgo } from '../../ui/controls';
@@ -256,12 +257,16 @@ function QuickActions({ project: p, busy }: { project: Project; busy: boolean })
     },
   });
   const noSource = p.source.type === 'none';
+  // Deploying needs write on the project: a read-only member is not shown the button.
+  const canDeploy = useAccess().project(p.id, 'write');
   return (
     <div className="stack">
       <div className="row">
-        <Button variant="primary" busy={redeploy.isPending} disabled={noSource || p.status === 'disabled'} onClick={() => redeploy.mutate()}>
-          Redeploy
-        </Button>
+        {canDeploy ? (
+          <Button variant="primary" busy={redeploy.isPending} disabled={noSource || p.status === 'disabled'} onClick={() => redeploy.mutate()}>
+            Redeploy
+          </Button>
+        ) : null}
         <Link href={`/projects/${p.id}/deployments`} className="btn">
           All deployments
         </Link>
@@ -269,8 +274,8 @@ function QuickActions({ project: p, busy }: { project: Project; busy: boolean })
           Runtime logs
         </Link>
       </div>
-      {noSource ? <p className="muted">Redeploy needs a source.</p> : null}
-      {p.status === 'disabled' ? <p className="muted">The project is disabled; enable it in Settings to deploy.</p> : null}
+      {canDeploy && noSource ? <p className="muted">Redeploy needs a source.</p> : null}
+      {canDeploy && p.status === 'disabled' ? <p className="muted">The project is disabled; enable it in Settings to deploy.</p> : null}
       {busy && !redeploy.isPending ? <p className="muted">A deployment is in progress; this page refreshes every few seconds.</p> : null}
       <ErrorNotice error={redeploy.error} title="Could not redeploy" />
       {redeploy.data ? (

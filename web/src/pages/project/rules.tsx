@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import type { PageProps } from '../../app';
+import { useAccess } from '../../access';
 import { api, ApiError, data, messageOf } from '../../api/client';
 import { Button, EmptyState, ErrorNotice, Notice, Spinner } from '../../ui/controls';
 import { useToast } from '../../ui/toast';
@@ -23,6 +24,8 @@ export default function RulesPage({ params }: PageProps) {
   const rules = useQuery({ queryKey: rulesKey(id), queryFn: () => fetchRules(id) });
   const [editing, setEditing] = useState<Rule | 'new' | null>(null);
   const [deleting, setDeleting] = useState<Rule | null>(null);
+  // Adding, editing, switching and deleting rules need write on the project: a read-only member sees them.
+  const canWrite = useAccess().project(id, 'write');
 
   const remove = useMutation({
     mutationFn: (r: Rule) => data(api.DELETE('/api/projects/{id}/route-rules/{ruleId}', { params: { path: { id, ruleId: r.id } } })),
@@ -45,7 +48,7 @@ export default function RulesPage({ params }: PageProps) {
     <div className="stack settings-page">
       <div className="section-head">
         <h2>Route rules</h2>
-        {editing === null ? (
+        {canWrite && editing === null ? (
           <Button variant="primary" onClick={() => setEditing('new')}>
             Add rule
           </Button>
@@ -83,15 +86,19 @@ export default function RulesPage({ params }: PageProps) {
                   </td>
                   <td data-label="Path">{r.path ? <code>{r.path}</code> : <span className="muted">every path</span>}</td>
                   <td data-label="Enabled">
-                    <RuleToggle projectId={id} rule={r} />
+                    {canWrite ? <RuleToggle projectId={id} rule={r} /> : <span>{r.enabled ? 'On' : 'Off'}</span>}
                   </td>
                   <td className="actions">
-                    <Button small onClick={() => setEditing(r)} aria-label={`Edit ${KIND_LABEL[r.kind].toLowerCase()} rule on ${r.path ?? 'every path'}`}>
-                      Edit
-                    </Button>{' '}
-                    <Button small variant="danger" onClick={() => (remove.reset(), setDeleting(r))} aria-label={`Delete ${KIND_LABEL[r.kind].toLowerCase()} rule on ${r.path ?? 'every path'}`}>
-                      Delete
-                    </Button>
+                    {canWrite ? (
+                      <>
+                        <Button small onClick={() => setEditing(r)} aria-label={`Edit ${KIND_LABEL[r.kind].toLowerCase()} rule on ${r.path ?? 'every path'}`}>
+                          Edit
+                        </Button>{' '}
+                        <Button small variant="danger" onClick={() => (remove.reset(), setDeleting(r))} aria-label={`Delete ${KIND_LABEL[r.kind].toLowerCase()} rule on ${r.path ?? 'every path'}`}>
+                          Delete
+                        </Button>
+                      </>
+                    ) : null}
                   </td>
                 </tr>
               ))}
