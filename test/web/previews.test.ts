@@ -215,14 +215,31 @@ describe('previews and promotion in the dashboard', browserSuite('previews and p
     await context.close();
   });
 
-  it("a member with read access sees the previews, and a change is refused in the server's words, after which the controls are gone", async () => {
+  it('a member with read access sees the previews and is offered no control to change them', async () => {
     await createGrant(dash.server, team.restricted, 'project', project.id, ['read']);
     const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, team.restricted);
     await visit(page);
     const feat = card(page, 'feat');
     await feat.getByRole('link', { name: previewHost() }).waitFor();
-    await feat.getByRole('button', { name: 'Deploy feat' }).click();
+    assert.equal(await page.getByRole('button', { name: /^(Deploy|Promote|Delete) / }).count(), 0, 'no Deploy, Promote or Delete');
+    assert.equal(await page.getByRole('button', { name: 'Create preview' }).count(), 0);
+    assert.deepEqual(pageErrors(page), []);
+    await context.close();
+  });
+
+  it("write taken away while the page is open: a change is refused in the server's words, after which the controls are gone", async () => {
+    const owner = dash.server.api(team.owner.token);
+    const grant = (permissions: string[]) => owner.post('/api/permissions/grants', { userId: team.restricted.userId, resourceType: 'project', resourceId: project.id, permissions });
+    assert.equal((await grant(['read', 'write'])).status, 201);
+    const { context, page } = await openPage(dash.browser, dash.server);
+    await signIn(page, team.restricted);
+    await visit(page);
+    const feat = card(page, 'feat');
+    const deploy = feat.getByRole('button', { name: 'Deploy feat' });
+    await deploy.waitFor();
+    assert.equal((await grant(['read'])).status, 201);
+    await deploy.click();
     const notice = page.locator('.notice', { hasText: 'Read only' });
     await notice.waitFor();
     assert.match(await notice.innerText(), /needs write access/);

@@ -8,7 +8,7 @@ import { before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { randomString } from '../../src/lib/ids.js';
 import { browserSuite, openPage, pageErrors, signIn, useDashboard } from '../support/browser.js';
-import { createGrant, createProject, createTeam, createUser, type TestOrg, type TestProject, type TestUser } from '../support/factories.js';
+import { createDestination, createGrant, createProject, createTeam, createUser, type TestOrg, type TestProject, type TestUser } from '../support/factories.js';
 
 const { skip } = browserSuite('web/team-access');
 const T = { timeout: 15_000 };
@@ -149,6 +149,12 @@ describe('dashboard: invitations and what each member is shown', { skip }, () =>
     assert.equal(await page.getByRole('button', { name: /^(Edit|Delete) / }).count(), 0, 'no Edit or Delete');
     assert.equal(await page.getByRole('checkbox').count(), 0, 'no rule switch');
 
+    await page.goto(`/projects/${readOnly.id}/previews`);
+    await page.getByRole('heading', { name: 'Previews' }).waitFor(T);
+    assert.equal(await count('Create preview'), 0, 'no Create preview');
+    // Backup policies and runs are read and changed with write on the project: no Backups tab.
+    assert.equal(await tabs(page).getByRole('link', { name: 'Backups' }).count(), 0, 'no Backups tab');
+
     // The same pages offer every control on the project it writes.
     await page.goto(`/projects/${writable.id}/env`);
     await page.getByRole('button', { name: 'Add variable' }).waitFor(T);
@@ -167,6 +173,10 @@ describe('dashboard: invitations and what each member is shown', { skip }, () =>
     const links = await navLinks(page);
     for (const label of ADMIN_PAGES) assert.ok(!links.includes(label), `no ${label} for a member: ${links.join(', ')}`);
     assert.ok(links.includes('Backup destinations'), 'a member reads the destinations');
+    await createDestination(dash.server, team.owner, { name: 'nightly' });
+    await page.goto('/backups/destinations');
+    await page.getByRole('rowheader', { name: 'nightly' }).waitFor(T);
+    for (const name of ['New destination', 'Test nightly', 'Edit nightly', 'Delete nightly']) assert.equal(await page.getByRole('button', { name, exact: true }).count(), 0, `a member is not offered ${name}`);
     await page.goto(`/projects/${readOnly.id}/settings`);
     await page.getByRole('heading', { name: 'Status' }).waitFor(T);
     assert.equal(await tabs(page).getByRole('link', { name: 'Settings' }).count(), 1);

@@ -19,14 +19,24 @@ export interface Access {
   createProject: boolean;
   /** `level` on one project (write: its settings; admin: deleting it). */
   project(id: string, level: Level): boolean;
+  /** `level` on one backup destination (read: listed; write: create, edit, test; admin: delete). */
+  destination(id: string | null, level: Level): boolean;
 }
 
 export function accessOf(me: Pick<Me, 'role' | 'grants'>): Access {
   if (me.role === 'owner' || me.role === 'admin') {
-    return { manageOrg: true, audit: true, backupDestinations: true, createProject: true, project: () => true };
+    return { manageOrg: true, audit: true, backupDestinations: true, createProject: true, project: () => true, destination: () => true };
   }
   if (me.role === 'member') {
-    return { manageOrg: false, audit: false, backupDestinations: true, createProject: true, project: (_id, level) => RANK[level]! <= RANK.write! };
+    return {
+      manageOrg: false,
+      audit: false,
+      backupDestinations: true,
+      createProject: true,
+      project: (_id, level) => RANK[level]! <= RANK.write!,
+      // A member reads the org's destinations; creating and changing them is for admins.
+      destination: (_id, level) => level === 'read',
+    };
   }
   // restricted (or a role this dashboard does not know): only what a grant gives.
   const held = (type: string, id: string | null, level: Level) =>
@@ -37,6 +47,7 @@ export function accessOf(me: Pick<Me, 'role' | 'grants'>): Access {
     backupDestinations: me.grants.some((g) => g.resourceType === 'backup_destination'),
     createProject: held('project', null, 'write'),
     project: (id, level) => held('project', id, level),
+    destination: (id, level) => held('backup_destination', id, level),
   };
 }
 

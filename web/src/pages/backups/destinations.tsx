@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import type { PageProps } from '../../app';
+import { useAccess } from '../../access';
 import { api, data, messageOf } from '../../api/client';
 import { Button, ConfirmDialog, EmptyState, ErrorNotice, Spinner, TimeAgo } from '../../ui/controls';
 import { PageHeader } from '../../ui/layout';
@@ -14,10 +15,11 @@ export default function DestinationsPage(_: PageProps) {
   const list = useQuery(destinationsQuery());
   const [editing, setEditing] = useState<Destination | 'new' | null>(null);
   const [deleting, setDeleting] = useState<Destination | null>(null);
+  const access = useAccess();
   return (
     <>
       <PageHeader title="Backup destinations" sub="Where backups are written: a folder on this server or an S3-compatible bucket. Secret keys are stored sealed and never shown again.">
-        {editing === null ? (
+        {editing === null && access.destination(null, 'write') ? (
           <Button variant="primary" onClick={() => setEditing('new')}>
             New destination
           </Button>
@@ -65,6 +67,9 @@ function DestinationTable({ rows, onEdit, onDelete }: { rows: Destination[]; onE
 }
 
 function DestinationRow({ d, onEdit, onDelete }: { d: Destination; onEdit(): void; onDelete(): void }) {
+  // Testing and editing need write on the destination, deleting admin: a member only reads them.
+  const access = useAccess();
+  const canWrite = access.destination(d.id, 'write');
   const test = useMutation({
     mutationFn: () => data(api.POST('/api/backup-destinations/{id}/test', { params: { path: { id: d.id } } })),
   });
@@ -77,18 +82,24 @@ function DestinationRow({ d, onEdit, onDelete }: { d: Destination; onEdit(): voi
         <TimeAgo at={d.updatedAt} />
       </td>
       <td className="backups-test" aria-live="polite">
-        <Button small onClick={() => test.mutate()} busy={test.isPending} aria-label={`Test ${d.name}`}>
-          Test
-        </Button>{' '}
+        {canWrite ? (
+          <Button small onClick={() => test.mutate()} busy={test.isPending} aria-label={`Test ${d.name}`}>
+            Test
+          </Button>
+        ) : null}{' '}
         <TestResult result={test.data} error={test.error} />
       </td>
       <td className="actions">
-        <Button small variant="ghost" onClick={onEdit} aria-label={`Edit ${d.name}`}>
-          Edit
-        </Button>
-        <Button small variant="danger" onClick={onDelete} aria-label={`Delete ${d.name}`}>
-          Delete
-        </Button>
+        {canWrite ? (
+          <Button small variant="ghost" onClick={onEdit} aria-label={`Edit ${d.name}`}>
+            Edit
+          </Button>
+        ) : null}
+        {access.destination(d.id, 'admin') ? (
+          <Button small variant="danger" onClick={onDelete} aria-label={`Delete ${d.name}`}>
+            Delete
+          </Button>
+        ) : null}
       </td>
     </tr>
   );

@@ -1,5 +1,6 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
+import { useAccess } from '../../access';
 import { api, data, messageOf } from '../../api/client';
 import { Button, ConfirmDialog, CopyButton, EmptyState, Notice, StatusBadge, TimeAgo } from '../../ui/controls';
 import { useToast } from '../../ui/toast';
@@ -70,6 +71,8 @@ export function Policies({
 }
 
 function PolicyCard({ projectId, p, destinations, services, onEdit, onDelete }: { projectId: string; p: Policy; destinations: Destination[]; services: Service[]; onEdit(): void; onDelete(): void }) {
+  // Deleting a policy needs admin on the project.
+  const canDelete = useAccess().project(projectId, 'admin');
   const qc = useQueryClient();
   const toast = useToast();
   const dest = destinations.find((d) => d.id === p.destinationId);
@@ -117,9 +120,11 @@ function PolicyCard({ projectId, p, destinations, services, onEdit, onDelete }: 
         <Button small onClick={onEdit}>
           Edit
         </Button>
-        <Button small variant="danger" onClick={onDelete}>
-          Delete
-        </Button>
+        {canDelete ? (
+          <Button small variant="danger" onClick={onDelete}>
+            Delete
+          </Button>
+        ) : null}
       </div>
     </article>
   );

@@ -1,5 +1,6 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
+import { useAccess } from '../../access';
 import { useLocation } from 'wouter';
 import { api, data, messageOf } from '../../api/client';
 import { useEventStream } from '../../api/sse';
@@ -94,6 +95,8 @@ function RunRow({ projectId, run, of, estimate, preparing, onRestore }: { projec
     onError: (err) => toast(messageOf(err), 'error'),
   });
   const live = inFlight(run.status);
+  // Restoring replaces the project's data: admin on the project.
+  const canRestore = useAccess().project(projectId, 'admin');
   const label = `backup of ${new Date(run.createdAt).toLocaleString()}`;
   return (
     <tr aria-label={label}>
@@ -123,7 +126,7 @@ function RunRow({ projectId, run, of, estimate, preparing, onRestore }: { projec
             Cancel
           </Button>
         ) : null}
-        {run.status === 'succeeded' ? (
+        {run.status === 'succeeded' && canRestore ? (
           <Button small onClick={onRestore} busy={preparing} aria-label={`Restore the ${label}`}>
             {preparing ? 'Verifying…' : 'Restore…'}
           </Button>

@@ -1,6 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import type { PageProps } from '../../app';
+import { useAccess } from '../../access';
 import { messageOf, type ApiError } from '../../api/client';
 import { EmptyState, ErrorNotice, Notice, Spinner } from '../../ui/controls';
 import { isActive, shortId } from './deploy-model';
@@ -56,10 +57,13 @@ export default function PreviewsPage({ params }: PageProps) {
   const project = useProject(projectId);
   const envs = useQuery(environmentsQuery(projectId));
   const [refusal, setRefusal] = useState<ApiError | null>(null);
+  const access = useAccess();
   const production = useEnvDeployments(projectId, 'production').data?.find((d) => d.current);
   if (!project.data) return null; // the shell shows the project's loading and error
   const previews = (envs.data ?? []).filter((e) => e.type === 'preview');
-  const canWrite = refusal === null;
+  // Creating, deploying, promoting and deleting previews need write on the project (the API decides; a
+  // refusal met meanwhile, e.g. a grant removed, hides the controls too).
+  const canWrite = access.project(projectId, 'write') && refusal === null;
   return (
     <div className="previews">
       <div className="page-header">
