@@ -13,7 +13,7 @@ import { watchSilence } from './silent-step.js';
  */
 export async function buildReleaseImage(
   images: NonNullable<RuntimeDriver['images']>,
-  input: Pick<BuildInput, 'imageTag' | 'secrets' | 'env' | 'projectId' | 'deploymentId' | 'signal' | 'log'>,
+  input: Pick<BuildInput, 'imageTag' | 'secrets' | 'env' | 'projectId' | 'deploymentId' | 'signal' | 'log' | 'diskMb'>,
   contextDir: string,
   dockerfile: { path: string } | { text: string },
   deadline: number,
@@ -36,6 +36,7 @@ export async function buildReleaseImage(
       labels: { 'berth.project': input.projectId, 'berth.deployment': input.deploymentId },
       signal: input.signal,
       deadline,
+      ...(input.diskMb ? { diskMb: input.diskMb } : {}),
       log: (stream: LogStream, line: string) => {
         silence.output();
         input.log(stream, redact.redactString(line));

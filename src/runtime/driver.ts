@@ -147,6 +147,11 @@ export interface ImageBuildInput {
   signal: AbortSignal;
   /** When the build must be done (ms since the epoch). */
   deadline: number;
+  /**
+   * `build.diskMb` when disk limits are enforced: the build is stopped once the engine's storage grew by
+   * more than this while it ran (its `RUN` layers live there, not in the build's folders).
+   */
+  diskMb?: number;
   /** Every output line, already redacted. */
   log(stream: 'stdout' | 'stderr', line: string): void;
 }

@@ -258,6 +258,19 @@ test('a build past its deadline is killed and rejects as timed out', withEngine,
   assert.deepEqual(processesWith(`${repo}:deadline`), [], 'the CLI is gone');
 });
 
+test("a RUN step writing past build.diskMb stops the build with a line naming the limit; a build within it is untouched", withEngine, async () => {
+  assert.ok(await builder.storageRoot(), "the engine's storage is on this machine");
+  // Random bytes: nothing on the way (page cache, filesystem) makes them smaller than written.
+  const fill = folder('disk-fill', { 'Dockerfile': `FROM ${BASE_IMAGE}\nRUN echo fill-${run} && head -c 400000000 /dev/urandom > /tmp/fill && sleep 30\n` });
+  const out: Built = { lines: [] };
+  await assert.rejects(builder.build(input({ tag: `${repo}:disk-fill`, contextDir: fill, dockerfile: path.join(fill, 'Dockerfile'), diskMb: 64 }, out)), /the build's image layers are full: Docker's storage grew by \d+ MB while it ran, past the 64 MB build\.diskMb allows/);
+  assert.ok(out.lines.some((l) => l.startsWith("[berth] the build's image layers are full")), out.lines.join('\n'));
+  await waitFor(() => (processesWith(`${repo}:disk-fill`).length === 0 ? true : null), 'the CLI to be gone', 10_000);
+
+  const small = folder('disk-small', { 'Dockerfile': `FROM ${BASE_IMAGE}\nRUN head -c 1000000 /dev/urandom > /tmp/small\n` });
+  await builder.build(input({ tag: `${repo}:disk-small`, contextDir: small, dockerfile: path.join(small, 'Dockerfile'), diskMb: 256 }));
+});
+
 test("a generated Dockerfile copies the whole built folder, whatever its own .dockerignore says (only .git is left out)", withEngine, async () => {
   const ctx = folder('gen', {
     'package.json': '{"name":"gen","version":"1.0.0"}\n',

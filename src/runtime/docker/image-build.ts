@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants as fsConstants, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, existsSync, constants as fsConstants, mkdirSync, mkdtempSync, realpathSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ImageBuilder, ImageBuildInput } from '../driver.js';
@@ -180,16 +180,37 @@ export class DockerImageBuilder implements ImageBuilder {
       // host's egress rules for it are in place before a step runs (root with nftables).
       const nft = process.getuid?.() === 0 ? findProgram('nft') : null;
       if (nft) await installEgressRules(nft, this.engine, this.env);
-      await this.run(this.cli(), args, childEnv, input, redactor);
+      const storage = input.diskMb ? await this.storageRoot() : null;
+      await this.run(this.cli(), args, childEnv, input, redactor, storage);
     } finally {
       rmSync(work, { recursive: true, force: true });
     }
   }
 
-  private run(cli: string, args: string[], env: Record<string, string>, input: ImageBuildInput, redactor: Redactor): Promise<void> {
+  private storage: Promise<string | null> | null = null;
+
+  /**
+   * The engine's storage folder (`DockerRootDir`) when it is on this machine (a local socket and the
+   * folder here), else null: where a build's `RUN` layers are written.
+   */
+  storageRoot(): Promise<string | null> {
+    this.storage ??= (async () => {
+      const host = this.env.DOCKER_HOST?.trim();
+      if (host && !host.startsWith('unix://')) return null;
+      try {
+        const root = ((await this.engine.api.info()) as { DockerRootDir?: string }).DockerRootDir;
+        return root && existsSync(root) ? root : null;
+      } catch {
+        return null;
+      }
+    })();
+    return this.storage;
+  }
+
+  private run(cli: string, args: string[], env: Record<string, string>, input: ImageBuildInput, redactor: Redactor, storage: string | null = null): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const tail: string[] = [];
-      let stopped: 'cancelled' | 'timeout' | null = null;
+      let stopped: 'cancelled' | 'timeout' | 'disk' | null = null;
       let spawnError: NodeJS.ErrnoException | null = null;
 
       let child: ChildProcess;
@@ -205,7 +226,7 @@ export class DockerImageBuilder implements ImageBuilder {
         input.log('stdout', line);
       });
 
-      const stop = (why: 'cancelled' | 'timeout') => {
+      const stop = (why: 'cancelled' | 'timeout' | 'disk') => {
         if (stopped) return;
         stopped = why;
         // BuildKit cancels the build in the daemon when the CLI's session goes away.
@@ -215,14 +236,21 @@ export class DockerImageBuilder implements ImageBuilder {
       input.signal.addEventListener('abort', onAbort, { once: true });
       // setTimeout takes at most 2^31-1 ms (24 days); a longer delay would fire at once.
       const timer = setTimeout(() => stop('timeout'), Math.min(MAX_TIMER_MS, Math.max(0, input.deadline - Date.now())));
+      const disk = storage && input.diskMb ? watchStorage(storage, input.diskMb, () => stop('disk')) : null;
 
       child.on('error', (e: NodeJS.ErrnoException) => {
         spawnError = e;
       });
       child.on('close', (code) => {
         clearTimeout(timer);
+        disk?.stop();
         input.signal.removeEventListener('abort', onAbort);
         if (stopped === 'cancelled') return reject(new Error('the build was cancelled'));
+        if (stopped === 'disk') {
+          const line = `the build's image layers are full: Docker's storage grew by ${disk!.grownMb()} MB while it ran, past the ${input.diskMb} MB build.diskMb allows (raise resources.build.diskMb)`;
+          input.log('stderr', `[berth] ${line}`);
+          return reject(new Error(line));
+        }
         if (stopped === 'timeout') return reject(new Error('the image build timed out'));
         if (spawnError) {
           if (spawnError.code === 'ENOENT') return reject(new Error(`no docker CLI (${cli}): ${INSTALL_HINT}`));
@@ -248,6 +276,35 @@ export class DockerImageBuilder implements ImageBuilder {
     }
     if (failure) throw failure;
   }
+}
+
+/** How often a build's growth of the engine's storage is read (statfs: a few microseconds). */
+const STORAGE_POLL_MS = 200;
+
+/**
+ * Watches the filesystem of the engine's storage while a build runs and calls `over` once it holds
+ * more than `limitMb` beyond what it held at the start. A build's `RUN` layers are written there, in
+ * the engine's folders, so the build's own folder image cannot bound them; this bounds what the build
+ * can take from the host. It counts every write to that filesystem meanwhile, so two large builds or
+ * a busy volume at once stop a build earlier than its own layers would (docs/runtime.md "Disk limits").
+ */
+function watchStorage(root: string, limitMb: number, over: () => void): { stop(): void; grownMb(): number } {
+  const free = () => {
+    const s = statfsSync(root);
+    return s.bavail * s.bsize;
+  };
+  const start = free();
+  let grown = 0;
+  const timer = setInterval(() => {
+    try {
+      grown = Math.max(grown, start - free());
+    } catch {
+      return;
+    }
+    if (grown > limitMb * 1024 * 1024) over();
+  }, STORAGE_POLL_MS);
+  timer.unref();
+  return { stop: () => clearInterval(timer), grownMb: () => Math.round(grown / 1024 ** 2) };
 }
 
 /**
