@@ -23,6 +23,7 @@ import { areaModules } from './modules/index.js';
 import { metaModule } from './modules/meta/index.js';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from './lib/clock.js';
+import type { UidRange } from './runtime/uid-range.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -71,6 +72,8 @@ export interface BuildOptions {
   ports?: Partial<Ports>;
   /** The clock services read (default the machine's; tests pass one they can move). */
   clock?: Clock;
+  /** The sandbox uid range `berth serve` claimed for its data dir (src/server.ts); none in-process. */
+  uidRange?: UidRange | null;
 }
 
 /** Builds the Fastify instance with every module registered; does not listen (tests use it). */
@@ -152,6 +155,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     keyring,
     log,
     clock: opts.clock ?? systemClock,
+    uidRange: opts.uidRange ?? null,
     jobs,
     scheduler,
     instanceId,

@@ -10,6 +10,7 @@ import type { AccessEvents } from './authz/access-events.js';
 import type { Ports } from './ports.js';
 import type { AreaState } from './state.js';
 import type { Clock } from './lib/clock.js';
+import type { UidRange } from './runtime/uid-range.js';
 
 /**
  * What services need from the running program. Built once by buildApp(); services take the parts
@@ -30,6 +31,11 @@ export interface AppContext {
   log: Logger;
   /** The time services decide expiry and age by (`src/lib/clock.ts`); tests pass a clock they move. */
   clock: Clock;
+  /**
+   * The sandbox uid range this server claimed for its data dir at start (`berth serve` as root,
+   * src/runtime/uid-range.ts), else null: its projects' uids and the boxes it may open come from it.
+   */
+  uidRange: UidRange | null;
   jobs: JobQueue;
   /** Leader-only periodic work (cron schedules, sweeps). */
   scheduler: Scheduler;

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { acquireDirLock, acquireInstanceLock } from './lib/lockfile.js';
-import { claimProcessUidRange } from './runtime/identity.js';
+import { claimServerUidRange } from './runtime/identity.js';
 import { edgeUrlOf } from './modules/hosting/index.js';
 
 export interface RunningServer {
@@ -38,8 +38,8 @@ export async function startServer(config: Config, print: (line: string) => void 
   try {
     // Builds and apps run as uids of their own (root; sandbox or docker): from this data dir's range,
     // which no other Berth on the host shares (src/runtime/uid-range.ts; refused on an overlap).
-    if (process.getuid?.() === 0 && config.runtime !== 'process') claimProcessUidRange(config.dataDir);
-    app = await buildApp(config);
+    const uidRange = process.getuid?.() === 0 && config.runtime !== 'process' ? claimServerUidRange(config.dataDir) : null;
+    app = await buildApp(config, { uidRange });
     await app.listen({ host: config.host, port: config.port });
   } catch (e) {
     release();

@@ -9,6 +9,7 @@ import { SwarmApps } from './docker/swarm.js';
 import type { ImageBuilder, RuntimeDriver } from './driver.js';
 import { ProcessDriver } from './process-driver.js';
 import { SandboxDriver, findSandboxBins } from './sandbox-driver.js';
+import type { UidRange } from './uid-range.js';
 
 /**
  * A short key for this Berth's data dir: the name under which its cgroups live (`berth/<key>/`), so
@@ -35,8 +36,10 @@ export interface DriverParts {
 /**
  * The driver of BERTH_RUNTIME. The docker driver builds images with the docker CLI's BuildKit
  * (DockerImageBuilder) and runs apps as containers, or as Swarm services with BERTH_DOCKER_SWARM=1.
+ * `uidRange` is the server's claimed sandbox uid range (`ctx.uidRange`): the sandbox opens no box
+ * under a uid past it.
  */
-export function createDriver(name: RuntimeName, dataDir: string, parts: DriverParts = {}, docker: DockerConfig = { swarm: false, registry: null, baseImages: {} }, instanceName: string | null = null): RuntimeDriver {
+export function createDriver(name: RuntimeName, dataDir: string, parts: DriverParts = {}, docker: DockerConfig = { swarm: false, registry: null, baseImages: {} }, instanceName: string | null = null, uidRange: UidRange | null = null): RuntimeDriver {
   const key = instanceKeyOf(dataDir, instanceName);
   if (name === 'docker') {
     let images = parts.images;
@@ -53,5 +56,5 @@ export function createDriver(name: RuntimeName, dataDir: string, parts: DriverPa
   const cgroups = detectCgroups();
   const bins = findSandboxBins();
   if (name === 'process') return new ProcessDriver(cgroups, key, bins.cgexec);
-  return new SandboxDriver(bins, cgroups, key, dataDir);
+  return new SandboxDriver(bins, cgroups, key, dataDir, uidRange);
 }

@@ -5,7 +5,6 @@ import os from 'node:os';
 import path from 'node:path';
 import ipaddr from 'ipaddr.js';
 import type { Box, RuntimeDriver } from './driver.js';
-import { uidBase } from './identity.js';
 
 /**
  * Whether Berth's boxes reach the internet (contract 18): the registry a build's install step needs is
@@ -216,7 +215,8 @@ export class EgressMonitor {
   constructor(
     private readonly driver: RuntimeDriver,
     private readonly target: EgressTarget,
-    private readonly opts: { intervalMs: number; before?: () => Promise<unknown>; resolvConf?: () => string },
+    /** `boxUid`: the uid the check's box runs as (the one just below the server's project uids). */
+    private readonly opts: { intervalMs: number; boxUid: number; before?: () => Promise<unknown>; resolvConf?: () => string },
   ) {}
 
   status(): EgressStatus | undefined {
@@ -257,7 +257,7 @@ export class EgressMonitor {
       chmodSync(dir, 0o755);
       let box: Box | null = null;
       try {
-        const base = uidBase() - 1;
+        const base = this.opts.boxUid;
         box = await this.driver.open({ kind: 'build', projectId: 'egress-check', name: `egress-check-${process.pid}`, identity: { uid: base, gid: base }, limits: { cpuCores: 0.5, memoryMb: 256 }, appDir: dir, runtime: 'node' });
         const boxResult = await boxReaches(box, this.target, { cwd: dir, path: this.driver.boxPath ?? '/usr/local/bin:/usr/bin:/bin', node: this.driver.boxPath === undefined ? process.execPath : null });
         if (boxResult.ok) status = { ok: true, checkedAt };
@@ -319,11 +319,11 @@ export interface EgressCheck {
  * other drivers (the process runtime is the host's network; the engine forwards containers' traffic).
  * Null when BERTH_EGRESS_CHECK is `off`.
  */
-export function startEgressCheck(driver: RuntimeDriver, intervalMs: number, env: NodeJS.ProcessEnv = process.env): EgressCheck | null {
+export function startEgressCheck(driver: RuntimeDriver, intervalMs: number, boxUid: number, env: NodeJS.ProcessEnv = process.env): EgressCheck | null {
   const target = egressCheckTarget(env);
   if (!target) return null;
   if (driver.name === 'sandbox' && driver.ensureEgressRules) {
-    const monitor = new EgressMonitor(driver, target, { intervalMs, before: () => driver.ensureEgressRules!() });
+    const monitor = new EgressMonitor(driver, target, { intervalMs, boxUid, before: () => driver.ensureEgressRules!() });
     monitor.start();
     return {
       status: () => monitor.status(),

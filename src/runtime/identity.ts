@@ -2,31 +2,24 @@ import { spawn } from 'node:child_process';
 import type { Identity } from './driver.js';
 import { claimUidRange, DEFAULT_UID_BASE, DEFAULT_UID_REGISTRY, type UidRange } from './uid-range.js';
 
-/** The range `berth serve` claimed for its data dir at start (uid-range.ts), once it has. */
-let claimed: UidRange | null = null;
-
 /**
- * Claims the data dir's sandbox uid range (uid-range.ts) for this process: `berth serve` does, before
+ * Claims the data dir's sandbox uid range (uid-range.ts) for a server: `berth serve` does, before
  * anything runs, when it runs builds and apps under uids of their own (root, sandbox or docker
- * runtime). Refuses (UidRangeError) when another data dir on this host claimed an overlapping range.
+ * runtime), and hands the range to buildApp (`ctx.uidRange`). Refuses (UidRangeError) when another
+ * data dir on this host claimed an overlapping range.
  */
-export function claimProcessUidRange(dataDir: string, env: NodeJS.ProcessEnv = process.env): UidRange {
+export function claimServerUidRange(dataDir: string, env: NodeJS.ProcessEnv = process.env): UidRange {
   const base = env.BERTH_SANDBOX_UID_BASE ? Number(env.BERTH_SANDBOX_UID_BASE) : null;
-  claimed = claimUidRange({ dataDir, registry: env.BERTH_UID_REGISTRY || DEFAULT_UID_REGISTRY, base });
-  return claimed;
-}
-
-/** The claimed range, or null (a server built in-process, or not running as root). */
-export function processUidRange(): UidRange | null {
-  return claimed;
+  return claimUidRange({ dataDir, registry: env.BERTH_UID_REGISTRY || DEFAULT_UID_REGISTRY, base });
 }
 
 /**
- * The first uid projects get: the claimed range's, else BERTH_SANDBOX_UID_BASE, else the default;
- * never 0 and never the server's own. The uid just below it is the egress check's box.
+ * The first uid projects get: the server's claimed range's (null: a server built in-process, or not
+ * running as root), else BERTH_SANDBOX_UID_BASE, else the default; never 0 and never the server's
+ * own. The uid just below it is the egress check's box.
  */
-export function uidBase(env: NodeJS.ProcessEnv = process.env): number {
-  if (claimed) return claimed.first + 1;
+export function uidBase(range: UidRange | null, env: NodeJS.ProcessEnv = process.env): number {
+  if (range) return range.first + 1;
   const n = Number(env.BERTH_SANDBOX_UID_BASE);
   return Number.isInteger(n) && n >= 1000 && n < 2 ** 31 - 100000 ? n : DEFAULT_UID_BASE;
 }

@@ -7,9 +7,9 @@ import type { Box, BoxProcess, BoxSpec, DriverStatus, ExecOptions, RuntimeDriver
 import { DriverUnavailableError } from './driver.js';
 import { groupAlive, killGroup, spawnBoxProcess } from './box-process.js';
 import { boxResolvConf, NetworkPool, type NetNamespace } from './netns.js';
-import { processUidRange } from './identity.js';
 import { freePort } from './proc.js';
 import { seccompFilter, SeccompUnsupportedError } from './seccomp.js';
+import type { UidRange } from './uid-range.js';
 
 /**
  * The `sandbox` driver (default): every build step and app runs under bubblewrap.
@@ -87,6 +87,8 @@ export class SandboxDriver implements RuntimeDriver {
     private readonly cgroups: CgroupSupport,
     private readonly instanceKey: string,
     private readonly dataDir: string,
+    /** The server's claimed sandbox uid range (`ctx.uidRange`), null when it claimed none. */
+    private readonly uidRange: UidRange | null = null,
   ) {
     this.root = process.getuid?.() === 0;
     const filter = this.filter();
@@ -183,7 +185,7 @@ export class SandboxDriver implements RuntimeDriver {
   async open(spec: BoxSpec): Promise<Box> {
     // A uid past the data dir's range may be another Berth's (uid-range.ts): never run one. (A uid
     // below it is a project's from before the range was claimed, docs/operating.md.)
-    const range = processUidRange();
+    const range = this.uidRange;
     if (this.root && range && spec.identity && spec.identity.uid >= range.first + range.size) {
       throw new DriverUnavailableError(`uid ${spec.identity.uid} is past this data dir's sandbox uid range ${range.first}-${range.first + range.size - 1}: its range is used up (docs/runtime.md, "Sandbox uid ranges")`);
     }

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { DriverUnavailableError } from '../../src/runtime/driver.js';
 import { createDriver } from '../../src/runtime/drivers.js';
-import { claimProcessUidRange, processUidRange, uidBase } from '../../src/runtime/identity.js';
+import { claimServerUidRange, uidBase } from '../../src/runtime/identity.js';
 import { claimUidRange, DEFAULT_UID_BASE, RANGE_FILE, UID_RANGE_SIZE, UidRangeError } from '../../src/runtime/uid-range.js';
 import { runCli, startServe, type ServeProcess } from '../support/cli.js';
 import { freshPostgresDatabase, tempDir, usingPostgres } from '../support/harness.js';
@@ -92,10 +92,9 @@ describe('sandbox uid ranges per data dir', () => {
 
   it('once claimed, projects get uids from the range (the egress check its first), and a box past its end is refused', { skip: process.getuid?.() !== 0 ? 'needs root' : false }, async () => {
     const dataDir = tempDir();
-    const range = claimProcessUidRange(dataDir, { BERTH_UID_REGISTRY: registryIn(tempDir()) });
-    assert.deepEqual(processUidRange(), range);
-    assert.equal(uidBase(), range.first + 1);
-    const driver = createDriver('sandbox', dataDir);
+    const range = claimServerUidRange(dataDir, { BERTH_UID_REGISTRY: registryIn(tempDir()) });
+    assert.equal(uidBase(range), range.first + 1);
+    const driver = createDriver('sandbox', dataDir, {}, undefined, null, range);
     const past = range.first + range.size;
     await assert.rejects(
       driver.open({ kind: 'build', projectId: 'p', name: `past-${process.pid}`, identity: { uid: past, gid: past }, limits: { cpuCores: 0.5, memoryMb: 128 }, appDir: dataDir }),

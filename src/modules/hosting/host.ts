@@ -9,6 +9,7 @@ import { LogStore } from '../../runtime/logs.js';
 import { Supervisor, type RuntimeSnapshot, type Upstream } from '../../runtime/supervisor.js';
 import type { DriverStatus } from '../../runtime/driver.js';
 import { startEgressCheck, type EgressCheck } from '../../runtime/egress.js';
+import { uidBase } from '../../runtime/identity.js';
 
 import { hostReads, listEnvironments } from '../projects/index.js';
 import { hmacSha256Hex } from '../../lib/crypto.js';
@@ -63,7 +64,7 @@ export class BerthRuntime {
 
   constructor(readonly ctx: AppContext) {
     this.logs = new LogStore(ctx.config.dataDir);
-    this.driver = createDriver(ctx.config.runtime, ctx.config.dataDir, {}, ctx.config.docker, ctx.config.instance.name);
+    this.driver = createDriver(ctx.config.runtime, ctx.config.dataDir, {}, ctx.config.docker, ctx.config.instance.name, ctx.uidRange);
     this.supervisor = new Supervisor({
       logs: this.logs,
       driver: this.driver,
@@ -140,7 +141,7 @@ export class BerthRuntime {
     const disk = await startDiskLimits(this.ctx.config.dataDir, this.ctx.config.diskLimits, this.ctx.log, { swarm: this.ctx.config.docker.swarm });
     this.releases.diskLimits = disk;
     if (!disk.enforced && disk.mode !== 'off') this.ctx.log.warn(`disk limits are not enforced: ${disk.reason}`);
-    this.egress = status.ready ? startEgressCheck(this.driver, envNumber('BERTH_EGRESS_CHECK_SECONDS', 300) * 1000) : null;
+    this.egress = status.ready ? startEgressCheck(this.driver, envNumber('BERTH_EGRESS_CHECK_SECONDS', 300) * 1000, uidBase(this.ctx.uidRange) - 1) : null;
     const edge = new EdgeServer(
       {
         lookup: (host) => this.routes.lookup(host),

@@ -145,7 +145,7 @@ export class Releases {
    */
   async identityOf(orgId: string, projectId: string): Promise<Identity | null> {
     if (this.driver.isolation === 'none' || process.getuid?.() !== 0) return null;
-    const uid = await store.sandboxUid(this.ctx.db, orgId, projectId, uidBase(), nowIso());
+    const uid = await store.sandboxUid(this.ctx.db, orgId, projectId, uidBase(this.ctx.uidRange), nowIso());
     return { uid, gid: uid };
   }
 
