@@ -1,35 +1,14 @@
-import { mkdirSync } from 'node:fs';
-import { prepareVolume, volumeNotLimited } from '../disk-limits.js';
-import path from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import type Docker from 'dockerode';
-import { pathWithBin } from '../app-commands.js';
 import { waitHealthy } from '../app-health.js';
 import type { Instance, InstanceDeps } from '../app-instance.js';
 import { redactedLines } from '../app-output.js';
 import type { CommandStep } from '../command.js';
-import type { AppRunner, Identity } from '../driver.js';
-import { chownTree } from '../identity.js';
+import type { AppRunner } from '../driver.js';
 import type { LogFile } from '../logs.js';
 import { appOf, StartError, type ReleaseSpec, type Upstream } from '../release-spec.js';
-import { toolchainEnv } from '../toolchains.js';
-import {
-  BOX_PATH,
-  engineMessage,
-  envList,
-  exitOf,
-  hostConfig,
-  labelFilter,
-  labelsOf,
-  numericUser,
-  ownerOf,
-  runOneOff,
-  statusOf,
-  swarmTask,
-  userOf,
-  waitExit,
-  type DockerContext,
-} from './containers.js';
+import { planContainers, type ContainerPlan } from './app-container-plan.js';
+import { engineMessage, exitOf, labelFilter, labelsOf, runOneOff, statusOf, swarmTask, waitExit, type DockerContext } from './containers.js';
 
 /**
  * Apps as containers (contract section 13): one container per instance of a release, from its image,
@@ -37,7 +16,8 @@ import {
  * container (containers.ts). The edge and the health check reach it at its address on that network
  * (the host reaches every bridge; other projects' containers do not). The containers outlive the
  * server (`survivesShutdown`): the next start adopts the one running the deployment it starts, and
- * `sweepUnadopted` removes the rest, so one release never runs twice.
+ * `sweepUnadopted` removes the rest, so one release never runs twice. What a release's containers are
+ * made of (user, volume, environment, create options) is app-container-plan.ts.
  */
 export class ContainerApps implements AppRunner {
   readonly survivesShutdown = true;
@@ -106,7 +86,7 @@ export class ContainerApps implements AppRunner {
   }
 
   private async create(spec: ReleaseSpec, deps: InstanceDeps, logFile: LogFile, note: (l: string) => void): Promise<Instance> {
-    const { engine, key, networks, root } = this.ctx;
+    const { engine, key, networks } = this.ctx;
     const image = spec.image!;
     let net: string;
     let img: Docker.ImageInspectInfo;
@@ -117,80 +97,16 @@ export class ContainerApps implements AppRunner {
       if (statusOf(e) === 404) throw this.fail(note, `the release image ${image} is not on this machine: deploy again`);
       throw this.fail(note, `the app cannot start: ${engineMessage(e)}`);
     }
-    const imageEnv = envOf(img.Config?.Env ?? []);
-
-    // Who it runs as: the image's own user (a Dockerfile that sets one), else the project's, else 1000:1000.
-    const imageUser = (img.Config?.User ?? '').trim();
-    const user = spec.imageCommand && imageUser ? imageUser : userOf(spec.identity, root);
-    let owner: Identity | null = numericUser(user);
-    if (!owner) owner = await this.resolveUser(image, user);
-
-    // The project's volume, on its size-limited image when disk limits are enforced, belongs to that user.
-    await prepareVolume(spec.dataDir, spec.diskMb, owner).catch((e: Error) => note(volumeNotLimited(e)));
+    let plan: ContainerPlan;
     try {
-      mkdirSync(spec.dataDir, { recursive: true, mode: 0o700 });
-      if (owner && root && ownerOf(spec.dataDir) !== owner.uid) await chownTree(spec.dataDir, owner);
+      plan = await planContainers(this.ctx, spec, deps, img, net, note);
     } catch (e) {
-      throw this.fail(note, `the app cannot start: the volume cannot be prepared: ${(e as Error).message}`);
+      throw this.fail(note, `the app cannot start: ${(e as Error).message}`);
     }
-    if (!owner) note(`the image's user "${user}" is not in its /etc/passwd: /data may not be writable for it`);
-    else if (!root && ownerOf(spec.dataDir) !== owner.uid) note(`/data belongs to uid ${ownerOf(spec.dataDir)} and the app runs as ${user}: it may not be writable (run Berth as root to hand it over)`);
-
-    const rel = path.relative(spec.appRoot, spec.cwd);
-    const cwdInside = rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? path.posix.join('/app', ...rel.split(path.sep)) : '/app';
-    const env: Record<string, string> = {};
-    if (deps.baseEnv.LANG) env.LANG = deps.baseEnv.LANG;
-    if (deps.baseEnv.TZ) env.TZ = deps.baseEnv.TZ;
-    if (!spec.imageCommand) {
-      // Plan images: the release's own programs first, then the image's.
-      env.PATH = pathWithBin(cwdInside, imageEnv.PATH ?? BOX_PATH, '/app');
-      Object.assign(env, toolchainEnv('/app'));
-      env.HOME = '/tmp';
-    }
-    Object.assign(env, { HOST: '0.0.0.0', NODE_ENV: 'production' }, spec.env, {
-      PORT: String(spec.port),
-      DATA_DIR: '/data',
-      BERTH_PROJECT_ID: spec.projectId,
-      BERTH_DEPLOYMENT_ID: spec.deploymentId,
-    });
-
-    const base = (cmd: CommandStep | null, kind: 'app' | 'step'): Docker.ContainerCreateOptions => {
-      const o: Docker.ContainerCreateOptions = {
-        Image: image,
-        Env: envList(cmd ? { ...env, ...cmd.env } : env),
-        User: user,
-        Labels: { ...labelsOf(key, spec.projectId, kind, spec.deploymentId), 'berth.port': String(spec.port), ...(spec.app ? { 'berth.app': spec.app } : {}) },
-        Tty: false,
-        OpenStdin: false,
-        AttachStdout: true,
-        AttachStderr: true,
-        HostConfig: hostConfig(spec.limits, [`${spec.dataDir}:/data:rw`], net, { init: kind === 'app' }),
-      };
-      if (cmd) Object.assign(o, { Cmd: cmd.argv, Entrypoint: [], WorkingDir: cwdInside });
-      return o;
-    };
-
-    let last: CommandStep | null = null;
-    if (!spec.imageCommand) {
-      let steps: CommandStep[];
-      try {
-        steps = spec.steps(env);
-      } catch (e) {
-        throw this.fail(note, `the start command cannot run: ${(e as Error).message}`);
-      }
-      if (!steps.length) throw this.fail(note, 'the start command is empty');
-      // Steps before the last one (migrations, ...) run to completion first, each in its own container.
-      for (const step of steps.slice(0, -1)) {
-        const p = runOneOff(engine, base(step, 'step'));
-        redactedLines(p, spec.secrets, (stream, line) => logFile.append({ ts: new Date().toISOString(), stream, line }));
-        const r = await p.exited;
-        if (r.code !== 0) throw this.fail(note, `start step "${step.argv[0]}" ${r.error ? `could not run: ${r.error.message}` : `exited with ${r.signal ? `signal ${r.signal}` : `code ${r.code}`}`}`);
-      }
-      last = steps[steps.length - 1]!;
-    }
+    const last = spec.imageCommand ? null : await this.runSteps(spec, plan, logFile, note);
 
     // The container, attached before it starts so no output is lost.
-    const opts = base(last, 'app');
+    const opts = plan.options(last, 'app');
     let container: Docker.Container | null = null;
     let name = '';
     const n = /-(\d+)$/.exec(deps.boxName(appOf(spec)))?.[1] ?? String(++this.seq);
@@ -242,6 +158,27 @@ export class ContainerApps implements AppRunner {
       throw this.fail(note, `the app did not become healthy: ${healthy.reason}`);
     }
     return inst;
+  }
+
+  /**
+   * Runs the start steps before the last one (migrations, ...) to completion, each in its own
+   * container, and returns the last (the app's command).
+   */
+  private async runSteps(spec: ReleaseSpec, plan: ContainerPlan, logFile: LogFile, note: (l: string) => void): Promise<CommandStep> {
+    let steps: CommandStep[];
+    try {
+      steps = spec.steps(plan.env);
+    } catch (e) {
+      throw this.fail(note, `the start command cannot run: ${(e as Error).message}`);
+    }
+    if (!steps.length) throw this.fail(note, 'the start command is empty');
+    for (const step of steps.slice(0, -1)) {
+      const p = runOneOff(this.ctx.engine, plan.options(step, 'step'));
+      redactedLines(p, spec.secrets, (stream, line) => logFile.append({ ts: new Date().toISOString(), stream, line }));
+      const r = await p.exited;
+      if (r.code !== 0) throw this.fail(note, `start step "${step.argv[0]}" ${r.error ? `could not run: ${r.error.message}` : `exited with ${r.signal ? `signal ${r.signal}` : `code ${r.code}`}`}`);
+    }
+    return steps[steps.length - 1]!;
   }
 
   /**
@@ -323,30 +260,6 @@ export class ContainerApps implements AppRunner {
     return new StartError(message);
   }
 
-  /** A named user of an image (`node`, `app:app`) as numbers, from the image's /etc/passwd; null when it is not there. */
-  private async resolveUser(image: string, user: string): Promise<Identity | null> {
-    const [name, group] = user.split(':');
-    let c: Docker.Container | null = null;
-    try {
-      c = await this.ctx.engine.api.createContainer({ Image: image, Entrypoint: [], Cmd: ['/nonexistent'], Labels: { 'berth.instance': this.ctx.key, 'berth.kind': 'step' }, NetworkDisabled: true });
-      const passwd = fileFromTar(await streamToBuffer((await c.getArchive({ path: '/etc/passwd' })) as unknown as Readable));
-      if (passwd === null) return null;
-      for (const line of passwd.split('\n')) {
-        const f = line.split(':');
-        if (f[0] === name || f[2] === name) {
-          const uid = Number(f[2]);
-          const gid = group && /^\d+$/.test(group) ? Number(group) : Number(f[3]);
-          return Number.isInteger(uid) && Number.isInteger(gid) ? { uid, gid } : null;
-        }
-      }
-      return null;
-    } catch {
-      return null;
-    } finally {
-      if (c) await c.remove({ force: true }).catch(() => {});
-    }
-  }
-
   /** Removes the app containers of this server that no start() made or adopted since this runner was made. */
   async sweepUnadopted(): Promise<void> {
     const { engine, key } = this.ctx;
@@ -407,40 +320,4 @@ export class ContainerApps implements AppRunner {
       }),
     );
   }
-}
-
-function envOf(list: string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const kv of list) {
-    const i = kv.indexOf('=');
-    if (i > 0) out[kv.slice(0, i)] = kv.slice(i + 1);
-  }
-  return out;
-}
-
-function streamToBuffer(s: Readable): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    s.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size <= 1024 * 1024) chunks.push(c);
-    });
-    s.once('end', () => resolve(Buffer.concat(chunks)));
-    s.once('error', reject);
-  });
-}
-
-/** The first regular file of a tar archive (the engine's archive of one path), as text. */
-function fileFromTar(buf: Buffer): string | null {
-  let i = 0;
-  while (i + 512 <= buf.length) {
-    const header = buf.subarray(i, i + 512);
-    if (header.every((b) => b === 0)) return null;
-    const size = parseInt(header.subarray(124, 136).toString('ascii').replace(/\0.*$/s, '').trim() || '0', 8);
-    const type = String.fromCharCode(header[156]!);
-    if (type === '0' || type === '\0') return buf.subarray(i + 512, i + 512 + size).toString('utf8');
-    i += 512 + Math.ceil(size / 512) * 512;
-  }
-  return null;
 }

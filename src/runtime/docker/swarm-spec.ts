@@ -25,6 +25,12 @@ export const swarmName = networkName;
 /** The labels on everything Berth creates (the container driver's). */
 export const swarmLabels = labelsOf;
 
+/** The labels of a release's service or job: the project's, and `berth.app` for a preview environment's app. */
+export function appLabels(key: string, spec: Pick<ReleaseSpec, 'projectId' | 'app' | 'deploymentId'>, kind: 'app' | 'step'): Record<string, string> {
+  const labels = swarmLabels(key, spec.projectId, kind, spec.deploymentId);
+  return spec.app ? { ...labels, 'berth.app': spec.app } : labels;
+}
+
 /**
  * `berth-<key>-<projectId>-swarm`: the project's overlay network. Not the bridge's name: builds still run
  * as containers on the manager, on the project's bridge `berth-<key>-<projectId>`, and the engine refuses
