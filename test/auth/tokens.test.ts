@@ -1,13 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sha256Hex } from '../../src/lib/crypto.js';
+import { testClock } from '../support/clock.js';
 import { createUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 
 describe('personal access tokens', () => {
   let server: TestServer;
+  const clock = testClock();
   before(async () => {
-    server = await startTestServer();
+    server = await startTestServer({ clock });
   });
   after(() => server.close());
 
@@ -53,10 +55,13 @@ describe('personal access tokens', () => {
     assert.equal(after.body.error.code, 'UNAUTHENTICATED');
   });
 
-  it('an expired token is 401', async () => {
+  it('a token works until its expiry, and is 401 from then on (also where it was already used and cached)', async () => {
     const u = await createUser(server);
     const t = (await server.api(u.token).post('/api/auth/tokens', { name: 'old', expiresInDays: 1 })).body.data;
-    await server.ctx.db.updateTable('apiTokens').set({ expiresAt: new Date(Date.now() - 1000).toISOString() }).where('id', '=', t.id).execute();
+    assert.equal((await server.api(t.token).get('/api/auth/me')).status, 200);
+    clock.advance(24 * 3600 * 1000 - 60_000);
+    assert.equal((await server.api(t.token).get('/api/auth/me')).status, 200, 'a minute before its expiry');
+    clock.advance(60_000 + 1000);
     assert.equal((await server.api(t.token).get('/api/auth/me')).status, 401);
   });
 

@@ -19,6 +19,8 @@ export const TOKEN_PREFIX = 'berth_pat';
 const TOUCH_EVERY_MS = 60 * 1000;
 
 type Deps = Pick<AppContext, 'db'>;
+/** Expiry is decided by the server's clock (`ctx.clock`). */
+type ClockedDeps = Pick<AppContext, 'db' | 'clock'>;
 
 /** A member's grants in an org, loaded only for the restricted role (grants widen nothing else). */
 export async function grantsIfRestricted(db: Db, role: Role, orgId: string, userId: string) {
@@ -61,10 +63,10 @@ export async function memberActor({ db }: Deps, orgId: string, userId: string): 
   return { userId, email: user.email, orgId, role: m.role, scopes: null, via: 'session', grants: await grantsIfRestricted(db, m.role, orgId, userId) };
 }
 
-export async function actorFromBearer({ db }: Deps, caches: AuthCaches | null, token: string): Promise<Actor | null> {
+export async function actorFromBearer({ db, clock }: ClockedDeps, caches: AuthCaches | null, token: string): Promise<Actor | null> {
   if (!token.startsWith(`${TOKEN_PREFIX}_`) || token.length > 200) return null;
   const hash = sha256Hex(token);
-  const now = Date.now();
+  const now = clock.now();
   const cached = caches?.actors.get(`t:${hash}`, now);
   if (cached) return cached.expiresAt > now ? cached.actor : null;
   const gen = caches?.actors.generation ?? 0;
@@ -76,10 +78,10 @@ export async function actorFromBearer({ db }: Deps, caches: AuthCaches | null, t
   return actor;
 }
 
-export async function actorFromSession({ db }: Deps, caches: AuthCaches | null, token: string): Promise<Actor | null> {
+export async function actorFromSession({ db, clock }: ClockedDeps, caches: AuthCaches | null, token: string): Promise<Actor | null> {
   if (token.length > 200) return null;
   const hash = sha256Hex(token);
-  const now = Date.now();
+  const now = clock.now();
   const cached = caches?.actors.get(`s:${hash}`, now);
   if (cached) return cached.expiresAt > now ? cached.actor : null;
   const gen = caches?.actors.generation ?? 0;
@@ -95,8 +97,8 @@ export async function actorFromSession({ db }: Deps, caches: AuthCaches | null, 
  * once the token is revoked or expired, the session signed out or expired, or the user left the
  * credential's org. For things a credential minted (stream tokens) that must end with it.
  */
-export async function actorFromCredentialId({ db }: Deps, id: string): Promise<Actor | null> {
-  const now = Date.now();
+export async function actorFromCredentialId({ db, clock }: ClockedDeps, id: string): Promise<Actor | null> {
+  const now = clock.now();
   if (id.startsWith('tok_')) {
     const row = await store.findTokenActorById(db, id);
     return liveToken(row, now) ? tokenActor(db, row) : null;

@@ -5,7 +5,8 @@ import type { AppContext } from '../../context.js';
 import { transaction, type Db } from '../../db/client.js';
 import { AppError } from '../../lib/errors.js';
 import { sha256Hex } from '../../lib/crypto.js';
-import { isoPlus, newId, newSecretToken, nowIso } from '../../lib/ids.js';
+import { clockIso, systemClock, type Clock } from '../../lib/clock.js';
+import { newId, newSecretToken } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/index.js';
 import { TOKEN_PREFIX } from './auth.credentials.js';
 import { presentToken, type TokenView } from './auth.presenters.js';
@@ -28,8 +29,11 @@ export interface CreateTokenInput {
   orgId?: string;
 }
 
-/** Issues a token for (userId, orgId) without an acting user: used by sign-in flows and the admin CLI. */
-export async function issueToken(db: Db, userId: string, orgId: string, input: CreateTokenInput, actorId: string | null): Promise<TokenView & { token: string }> {
+/**
+ * Issues a token for (userId, orgId) without an acting user: used by sign-in flows and the admin CLI.
+ * Its expiry counts from `clock` (the server's, `ctx.clock`, when a request makes it).
+ */
+export async function issueToken(db: Db, userId: string, orgId: string, input: CreateTokenInput, actorId: string | null, clock: Clock = systemClock): Promise<TokenView & { token: string }> {
   const name = input.name.trim();
   if (!name) throw new AppError('VALIDATION_FAILED', 'name must not be empty', { field: 'name' });
   if (input.scopes) {
@@ -38,7 +42,7 @@ export async function issueToken(db: Db, userId: string, orgId: string, input: C
     });
   }
   const token = newSecretToken(TOKEN_PREFIX);
-  const at = nowIso();
+  const at = clockIso(clock);
   const row = {
     id: newId('tok'),
     userId,
@@ -47,7 +51,7 @@ export async function issueToken(db: Db, userId: string, orgId: string, input: C
     prefix: token.slice(0, TOKEN_PREFIX.length + 7),
     tokenHash: sha256Hex(token),
     scopes: input.scopes ? JSON.stringify([...new Set(input.scopes)]) : null,
-    expiresAt: input.expiresInDays ? isoPlus(input.expiresInDays * 24 * 3600 * 1000) : null,
+    expiresAt: input.expiresInDays ? clockIso(clock, input.expiresInDays * 24 * 3600 * 1000) : null,
     lastUsedAt: null,
     revokedAt: null,
     createdAt: at,
@@ -60,7 +64,7 @@ export async function issueToken(db: Db, userId: string, orgId: string, input: C
 }
 
 /** POST tokens: a token of the actor in its active org (or another of its orgs); a scoped token cannot mint a wider one. */
-export async function createToken({ db, access }: Pick<AppContext, 'db' | 'access'>, actor: Actor, input: CreateTokenInput): Promise<TokenView & { token: string }> {
+export async function createToken({ db, access, clock }: Pick<AppContext, 'db' | 'access' | 'clock'>, actor: Actor, input: CreateTokenInput): Promise<TokenView & { token: string }> {
   let scopes = input.scopes;
   if (actor.scopes) {
     if (!scopes) scopes = actor.scopes;
@@ -75,7 +79,7 @@ export async function createToken({ db, access }: Pick<AppContext, 'db' | 'acces
   // Scopes carry over as above: a scoped token cannot mint a wider one in any org.
   if (orgId !== actor.orgId && !(await store.findMembership(db, orgId, actor.userId))) throw new AppError('NOT_FOUND', 'organization not found', { field: 'orgId' });
   const { orgId: _org, ...rest } = input;
-  const out = await issueToken(db, actor.userId, orgId, { ...rest, scopes }, actor.userId);
+  const out = await issueToken(db, actor.userId, orgId, { ...rest, scopes }, actor.userId, clock);
   access.changed({ userId: actor.userId, orgId });
   return out;
 }
@@ -92,13 +96,13 @@ export async function listTokens({ db }: Pick<AppContext, 'db'>, actor: Actor): 
 }
 
 /** DELETE tokens/:id: revokes one of the actor's tokens; requests and streams made with it end at once. */
-export async function revokeToken({ db, access }: Pick<AppContext, 'db' | 'access'>, actor: Actor, id: string): Promise<TokenView> {
+export async function revokeToken({ db, access, clock }: Pick<AppContext, 'db' | 'access' | 'clock'>, actor: Actor, id: string): Promise<TokenView> {
   // Checked before the lookup, so a scoped token cannot tell the user's token ids from others.
   if (id !== actor.tokenId) requireTokenScope(actor, TOKEN_REVOKE_SCOPE);
   const t = await store.findUserToken(db, actor.userId, id);
   if (!t) throw new AppError('NOT_FOUND', 'token not found');
   if (!t.revokedAt) {
-    const at = nowIso();
+    const at = clockIso(clock);
     await transaction(db, async (tx) => {
       await store.revokeToken(tx, actor.userId, id, at);
       await insertAuditEvent(tx, { orgId: t.orgId, actorId: actor.userId, action: 'token.revoke', resourceType: 'token', resourceId: id, details: { name: t.name } });
