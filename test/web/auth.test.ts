@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { randomString } from '../../src/lib/ids.js';
 import { assertFitsWidth, browserSuite, launchBrowser, openPage, pageErrors, screenshot, signIn, startDashboardServer, useDashboard } from '../support/browser.js';
+import { testClock } from '../support/clock.js';
 import { createProject, createTeam, createUser, type TestOrg } from '../support/factories.js';
 import type { TestServer } from '../support/harness.js';
 
@@ -215,7 +216,8 @@ describe('dashboard: sign-up refused by the instance', { skip }, () => {
 });
 
 describe('dashboard: the invitation link', { skip }, () => {
-  const dash = useDashboard();
+  const clock = testClock();
+  const dash = useDashboard({ clock });
   let team: TestOrg;
   let teamProject: { id: string; name: string };
   before(async () => {
@@ -293,7 +295,7 @@ describe('dashboard: the invitation link', { skip }, () => {
 
     const late = await createUser(dash.server);
     const lateId = await inviteWithGrant(late.email);
-    await dash.server.ctx.db.updateTable('invitations').set({ expiresAt: new Date(Date.now() - 1000).toISOString() }).where('id', '=', lateId).execute();
+    clock.advance(7 * 24 * 3600 * 1000 + 1000); // past the invitation's week
     await page.getByRole('button', { name: 'Sign out and use another account' }).click();
     await page.getByRole('link', { name: 'Sign in to accept' }).waitFor(T);
     await signIn(page, late);
