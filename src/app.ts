@@ -140,7 +140,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   // access events, the job queue and (by the modules) caches and streams.
   const bus = openBus({ db: database.db, databaseUrl: config.databaseUrl, instanceId, log });
   await bus.start();
-  const jobs = new JobQueue(database.db, database.dialect, instanceId, log);
+  const jobs = new JobQueue(database.db, database.dialect, instanceId, log, { clock: opts.clock ?? systemClock });
   bus.subscribe('jobs', () => jobs.wake());
   bus.onResync(() => jobs.wake());
   const scheduler = new Scheduler(new LeaderLease(database.db, 'scheduler', instanceId, log, config.instance.leaderTtlMs), log);

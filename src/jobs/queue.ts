@@ -3,7 +3,8 @@ import type { Logger } from 'pino';
 import type { Db, Dialect } from '../db/client.js';
 import { transaction } from '../db/client.js';
 import type { JobsTable } from '../db/schema.js';
-import { newId, nowIso } from '../lib/ids.js';
+import { clockIso, systemClock, type Clock } from '../lib/clock.js';
+import { newId } from '../lib/ids.js';
 
 export interface JobInfo {
   id: string;
@@ -33,13 +34,14 @@ export interface EnqueueOptions {
  * How long a claim holds without renewal (renewed every third of it while the job runs): a job whose
  * process died is claimed again by another instance (or this one after a restart) within this.
  */
-const LOCK_MS = 60 * 1000;
+export const JOB_LOCK_MS = 60 * 1000;
 
 /**
  * A durable jobs table with an in-process worker. Claims use `FOR UPDATE SKIP LOCKED` on
  * PostgreSQL (several instances may share one database) and a single writer on SQLite. A failed
  * job is retried with exponential backoff up to its maximum attempts; a job whose worker died
- * (its lock ran out) is claimed again.
+ * (its lock ran out) is claimed again. Due times and locks are read from `opts.clock` (the server's
+ * `ctx.clock`), so a test moves a queue's time instead of rewriting `run_at` or `locked_until`.
  */
 export class JobQueue {
   private readonly handlers = new Map<string, Registration>();
@@ -47,21 +49,24 @@ export class JobQueue {
   private running = new Map<string, { promise: Promise<void>; abort: AbortController }>();
   private stopping = false;
   private wakeScheduled = false;
+  private readonly clock: Clock;
 
   constructor(
     private readonly db: Db,
     private readonly dialect: Dialect,
     private readonly instanceId: string,
     private readonly log: Logger,
-    private readonly opts: { pollMs?: number; concurrency?: number } = {},
-  ) {}
+    private readonly opts: { pollMs?: number; concurrency?: number; clock?: Clock } = {},
+  ) {
+    this.clock = opts.clock ?? systemClock;
+  }
 
   register<P>(kind: string, handler: JobHandler<P>, opts: { maxAttempts?: number; backoffMs?: number } = {}): void {
     this.handlers.set(kind, { handler, maxAttempts: opts.maxAttempts ?? 3, backoffMs: opts.backoffMs ?? 2000 });
   }
 
   async enqueue(kind: string, payload: unknown, opts: EnqueueOptions = {}): Promise<string> {
-    const at = nowIso();
+    const at = clockIso(this.clock);
     const id = newId('job');
     const row: JobsTable = {
       id,
@@ -70,7 +75,7 @@ export class JobQueue {
       status: 'queued',
       attempts: 0,
       maxAttempts: opts.maxAttempts ?? this.handlers.get(kind)?.maxAttempts ?? 3,
-      runAt: (opts.runAt ?? new Date()).toISOString(),
+      runAt: opts.runAt ? opts.runAt.toISOString() : at,
       lockedBy: null,
       lockedUntil: null,
       lastError: null,
@@ -153,8 +158,8 @@ export class JobQueue {
   private async claim(): Promise<JobsTable | undefined> {
     const kinds = [...this.handlers.keys()];
     if (kinds.length === 0) return undefined;
-    const now = nowIso();
-    const until = new Date(Date.now() + LOCK_MS).toISOString();
+    const now = clockIso(this.clock);
+    const until = clockIso(this.clock, JOB_LOCK_MS);
     if (this.dialect === 'postgres') {
       const res = await sql<JobsTable>`
         UPDATE jobs SET status = 'running', locked_by = ${this.instanceId}, locked_until = ${until},
@@ -195,17 +200,17 @@ export class JobQueue {
     const renew = setInterval(() => {
       void this.db
         .updateTable('jobs')
-        .set({ lockedUntil: new Date(Date.now() + LOCK_MS).toISOString() })
+        .set({ lockedUntil: clockIso(this.clock, JOB_LOCK_MS) })
         .where('id', '=', job.id)
         .where('lockedBy', '=', this.instanceId)
         .execute()
         .catch(() => {});
-    }, LOCK_MS / 3);
+    }, JOB_LOCK_MS / 3);
     renew.unref();
     try {
       if (!reg) throw new Error(`no handler for job kind ${job.kind}`);
       await reg.handler(JSON.parse(job.payload), info, signal);
-      await this.db.updateTable('jobs').set({ status: 'succeeded', lockedBy: null, lockedUntil: null, updatedAt: nowIso() }).where('id', '=', job.id).execute();
+      await this.db.updateTable('jobs').set({ status: 'succeeded', lockedBy: null, lockedUntil: null, updatedAt: clockIso(this.clock) }).where('id', '=', job.id).execute();
     } catch (e) {
       const message = (e as Error)?.message ?? String(e);
       const retry = job.attempts < job.maxAttempts;
@@ -215,11 +220,11 @@ export class JobQueue {
         .updateTable('jobs')
         .set({
           status: retry ? 'queued' : 'failed',
-          runAt: retry ? new Date(Date.now() + delay).toISOString() : job.runAt,
+          runAt: retry ? clockIso(this.clock, delay) : job.runAt,
           lockedBy: null,
           lockedUntil: null,
           lastError: message.slice(0, 2000),
-          updatedAt: nowIso(),
+          updatedAt: clockIso(this.clock),
         })
         .where('id', '=', job.id)
         .execute()

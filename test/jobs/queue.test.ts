@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { JobQueue } from '../../src/jobs/queue.js';
+import { JOB_LOCK_MS, JobQueue } from '../../src/jobs/queue.js';
 import { LeaderLease, Scheduler } from '../../src/jobs/leader.js';
+import { testClock } from '../support/clock.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 import { waitFor } from '../support/wait.js';
 
@@ -83,15 +84,20 @@ describe('jobs queue', () => {
     assert.ok([...runs.values()].every((v) => v === 1));
   });
 
-  it('a job whose worker died (lock ran out) is claimed again', async () => {
+  it('a job whose worker died is claimed again once its lock runs out, not before', async () => {
     const { db, dialect, log } = server.ctx;
-    const q = new JobQueue(db, dialect, 'w4', log, { pollMs: 20 });
+    const clock = testClock();
+    const q = new JobQueue(db, dialect, 'w4', log, { pollMs: 20, clock });
     let ran = 0;
     q.register('test.orphan', async () => {
       ran++;
     });
     const id = await q.enqueue('test.orphan', {});
-    await db.updateTable('jobs').set({ status: 'running', lockedBy: 'dead', lockedUntil: new Date(Date.now() - 1000).toISOString(), attempts: 1 }).where('id', '=', id).execute();
+    // Another worker claimed it (as a claim writes it: locked for JOB_LOCK_MS) and died with it.
+    await db.updateTable('jobs').set({ status: 'running', lockedBy: 'dead', lockedUntil: new Date(clock.now() + JOB_LOCK_MS).toISOString(), attempts: 1 }).where('id', '=', id).execute();
+    await q.drain();
+    assert.equal(ran, 0, 'not while its lock holds');
+    clock.advance(JOB_LOCK_MS + 1000);
     await q.drain();
     assert.equal(ran, 1);
     assert.equal((await q.get(id))!.status, 'succeeded');
