@@ -12,6 +12,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
 import { SWEEP_EVERY_MS, sweepUploads } from '../../src/modules/uploads/index.js';
+import { testClock } from '../support/clock.js';
 import { createTeam, createUser, type TestOrg } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 import { tgz } from '../uploads/targen.js';
@@ -21,10 +22,12 @@ const CAP = 1_000_000;
 
 let server: TestServer;
 let team: TestOrg;
+const clock = testClock();
+const HOUR = 60 * 60 * 1000;
 
 before(async () => {
   // '' = the contract's default (the harness raises the session cap for other suites).
-  server = await startTestServer({ env: { BERTH_UPLOAD_MAX_OPEN_SESSIONS: '', BERTH_UPLOAD_MAX_ORG_BYTES: String(CAP) } });
+  server = await startTestServer({ clock, env: { BERTH_UPLOAD_MAX_OPEN_SESSIONS: '', BERTH_UPLOAD_MAX_ORG_BYTES: String(CAP) } });
   team = await createTeam(server);
 });
 after(() => server.close());
@@ -79,9 +82,10 @@ describe('upload disk exhaustion', () => {
     assert.ok(ensured.status === 200 || ensured.status === 201, ensured.text);
     await openOk(u.token);
     assertLimited(await open(u.token), 'again at 5');
-    // An expired one is not open either.
-    await server.ctx.db.updateTable('uploadSessions').set({ expiresAt: new Date(Date.now() - 1000).toISOString() }).where('id', '=', sessions[1]!.sessionId).execute();
-    await openOk(u.token);
+    // Expired ones are not open either: an hour on, five places again.
+    clock.advance(HOUR + 1000);
+    for (let i = 0; i < 5; i++) await openOk(u.token);
+    assertLimited(await open(u.token), 'again at 5 after the expiry');
   });
 
   it('an upload that would take the org past its byte cap is 429, and nothing of it is kept', async () => {
@@ -120,7 +124,7 @@ describe('upload disk exhaustion', () => {
       limits.maxOrgBytes = held - 1;
       assertLimited(await open(org.token), 'org over its cap');
       // Once that upload expires (and is swept), the org may upload again.
-      await server.ctx.db.updateTable('uploadSessions').set({ expiresAt: new Date(Date.now() - 1000).toISOString() }).where('id', '=', a.sessionId).execute();
+      clock.advance(HOUR + 1000);
       await sweepUploads(server.ctx);
       assert.deepEqual(leftovers(a.sessionId), []);
       await openOk(org.token);
@@ -135,14 +139,16 @@ describe('upload disk exhaustion', () => {
     const up = await rawPost(s.url, s.headers, tgz([{ path: 'a.txt', data: 'a' }]));
     assert.equal(up.status, 200);
     const expires = Date.parse(up.body.data.expiresAt);
-    assert.ok(expires <= Date.now() + 60 * 60 * 1000 + 5000, 'an hour, not a day');
+    assert.ok(expires <= clock.now() + HOUR + 5000, 'an hour, not a day');
     const never = await openOk(u.token);
     assert.deepEqual(leftovers(s.sessionId), [`.sessions/${s.sessionId}`]);
     // Nothing is removed before its time...
-    await sweepUploads(server.ctx, Date.now() + 30 * 60 * 1000);
+    clock.advance(30 * 60 * 1000);
+    await sweepUploads(server.ctx);
     assert.deepEqual(leftovers(s.sessionId), [`.sessions/${s.sessionId}`]);
     // ...and everything unconsumed is removed after it (the sweep driven an hour and a minute on).
-    const out = await sweepUploads(server.ctx, Date.now() + 61 * 60 * 1000);
+    clock.advance(31 * 60 * 1000);
+    const out = await sweepUploads(server.ctx);
     assert.ok(out.expired >= 2, JSON.stringify(out));
     assert.deepEqual(leftovers(s.sessionId), []);
     const rows = await server.ctx.db.selectFrom('uploadSessions').select('id').where('id', 'in', [s.sessionId, never.sessionId]).execute();

@@ -4,6 +4,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sweepUploads } from '../../src/modules/uploads/index.js';
+import { testClock } from '../support/clock.js';
 import { createTeam, createUser, type TestOrg, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 import { tgz } from './targen.js';
@@ -42,8 +43,10 @@ async function healthy() {
   assert.equal(h.status, 200);
 }
 
+const clock = testClock();
+
 before(async () => {
-  server = await startTestServer();
+  server = await startTestServer({ clock });
   team = await createTeam(server);
   other = await createUser(server);
 });
@@ -299,7 +302,7 @@ describe('folder upload: session, relay, scan, ensure', () => {
     assert.equal((await upload(s, tgz([{ path: 'a.txt', data: 'a' }]))).status, 200);
     assert.deepEqual(leftovers(s.sessionId), [`.sessions/${s.sessionId}`]);
     const s2 = await openSession(team.member.token);
-    await server.ctx.db.updateTable('uploadSessions').set({ expiresAt: new Date(Date.now() - 1000).toISOString() }).where('id', 'in', [s.sessionId, s2.sessionId]).execute();
+    clock.advance(60 * 60 * 1000 + 1000); // past both sessions' hour
     const late = await upload(s2, tgz([{ path: 'a.txt', data: 'a' }]));
     assert.equal(late.status, 401);
     const out = await sweepUploads(server.ctx);

@@ -51,7 +51,7 @@ export async function deployProject(ctx: AppContext, actor: Actor, project: Proj
   if (input.sessionId) {
     // A fresh upload becomes the project's source first (the session is consumed). One this project
     // already consumed and still builds from (ensure was given it first) is the source already.
-    const { attachedTo } = await checkUploadSession(ctx.db, actor.orgId, input.sessionId);
+    const { attachedTo } = await checkUploadSession(ctx, actor.orgId, input.sessionId);
     if (attachedTo && attachedTo !== project.id) throw conflict('this upload is already the source of another project: open a new session', 'sessionId');
     if (!attachedTo) await attachUploadToProject(ctx, actor.userId, actor.orgId, project.id, input.sessionId);
   }

@@ -9,7 +9,8 @@ import { can } from '../../authz/authorize.js';
 import type { AppContext } from '../../context.js';
 import { safeEqual, sha256Hex } from '../../lib/crypto.js';
 import { AppError, conflict, forbidden } from '../../lib/errors.js';
-import { isoPlus, nowIso, randomString } from '../../lib/ids.js';
+import { clockIso } from '../../lib/clock.js';
+import { randomString } from '../../lib/ids.js';
 import { ExtractError } from '../../lib/tar/extract-error.js';
 import { SafeExtractor } from '../../lib/tar/extractor.js';
 import { DEFAULT_LIMITS } from '../../lib/tar/limits.js';
@@ -43,7 +44,7 @@ export async function authenticateUpload(ctx: AppContext, sessionId: string, tok
   // Always compare, so an unknown session costs the same as a wrong token.
   const ok = safeEqual(sha256Hex(token ?? ''), row?.tokenHash ?? sha256Hex(randomString(16))) && !!token && !!row;
   if (!ok || !row) throw badToken();
-  if (row.expiresAt <= nowIso()) throw badToken();
+  if (row.expiresAt <= clockIso(ctx.clock)) throw badToken();
   // The creator's rights now, not when the session was opened: a member removed since is refused
   // like a bad token; one whose role or grants no longer allow project:write gets 403.
   const creator = await ctx.ports.auth.memberActor(ctx, row.orgId, row.createdBy);
@@ -93,22 +94,22 @@ export async function receiveUpload(ctx: Deps, row: UploadSessionRow, body: Asyn
   // byte of the file is written; the loop below counts the archive too.
   const cap = ctx.config.hardening.uploads.maxOrgBytes;
   const { inFlight } = ctx.state.uploads;
-  const stored = await store.storedBytesOfOrg(ctx.db, row.orgId, nowIso());
+  const stored = await store.storedBytesOfOrg(ctx.db, row.orgId, clockIso(ctx.clock));
   // Other instances' uploads of the org in flight (the database, refreshed with each report below).
   // Only PostgreSQL is shared by several instances: on SQLite there are none, and nothing is reported.
   const shared = ctx.dialect === 'postgres';
   let elsewhere = await othersInFlight(ctx, ctx.db, row.orgId, row.id);
   const budget = () => cap - stored.bytes - inFlight.of(row.orgId, row.id) - elsewhere;
-  if (budget() <= 0) throw orgFull(cap, stored.soonest);
-  if (!(await store.claimForUpload(ctx.db, row.orgId, row.id, nowIso()))) throw conflict('an upload to this session is in progress or finished');
+  if (budget() <= 0) throw orgFull(cap, stored.soonest, ctx.clock.now());
+  if (!(await store.claimForUpload(ctx.db, row.orgId, row.id, clockIso(ctx.clock)))) throw conflict('an upload to this session is in progress or finished');
   const fileCap = Math.min(DEFAULT_LIMITS.maxBytes, budget());
   inFlight.set(row.orgId, row.id, 0);
   let reported = { bytes: 0, at: Date.now() };
-  if (shared) await store.reportInFlight(ctx.db, row.orgId, row.id, ctx.instanceId, 0, nowIso());
+  if (shared) await store.reportInFlight(ctx.db, row.orgId, row.id, ctx.instanceId, 0, clockIso(ctx.clock));
   /** Says what this upload holds now, and reads what the other instances' ones hold. */
   const report = async (bytes: number) => {
     reported = { bytes, at: Date.now() };
-    await store.reportInFlight(ctx.db, row.orgId, row.id, ctx.instanceId, bytes, nowIso());
+    await store.reportInFlight(ctx.db, row.orgId, row.id, ctx.instanceId, bytes, clockIso(ctx.clock));
     elsewhere = await othersInFlight(ctx, ctx.db, row.orgId, row.id);
   };
   const root = uploadsRoot(ctx);
@@ -134,21 +135,21 @@ export async function receiveUpload(ctx: Deps, row: UploadSessionRow, body: Asyn
       const onDisk = size + extractor.committedBytes;
       inFlight.set(row.orgId, row.id, onDisk);
       if (shared && (onDisk - reported.bytes >= REPORT_EVERY_BYTES || Date.now() - reported.at >= REPORT_EVERY_MS)) await report(onDisk);
-      if (onDisk > budget()) throw orgFull(cap, stored.soonest);
+      if (onDisk > budget()) throw orgFull(cap, stored.soonest, ctx.clock.now());
       if (archive.writableNeedDrain) await Promise.race([new Promise<void>((r) => archive!.once('drain', () => r())), archiveError]);
     }
     const out = await extractor.end();
     await closeStream(archive);
     // Again against the database: an upload of the org that finished meanwhile is counted there now.
-    const latest = await store.storedBytesOfOrg(ctx.db, row.orgId, nowIso());
+    const latest = await store.storedBytesOfOrg(ctx.db, row.orgId, clockIso(ctx.clock));
     elsewhere = await othersInFlight(ctx, ctx.db, row.orgId, row.id);
-    if (size + out.bytes > cap - latest.bytes - inFlight.of(row.orgId, row.id) - elsewhere) throw orgFull(cap, latest.soonest);
+    if (size + out.bytes > cap - latest.bytes - inFlight.of(row.orgId, row.id) - elsewhere) throw orgFull(cap, latest.soonest, ctx.clock.now());
     const staged = stagedDir(ctx, row.id);
     await fsp.rm(staged, { recursive: true, force: true });
     await fsp.mkdir(path.dirname(staged), { recursive: true });
     await fsp.rename(tmp, staged);
-    const uploadedAt = nowIso();
-    const expiresAt = isoPlus(UPLOADED_TTL_MS);
+    const uploadedAt = clockIso(ctx.clock);
+    const expiresAt = clockIso(ctx.clock, UPLOADED_TTL_MS);
     const sha256 = hash.digest('hex');
     await store.markUploaded(ctx.db, row.orgId, row.id, { sizeBytes: size, sha256, files: out.files, uploadedAt, expiresAt, storedBytes: size + out.bytes });
     return { sessionId: row.id, status: 'uploaded', sizeBytes: size, sha256, files: out.files, directories: out.directories, skipped: out.skipped, expiresAt };
@@ -159,7 +160,7 @@ export async function receiveUpload(ctx: Deps, row: UploadSessionRow, body: Asyn
     await fsp.rm(tmp, { recursive: true, force: true }).catch(() => {});
     await store.releaseUpload(ctx.db, row.orgId, row.id).catch(() => {});
     // The extractor's byte cap was the org's allowance, not the per-upload limit: a quota refusal.
-    if (e instanceof ExtractError && e.kind === 'limit' && fileCap < DEFAULT_LIMITS.maxBytes && committed > fileCap) throw orgFull(cap, stored.soonest);
+    if (e instanceof ExtractError && e.kind === 'limit' && fileCap < DEFAULT_LIMITS.maxBytes && committed > fileCap) throw orgFull(cap, stored.soonest, ctx.clock.now());
     if (e instanceof ExtractError) {
       const what = e.kind === 'hostile' ? 'refused a hostile archive' : e.kind === 'limit' ? 'refused an archive over the limits' : 'could not read the archive';
       throw new AppError('VALIDATION_FAILED', `${what}: ${e.message}; nothing was kept`, { field: 'body' });

@@ -5,7 +5,8 @@ import { transaction } from '../../db/client.js';
 import type { ResolvedResource } from '../../http/route.js';
 import { sha256Hex } from '../../lib/crypto.js';
 import { AppError, conflict, notFound } from '../../lib/errors.js';
-import { isoPlus, newId, newSecretToken, nowIso } from '../../lib/ids.js';
+import { clockIso } from '../../lib/clock.js';
+import { newId, newSecretToken } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/index.js';
 import { findProject, type ProjectRow } from '../projects/index.js';
 import { MAX_UPLOAD_BYTES, SESSION_TTL_MS, UPLOAD_TOKEN_HEADER } from './upload-layout.js';
@@ -52,8 +53,8 @@ export async function createSession(
   }
   const id = newId('upl');
   const token = newSecretToken('berth_upl');
-  const now = nowIso();
-  const expiresAt = isoPlus(SESSION_TTL_MS);
+  const now = clockIso(ctx.clock);
+  const expiresAt = clockIso(ctx.clock, SESSION_TTL_MS);
   const limits = ctx.config.hardening.uploads;
   await transaction(ctx.db, async (tx) => {
     // Quotas (contract section 17): open sessions per user, stored unconsumed bytes per org. On
@@ -63,12 +64,12 @@ export async function createSession(
     const open = await store.openSessionsOfUser(tx, actor.userId, now);
     if (open.n >= limits.maxOpenSessionsPerUser) {
       throw new AppError('RATE_LIMITED', `you have ${open.n} open upload sessions (at most ${limits.maxOpenSessionsPerUser}); use them or let them expire first`, {
-        retryAfterSeconds: retryAfter(open.soonest),
+        retryAfterSeconds: retryAfter(open.soonest, ctx.clock.now()),
       });
     }
     const stored = await store.storedBytesOfOrg(tx, actor.orgId, now);
     const elsewhere = await othersInFlight(ctx, tx, actor.orgId);
-    if (stored.bytes + ctx.state.uploads.inFlight.of(actor.orgId) + elsewhere >= limits.maxOrgBytes) throw orgFull(limits.maxOrgBytes, stored.soonest);
+    if (stored.bytes + ctx.state.uploads.inFlight.of(actor.orgId) + elsewhere >= limits.maxOrgBytes) throw orgFull(limits.maxOrgBytes, stored.soonest, ctx.clock.now());
     await store.insertSession(tx, {
       id,
       orgId: actor.orgId,

@@ -8,7 +8,8 @@ import { transaction, type Db } from '../../db/client.js';
 import { sql } from '../../db/kysely.js';
 import { serialOf } from '../../db/serial.js';
 import { AppError, conflict } from '../../lib/errors.js';
-import { nowIso, randomString } from '../../lib/ids.js';
+import { clockIso } from '../../lib/clock.js';
+import { randomString } from '../../lib/ids.js';
 import { scanProject, type ScanResult } from '../detect/index.js';
 import { insertAuditEvent } from '../audit/index.js';
 import { findProject, useUploadAsSource } from '../projects/index.js';
@@ -26,7 +27,7 @@ function sessionSourceDir(ctx: Deps, row: UploadSessionRow): string {
 }
 
 export async function scanSession(ctx: Deps, row: UploadSessionRow): Promise<ScanAnswer> {
-  if (row.status === 'uploaded' && row.expiresAt <= nowIso()) throw conflict('this upload session has expired: upload again');
+  if (row.status === 'uploaded' && row.expiresAt <= clockIso(ctx.clock)) throw conflict('this upload session has expired: upload again');
   if (row.status === 'consumed' && row.projectId) await materialize(ctx, row.orgId, row.projectId);
   const dir = sessionSourceDir(ctx, row);
   if (!existsSync(dir)) throw conflict('the uploaded files are gone (the session was swept): upload again');
@@ -42,7 +43,7 @@ export async function scanSession(ctx: Deps, row: UploadSessionRow): Promise<Sca
  * the deployments API given the same session again are no-ops for the upload); the caller refuses it
  * when that is not the project it means. One that a newer upload replaced stays 409.
  */
-export async function checkUploadSession(db: Db, orgId: string, sessionId: string): Promise<{ attachedTo: string | null }> {
+export async function checkUploadSession({ db, clock }: Pick<Deps, 'db' | 'clock'>, orgId: string, sessionId: string): Promise<{ attachedTo: string | null }> {
   const row = await store.findSession(db, orgId, sessionId);
   if (!row) throw new AppError('NOT_FOUND', 'upload session not found', { field: 'sessionId' });
   if (row.status === 'consumed') {
@@ -51,7 +52,7 @@ export async function checkUploadSession(db: Db, orgId: string, sessionId: strin
     throw conflict('this upload is already the source of a project: open a new session', 'sessionId');
   }
   if (row.status !== 'uploaded') throw conflict('nothing was uploaded to this session yet', 'sessionId');
-  if (row.expiresAt <= nowIso()) throw conflict('this upload session has expired: upload again', 'sessionId');
+  if (row.expiresAt <= clockIso(clock)) throw conflict('this upload session has expired: upload again', 'sessionId');
   return { attachedTo: null };
 }
 
@@ -66,7 +67,7 @@ export async function attachUploadToProject(ctx: Deps, actorId: string | null, o
     const row = await store.findSession(tx, orgId, sessionId);
     const project = await findProject(tx, orgId, projectId);
     if (!row || !project) throw new AppError('NOT_FOUND', 'upload session not found', { field: 'sessionId' });
-    if (!(await store.consume(tx, orgId, sessionId, projectId, nowIso()))) throw conflict('this upload is no longer available (consumed or expired): upload again', 'sessionId');
+    if (!(await store.consume(tx, orgId, sessionId, projectId, clockIso(ctx.clock)))) throw conflict('this upload is no longer available (consumed or expired): upload again', 'sessionId');
     let scan: ScanResult | null = null;
     try {
       scan = row.scan ? (JSON.parse(row.scan) as ScanResult) : scanProject(path.join(stagedDir(ctx, sessionId), 'src'));

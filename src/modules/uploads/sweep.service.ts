@@ -6,9 +6,10 @@ import * as store from './uploads.store.js';
 
 /**
  * Removes expired sessions that never became a source (rows and files), history rows of sources
- * that a newer upload replaced, and leftovers of interrupted uploads. Runs on the scheduler.
+ * that a newer upload replaced, and leftovers of interrupted uploads. Runs on the scheduler. Expiry is
+ * decided by the server's clock (`ctx.clock`); the leftovers' age by the machine's (file times).
  */
-export async function sweepUploads(ctx: Deps, now = Date.now()): Promise<{ expired: number; superseded: number; leftovers: number }> {
+export async function sweepUploads(ctx: Deps, now = ctx.clock.now()): Promise<{ expired: number; superseded: number; leftovers: number }> {
   const nowS = new Date(now).toISOString();
   let expired = 0;
   for (const s of await store.listExpired(ctx.db, nowS)) {
@@ -23,7 +24,7 @@ export async function sweepUploads(ctx: Deps, now = Date.now()): Promise<{ expir
   for (const name of await fsp.readdir(path.join(root, '.tmp')).catch(() => [] as string[])) {
     const p = path.join(root, '.tmp', name);
     const st = await fsp.stat(p).catch(() => null);
-    if (st && now - st.mtimeMs > SESSION_TTL_MS + 60_000) {
+    if (st && Date.now() - st.mtimeMs > SESSION_TTL_MS + 60_000) {
       await fsp.rm(p, { recursive: true, force: true });
       leftovers++;
     }

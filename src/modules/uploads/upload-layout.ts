@@ -21,7 +21,7 @@ export const UPLOAD_TOKEN_HEADER = 'x-berth-upload-token';
 export const UPLOAD_CONTENT_TYPES = ['application/gzip', 'application/x-gzip', 'application/octet-stream'];
 
 /** What the uploads services need from the running program. */
-export type Deps = Pick<AppContext, 'db' | 'dialect' | 'config' | 'log' | 'ports' | 'state' | 'instanceId'>;
+export type Deps = Pick<AppContext, 'db' | 'dialect' | 'config' | 'log' | 'ports' | 'state' | 'instanceId' | 'clock'>;
 
 export function uploadsRoot(ctx: Pick<AppContext, 'config'>): string {
   return path.join(ctx.config.dataDir, 'uploads');

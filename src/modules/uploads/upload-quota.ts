@@ -10,9 +10,9 @@ import { AppError } from '../../lib/errors.js';
 import { SESSION_TTL_MS, type Deps } from './upload-layout.js';
 import { inFlightElsewhere } from './uploads.store.js';
 
-/** Seconds until `iso` (at least 1, at most an hour): the Retry-After of a quota refusal. */
-export function retryAfter(iso: string | null): number {
-  const ms = iso ? Date.parse(iso) - Date.now() : SESSION_TTL_MS;
+/** Seconds from `now` until `iso` (at least 1, at most an hour): the Retry-After of a quota refusal. */
+export function retryAfter(iso: string | null, now: number): number {
+  const ms = iso ? Date.parse(iso) - now : SESSION_TTL_MS;
   return Math.min(3600, Math.max(1, Math.ceil(ms / 1000)));
 }
 
@@ -23,25 +23,25 @@ export const REPORT_EVERY_MS = 1000;
 export const IN_FLIGHT_STALE_MS = 60_000;
 
 /** The oldest report of another instance's upload in flight that still counts. */
-function inFlightSince(now = Date.now()): string {
+function inFlightSince(now: number): string {
   return new Date(now - IN_FLIGHT_STALE_MS).toISOString();
 }
 /**
  * Bytes the org's uploads in flight on other instances hold, as they reported them (`except` one
  * session). Only PostgreSQL is shared by several instances: on SQLite there are none, and no query.
  */
-export function othersInFlight(ctx: Pick<Deps, 'dialect' | 'instanceId'>, db: Db, orgId: string, except?: string): Promise<number> {
-  return ctx.dialect === 'postgres' ? inFlightElsewhere(db, orgId, ctx.instanceId, inFlightSince(), except) : Promise.resolve(0);
+export function othersInFlight(ctx: Pick<Deps, 'dialect' | 'instanceId' | 'clock'>, db: Db, orgId: string, except?: string): Promise<number> {
+  return ctx.dialect === 'postgres' ? inFlightElsewhere(db, orgId, ctx.instanceId, inFlightSince(ctx.clock.now()), except) : Promise.resolve(0);
 }
 
 const fmtBytes = (n: number) => (n >= 1024 * MiB ? `${(n / (1024 * MiB)).toFixed(2)} GiB` : `${(n / MiB).toFixed(1)} MiB`);
 
-/** 429: the org's received, unconsumed uploads hold its whole allowance of disk. */
-export function orgFull(cap: number, soonest: string | null): AppError {
+/** 429: the org's received, unconsumed uploads hold its whole allowance of disk (the soonest expires `soonest`; it is `now`). */
+export function orgFull(cap: number, soonest: string | null, now: number): AppError {
   return new AppError(
     'RATE_LIMITED',
     `this organization's uploads that are not deployed yet hold ${fmtBytes(cap)} or more of disk (the limit); deploy them or wait until they expire`,
-    { retryAfterSeconds: retryAfter(soonest) },
+    { retryAfterSeconds: retryAfter(soonest, now) },
   );
 }
 

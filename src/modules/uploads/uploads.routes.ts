@@ -123,7 +123,7 @@ export const uploadsModule: ModuleDef = {
   provides: () => ({
     // POST /api/projects/ensure with `sessionId` (projects area): the upload becomes the project's source.
     uploadSource: {
-      check: (ctx, orgId, sessionId) => checkUploadSession(ctx.db, orgId, sessionId),
+      check: (ctx, orgId, sessionId) => checkUploadSession(ctx, orgId, sessionId),
       attach: (ctx, actorId, orgId, projectId, sessionId) => attachUploadToProject(ctx, actorId, orgId, projectId, sessionId),
     },
     projectDependents: [
