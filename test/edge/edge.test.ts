@@ -79,6 +79,8 @@ let edge: EdgeServer;
 let edgePort: number;
 const requests = new RequestLog(10);
 let target: EdgeTarget | null = null;
+/** Called when the app's `/hang` response is closed (its request was aborted). */
+let hangClosed: (() => void) | null = null;
 
 before(async () => {
   upstream = http.createServer((req, res) => {
@@ -92,6 +94,26 @@ before(async () => {
           res.end();
         }
       }, 20);
+      return;
+    }
+    if (req.url === '/drop') return void req.socket.destroy();
+    if (req.url === '/big') {
+      // 4 MiB without Content-Length: more than the client's socket takes at once, so the edge must wait for it to drain.
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      let left = 64;
+      const more = () => {
+        while (left > 0) {
+          left--;
+          if (!res.write(Buffer.alloc(65536, 120))) return void res.once('drain', more);
+        }
+        res.end();
+      };
+      return more();
+    }
+    if (req.url === '/hang') {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('first\n');
+      res.once('close', () => hangClosed?.());
       return;
     }
     res.setHeader('set-cookie', ['a=1', 'b=2']);
@@ -146,6 +168,41 @@ test('the edge proxies by Host, sets X-Forwarded-*, keeps multi-value headers, a
   const last = requests.recent('p1', 1)[0]!;
   assert.equal(last.path, '/stream');
   assert.equal(last.bytes, s.body.length);
+});
+
+test('a body larger than the client takes at once is streamed whole, and the log counts its bytes', async () => {
+  target = { projectId: 'p1', unavailable: null, rules: [] };
+  const r = await get('app.test', '/big');
+  assert.equal(r.status, 200);
+  assert.equal(r.body.length, 64 * 65536);
+  assert.equal(requests.recent('p1', 1)[0]!.bytes, 64 * 65536);
+});
+
+test('an app that closes the connection before answering gets a 502 page, logged as 502', async () => {
+  target = { projectId: 'p1', unavailable: null, rules: [] };
+  const r = await get('app.test', '/drop');
+  assert.equal(r.status, 502);
+  assert.match(r.body, /The app closed the connection before answering/);
+  const last = requests.recent('p1', 1)[0]!;
+  assert.equal(last.path, '/drop');
+  assert.equal(last.status, 502);
+});
+
+test('a client that goes away mid-answer aborts the request to the app', async () => {
+  target = { projectId: 'p1', unavailable: null, rules: [] };
+  const closed = new Promise<void>((resolve) => (hangClosed = resolve));
+  await new Promise<void>((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port: edgePort, path: '/hang', headers: { host: 'app.test' } }, (res) => {
+      res.once('data', () => {
+        req.destroy();
+        resolve();
+      });
+    });
+    req.on('error', (e) => (e.message.includes('socket hang up') ? undefined : reject(e)));
+  });
+  await closed;
+  hangClosed = null;
+  assert.equal(edge.openConnections('p1'), 0, 'the request no longer counts as open');
 });
 
 test('unknown hosts get 404, unavailable projects 503, and both are clear HTML pages', async () => {
