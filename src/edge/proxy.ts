@@ -14,12 +14,14 @@ import { forwardToPeer, readHop } from './forward.js';
 import { edgeLimitsFromEnv, type EdgeLimits } from './limits.js';
 import { normalizeTarget, pathOfTarget } from './normalize.js';
 import { OpenRequests } from './open-requests.js';
+import { isoNow } from '../lib/iso-now.js';
 import type { RequestEntry, RequestLog } from './requests.js';
-import { ACME_CHALLENGE_PREFIX, HOP_BY_HOP, REQUEST_DROP, acmeChallengeToken, forwardedProto, hostHeader, hostOf, httpsLocation, isSecure, logPath, pathOf } from './request-head.js';
+import { ACME_CHALLENGE_PREFIX, REQUEST_DROP, acmeChallengeToken, forwardedProto, hostHeader, hostOf, httpsLocation, isSecure, logPath, pathOf } from './request-head.js';
 import { evaluateRules, RateCounter } from './rules.js';
 import { serveStatic } from './static-site.js';
 import { handleUpgrade, type UpgradeContext } from './upgrade.js';
 import { UpstreamPools } from './upstream-pools.js';
+import { UpstreamResponse } from './upstream-response.js';
 
 export type { EdgeBackend, EdgeTarget, EdgeUpstream } from './backend.js';
 export { hostOf } from './request-head.js';
@@ -152,7 +154,7 @@ export class EdgeServer {
     const finish = (status: number) => {
       if (!projectId) return;
       const p = path === null ? pathOf(req.url) : logPath(path);
-      const entry: RequestEntry = { ts: new Date().toISOString(), method: req.method ?? 'GET', path: p, status, durationMs: Math.round((performance.now() - started) * 10) / 10, ip, bytes };
+      const entry: RequestEntry = { ts: isoNow(), method: req.method ?? 'GET', path: p, status, durationMs: Math.round((performance.now() - started) * 10) / 10, ip, bytes };
       this.requests.record(projectId, entry);
     };
     const answer = (status: number, title: string, text: string, headers: Record<string, string> = {}) => {
@@ -231,53 +233,19 @@ export class EdgeServer {
       headers['x-forwarded-proto'] = hop ? (hop.secure ? 'https' : 'http') : forwardedProto(req, this.limits.trustedProxies);
       headers['x-forwarded-host'] = authority ?? host;
       headers['x-real-ip'] = ip;
-      // A client that goes away aborts the upstream request: the response itself is the abort
-      // signal undici listens to (an EventEmitter; cheaper than an AbortController per request).
-      res.once('close', () => {
-        if (!res.writableFinished) res.emit('abort');
-      });
-      // Count the body bytes the app sent (for the request log): its Content-Length, else what passes.
-      const write = res.write;
-      const end = res.end;
-      const countBytes = () => {
-        res.write = function (this: http.ServerResponse, chunk: unknown, ...rest: unknown[]) {
-          if (chunk) bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : (chunk as Buffer).length;
-          return (write as (...a: unknown[]) => boolean).call(this, chunk, ...rest);
-        } as typeof res.write;
-        res.end = function (this: http.ServerResponse, chunk?: unknown, ...rest: unknown[]) {
-          if (chunk && typeof chunk !== 'function') bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : (chunk as Buffer).length;
-          return (end as (...a: unknown[]) => http.ServerResponse).call(this, chunk, ...rest);
-        } as typeof res.end;
-      };
       res.once('close', this.open.open(target.projectId));
-      let status = 502;
       const hasBody = req.method !== 'GET' && req.method !== 'HEAD' && (req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined);
       if (hasBody) this.watchBody(req, res, h2);
-      this.pools.get(upstream, undici).stream(
-        { path: forwardTo, method: (req.method ?? 'GET') as Dispatcher.HttpMethod, headers, body: hasBody ? req : null, signal: res as unknown as AbortSignal },
-        ({ statusCode, headers: upHeaders }) => {
-          status = statusCode;
-          const out: http.OutgoingHttpHeaders = {};
-          for (const k in upHeaders) if (!HOP_BY_HOP.has(k)) out[k] = upHeaders[k];
-          const len = upHeaders['content-length'];
-          if (req.method !== 'HEAD' && typeof len === 'string' && /^\d+$/.test(len)) bytes = Number(len);
-          else if (req.method !== 'HEAD') countBytes();
-          res.writeHead(statusCode, out);
-          return res;
-        },
-        (err) => {
-          if (err) {
-            this.log.debug({ err: err.message, projectId }, 'edge upstream error');
-            if (!res.headersSent) {
-              res.write = write;
-              res.end = end;
-              return answer(502, 'Bad gateway', 'The app closed the connection before answering.');
-            }
-            res.destroy();
-          }
-          finish(status);
-        },
-      );
+      const handler = new UpstreamResponse(res, req.method === 'HEAD', (status, n, err, headersSent) => {
+        bytes = n;
+        if (err) {
+          this.log.debug({ err: err.message, projectId }, 'edge upstream error');
+          if (!headersSent) return answer(502, 'Bad gateway', 'The app closed the connection before answering.');
+          res.destroy();
+        }
+        finish(status);
+      });
+      this.pools.get(upstream, undici).dispatch({ path: forwardTo, method: (req.method ?? 'GET') as Dispatcher.HttpMethod, headers, body: hasBody ? req : null }, handler);
     } catch (e) {
       this.log.error({ err: e }, 'edge request failed');
       answer(500, 'Edge error', 'The edge could not handle this request.');
