@@ -11,7 +11,7 @@ import { api, ensureNginx, startNginx, tgzOf, uploadAndDeploy, waitReady, writeE
  * - the edge in front of the sandboxed app against the edge in front of the same app run bare (a
  *   second Berth with BERTH_RUNTIME=process), 32 connections: >= 0.9;
  * - the edge to the bare app against nginx `proxy_pass` (Debian's nginx, installed with apt-get when
- *   missing; one worker, upstream keep-alive) to the same app: >= 0.5;
+ *   missing; one worker, upstream keep-alive) to the same app: >= 0.8 (issue 36), p99 of both beside it;
  * - wake from sleep of the sandboxed app: p50 < 300 ms.
  */
 
@@ -42,7 +42,7 @@ async function deployHello(url: string, token: string, archive: Buffer, name: st
  * The runtime's figures (issue 14): upload-to-ready of a hello-world app under the default sandbox
  * driver (< 2 s), the edge in front of the sandboxed app against the edge in front of the same app
  * run bare by a second Berth with BERTH_RUNTIME=process (>= 0.9: what isolation costs a request),
- * the edge against nginx to the bare app (>= 0.5), and wake from sleep p50 in the sandbox (< 300 ms).
+ * the edge against nginx to the bare app (>= 0.8), and wake from sleep p50 in the sandbox (< 300 ms).
  */
 export async function edgeBench(): Promise<Row[]> {
   const rows: Row[] = [];
@@ -100,7 +100,11 @@ export async function edgeBench(): Promise<Row[]> {
     rows.push({ bench: 'edge', metric: 'edge -> sandboxed app p99 (median of 3)', value: edgeP99, unit: 'ms', reference: bareP99, ratio: edgeP99 / bareP99 });
     if (nginx) {
       const ngRps = median(ngRuns.map((r) => r.rps));
-      rows.push({ bench: 'edge', metric: 'edge -> bare app req/s vs nginx (median of 3)', value: bareRps, unit: 'req/s', reference: ngRps, ratio: bareRps / ngRps, target: '>= 0.5 x nginx', ok: bareRps / ngRps >= 0.5 });
+      const ngP99 = median(ngRuns.map((r) => r.p99));
+      const spread = bareRuns.map((r, i) => (r.rps / ngRuns[i]!.rps).toFixed(2)).join(', ');
+      console.error(`  edge -> bare app / nginx by round: ${spread}`);
+      rows.push({ bench: 'edge', metric: 'edge -> bare app req/s vs nginx (median of 3)', value: bareRps, unit: 'req/s', reference: ngRps, ratio: bareRps / ngRps, target: '>= 0.8 x nginx', ok: bareRps / ngRps >= 0.8 });
+      rows.push({ bench: 'edge', metric: 'edge -> bare app p99 vs nginx (median of 3)', value: bareP99, unit: 'ms', reference: ngP99, ratio: bareP99 / ngP99 });
     } else {
       rows.push({ bench: 'edge', metric: 'edge proxy req/s vs nginx (nginx unavailable)', value: bareRps, unit: 'req/s', ok: false });
     }

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import http2 from 'node:http2';
 import tls from 'node:tls';
 import { Pool } from 'undici';
 import { startChild, type Row } from './lib.js';
@@ -19,7 +20,10 @@ import { api, findNginx, freePort, startNginx, tgzOf, uploadAndDeploy, waitReady
  *   window; nginx: master and worker; Berth: its own process, not the app it runs);
  * - HTTPS req/s over 32 keep-alive HTTP/1.1 connections (undici Pool, `connect: { ca, servername }`)
  *   to the same upstream: the hello app a Berth with BERTH_RUNTIME=process runs; nginx `proxy_pass`es
- *   to that app's port directly (one worker, upstream keep-alive): >= 0.5 of nginx.
+ *   to that app's port directly (one worker, upstream keep-alive): >= 0.5 of nginx;
+ * - HTTP/2 req/s (issue 36 point 3): the same 32 requests in flight as streams over 4 connections
+ *   (undici Pool with `allowH2`), both servers speaking HTTP/1.1 keep-alive to the app: >= 0.8 of
+ *   nginx, p99 of both beside it.
  * The edge's certificate comes from the free domains' wildcard files (BERTH_WILDCARD_CERT_FILE/_KEY_FILE
  * with BERTH_APPS_DOMAIN=bench.test), so no ACME is involved.
  */
@@ -28,6 +32,8 @@ const ROUNDS = Number(process.env.BENCH_HTTPS_ROUNDS ?? 3);
 const HANDSHAKE_CONNECTORS = Number(process.env.BENCH_HANDSHAKE_CONNECTORS ?? 16);
 const HANDSHAKE_MS = 3000;
 const RPS_CONNECTIONS = 32;
+/** HTTP/2: the same 32 requests in flight, over this many connections (8 streams each). */
+const H2_CONNECTIONS = 4;
 const RPS_MS = 3000;
 const WARMUP_MS = 500;
 
@@ -98,6 +104,24 @@ function handshakeOnce(port: number, ca: string | tls.SecureContext, servername:
   });
 }
 
+/** One HTTP/2 request over a new connection (ALPN must pick `h2`, or this fails); answers the status. */
+function h2Once(port: number, ca: string, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const session = http2.connect(`https://127.0.0.1:${port}`, { ca, servername: host, ALPNProtocols: ['h2'] });
+    session.once('error', reject);
+    const req = session.request({ ':path': '/', ':authority': host });
+    req.once('response', (h) => {
+      req.resume();
+      req.once('end', () => {
+        session.close();
+        resolve(Number(h[':status']));
+      });
+    });
+    req.once('error', reject);
+    req.end();
+  });
+}
+
 interface HandshakeResult {
   rate: number;
   errors: number;
@@ -160,20 +184,28 @@ interface RpsResult {
   serverCpu: number;
 }
 
-/** Closed-loop HTTPS load over `connections` keep-alive connections (undici Pool). */
-async function httpsLoad(port: number, ca: string, servername: string, connections: number, ms: number, serverCpuSeconds: () => number): Promise<RpsResult> {
-  const pool = new Pool(`https://127.0.0.1:${port}`, { connections, pipelining: 1, connect: { ca, servername } });
+/**
+ * Closed-loop HTTPS load: `workers` requests in flight over `connections` keep-alive connections
+ * (undici Pool). HTTP/1.1: one request per connection at a time. HTTP/2 (`h2`, ALPN): each connection
+ * carries up to workers / connections streams at once.
+ */
+async function httpsLoad(port: number, ca: string, servername: string, workers: number, ms: number, serverCpuSeconds: () => number, h2?: { connections: number }): Promise<RpsResult> {
+  const pool = h2
+    ? new Pool(`https://127.0.0.1:${port}`, { connections: h2.connections, pipelining: Math.ceil(workers / h2.connections), allowH2: true, connect: { ca, servername } })
+    : new Pool(`https://127.0.0.1:${port}`, { connections: workers, pipelining: 1, connect: { ca, servername } });
+  // undici sends the `host` given here as HTTP/2's `:authority`.
   const headers = { host: servername };
+  const path = '/';
   const run = async (duration: number, record: boolean) => {
     const latencies: number[] = [];
     let errors = 0;
     const end = Date.now() + duration;
     await Promise.all(
-      Array.from({ length: connections }, async () => {
+      Array.from({ length: workers }, async () => {
         while (Date.now() < end) {
           const t0 = process.hrtime.bigint();
           try {
-            const res = await pool.request({ path: '/', method: 'GET', headers });
+            const res = await pool.request({ path, method: 'GET', headers });
             await res.body.dump();
             if (res.statusCode !== 200) errors++;
           } catch {
@@ -230,6 +262,10 @@ export async function httpsBench(): Promise<Row[]> {
     const ctx = tls.createSecureContext({ ca, minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3' });
     console.error(`  edge:  ${await handshakeOnce(httpsPort, ctx, host)}`);
     console.error(`  nginx: ${await handshakeOnce(nginx.port, ctx, host)}`);
+    for (const [who, port] of [['edge', httpsPort], ['nginx', nginx.port]] as const) {
+      const status = await h2Once(port, ca, host);
+      if (status !== 200) throw new Error(`${who} answered ${status} over HTTP/2`);
+    }
 
     const edgeCpu = () => cpuSeconds(pid, false);
     const ngPid = nginx.pid;
@@ -248,6 +284,15 @@ export async function httpsBench(): Promise<Row[]> {
       edgeRps.push(await httpsLoad(httpsPort, ca, host, RPS_CONNECTIONS, RPS_MS, edgeCpu));
       ngRps.push(await httpsLoad(nginx.port, ca, host, RPS_CONNECTIONS, RPS_MS, ngCpu));
     }
+    console.error(`  HTTP/2 requests: ${ROUNDS} rounds`);
+    const edgeH2: RpsResult[] = [];
+    const ngH2: RpsResult[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      edgeH2.push(await httpsLoad(httpsPort, ca, host, RPS_CONNECTIONS, RPS_MS, edgeCpu, { connections: H2_CONNECTIONS }));
+      ngH2.push(await httpsLoad(nginx.port, ca, host, RPS_CONNECTIONS, RPS_MS, ngCpu, { connections: H2_CONNECTIONS }));
+    }
+    const byRound = (e: RpsResult[], n: RpsResult[]) => e.map((r, i) => (r.rps / n[i]!.rps).toFixed(2)).join(', ');
+    console.error(`  HTTPS / nginx by round: ${byRound(edgeRps, ngRps)}; HTTP/2: ${byRound(edgeH2, ngH2)}`);
     if (process.env.BENCH_VERBOSE) console.error(JSON.stringify({ edgeHs, ngHs, edgeRps, ngRps }, null, 1));
 
     const m = <T>(xs: T[], f: (x: T) => number) => median(xs.map(f));
@@ -275,8 +320,18 @@ export async function httpsBench(): Promise<Row[]> {
     const nRpsPer = m(ngRps, (r) => r.rps / r.serverCpu);
     rows.push({ bench: 'https', metric: 'HTTPS requests per server CPU-second vs nginx', value: eRpsPer, unit: '/cpu-s', reference: nRpsPer, ratio: eRpsPer / nRpsPer });
     rows.push({ bench: 'https', metric: 'server CPU during HTTPS load (cores)', value: m(edgeRps, (r) => r.serverCpu), unit: '', reference: m(ngRps, (r) => r.serverCpu) });
-    const errors = errs(edgeHs) + errs(ngHs) + errs(edgeRps) + errs(ngRps);
-    if (errors) rows.push({ bench: 'https', metric: `errors (edge hs ${errs(edgeHs)}, nginx hs ${errs(ngHs)}, edge req ${errs(edgeRps)}, nginx req ${errs(ngRps)})`, value: errors, unit: '', ok: false });
+    // HTTP/2 over TLS (issue 36 point 3): the edge's node:http2 server against nginx's, both to the app over HTTP/1.1 keep-alive.
+    const eH2 = m(edgeH2, (r) => r.rps);
+    const nH2 = m(ngH2, (r) => r.rps);
+    rows.push({ bench: 'https', metric: `HTTP/2 req/s, ${RPS_CONNECTIONS} streams over ${H2_CONNECTIONS} connections (median of ${ROUNDS}) vs nginx`, value: eH2, unit: 'req/s', reference: nH2, ratio: eH2 / nH2, target: '>= 0.8 x nginx', ok: eH2 / nH2 >= 0.8 && errs(edgeH2) === 0 });
+    const eH2P99 = m(edgeH2, (r) => r.p99);
+    const nH2P99 = m(ngH2, (r) => r.p99);
+    rows.push({ bench: 'https', metric: 'HTTP/2 p99 vs nginx', value: eH2P99, unit: 'ms', reference: nH2P99, ratio: eH2P99 / nH2P99 });
+    const eH2Per = m(edgeH2, (r) => r.rps / r.serverCpu);
+    const nH2Per = m(ngH2, (r) => r.rps / r.serverCpu);
+    rows.push({ bench: 'https', metric: 'HTTP/2 requests per server CPU-second vs nginx', value: eH2Per, unit: '/cpu-s', reference: nH2Per, ratio: eH2Per / nH2Per });
+    const errors = errs(edgeHs) + errs(ngHs) + errs(edgeRps) + errs(ngRps) + errs(edgeH2) + errs(ngH2);
+    if (errors) rows.push({ bench: 'https', metric: `errors (edge hs ${errs(edgeHs)}, nginx hs ${errs(ngHs)}, edge req ${errs(edgeRps)}, nginx req ${errs(ngRps)}, edge h2 ${errs(edgeH2)}, nginx h2 ${errs(ngH2)})`, value: errors, unit: '', ok: false });
   } finally {
     await nginx?.stop();
     await berth.stop();
