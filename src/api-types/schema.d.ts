@@ -1680,11 +1680,64 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the project's services (the data volume, attached databases) */
+        /** List the project's services (the data volume, attached and managed databases) */
         get: operations["getProjectsByIdServices"];
         put?: never;
-        /** Attach a PostgreSQL database as a service (its URL is stored encrypted, never returned) */
+        /** Create and start a managed database (kind, name, version?), or attach an outside PostgreSQL (connectionUrl) */
         post: operations["postProjectsByIdServices"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{id}/services/{sid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A service of the project */
+        get: operations["getProjectsByIdServicesBySid"];
+        put?: never;
+        post?: never;
+        /** Delete a managed service and its data (keepVolume=true keeps the data folder); needs admin on the project */
+        delete: operations["deleteProjectsByIdServicesBySid"];
+        options?: never;
+        head?: never;
+        /** Resize a managed service (it restarts), or stop (stopped: true) and start it (stopped: false) */
+        patch: operations["patchProjectsByIdServicesBySid"];
+        trace?: never;
+    };
+    "/api/projects/{id}/services/{sid}/credentials": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Reveal a managed service's generated credentials and connection URL (project admins; audited) */
+        get: operations["getProjectsByIdServicesBySidCredentials"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{id}/services/{sid}/restart": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Restart a managed service (a stopped one starts) */
+        post: operations["postProjectsByIdServicesBySidRestart"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1959,6 +2012,23 @@ export interface paths {
         put?: never;
         /** Detect the build config of a local folder inside BERTH_LOCAL_ROOTS */
         post: operations["postProjectsScan"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/services/kinds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The kinds and versions of managed services each runtime offers, and this server's runtime */
+        get: operations["getServicesKinds"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -7646,10 +7716,21 @@ export interface operations {
                     "application/json": {
                         data: {
                             createdAt: string;
+                            error?: string;
                             id: string;
+                            internalHost: string | null;
                             /** @enum {string} */
-                            kind: "volume" | "postgres";
+                            kind: "volume" | "postgres" | "mysql" | "redis" | "mongodb";
+                            managed: boolean;
                             name: string;
+                            port: number | null;
+                            resources: {
+                                cpuCores: number;
+                                diskMb: number;
+                                memoryMb: number;
+                            } | null;
+                            status: ("starting" | "running" | "stopped" | "failed") | null;
+                            version: string | null;
                         }[];
                     };
                 };
@@ -7673,10 +7754,16 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    connectionUrl: string;
+                    connectionUrl?: string;
                     /** @enum {string} */
-                    kind: "postgres";
+                    kind: "postgres" | "mysql" | "redis" | "mongodb";
                     name: string;
+                    resources?: {
+                        cpuCores?: number;
+                        diskMb?: number;
+                        memoryMb?: number;
+                    };
+                    version?: string;
                 };
             };
         };
@@ -7690,10 +7777,247 @@ export interface operations {
                     "application/json": {
                         data: {
                             createdAt: string;
+                            error?: string;
                             id: string;
+                            internalHost: string | null;
                             /** @enum {string} */
-                            kind: "volume" | "postgres";
+                            kind: "volume" | "postgres" | "mysql" | "redis" | "mongodb";
+                            managed: boolean;
                             name: string;
+                            port: number | null;
+                            resources: {
+                                cpuCores: number;
+                                diskMb: number;
+                                memoryMb: number;
+                            } | null;
+                            status: ("starting" | "running" | "stopped" | "failed") | null;
+                            version: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getProjectsByIdServicesBySid: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                sid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            createdAt: string;
+                            error?: string;
+                            id: string;
+                            internalHost: string | null;
+                            /** @enum {string} */
+                            kind: "volume" | "postgres" | "mysql" | "redis" | "mongodb";
+                            managed: boolean;
+                            name: string;
+                            port: number | null;
+                            resources: {
+                                cpuCores: number;
+                                diskMb: number;
+                                memoryMb: number;
+                            } | null;
+                            status: ("starting" | "running" | "stopped" | "failed") | null;
+                            version: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteProjectsByIdServicesBySid: {
+        parameters: {
+            query?: {
+                keepVolume?: boolean;
+            };
+            header?: never;
+            path: {
+                id: string;
+                sid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @constant */
+                            deleted: true;
+                            id: string;
+                            keptVolume: boolean;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    patchProjectsByIdServicesBySid: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                sid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    resources?: {
+                        cpuCores?: number;
+                        diskMb?: number;
+                        memoryMb?: number;
+                    };
+                    stopped?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            createdAt: string;
+                            error?: string;
+                            id: string;
+                            internalHost: string | null;
+                            /** @enum {string} */
+                            kind: "volume" | "postgres" | "mysql" | "redis" | "mongodb";
+                            managed: boolean;
+                            name: string;
+                            port: number | null;
+                            resources: {
+                                cpuCores: number;
+                                diskMb: number;
+                                memoryMb: number;
+                            } | null;
+                            status: ("starting" | "running" | "stopped" | "failed") | null;
+                            version: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getProjectsByIdServicesBySidCredentials: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                sid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            database: string;
+                            host: string | null;
+                            password: string;
+                            port: number;
+                            url: string | null;
+                            username: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    postProjectsByIdServicesBySidRestart: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                sid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            createdAt: string;
+                            error?: string;
+                            id: string;
+                            internalHost: string | null;
+                            /** @enum {string} */
+                            kind: "volume" | "postgres" | "mysql" | "redis" | "mongodb";
+                            managed: boolean;
+                            name: string;
+                            port: number | null;
+                            resources: {
+                                cpuCores: number;
+                                diskMb: number;
+                                memoryMb: number;
+                            } | null;
+                            status: ("starting" | "running" | "stopped" | "failed") | null;
+                            version: string | null;
                         };
                     };
                 };
@@ -8823,6 +9147,52 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getServicesKinds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @enum {string} */
+                            runtime: "sandbox" | "process" | "docker";
+                            runtimes: {
+                                kinds: {
+                                    defaultVersion: string;
+                                    engine: string;
+                                    /** @enum {string} */
+                                    kind: "postgres" | "mysql" | "redis" | "mongodb";
+                                    port: number;
+                                    versions: string[];
+                                }[];
+                                /** @enum {string} */
+                                runtime: "sandbox" | "process" | "docker";
+                                unavailable: {
+                                    /** @enum {string} */
+                                    kind: "postgres" | "mysql" | "redis" | "mongodb";
+                                    reason: string;
+                                }[];
+                            }[];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             default: components["responses"]["Error"];
         };
     };

@@ -10,6 +10,7 @@ import { deploymentsModule } from './deployments/index.js';
 import { hostingModule } from './hosting/index.js';
 import { cloudModule } from './cloud/index.js';
 import { certificatesModule } from './certificates/index.js';
+import { servicesModule } from './services/index.js';
 
 /** Every area's module, in registration order. Add a new area here. */
-export const areaModules: ModuleDef[] = [authModule, permissionsModule, auditModule, projectsModule, uploadsModule, gitproviderModule, deploymentsModule, hostingModule, backupsModule, cloudModule, certificatesModule];
+export const areaModules: ModuleDef[] = [authModule, permissionsModule, auditModule, projectsModule, uploadsModule, gitproviderModule, deploymentsModule, hostingModule, backupsModule, cloudModule, certificatesModule, servicesModule];

@@ -391,7 +391,8 @@ describe('info, environments, options, enable/disable, routing, deployments, ser
     const url = 'postgres://app:s3cretpw@127.0.0.1:5432/app';
     const r = await api(team.member).post(`/api/projects/${p.id}/services`, { kind: 'postgres', name: 'main-db', connectionUrl: url });
     assert.equal(r.status, 201, r.text);
-    assert.deepEqual(Object.keys(r.body.data).sort(), ['createdAt', 'id', 'kind', 'name']);
+    assert.deepEqual(Object.keys(r.body.data).sort(), ['createdAt', 'id', 'internalHost', 'kind', 'managed', 'name', 'port', 'resources', 'status', 'version']);
+    assert.equal(r.body.data.managed, false);
     assert.ok(!r.text.includes('s3cretpw'));
     const list = await api(team.member).get(`/api/projects/${p.id}/services`);
     assert.ok(!list.text.includes('s3cretpw'));
@@ -401,6 +402,6 @@ describe('info, environments, options, enable/disable, routing, deployments, ser
     assertError(await api(team.member).post(`/api/projects/${p.id}/services`, { kind: 'postgres', name: 'main-db', connectionUrl: url }), 409, 'CONFLICT', 'name');
     assertError(await api(team.member).post(`/api/projects/${p.id}/services`, { kind: 'mysql', name: 'x', connectionUrl: url }), 400, 'VALIDATION_FAILED', 'kind');
     assertError(await api(team.member).post(`/api/projects/${p.id}/services`, { kind: 'postgres', name: 'x', connectionUrl: 'http://x' }), 400, 'VALIDATION_FAILED', 'connectionUrl');
-    assertError(await api(team.member).post(`/api/projects/${p.id}/services`, { kind: 'postgres', name: 'x' }), 400, 'VALIDATION_FAILED', 'connectionUrl');
+    assertError(await api(team.member).post(`/api/projects/${p.id}/services`, { kind: 'postgres', name: 'x', connectionUrl: url, version: '15' }), 400, 'VALIDATION_FAILED', 'version');
   });
 });

@@ -28,6 +28,7 @@ import * as m026 from './026_app_owners.js';
 import * as m027 from './027_env_revision_quiet.js';
 import * as m028 from './028_certificate_renewal.js';
 import * as m029 from './029_delivery_dedupe.js';
+import * as m030 from './030_managed_services.js';
 
 /**
  * Every migration, in order. Names sort; add new ones at the end with the next number.
@@ -63,4 +64,5 @@ export const migrations: Record<string, Migration> = {
   '027_env_revision_quiet': m027,
   '028_certificate_renewal': m028,
   '029_delivery_dedupe': m029,
+  '030_managed_services': m030,
 };

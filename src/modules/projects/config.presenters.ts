@@ -70,14 +70,6 @@ export const ResourcesSchema = Type.Object({
   port: Type.Integer(),
 });
 
-/** Contract section 8: the connection URL of a service is never returned. */
-export const ServiceSchema = Type.Object({
-  id: Type.String(),
-  kind: OneOf(['volume', 'postgres'] as const),
-  name: Type.String(),
-  createdAt: Type.String(),
-});
-
 /** A route rule: the common fields and those of its kind (rate-limit: limit, windowSeconds; ban: ips, expiresAt; allow-deny: action, cidrs). */
 export const RouteRuleSchema = Type.Object({
   id: Type.String(),

@@ -33,7 +33,7 @@ export { servingDomain, type EnvironmentRecord } from './projects.presenters.js'
 
 // Env vars and services for build-and-run, backups and transfers.
 export { envAad, ENV_KEY_RE, resolveEnvForRuntime } from './env.service.js';
-export { dataVolume, resolveService } from './services.service.js';
+export { attachedServices, dataVolume, resolveService } from './services.service.js';
 
 // The git provider's reads and changes of linked projects (push, uninstall, repository removed, webhook deleted).
 export { gitLinks, type LinkedProject } from './git-links.js';

@@ -2,7 +2,6 @@ import { Type } from '@sinclair/typebox';
 import { Answer, defineRoute, type ModuleDef } from '../../http/route.js';
 import { configRoutes } from './config.routes.js';
 import { domainRoutes } from './domains.routes.js';
-import { ServiceSchema } from './config.presenters.js';
 import * as deletion from './deletion.service.js';
 import * as environments from './environments.service.js';
 import * as info from './info.service.js';
@@ -17,18 +16,17 @@ import {
   ProjectSchema,
   RoutingAttemptSchema,
 } from './projects.presenters.js';
-import { CreateBody, EnsureBody, EnvironmentBody, OptionsBody, ProjectParams, ServiceBody, UpdateBody } from './projects.schemas.js';
+import { CreateBody, EnsureBody, EnvironmentBody, OptionsBody, ProjectParams, UpdateBody } from './projects.schemas.js';
 import * as projects from './projects.service.js';
 import { findProject, projectCatalog } from './projects.store.js';
 import { resolveProject } from './projects.resolvers.js';
 import { ProjectReads } from './project-reads.js';
 import { PROJECTS_PORTS } from './ports.js';
 import { routeRuleRoutes } from './route-rules.routes.js';
-import * as services from './services.service.js';
 
 const P = { kind: 'project', param: 'id' } as const;
 
-/** Projects: CRUD, ensure, lifecycle, deletion, environments, services (config.routes.ts: the rest). */
+/** Projects: CRUD, ensure, lifecycle, deletion, environments (config.routes.ts: the rest; the services area: services). */
 const coreRoutes = [
   defineRoute({
     method: 'GET',
@@ -197,29 +195,6 @@ const coreRoutes = [
     schema: { params: ProjectParams, response: RoutingAttemptSchema },
     async handler({ actor, resource }, ctx) {
       return lifecycle.retryRouting(ctx, actor, resource.record);
-    },
-  }),
-  defineRoute({
-    method: 'GET',
-    url: '/api/projects/:id/services',
-    summary: "List the project's services (the data volume, attached databases)",
-    tag: 'project:read',
-    resource: P,
-    schema: { params: ProjectParams, response: Type.Array(ServiceSchema) },
-    async handler({ resource }, ctx) {
-      return services.listServices(ctx, resource.record);
-    },
-  }),
-  defineRoute({
-    method: 'POST',
-    url: '/api/projects/:id/services',
-    summary: 'Attach a PostgreSQL database as a service (its URL is stored encrypted, never returned)',
-    tag: 'project:write',
-    resource: P,
-    status: 201,
-    schema: { params: ProjectParams, body: ServiceBody, response: ServiceSchema },
-    async handler({ actor, body, resource }, ctx) {
-      return services.createService(ctx, actor, resource.record, body);
     },
   }),
 ];

@@ -103,7 +103,6 @@ export const ResourcesBody = Obj({
   port: opt(Type.Integer({ minimum: 1, maximum: 65535 })),
 });
 
-export const ServiceBody = Obj({ kind: Enum(['postgres'] as const), name: Str({ min: 1, max: 63 }), connectionUrl: Str({ min: 1, max: 2048 }) });
 
 const RANGES = Type.Array(Str({ min: 1, max: 64 }), { maxItems: 1000 });
 

@@ -87,3 +87,6 @@ export async function dataVolume(ctx: Pick<AppContext, 'db'>, orgId: string, pro
   await store.insertServiceIfMissing(ctx.db, { id: newId('svc'), orgId, projectId, kind: 'volume', name: 'data', createdAt: nowIso(), connectionUrl: null });
   return serviceRecord((await store.findServiceByName(ctx.db, orgId, projectId, 'data'))!);
 }
+
+/** For the services area (its routes list and attach through these): outside databases and the data volume. */
+export const attachedServices = { attach: createService, list: listServices };

@@ -64,13 +64,6 @@ export const rows: MatrixRow[] = [
   { method: 'POST', path: '/api/projects/:id/resources', fixture: P, body: { port: 3002 } },
   { method: 'POST', path: '/api/projects/:id/sleep-mode', fixture: P, body: { sleepMode: 'auto_sleep' } },
   { method: 'GET', path: '/api/projects/:id/deployments', fixture: P, note: 'project:deployment:list' },
-  { method: 'GET', path: '/api/projects/:id/services', fixture: P },
-  {
-    method: 'POST',
-    path: '/api/projects/:id/services',
-    fixture: P,
-    body: () => ({ kind: 'postgres', name: `mx-${randomString(6)}`, connectionUrl: 'postgres://u:p@127.0.0.1:5432/db' }),
-  },
   { method: 'POST', path: '/api/projects/:id/connect', fixture: P, body: { domain: 'mx-connect.example.com' } },
   { method: 'GET', path: '/api/projects/:id/domains', fixture: P },
   { method: 'POST', path: '/api/projects/:id/domains', fixture: P, body: () => ({ domain: `mx-${randomString(10)}.example.com` }) },

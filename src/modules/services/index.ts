@@ -1,0 +1,6 @@
+/**
+ * The services area's surface (contract section 19): managed databases a project runs beside its
+ * app. Other areas import only this file.
+ */
+export { servicesModule } from './services.module.js';
+export type { ServicesTables } from './services.tables.js';

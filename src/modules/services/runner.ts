@@ -1,0 +1,34 @@
+/**
+ * What runs managed services on this server (the services area's per-server state). The service use
+ * cases tell it what the owner wants; it brings the processes there and writes `status` back.
+ */
+import type { RuntimeOffer } from './kinds.js';
+import type { ManagedServiceRow } from './services.store.js';
+
+export interface ServiceRunner {
+  /** Brings the service to running (first start makes its data folder), or leaves it running. */
+  ensure(row: ManagedServiceRow): void;
+  /** Stops it (its data stays), resolving once every process of it is gone. */
+  stop(id: string): Promise<void>;
+  /** Stops and starts it again (new limits apply). */
+  restart(row: ManagedServiceRow): Promise<void>;
+  /** Where the same project's app reaches it now, or null when it does not run here. */
+  address(id: string): { host: string; port: number } | null;
+  /** The folder of its data (`keepVolume` keeps it). */
+  volumeDir(row: Pick<ManagedServiceRow, 'projectId' | 'id'>): string;
+  /** Server shutdown: stops every service. */
+  close(): Promise<void>;
+}
+
+export interface ServicesState {
+  runner: ServiceRunner | null;
+  /** What each runtime offers, looked up once per server (GET /api/services/kinds). */
+  offers: Promise<RuntimeOffer[]> | null;
+}
+
+declare module '../../state.js' {
+  interface AreaState {
+    /** Managed services' runner on this server (null until the area started). */
+    services: ServicesState;
+  }
+}

@@ -1,0 +1,76 @@
+/** The API shapes of the services area (TypeBox): what the routes declare and serialise. */
+import { Type } from '@sinclair/typebox';
+import { Id, Nullable, Obj, Str } from '../../http/schemas.js';
+
+const OneOf = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 'string', enum: [...values] });
+
+const KINDS = ['postgres', 'mysql', 'redis', 'mongodb'] as const;
+
+export const ResourcesSchema = Type.Object({ cpuCores: Type.Number(), memoryMb: Type.Integer(), diskMb: Type.Integer() });
+
+/** Contract section 19's record (attached databases and the data volume: `managed: false`, nulls). Credentials are never in it. */
+export const ServiceSchema = Type.Object({
+  id: Type.String(),
+  kind: OneOf(['volume', ...KINDS] as const),
+  name: Type.String(),
+  version: Nullable(Type.String()),
+  managed: Type.Boolean(),
+  status: Type.Union([OneOf(['starting', 'running', 'stopped', 'failed'] as const), Type.Null()]),
+  resources: Nullable(ResourcesSchema),
+  internalHost: Nullable(Type.String()),
+  port: Nullable(Type.Integer()),
+  createdAt: Type.String(),
+  error: Type.Optional(Type.String()),
+});
+
+const KindOfferSchema = Type.Object({
+  kind: OneOf(KINDS),
+  engine: Type.String(),
+  versions: Type.Array(Type.String()),
+  defaultVersion: Type.String(),
+  port: Type.Integer(),
+});
+
+export const KindsSchema = Type.Object({
+  /** The runtime this server runs services on. */
+  runtime: OneOf(['sandbox', 'process', 'docker'] as const),
+  runtimes: Type.Array(
+    Type.Object({
+      runtime: OneOf(['sandbox', 'process', 'docker'] as const),
+      kinds: Type.Array(KindOfferSchema),
+      unavailable: Type.Array(Type.Object({ kind: OneOf(KINDS), reason: Type.String() })),
+    }),
+  ),
+});
+
+export const CredentialsSchema = Type.Object({
+  username: Type.String(),
+  password: Type.String(),
+  database: Type.String(),
+  host: Nullable(Type.String()),
+  port: Type.Integer(),
+  url: Nullable(Type.String()),
+});
+
+export const DeletedServiceSchema = Type.Object({ id: Type.String(), deleted: Type.Literal(true), keptVolume: Type.Boolean() });
+
+const ResourcesBody = Obj({
+  cpuCores: Type.Optional(Type.Number({ minimum: 0.1, maximum: 4 })),
+  memoryMb: Type.Optional(Type.Integer({ minimum: 64, maximum: 16384 })),
+  diskMb: Type.Optional(Type.Integer({ minimum: 128, maximum: 1048576 })),
+});
+
+export const ServiceParams = Obj({ id: Id, sid: Id });
+
+export const CreateServiceBody = Obj({
+  kind: OneOf(KINDS),
+  name: Str({ min: 1, max: 63 }),
+  version: Type.Optional(Str({ min: 1, max: 32 })),
+  /** Attaches an outside PostgreSQL instead (kind `postgres`); stored encrypted, never returned. */
+  connectionUrl: Type.Optional(Str({ min: 1, max: 2048 })),
+  resources: Type.Optional(ResourcesBody),
+});
+
+export const PatchServiceBody = Obj({ resources: Type.Optional(ResourcesBody), stopped: Type.Optional(Type.Boolean()) }, { minProperties: 1 });
+
+export const DeleteServiceQuery = Obj({ keepVolume: Type.Optional(Type.Boolean()) });

@@ -1,0 +1,85 @@
+import { Type } from '@sinclair/typebox';
+import { defineRoute } from '../../http/route.js';
+import { Obj, Id } from '../../http/schemas.js';
+import * as managed from './managed.service.js';
+import { CreateServiceBody, CredentialsSchema, DeletedServiceSchema, DeleteServiceQuery, KindsSchema, PatchServiceBody, ServiceParams, ServiceSchema } from './services.presenters.js';
+
+const P = { kind: 'project', param: 'id' } as const;
+const ProjectParams = Obj({ id: Id });
+
+/** Services of a project (contract section 19): managed databases, attached ones and the data volume. */
+export const serviceRoutes = [
+  defineRoute({
+    method: 'GET',
+    url: '/api/services/kinds',
+    summary: 'The kinds and versions of managed services each runtime offers, and this server\'s runtime',
+    access: 'member',
+    tag: 'project:read',
+    schema: { response: KindsSchema },
+    handler: (_req, ctx) => managed.serviceKinds(ctx),
+  }),
+  defineRoute({
+    method: 'GET',
+    url: '/api/projects/:id/services',
+    summary: "List the project's services (the data volume, attached and managed databases)",
+    tag: 'project:read',
+    resource: P,
+    schema: { params: ProjectParams, response: Type.Array(ServiceSchema) },
+    handler: ({ resource }, ctx) => managed.listServices(ctx, resource.record),
+  }),
+  defineRoute({
+    method: 'POST',
+    url: '/api/projects/:id/services',
+    summary: 'Create and start a managed database (kind, name, version?), or attach an outside PostgreSQL (connectionUrl)',
+    tag: 'project:write',
+    resource: P,
+    status: 201,
+    schema: { params: ProjectParams, body: CreateServiceBody, response: ServiceSchema },
+    handler: ({ actor, body, resource }, ctx) => managed.createService(ctx, actor, resource.record, body),
+  }),
+  defineRoute({
+    method: 'GET',
+    url: '/api/projects/:id/services/:sid',
+    summary: 'A service of the project',
+    tag: 'project:read',
+    resource: P,
+    schema: { params: ServiceParams, response: ServiceSchema },
+    handler: ({ params, resource }, ctx) => managed.getService(ctx, resource.record, params.sid),
+  }),
+  defineRoute({
+    method: 'PATCH',
+    url: '/api/projects/:id/services/:sid',
+    summary: 'Resize a managed service (it restarts), or stop (stopped: true) and start it (stopped: false)',
+    tag: 'project:write',
+    resource: P,
+    schema: { params: ServiceParams, body: PatchServiceBody, response: ServiceSchema },
+    handler: ({ actor, body, params, resource }, ctx) => managed.updateService(ctx, actor, resource.record, params.sid, body),
+  }),
+  defineRoute({
+    method: 'POST',
+    url: '/api/projects/:id/services/:sid/restart',
+    summary: 'Restart a managed service (a stopped one starts)',
+    tag: 'project:write',
+    resource: P,
+    schema: { params: ServiceParams, response: ServiceSchema },
+    handler: ({ actor, params, resource }, ctx) => managed.restartService(ctx, actor, resource.record, params.sid),
+  }),
+  defineRoute({
+    method: 'DELETE',
+    url: '/api/projects/:id/services/:sid',
+    summary: 'Delete a managed service and its data (keepVolume=true keeps the data folder); needs admin on the project',
+    tag: 'project:admin',
+    resource: P,
+    schema: { params: ServiceParams, querystring: DeleteServiceQuery, response: DeletedServiceSchema },
+    handler: ({ actor, params, query, resource }, ctx) => managed.deleteService(ctx, actor, resource.record, params.sid, query.keepVolume === true),
+  }),
+  defineRoute({
+    method: 'GET',
+    url: '/api/projects/:id/services/:sid/credentials',
+    summary: "Reveal a managed service's generated credentials and connection URL (project admins; audited)",
+    tag: 'project:admin',
+    resource: P,
+    schema: { params: ServiceParams, response: CredentialsSchema },
+    handler: ({ actor, params, resource }, ctx) => managed.revealCredentials(ctx, actor, resource.record, params.sid),
+  }),
+];
