@@ -46,6 +46,7 @@ export async function deleteProject(ctx: AppContext, actor: Actor, row: ProjectR
   const rt = ctx.ports.runtime;
   if (rt) await afterCommit(ctx, 'project.delete', () => rt.removeProject(ctx, row.orgId, row.id));
   const dependents = ctx.ports.projectDependents;
+  for (const d of dependents) if (d.stop) await afterCommit(ctx, `project.delete ${d.name}`, () => d.stop!(ctx, row.orgId, row.id));
   const paths = [...projectPaths(ctx, row.id)];
   for (const d of dependents) paths.push(...(d.paths?.(ctx, row.orgId, row.id) ?? []));
   const removed = await transaction(ctx.db, async (tx) => {

@@ -14,6 +14,8 @@ export interface ProjectDependent {
   preview(db: Db, orgId: string, projectId: string): Promise<{ count: number; names: string[] }>;
   /** Deletes them inside the deletion transaction. */
   remove(tx: Db, orgId: string, projectId: string): Promise<void>;
+  /** Stops what runs for these records (managed services), before the transaction and the files' removal. */
+  stop?(ctx: AppContext, orgId: string, projectId: string): Promise<void>;
   /** Folders/files to remove after the transaction committed (absolute paths). */
   paths?(ctx: AppContext, orgId: string, projectId: string): string[];
 }

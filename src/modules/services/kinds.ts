@@ -44,6 +44,8 @@ export function hostBinaries(env: NodeJS.ProcessEnv = process.env) {
     mariadbd: env.BERTH_MARIADBD_BIN ?? '/usr/sbin/mariadbd',
     mariadbInstallDb: env.BERTH_MARIADB_INSTALL_DB_BIN ?? '/usr/bin/mariadb-install-db',
     redisServer: env.BERTH_REDIS_SERVER_BIN ?? '/usr/bin/redis-server',
+    /** PostgreSQL's programs look their uid up; a project's uid has no /etc/passwd entry (Debian: libnss-wrapper). */
+    nssWrapper: env.BERTH_NSS_WRAPPER_LIB ?? '/usr/lib/x86_64-linux-gnu/libnss_wrapper.so',
   };
 }
 
@@ -73,7 +75,8 @@ async function hostOffer(runtime: 'sandbox' | 'process'): Promise<RuntimeOffer> 
   const kinds: KindOffer[] = [];
   const unavailable: RuntimeOffer['unavailable'] = [];
   const pg = postgresVersions(bins.postgresRoot);
-  if (pg.length) kinds.push(offer('postgres', pg));
+  if (pg.length && !existsSync(bins.nssWrapper)) unavailable.push({ kind: 'postgres', reason: 'PostgreSQL needs nss_wrapper to run under a project\'s uid (Debian: apt-get install libnss-wrapper)' });
+  else if (pg.length) kinds.push(offer('postgres', pg));
   else unavailable.push({ kind: 'postgres', reason: 'PostgreSQL is not installed on this host (Debian: apt-get install postgresql-15)' });
   const maria = existsSync(bins.mariadbInstallDb) ? await versionOf(bins.mariadbd, ['--version'], /Ver (\d+\.\d+)\.\d+-MariaDB/) : null;
   if (maria) kinds.push(offer('mysql', [maria]));

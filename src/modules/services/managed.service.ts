@@ -208,6 +208,7 @@ export async function deleteService(ctx: AppContext, actor: Actor, project: Proj
     await store.deleteManaged(tx, row.orgId, row.id);
     await insertAuditEvent(tx, { orgId: row.orgId, actorId: actor.userId, action: 'project.service.delete', resourceType: 'project', resourceId: project.id, details: { serviceId: row.id, name: row.name, kind: row.kind, keepVolume } });
   });
+  runner?.forget(row.id);
   if (!keepVolume && runner) await rm(runner.volumeDir(row), { recursive: true, force: true }).catch((e) => ctx.log.warn({ err: e, serviceId: row.id }, 'could not remove the service data'));
   return { id: row.id, deleted: true, keptVolume: keepVolume };
 }

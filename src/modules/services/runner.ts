@@ -16,6 +16,12 @@ export interface ServiceRunner {
   address(id: string): { host: string; port: number } | null;
   /** The folder of its data (`keepVolume` keeps it). */
   volumeDir(row: Pick<ManagedServiceRow, 'projectId' | 'id'>): string;
+  /** The last lines it wrote (secrets redacted), kept after it stopped or failed. */
+  logs(id: string): string[];
+  /** Its processes now (host pids). */
+  pids(id: string): number[];
+  /** It was deleted: nothing of it is kept (its log). */
+  forget(id: string): void;
   /** Server shutdown: stops every service. */
   close(): Promise<void>;
 }

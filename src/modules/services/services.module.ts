@@ -1,6 +1,17 @@
+import type { AppContext } from '../../context.js';
 import type { ModuleDef } from '../../http/route.js';
+import { nowIso } from '../../lib/ids.js';
+import { HostServiceRunner } from './host-runner.js';
+import type { ServiceRunner } from './runner.js';
 import { serviceRoutes } from './services.routes.js';
 import * as store from './services.store.js';
+
+/** The runner of this server's runtime: the host's binaries in the driver's boxes (sandbox, process); none yet for docker. */
+function makeRunner(ctx: AppContext): ServiceRunner | null {
+  const host = ctx.ports.runtimeHost;
+  if (!host || ctx.config.runtime === 'docker') return null;
+  return new HostServiceRunner(ctx, { driver: host.driver, identityOf: (orgId, projectId) => host.releases.identityOf(orgId, projectId) });
+}
 
 /**
  * The services area (contract section 19): managed databases of a project. Its routes, its per-server
@@ -19,7 +30,27 @@ export const servicesModule: ModuleDef = {
           return { count: rows.length, names: rows.map((r) => r.name) };
         },
         remove: (tx, orgId, projectId) => store.deleteProjectManaged(tx, orgId, projectId),
+        async stop(ctx, orgId, projectId) {
+          const runner = ctx.state.services.runner;
+          if (runner) for (const r of await store.listManaged(ctx.db, orgId, projectId)) await runner.stop(r.id);
+        },
       },
     ],
   }),
+  /** Background work: the services that should run start again with the server (after the hosting area opened its driver). */
+  async start(ctx) {
+    const runner = makeRunner(ctx);
+    ctx.state.services.runner = runner;
+    for (const row of await store.listWanted(ctx.db)) {
+      if (!runner) {
+        await store.updateManaged(ctx.db, row.orgId, row.id, { status: 'failed', lastError: `the ${ctx.config.runtime} runtime does not run managed services yet`, updatedAt: nowIso() });
+        continue;
+      }
+      runner.ensure(row);
+    }
+  },
+  async stop(ctx) {
+    await ctx.state.services.runner?.close();
+    ctx.state.services.runner = null;
+  },
 };

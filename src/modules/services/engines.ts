@@ -1,0 +1,177 @@
+/**
+ * How each kind runs from the host's Debian binaries inside a box (docs/services.md): the files made
+ * before a start (in the box's read-only `/app`, the service's `conf` folder), the first-start
+ * initialisation, the server's command, the readiness check and what runs once it answers. Paths are
+ * as the box sees them: `/data` is the service's volume, `/app` its configuration. Sockets live in
+ * `/data/run` (each process of a box has its own `/tmp`). No shell: argument arrays only, and no secret
+ * in any argument (processes' command lines are visible on the host): the password reaches the server
+ * through a file of `/app` that is removed once it answered, or through the environment.
+ */
+import path from 'node:path';
+import type { Credentials } from './credentials.js';
+import type { ServiceKind } from './kinds.js';
+import { hostBinaries } from './kinds.js';
+
+export interface EngineStep {
+  argv: string[];
+  env?: Record<string, string>;
+  /** What its standard output must hold (else only its exit code counts). */
+  expect?: RegExp;
+}
+
+export interface EnginePlan {
+  /** Files to write into `/app` before the start (name -> text), and those holding a secret (removed once ready). */
+  files: Record<string, string>;
+  secretFiles: string[];
+  /** Runs when `initialisedMarker` (a path below the volume, host side relative) does not exist yet. */
+  init: EngineStep[];
+  initialisedMarker: string;
+  server: EngineStep;
+  /** Exits 0 once the server answers. */
+  ready: EngineStep;
+  /** Runs once after the first readiness of each start (users, databases); idempotent. */
+  after: EngineStep[];
+}
+
+export interface PlanInput {
+  /** The uid/gid the box runs as (the project's; the server's own without root). */
+  uid: number;
+  gid: number;
+  kind: ServiceKind;
+  version: string;
+  port: number;
+  memoryMb: number;
+  credentials: Credentials;
+}
+
+const PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
+const sqlIdent = (s: string) => s.replace(/[^A-Za-z0-9_]/g, '');
+
+function postgres(i: PlanInput): EnginePlan {
+  const bin = (p: string) => path.join(hostBinaries().postgresRoot, i.version, 'bin', p);
+  const c = i.credentials;
+  const db = sqlIdent(c.database);
+  const user = sqlIdent(c.username);
+  // The password is hex (credentials.ts): safe inside a literal.
+  const init = [
+    `DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '${user}') THEN CREATE ROLE ${user} LOGIN; END IF; END $$;`,
+    `ALTER ROLE ${user} WITH LOGIN PASSWORD '${c.password}';`,
+    `SELECT 'CREATE DATABASE ${db} OWNER ${user}' WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = '${db}')\\gexec`,
+    '',
+  ].join('\n');
+  const sharedMb = Math.max(16, Math.floor(i.memoryMb / 4));
+  // initdb and postgres look their uid up (getpwuid): the project's uid has no entry in the host's
+  // /etc/passwd, so nss_wrapper (Debian: libnss-wrapper) gives it one from /app.
+  const nss = { LD_PRELOAD: hostBinaries().nssWrapper, NSS_WRAPPER_PASSWD: '/app/passwd', NSS_WRAPPER_GROUP: '/app/group' };
+  return {
+    files: {
+      passwd: `postgres:x:${i.uid}:${i.gid}:PostgreSQL:/data:/usr/sbin/nologin\n`,
+      group: `postgres:x:${i.gid}:\n`,
+      // Inside the box only the service's own processes reach the socket; over TCP a password is needed.
+      'pg_hba.conf': ['local all all trust', 'host all all 0.0.0.0/0 scram-sha-256', 'host all all ::/0 scram-sha-256', ''].join('\n'),
+      'init.sql': init,
+    },
+    secretFiles: ['init.sql'],
+    init: [{ argv: [bin('initdb'), '-D', '/data/pgdata', '-U', 'postgres', '--auth-local=trust', '--auth-host=scram-sha-256', '-E', 'UTF8', '--locale=C.UTF-8', '--no-instructions'], env: nss }],
+    initialisedMarker: 'pgdata/PG_VERSION',
+    server: {
+      argv: [
+        bin('postgres'),
+        '-D', '/data/pgdata',
+        '-p', String(i.port),
+        '-c', 'listen_addresses=*',
+        '-c', 'unix_socket_directories=/data/run',
+        '-c', 'hba_file=/app/pg_hba.conf',
+        '-c', 'dynamic_shared_memory_type=mmap',
+        '-c', `shared_buffers=${sharedMb}MB`,
+        '-c', 'max_connections=50',
+        '-c', 'password_encryption=scram-sha-256',
+      ],
+      env: nss,
+    },
+    ready: { argv: [bin('pg_isready'), '-q', '-h', '/data/run', '-p', String(i.port), '-U', 'postgres'], env: nss },
+    after: [{ argv: [bin('psql'), '-X', '-q', '-h', '/data/run', '-p', String(i.port), '-U', 'postgres', '-d', 'postgres', '-v', 'ON_ERROR_STOP=1', '-f', '/app/init.sql'], env: nss }],
+  };
+}
+
+function mariadb(i: PlanInput): EnginePlan {
+  const b = hostBinaries();
+  const c = i.credentials;
+  const db = sqlIdent(c.database);
+  const user = sqlIdent(c.username);
+  const init = [
+    `CREATE DATABASE IF NOT EXISTS \`${db}\`;`,
+    `CREATE USER IF NOT EXISTS '${user}'@'%' IDENTIFIED BY '${c.password}';`,
+    `ALTER USER '${user}'@'%' IDENTIFIED BY '${c.password}';`,
+    `GRANT ALL PRIVILEGES ON \`${db}\`.* TO '${user}'@'%';`,
+    '',
+  ].join('\n');
+  const poolMb = Math.max(16, Math.floor(i.memoryMb / 2));
+  return {
+    files: { 'init.sql': init },
+    secretFiles: ['init.sql'],
+    init: [{ argv: [b.mariadbInstallDb, '--no-defaults', '--datadir=/data/mysql', '--auth-root-authentication-method=normal', '--skip-test-db', '--skip-name-resolve'] }],
+    initialisedMarker: 'mysql/mysql',
+    server: {
+      argv: [
+        b.mariadbd,
+        '--no-defaults',
+        '--datadir=/data/mysql',
+        '--socket=/data/run/mysqld.sock',
+        '--pid-file=/data/run/mysqld.pid',
+        `--port=${i.port}`,
+        '--bind-address=0.0.0.0',
+        '--skip-name-resolve',
+        '--skip-log-bin',
+        '--innodb-use-native-aio=0',
+        `--innodb-buffer-pool-size=${poolMb}M`,
+        '--init-file=/app/init.sql',
+      ],
+    },
+    ready: { argv: ['/usr/bin/mariadb-admin', '--no-defaults', '--socket=/data/run/mysqld.sock', '-uroot', 'ping'] },
+    after: [],
+  };
+}
+
+function redis(i: PlanInput): EnginePlan {
+  const maxMb = Math.max(16, Math.floor(i.memoryMb * 0.8));
+  const conf = [
+    'bind 0.0.0.0',
+    `port ${i.port}`,
+    'protected-mode no',
+    'daemonize no',
+    'dir /data',
+    'appendonly yes',
+    'save 3600 1 300 100 60 10000',
+    `maxmemory ${maxMb}mb`,
+    `requirepass ${i.credentials.password}`,
+    '',
+  ].join('\n');
+  return {
+    files: { 'redis.conf': conf },
+    secretFiles: ['redis.conf'],
+    init: [],
+    initialisedMarker: '',
+    server: { argv: [hostBinaries().redisServer, '/app/redis.conf'] },
+    ready: { argv: ['/usr/bin/redis-cli', '--no-auth-warning', '-h', '127.0.0.1', '-p', String(i.port), 'ping'], env: { REDISCLI_AUTH: i.credentials.password }, expect: /PONG/ },
+    after: [],
+  };
+}
+
+export function enginePlan(i: PlanInput): EnginePlan {
+  switch (i.kind) {
+    case 'postgres':
+      return postgres(i);
+    case 'mysql':
+      return mariadb(i);
+    case 'redis':
+      return redis(i);
+    case 'mongodb':
+      throw new Error('MongoDB runs only under the docker runtime');
+  }
+}
+
+/** The environment of a service's processes (never the server's own). */
+export function engineEnv(extra: Record<string, string> = {}): Record<string, string> {
+  return { PATH, LANG: 'C.UTF-8', HOME: '/data', ...extra };
+}

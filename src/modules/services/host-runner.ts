@@ -1,0 +1,279 @@
+/**
+ * Runs managed services with the host's binaries in boxes of the runtime driver (`sandbox`: the
+ * project's uid, namespaces, cgroup; `process`: none of that, for development). One box per service,
+ * kept across crash restarts so its address stays; a crash restarts the server with backoff.
+ */
+import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { AppContext } from '../../context.js';
+import { nowIso } from '../../lib/ids.js';
+import { redactedLines } from '../../runtime/app-output.js';
+import type { Box, Identity, RuntimeDriver } from '../../runtime/driver.js';
+import { chownTree } from '../../runtime/identity.js';
+import { MAX_CONSECUTIVE_FAILURES, restartDelayMs } from '../../runtime/restart-backoff.js';
+import { openCredentials } from './credentials.js';
+import { enginePlan, engineEnv, type EnginePlan, type EngineStep } from './engines.js';
+import type { ServiceKind } from './kinds.js';
+import type { ServiceRunner } from './runner.js';
+import * as store from './services.store.js';
+import type { ManagedServiceRow } from './services.store.js';
+
+const READY_TIMEOUT_MS = 60_000;
+const LOG_LINES = 500;
+/** A server that stayed up this long is healthy again: the next crash starts the backoff over. */
+const HEALTHY_AFTER_MS = 60_000;
+
+export interface HostRunnerDeps {
+  driver: RuntimeDriver;
+  identityOf(orgId: string, projectId: string): Promise<Identity | null>;
+}
+
+interface Running {
+  row: ManagedServiceRow;
+  box: Box | null;
+  stopping: boolean;
+  failures: number;
+  timer: NodeJS.Timeout | null;
+  /** The current start (or null): what stop() waits for. */
+  work: Promise<void> | null;
+  exited: Promise<unknown> | null;
+  readyAt: number;
+  log: string[];
+  secrets: string[];
+  /** Bumped when a start is given up: the exit of that start's server is then no crash to handle. */
+  gen: number;
+  secretFiles: string[];
+}
+
+class InitError extends Error {}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class HostServiceRunner implements ServiceRunner {
+  private readonly services = new Map<string, Running>();
+  /** Each service's last lines, kept after it stopped or failed (GET .../logs). */
+  private readonly logLines = new Map<string, string[]>();
+  private seq = 0;
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly deps: HostRunnerDeps,
+  ) {}
+
+  volumeDir(row: Pick<ManagedServiceRow, 'projectId' | 'id'>): string {
+    return path.join(this.ctx.config.dataDir, 'volumes', path.basename(row.projectId), '.services', path.basename(row.id));
+  }
+
+  address(id: string): { host: string; port: number } | null {
+    const r = this.services.get(id);
+    if (!r?.box || r.row.status !== 'running') return null;
+    return { host: r.box.host, port: r.box.port ?? r.row.port };
+  }
+
+  /** The last lines the service wrote (secrets redacted). */
+  logs(id: string): string[] {
+    return [...(this.logLines.get(id) ?? [])];
+  }
+
+  /** The processes of its box now (host pids). */
+  pids(id: string): number[] {
+    return this.services.get(id)?.box?.pids() ?? [];
+  }
+
+  forget(id: string): void {
+    this.logLines.delete(id);
+  }
+
+  ensure(row: ManagedServiceRow): void {
+    const r = this.services.get(row.id);
+    if (r && !r.stopping) {
+      r.row = { ...r.row, cpuCores: row.cpuCores, memoryMb: row.memoryMb, diskMb: row.diskMb };
+      return;
+    }
+    if (r) {
+      // Stopping just now: start once that is over.
+      void r.work?.then(() => this.ensure(row));
+      return;
+    }
+    const log = this.logLines.get(row.id) ?? [];
+    this.logLines.set(row.id, log);
+    const fresh: Running = { row, box: null, stopping: false, failures: 0, timer: null, work: null, exited: null, readyAt: 0, log, secrets: [], gen: 0, secretFiles: [] };
+    this.services.set(row.id, fresh);
+    fresh.work = this.start(fresh);
+  }
+
+  async restart(row: ManagedServiceRow): Promise<void> {
+    await this.stop(row.id, false);
+    this.ensure(row);
+  }
+
+  async stop(id: string, record = true): Promise<void> {
+    const r = this.services.get(id);
+    if (!r) return;
+    r.stopping = true;
+    if (r.timer) clearTimeout(r.timer);
+    await r.work?.catch(() => {});
+    await this.dispose(r);
+    if (this.services.get(id) === r) this.services.delete(id);
+    if (record) await this.setStatus(r.row, 'stopped', null).catch(() => {});
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.services.keys()].map((id) => this.stop(id, false)));
+  }
+
+  private async dispose(r: Running): Promise<void> {
+    const box = r.box;
+    if (!box) return;
+    box.signalAll('SIGTERM');
+    await Promise.race([r.exited, sleep(10_000)]);
+    await box.dispose().catch(() => {});
+    r.box = null;
+  }
+
+  private note(r: Running, line: string): void {
+    r.log.push(`${nowIso()} [berth] ${line}`);
+    if (r.log.length > LOG_LINES) r.log.splice(0, r.log.length - LOG_LINES);
+  }
+
+  private async setStatus(row: ManagedServiceRow, status: string, lastError: string | null): Promise<void> {
+    row.status = status;
+    row.lastError = lastError;
+    await store.updateManaged(this.ctx.db, row.orgId, row.id, { status, lastError, updatedAt: nowIso() });
+  }
+
+  /** Runs one process in the box to its end; its output goes to the service's log. */
+  private async run(r: Running, box: Box, step: EngineStep, cwd: string): Promise<{ ok: boolean; out: string }> {
+    const p = box.exec(step.argv, { cwd, env: engineEnv(step.env) });
+    let out = '';
+    p.stdout?.on('data', (c: Buffer) => {
+      if (out.length < 4096) out += c.toString();
+    });
+    redactedLines(step.expect ? { stdout: null, stderr: p.stderr } : p, r.secrets, (_s, line) => this.pushLine(r, line));
+    const res = await p.exited;
+    return { ok: res.code === 0 && (!step.expect || step.expect.test(out)), out };
+  }
+
+  private pushLine(r: Running, line: string): void {
+    r.log.push(line);
+    if (r.log.length > LOG_LINES) r.log.splice(0, r.log.length - LOG_LINES);
+  }
+
+  /** Folders (volume, configuration) and the box, made once per service run; the box outlives crash restarts. */
+  private async prepare(r: Running, plan: EnginePlan, identity: Identity | null): Promise<{ box: Box; confDir: string }> {
+    const base = this.volumeDir(r.row);
+    const dataDir = path.join(base, 'data');
+    const confDir = path.join(base, 'conf');
+    for (const d of [base, dataDir, confDir]) mkdirSync(d, { recursive: true, mode: 0o700 });
+    rmSync(path.join(dataDir, 'run'), { recursive: true, force: true });
+    mkdirSync(path.join(dataDir, 'run'), { mode: 0o700 });
+    for (const [name, text] of Object.entries(plan.files)) writeFileSync(path.join(confDir, name), text, { mode: 0o600 });
+    if (identity) {
+      if (statSync(base).uid !== identity.uid) await chownTree(base, identity);
+      else await chownTree(confDir, identity).then(() => chownTree(path.join(dataDir, 'run'), identity));
+    }
+    if (r.box) return { box: r.box, confDir };
+    const box = await this.deps.driver.open({
+      kind: 'app',
+      projectId: r.row.projectId,
+      name: `svc-${r.row.id}-${++this.seq}`,
+      identity,
+      limits: { cpuCores: Number(r.row.cpuCores), memoryMb: r.row.memoryMb },
+      appDir: confDir,
+      dataDir,
+      port: r.row.port,
+    });
+    r.box = box;
+    return { box, confDir };
+  }
+
+  private async start(r: Running): Promise<void> {
+    const row = r.row;
+    try {
+      if (r.row.status !== 'starting') await this.setStatus(row, 'starting', null);
+      const creds = openCredentials(this.ctx.keyring, row.id, row.credentials);
+      r.secrets = [creds.password];
+      const identity = await this.deps.identityOf(row.orgId, row.projectId);
+      // The port: the kind's, in a network of the box's own; a free one of the host otherwise (no root).
+      const gen = r.gen;
+      const ids = { uid: identity?.uid ?? process.getuid?.() ?? 0, gid: identity?.gid ?? process.getgid?.() ?? 0 };
+      const probe = enginePlan({ ...ids, kind: row.kind as ServiceKind, version: row.version, port: row.port, memoryMb: row.memoryMb, credentials: creds });
+      const { box, confDir } = await this.prepare(r, probe, identity);
+      const port = box.port ?? row.port;
+      const plan = port === row.port ? probe : enginePlan({ ...ids, kind: row.kind as ServiceKind, version: row.version, port, memoryMb: row.memoryMb, credentials: creds });
+      r.secretFiles = plan.secretFiles;
+      if (plan !== probe) for (const [name, text] of Object.entries(plan.files)) writeFileSync(path.join(confDir, name), text, { mode: 0o600 });
+      if (identity) await chownTree(confDir, identity);
+      if (r.stopping) return;
+      const dataDir = path.join(this.volumeDir(row), 'data');
+      if (plan.init.length && !existsSync(path.join(dataDir, plan.initialisedMarker))) {
+        this.note(r, `first start: initialising the ${row.kind} data folder`);
+        for (const step of plan.init) {
+          const res = await this.run(r, box, step, confDir);
+          if (!res.ok) throw new InitError(`initialisation (${path.basename(step.argv[0]!)}) failed: see the service's log`);
+        }
+      }
+      const proc = box.exec(plan.server.argv, { cwd: confDir, env: engineEnv(plan.server.env) });
+      redactedLines(proc, r.secrets, (_s, line) => this.pushLine(r, line));
+      r.exited = proc.exited;
+      let exited = false;
+      void proc.exited.then(() => {
+        exited = true;
+        if (!r.stopping && r.gen === gen) void this.crashed(r);
+      });
+      this.note(r, `starting ${row.kind} ${row.version} on port ${port}`);
+      const deadline = Date.now() + READY_TIMEOUT_MS;
+      let ready = false;
+      for (let i = 0; !ready && !exited && !r.stopping && Date.now() < deadline; i++) {
+        await sleep(Math.min(1000, 100 * (i + 1)));
+        ready = (await this.run(r, box, plan.ready, confDir)).ok;
+      }
+      if (r.stopping || exited) return;
+      if (!ready) throw new Error(`${row.kind} did not answer within ${READY_TIMEOUT_MS / 1000} s`);
+      for (const step of plan.after) {
+        const res = await this.run(r, box, step, confDir);
+        if (!res.ok) throw new Error(`setting up the users and database (${path.basename(step.argv[0]!)}) failed: see the service's log`);
+      }
+      for (const f of plan.secretFiles) rmSync(path.join(confDir, f), { force: true });
+      r.readyAt = Date.now();
+      this.note(r, 'ready');
+      await this.setStatus(row, 'running', null);
+    } catch (e) {
+      const message = (e as Error).message;
+      this.note(r, message);
+      this.ctx.log.warn({ serviceId: row.id, err: message }, 'managed service failed to start');
+      r.gen++;
+      for (const f of r.secretFiles) rmSync(path.join(this.volumeDir(row), 'conf', f), { force: true });
+      if (r.stopping) return;
+      // A data folder that cannot be made will not be made by trying again.
+      if (e instanceof InitError) r.failures = MAX_CONSECUTIVE_FAILURES - 1;
+      await this.fail(r, message);
+    }
+  }
+
+  /** The server exited on its own: start it again after a backoff, or leave it failed after too many. */
+  private async crashed(r: Running): Promise<void> {
+    if (r.stopping) return;
+    if (r.readyAt && Date.now() - r.readyAt > HEALTHY_AFTER_MS) r.failures = 0;
+    await this.fail(r, `${r.row.kind} exited`);
+  }
+
+  private async fail(r: Running, message: string): Promise<void> {
+    r.failures++;
+    r.readyAt = 0;
+    if (r.failures >= MAX_CONSECUTIVE_FAILURES) {
+      await this.dispose(r);
+      await this.setStatus(r.row, 'failed', message).catch(() => {});
+      this.services.delete(r.row.id);
+      return;
+    }
+    await this.setStatus(r.row, 'starting', null).catch(() => {});
+    const delay = restartDelayMs(r.failures);
+    this.note(r, `${message}; starting again in ${delay} ms (failure ${r.failures} in a row)`);
+    await r.box?.killAll().catch(() => {});
+    r.timer = setTimeout(() => {
+      r.timer = null;
+      if (!r.stopping) r.work = this.start(r);
+    }, delay);
+  }
+}

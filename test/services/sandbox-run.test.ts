@@ -1,0 +1,109 @@
+// @store-independent: the runner's processes, namespaces and volumes; the records are managed-api.test.ts's
+/**
+ * Managed services on the `sandbox` runtime (issue 37 points 1, 2 and 7): the host's Debian
+ * PostgreSQL 15, MariaDB and Redis run in a box of the project (its uid, namespaces, cgroup, volume),
+ * initialised on first start, `running` once they answer, restarted after a kill -9, stopped, and
+ * deleted with their data. The test connects from the host as the server's user (the only host user
+ * the sandbox network admits), with the credentials the reveal route gives.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { createProject, createUser, type TestUser } from '../support/factories.js';
+import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
+import { waitFor } from '../support/wait.js';
+
+const root = process.getuid?.() === 0;
+
+function exec(bin: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => {
+    execFile(bin, args, { env: { PATH: '/usr/bin:/bin', ...env }, timeout: 20_000 }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: `${stdout}${stderr}` }));
+  });
+}
+
+describe('managed services on the sandbox runtime', { skip: root ? false : 'the sandbox runs services under project uids only as root' }, () => {
+  let dir: string;
+  let server: TestServer;
+  let owner: TestUser;
+  const api = () => server.api(owner.token);
+  const runner = () => server.ctx.state.services.runner!;
+
+  before(async () => {
+    dir = tempDir('berth-services-');
+    server = await startTestServer({ background: true, dataDir: path.join(dir, 'data'), flags: { runtime: 'sandbox' } });
+    owner = await createUser(server);
+  });
+  after(async () => {
+    await server?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function running(projectId: string, id: string, timeoutMs = 90_000): Promise<any> {
+    return waitFor(
+      async () => {
+        const r = (await api().get(`/api/projects/${projectId}/services/${id}`)).body.data;
+        if (r.status === 'failed') throw new Error(`failed: ${r.error}\n${runner().logs(id).join('\n')}`);
+        return r.status === 'running' ? r : null;
+      },
+      `service ${id} running`,
+      timeoutMs,
+      200,
+    ).catch((e) => {
+      throw new Error(`${(e as Error).message}\n${runner().logs(id).join('\n')}`);
+    });
+  }
+
+  it('postgres 15: initialised on first start as the project, running once it answers; data survives a kill -9', async () => {
+    const p = await createProject(server, owner);
+    const created = await api().post(`/api/projects/${p.id}/services`, { kind: 'postgres', name: 'main-db' });
+    assert.equal(created.status, 201, created.text);
+    const s = await running(p.id, created.body.data.id);
+    assert.match(s.internalHost, /^10\.88\./, 'a network of its own');
+    const creds = (await api().get(`/api/projects/${p.id}/services/${s.id}/credentials`)).body.data;
+    const client = new pg.Client({ connectionString: creds.url });
+    await client.connect();
+    await client.query('create table notes (body text)');
+    await client.query("insert into notes values ('kept')");
+    await client.end();
+    // The server runs as the project's uid, in a cgroup of its own.
+    const pids = runner().pids(s.id);
+    const uids = pids.map((pid) => Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]));
+    assert.ok(uids.some((u) => u !== 0), `some process runs as the project's uid: ${uids}`);
+    const postmaster = pids.find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]!.endsWith('/postgres') && readFileSync(`/proc/${pid}/status`, 'utf8').includes('PPid'));
+    assert.ok(postmaster);
+    assert.ok(!readFileSync(`/proc/${postmaster}/cmdline`, 'utf8').includes(creds.password), 'no secret in a command line');
+    process.kill(postmaster!, 'SIGKILL');
+    await waitFor(() => runner().logs(s.id).some((l) => l.includes('postgres exited; starting again')), 'the crash seen and a restart planned', 20_000, 100);
+    const again = await running(p.id, s.id);
+    const c2 = new pg.Client({ host: again.internalHost, port: again.port, user: creds.username, password: creds.password, database: creds.database });
+    await c2.connect();
+    assert.deepEqual((await c2.query('select body from notes')).rows, [{ body: 'kept' }]);
+    await c2.end();
+    assert.ok(!runner().logs(s.id).join('\n').includes(creds.password), 'the log has no password');
+    // Stop, start, delete with its data.
+    assert.equal((await api().patch(`/api/projects/${p.id}/services/${s.id}`, { stopped: true })).body.data.status, 'stopped');
+    const volume = runner().volumeDir({ projectId: p.id, id: s.id });
+    assert.ok(existsSync(path.join(volume, 'data', 'pgdata', 'PG_VERSION')));
+    assert.equal((await api().delete(`/api/projects/${p.id}/services/${s.id}`)).status, 200);
+    assert.ok(!existsSync(volume), 'the data went with it');
+  });
+
+  it('redis and mariadb from Debian answer with their generated passwords only', async () => {
+    const p = await createProject(server, owner);
+    const redis = (await api().post(`/api/projects/${p.id}/services`, { kind: 'redis', name: 'cache' })).body.data;
+    const maria = (await api().post(`/api/projects/${p.id}/services`, { kind: 'mysql', name: 'shop' })).body.data;
+    const r = await running(p.id, redis.id);
+    const rc = (await api().get(`/api/projects/${p.id}/services/${r.id}/credentials`)).body.data;
+    assert.match((await exec('/usr/bin/redis-cli', ['--no-auth-warning', '-h', r.internalHost, '-p', String(r.port), 'set', 'k', 'v'], { REDISCLI_AUTH: rc.password })).out, /OK/);
+    assert.match((await exec('/usr/bin/redis-cli', ['--no-auth-warning', '-h', r.internalHost, '-p', String(r.port), 'get', 'k'], { REDISCLI_AUTH: 'wrong' })).out, /WRONGPASS|NOAUTH/);
+    const m = await running(p.id, maria.id, 120_000);
+    const mc = (await api().get(`/api/projects/${p.id}/services/${m.id}/credentials`)).body.data;
+    const sql = (q: string, pw = mc.password) => exec('/usr/bin/mariadb', ['--no-defaults', '-h', m.internalHost, '-P', String(m.port), '-u', mc.username, '-D', mc.database, '-N', '-e', q], { MYSQL_PWD: pw });
+    assert.equal((await sql('create table t (v int); insert into t values (7); select v from t')).out.trim(), '7');
+    assert.notEqual((await sql('select 1', 'wrong')).code, 0);
+    assert.notEqual((await exec('/usr/bin/mariadb', ['--no-defaults', '-h', m.internalHost, '-P', String(m.port), '-u', 'root', '-e', 'select 1'])).code, 0, 'root is not reachable over the network');
+  });
+});
