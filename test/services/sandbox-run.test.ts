@@ -83,6 +83,10 @@ describe('managed services on the sandbox runtime', { skip: root ? false : 'the 
     assert.deepEqual((await c2.query('select body from notes')).rows, [{ body: 'kept' }]);
     await c2.end();
     assert.ok(!runner().logs(s.id).join('\n').includes(creds.password), 'the log has no password');
+    const logs = await api().get(`/api/projects/${p.id}/services/${s.id}/logs?limit=500`);
+    assert.equal(logs.status, 200, logs.text);
+    assert.ok(logs.body.data.some((l: { line: string }) => l.line.includes('[berth] ready')), logs.text);
+    assert.ok(!logs.text.includes(creds.password));
     // Stop, start, delete with its data.
     assert.equal((await api().patch(`/api/projects/${p.id}/services/${s.id}`, { stopped: true })).body.data.status, 'stopped');
     const volume = runner().volumeDir({ projectId: p.id, id: s.id });

@@ -221,3 +221,9 @@ export async function revealCredentials(ctx: AppContext, actor: Actor, project: 
   await insertAuditEvent(ctx.db, { orgId: row.orgId, actorId: actor.userId, action: 'project.service.credentials_reveal', resourceType: 'project', resourceId: project.id, details: { serviceId: row.id } });
   return { ...c, host: addr?.host ?? null, port: row.port, url: addr ? connectionUrl(row.kind as ServiceKind, c, addr.host, row.port) : null };
 }
+
+/** The last `limit` lines the service wrote on this server (the runner keeps 500; passwords redacted). */
+export async function serviceLogs(ctx: AppContext, project: ProjectRow, serviceId: string, limit: number): Promise<{ line: string }[]> {
+  const row = await findManagedOr404(ctx, project, serviceId);
+  return (ctx.state.services.runner?.logs(row.id) ?? []).slice(-limit).map((line) => ({ line }));
+}

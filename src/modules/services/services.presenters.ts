@@ -74,3 +74,7 @@ export const CreateServiceBody = Obj({
 export const PatchServiceBody = Obj({ resources: Type.Optional(ResourcesBody), stopped: Type.Optional(Type.Boolean()) }, { minProperties: 1 });
 
 export const DeleteServiceQuery = Obj({ keepVolume: Type.Optional(Type.Boolean()) });
+
+export const LogsQuery = Obj({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })) });
+
+export const LogLinesSchema = Type.Array(Type.Object({ line: Type.String() }));

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { defineRoute } from '../../http/route.js';
 import { Obj, Id } from '../../http/schemas.js';
 import * as managed from './managed.service.js';
-import { CreateServiceBody, CredentialsSchema, DeletedServiceSchema, DeleteServiceQuery, KindsSchema, PatchServiceBody, ServiceParams, ServiceSchema } from './services.presenters.js';
+import { CreateServiceBody, CredentialsSchema, LogLinesSchema, LogsQuery, DeletedServiceSchema, DeleteServiceQuery, KindsSchema, PatchServiceBody, ServiceParams, ServiceSchema } from './services.presenters.js';
 
 const P = { kind: 'project', param: 'id' } as const;
 const ProjectParams = Obj({ id: Id });
@@ -72,6 +72,15 @@ export const serviceRoutes = [
     resource: P,
     schema: { params: ServiceParams, querystring: DeleteServiceQuery, response: DeletedServiceSchema },
     handler: ({ actor, params, query, resource }, ctx) => managed.deleteService(ctx, actor, resource.record, params.sid, query.keepVolume === true),
+  }),
+  defineRoute({
+    method: 'GET',
+    url: '/api/projects/:id/services/:sid/logs',
+    summary: "A managed service's last output lines on this server (passwords redacted), oldest first",
+    tag: 'project:read',
+    resource: P,
+    schema: { params: ServiceParams, querystring: LogsQuery, response: LogLinesSchema },
+    handler: ({ params, query, resource }, ctx) => managed.serviceLogs(ctx, resource.record, params.sid, query.limit ?? 200),
   }),
   defineRoute({
     method: 'GET',

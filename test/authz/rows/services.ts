@@ -34,5 +34,6 @@ export const rows: MatrixRow[] = [
   { method: 'PATCH', path: '/api/projects/:id/services/:sid', fixture: S, idParam: 'id', body: { stopped: true } },
   { method: 'POST', path: '/api/projects/:id/services/:sid/restart', fixture: S, idParam: 'id' },
   { method: 'DELETE', path: '/api/projects/:id/services/:sid', fixture: S, idParam: 'id', fresh: true },
+  { method: 'GET', path: '/api/projects/:id/services/:sid/logs', fixture: S, idParam: 'id' },
   { method: 'GET', path: '/api/projects/:id/services/:sid/credentials', fixture: S, idParam: 'id' },
 ];
