@@ -4,3 +4,5 @@
  */
 export { servicesModule } from './services.module.js';
 export type { ServicesTables } from './services.tables.js';
+/** The variables a project's app and builds get for its running managed services (for the hosting area to wire in). */
+export { managedServiceEnv, serviceVariables, urlVariableOf } from './wiring.js';
