@@ -1,14 +1,15 @@
 import { Cron } from 'croner';
 
 /** Is `expr` a cron expression that fires at least once in the next ~5 years (in `timezone`)? */
-export function validateCron(expr: string, timezone?: string): { ok: true; next: Date } | { ok: false; reason: string } {
+/** Whether `expr` is a valid schedule, and its next time after `after` (default now). */
+export function validateCron(expr: string, timezone?: string, after?: Date): { ok: true; next: Date } | { ok: false; reason: string } {
   let job: Cron;
   try {
     job = new Cron(expr, { paused: true, timezone });
   } catch (e) {
     return { ok: false, reason: (e as Error).message };
   }
-  const next = job.nextRun();
+  const next = job.nextRun(after);
   job.stop();
   if (!next) return { ok: false, reason: 'the expression never fires' };
   return { ok: true, next };

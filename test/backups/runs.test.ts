@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { RESTORE_TOKEN_TTL_MS } from '../../src/modules/backups/restores.service.js';
+import { testClock } from '../support/clock.js';
 import { createDestination, createProjectWithVolume, createTeam, createUser, type TestOrg } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { waitFor } from '../support/wait.js';
@@ -11,9 +13,10 @@ describe('backup policies, runs and restores (local destination)', () => {
   let server: TestServer;
   let team: TestOrg;
   let dest: { id: string; dir: string };
+  const clock = testClock();
 
   before(async () => {
-    server = await startTestServer({ background: true });
+    server = await startTestServer({ background: true, clock });
     team = await createTeam(server);
     dest = await createDestination(server, team.owner);
   });
@@ -225,7 +228,7 @@ describe('backup policies, runs and restores (local destination)', () => {
     assert.equal((await api().post(`/api/backup-restores/${restoreId}/cancel`)).status, 409);
     // An expired token is refused.
     const second = (await api().post(`/api/backup-runs/${run.id}/restore/prepare`)).body.data;
-    await server.ctx.db.updateTable('backupRestores').set({ expiresAt: new Date(Date.now() - 1000).toISOString() }).where('id', '=', second.restoreId).execute();
+    clock.advance(RESTORE_TOKEN_TTL_MS + 1000);
     const exp = await api().post(`/api/backup-restores/${second.restoreId}/apply`, { confirmationToken: second.confirmationToken });
     assert.equal(exp.status, 400);
     assert.equal(exp.body.error.code, 'INVALID_CONFIRMATION_TOKEN');
@@ -440,22 +443,24 @@ describe('backup policies, runs and restores (local destination)', () => {
 
   it('a policy whose last success is older than twice its interval is overdue', async () => {
     const p = await createProjectWithVolume(server, team.owner);
+    fillVolume(p.volume, 7);
     const pol = await policyFor(p.id, { cronExpression: '0 * * * *' });
-    const old = new Date(Date.now() - 3 * 3600_000).toISOString();
-    await server.ctx.db.updateTable('backupPolicies').set({ lastSuccessAt: old, createdAt: old }).where('id', '=', pol.id).execute();
-    const got = (await api().get(`/api/projects/${p.id}/backup-policies`)).body.data[0];
+    assert.equal((await runNow(pol.id)).status, 'succeeded');
+    const policy = async () => (await api().get(`/api/projects/${p.id}/backup-policies`)).body.data[0];
+    assert.equal((await policy()).overdue, false, 'just backed up');
+    clock.advance(3 * 3600_000); // three hourly runs missed
+    const got = await policy();
     assert.equal(got.overdue, true);
-    assert.equal(got.lastSuccessAt, old);
-    await server.ctx.db.updateTable('backupPolicies').set({ lastSuccessAt: new Date(Date.now() - 3600_000).toISOString() }).where('id', '=', pol.id).execute();
-    assert.equal((await api().get(`/api/projects/${p.id}/backup-policies`)).body.data[0].overdue, false);
+    assert.equal((await runNow(pol.id)).status, 'succeeded');
+    assert.equal((await policy()).overdue, false, 'a success now');
   });
 
   it('a schedule missed while the server was down runs once, with trigger cron', async () => {
     const p = await createProjectWithVolume(server, team.owner);
     fillVolume(p.volume, 8);
     const pol = await policyFor(p.id, { cronExpression: '0 0 1 1 *' });
-    // Missed three hours ago (and several times since): one run, then the next time moves on.
-    await server.ctx.db.updateTable('backupPolicies').set({ nextRunAt: new Date(Date.now() - 3 * 3600_000).toISOString() }).where('id', '=', pol.id).execute();
+    // Missed three hours ago (the server's clock moved past it): one run, then the next time moves on.
+    clock.advance(Date.parse(pol.nextRunAt!) - clock.now() + 3 * 3600_000);
     const { runDueSchedules } = await import('../../src/modules/backups/schedules.js');
     await runDueSchedules(server.ctx);
     await runDueSchedules(server.ctx);
@@ -465,7 +470,7 @@ describe('backup policies, runs and restores (local destination)', () => {
     const fin = await waitTerminal(server, team.owner.token, `/api/backup-runs/${runs[0].id}`);
     assert.equal(fin.status, 'succeeded');
     const next = (await api().get(`/api/projects/${p.id}/backup-policies`)).body.data[0].nextRunAt;
-    assert.ok(new Date(next) > new Date());
+    assert.ok(new Date(next) > new Date(clock.now()));
   });
 
   it('a project that moved to the cloud: its local schedules and webhook do not run here', async () => {
@@ -473,7 +478,7 @@ describe('backup policies, runs and restores (local destination)', () => {
     fillVolume(p.volume, 9);
     const pol = await policyFor(p.id, { cronExpression: '0 0 1 1 *', enableWebhook: true });
     assert.ok(pol.webhookToken);
-    await server.ctx.db.updateTable('backupPolicies').set({ nextRunAt: new Date(Date.now() - 3600_000).toISOString() }).where('id', '=', pol.id).execute();
+    clock.advance(Date.parse(pol.nextRunAt!) - clock.now() + 3600_000); // its time passed an hour ago
     await server.ctx.db.updateTable('projects').set({ location: 'cloud' }).where('id', '=', p.id).execute();
     const { runDueSchedules } = await import('../../src/modules/backups/schedules.js');
     await runDueSchedules(server.ctx);

@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.js';
 import { insertAuditEvent } from '../audit/index.js';
 
 /** What the backups services take from the app context. */
-export type BackupsCtx = Pick<AppContext, 'db' | 'keyring' | 'jobs' | 'config' | 'log' | 'instanceId' | 'dialect' | 'ports' | 'state'>;
+export type BackupsCtx = Pick<AppContext, 'db' | 'keyring' | 'jobs' | 'config' | 'log' | 'instanceId' | 'dialect' | 'ports' | 'state' | 'clock'>;
 
 /** An audit event of the backups area (ids and names only, never a secret); a failure is logged. */
 export async function audit(ctx: BackupsCtx, actor: Actor | null, orgId: string, action: string, resourceType: string, resourceId: string, details: Record<string, unknown> = {}): Promise<void> {

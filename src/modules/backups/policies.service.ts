@@ -3,7 +3,8 @@ import { authorize } from '../../authz/authorize.js';
 import { validateCron } from '../../lib/cron.js';
 import { sha256Hex } from '../../lib/crypto.js';
 import { AppError, conflict, invalid } from '../../lib/errors.js';
-import { newId, newSecretToken, nowIso } from '../../lib/ids.js';
+import { clockIso } from '../../lib/clock.js';
+import { newId, newSecretToken } from '../../lib/ids.js';
 import { audit, type BackupsCtx } from './backups.audit.js';
 import { policyView } from './backups.presenters.js';
 import { destinationRef } from './backups.resolvers.js';
@@ -41,9 +42,10 @@ function checkTimezone(tz: string): void {
   }
 }
 
-function scheduleNext(expr: string | null, tz: string, enabled: boolean): string | null {
+/** The first run of a schedule after `now` (the server's clock), or null when it has none or is off. */
+function scheduleNext(expr: string | null, tz: string, enabled: boolean, now: Date): string | null {
   if (!expr) return null;
-  const v = validateCron(expr, tz);
+  const v = validateCron(expr, tz, now);
   if (!v.ok) throw new AppError('INVALID_CRON', `cronExpression is not a valid schedule: ${v.reason}`, { field: 'cronExpression' });
   return enabled ? v.next.toISOString() : null;
 }
@@ -62,7 +64,7 @@ function newWebhookToken(): { token: string; hash: string } {
 
 export async function listPolicies(ctx: Ctx, project: { id: string; orgId: string }) {
   const rows = await store.listPolicies(ctx.db, project.orgId, project.id);
-  const now = new Date();
+  const now = new Date(ctx.clock.now());
   return rows.map((r) => policyView(r, now));
 }
 
@@ -70,7 +72,7 @@ export async function createPolicy(ctx: Ctx, actor: Actor, project: { id: string
   const tz = body.timezone ?? 'UTC';
   checkTimezone(tz);
   const enabled = body.enabled ?? true;
-  const nextRunAt = scheduleNext(body.cronExpression ?? null, tz, enabled);
+  const nextRunAt = scheduleNext(body.cronExpression ?? null, tz, enabled, new Date(ctx.clock.now()));
   await destinationForPolicy(ctx, actor, body.destinationId);
   let serviceId: string;
   if (body.serviceId) {
@@ -81,7 +83,7 @@ export async function createPolicy(ctx: Ctx, actor: Actor, project: { id: string
     serviceId = (await dataVolume(ctx, project.orgId, project.id)).id;
   }
   const hook = body.enableWebhook ? newWebhookToken() : null;
-  const now = nowIso();
+  const now = clockIso(ctx.clock);
   const row: PolicyRow = {
     id: newId('bkp'),
     orgId: project.orgId,
@@ -103,11 +105,11 @@ export async function createPolicy(ctx: Ctx, actor: Actor, project: { id: string
   };
   await store.insertPolicy(ctx.db, row);
   await audit(ctx, actor, row.orgId, 'backup_policy.create', 'project', row.projectId, { policyId: row.id, destinationId: row.destinationId, serviceId: row.serviceId, webhook: !!hook });
-  return policyView(row, new Date(), hook?.token);
+  return policyView(row, new Date(ctx.clock.now()), hook?.token);
 }
 
 export async function updatePolicy(ctx: Ctx, actor: Actor, row: PolicyRow, body: PolicyBody) {
-  const set: Partial<PolicyRow> = { updatedAt: nowIso() };
+  const set: Partial<PolicyRow> = { updatedAt: clockIso(ctx.clock) };
   if (body.destinationId !== undefined && body.destinationId !== row.destinationId) {
     await destinationForPolicy(ctx, actor, body.destinationId);
     set.destinationId = body.destinationId;
@@ -124,7 +126,7 @@ export async function updatePolicy(ctx: Ctx, actor: Actor, row: PolicyRow, body:
   if (body.cronExpression !== undefined) set.cronExpression = body.cronExpression;
   const enabled = (set.enabled ?? row.enabled) === 1;
   if (body.cronExpression !== undefined || body.timezone !== undefined || body.enabled !== undefined) {
-    set.nextRunAt = scheduleNext(expr, tz, enabled);
+    set.nextRunAt = scheduleNext(expr, tz, enabled, new Date(ctx.clock.now()));
   }
   let token: string | undefined;
   if (body.enableWebhook === false) {
@@ -144,7 +146,7 @@ export async function updatePolicy(ctx: Ctx, actor: Actor, row: PolicyRow, body:
   }
   await store.updatePolicy(ctx.db, row.orgId, row.id, set);
   await audit(ctx, actor, row.orgId, 'backup_policy.update', 'project', row.projectId, { policyId: row.id, fields: Object.keys(body), webhookTokenIssued: !!token });
-  return policyView({ ...row, ...set }, new Date(), token);
+  return policyView({ ...row, ...set }, new Date(ctx.clock.now()), token);
 }
 
 export async function deletePolicy(ctx: Ctx, actor: Actor, row: PolicyRow) {

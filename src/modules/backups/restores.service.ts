@@ -2,7 +2,8 @@ import type { Actor } from '../../authz/actor.js';
 import { transaction } from '../../db/client.js';
 import { safeEqual, sha256Hex } from '../../lib/crypto.js';
 import { AppError, conflict } from '../../lib/errors.js';
-import { newId, newSecretToken, nowIso } from '../../lib/ids.js';
+import { clockIso } from '../../lib/clock.js';
+import { newId, newSecretToken } from '../../lib/ids.js';
 import { OutboundRefusedError } from '../../lib/outbound.js';
 import { audit, type BackupsCtx } from './backups.audit.js';
 import { restoreView } from './backups.presenters.js';
@@ -41,7 +42,7 @@ export async function prepareRestore(ctx: Ctx, actor: Actor, run: RunRow) {
     throw conflict('the artifact in the destination does not match its recorded sha256; it cannot be restored');
   }
   const token = newSecretToken('berth_rst');
-  const now = Date.now();
+  const now = ctx.clock.now();
   const row: RestoreRow = {
     id: newId('bks'),
     orgId: run.orgId,
@@ -72,10 +73,10 @@ export async function applyRestore(ctx: Ctx, actor: Actor, row: RestoreRow, conf
   if (row.status === 'applying') throw bad('this confirmation token was already used; prepare again for a fresh token');
   if (!confirmationToken) throw bad('confirmationToken is required: send the token prepare returned');
   if (!safeEqual(sha256Hex(confirmationToken), row.tokenHash)) throw bad('confirmationToken does not match the one prepare returned');
-  if (new Date(row.expiresAt).getTime() <= Date.now()) throw bad('the confirmation token expired; prepare again for a fresh token');
+  if (new Date(row.expiresAt).getTime() <= ctx.clock.now()) throw bad('the confirmation token expired; prepare again for a fresh token');
   const busy = await store.applyingRestoreOfService(ctx.db, row.orgId, row.serviceId);
   if (busy) throw conflict('another restore of this service is being applied');
-  const at = nowIso();
+  const at = clockIso(ctx.clock);
   const moved = await transaction(ctx.db, async (tx) => {
     const ok = await store.moveRestore(tx, row.orgId, row.id, ['staged'], { status: 'applying', appliedAt: at, updatedAt: at });
     if (ok) await ctx.jobs.enqueue(RESTORE_JOB, { id: row.id, orgId: row.orgId }, { db: tx, orgId: row.orgId, maxAttempts: 1 });
@@ -95,7 +96,7 @@ export async function applyRestore(ctx: Ctx, actor: Actor, row: RestoreRow, conf
 
 export async function cancelRestore(ctx: Ctx, row: RestoreRow) {
   if (row.status === 'cancelled' || isTerminal(row.status)) throw conflict(`the restore is already ${row.status}`);
-  const at = nowIso();
+  const at = clockIso(ctx.clock);
   if (row.status === 'staged') {
     const moved = await store.moveRestore(ctx.db, row.orgId, row.id, ['staged'], { status: 'cancelled', finishedAt: at, updatedAt: at });
     if (moved) backupsRuntime(ctx).events.publish(`restore:${row.id}`, { type: 'transition', data: { from: 'staged', to: 'cancelled', at } });

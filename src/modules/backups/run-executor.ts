@@ -1,6 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import type { AppContext } from '../../context.js';
-import { nowIso } from '../../lib/ids.js';
+import { clockIso } from '../../lib/clock.js';
+
 import { backupsRuntime } from './backups.runtime.js';
 import * as store from './backups.store.js';
 import type { RunRow } from './backups.store.js';
@@ -25,7 +26,7 @@ type Ctx = AppContext;
 
 async function moveRun(ctx: Ctx, run: RunRow, from: string, to: string, extra: Partial<RunRow> = {}): Promise<boolean> {
   const { events } = backupsRuntime(ctx);
-  const at = nowIso();
+  const at = clockIso(ctx.clock);
   const ok = await store.moveRun(ctx.db, run.orgId, run.id, [from], { ...extra, status: to, updatedAt: at });
   if (ok) events.publish(`run:${run.id}`, { type: 'transition', data: { from, to, at } });
   return ok;
@@ -53,7 +54,7 @@ export async function executeRun(ctx: Ctx, runId: string, orgId: string, jobSign
     events.publish(`run:${runId}`, { type: 'progress', data: { phase, bytes, ...(totalBytes !== undefined ? { totalBytes } : {}) } });
   try {
     if (run.cancelRequested === 1) throw new Cancelled();
-    if (!(await moveRun(ctx, run, 'queued', 'running', { startedAt: nowIso(), runner: ctx.instanceId }))) return;
+    if (!(await moveRun(ctx, run, 'queued', 'running', { startedAt: clockIso(ctx.clock), runner: ctx.instanceId }))) return;
     const dest = await store.findDestination(ctx.db, orgId, run.destinationId);
     if (!dest) throw new Error('the destination no longer exists');
     const svc = await findService(ctx.db, orgId, run.projectId, run.serviceId);
@@ -94,7 +95,7 @@ export async function executeRun(ctx: Ctx, runId: string, orgId: string, jobSign
     await storage.finalize(tempKey, finalKey);
     const size = await storage.size(finalKey);
     if (size !== written.sizeBytes) throw new Error('the final artifact is missing or has the wrong size');
-    const at = nowIso();
+    const at = clockIso(ctx.clock);
     if (!(await moveRun(ctx, run, 'verifying', 'succeeded', { finishedAt: at, activeKey: null, tempKey: null, cancelRequested: 0 }))) throw new Cancelled();
     await store.setLastSuccess(ctx.db, orgId, run.policyId, at);
   } catch (e) {
@@ -105,7 +106,7 @@ export async function executeRun(ctx: Ctx, runId: string, orgId: string, jobSign
       for (const k of [tempKey, finalKey]) if (k) await storage.delete(k).catch(() => {});
     }
     if (store.RUN_IN_FLIGHT.includes(run.status)) {
-      const at = nowIso();
+      const at = clockIso(ctx.clock);
       const to = stopped ? 'server_error' : cancelled ? 'cancelled' : 'failed';
       const ok = await store.moveRun(ctx.db, orgId, runId, [run.status], {
         status: to,
@@ -145,7 +146,7 @@ export async function recoverRun(ctx: Ctx, run: RunRow): Promise<void> {
       ctx.log.warn({ runId: run.id, err: describeFailure(e) }, 'could not remove a partial backup artifact');
     }
   }
-  const at = nowIso();
+  const at = clockIso(ctx.clock);
   const ok = await store.moveRun(ctx.db, run.orgId, run.id, [run.status], {
     status: 'server_error',
     finishedAt: at,

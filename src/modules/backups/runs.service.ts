@@ -1,6 +1,7 @@
 import { isUniqueViolation, transaction } from '../../db/client.js';
 import { conflict, notFound } from '../../lib/errors.js';
-import { newId, nowIso } from '../../lib/ids.js';
+import { clockIso } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
 import type { BackupsCtx } from './backups.audit.js';
 import { runView } from './backups.presenters.js';
 import { backupsRuntime } from './backups.runtime.js';
@@ -26,7 +27,7 @@ export const CANCEL = 'cancel';
 export async function triggerRun(ctx: Ctx, policy: PolicyRow, trigger: 'manual' | 'cron' | 'webhook'): Promise<{ runId: string; created: boolean }> {
   const existing = await store.findActiveRun(ctx.db, policy.orgId, policy.id);
   if (existing) return { runId: existing.id, created: false };
-  const now = nowIso();
+  const now = clockIso(ctx.clock);
   const row: RunRow = {
     id: newId('bkr'),
     orgId: policy.orgId,
@@ -80,7 +81,7 @@ export async function listRuns(ctx: Ctx, project: { id: string; orgId: string },
 
 /** Protects a run from pruning, or releases it. */
 export async function protectRun(ctx: Ctx, row: RunRow, locked: boolean) {
-  await store.updateRun(ctx.db, row.orgId, row.id, { protected: locked ? 1 : 0, updatedAt: nowIso() });
+  await store.updateRun(ctx.db, row.orgId, row.id, { protected: locked ? 1 : 0, updatedAt: clockIso(ctx.clock) });
   const fresh = await store.findRun(ctx.db, row.orgId, row.id);
   if (!fresh) throw notFound('backup run');
   return runView(fresh);
@@ -88,7 +89,7 @@ export async function protectRun(ctx: Ctx, row: RunRow, locked: boolean) {
 
 /** Cancels a queued run at once; asks a running one to stop (here, or through its row on another instance). */
 export async function requestRunCancel(ctx: Ctx, row: RunRow): Promise<void> {
-  const at = nowIso();
+  const at = clockIso(ctx.clock);
   if (row.status === 'queued') {
     const moved = await store.moveRun(ctx.db, row.orgId, row.id, ['queued'], { status: 'cancelled', activeKey: null, finishedAt: at, updatedAt: at, error: 'cancelled' });
     if (moved) {

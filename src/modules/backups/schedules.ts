@@ -9,7 +9,7 @@ type Ctx = BackupsCtx;
 
 /** Starts every due cron run once (a schedule missed while down runs once) and moves nextRunAt on. */
 export async function runDueSchedules(ctx: Ctx): Promise<number> {
-  const now = new Date();
+  const now = new Date(ctx.clock.now());
   const due = await store.duePolicies(ctx.db, now.toISOString());
   let started = 0;
   for (const p of due) {
