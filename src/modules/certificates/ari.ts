@@ -1,9 +1,16 @@
 import { X509Certificate } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
-import { AuthorityKeyIdentifierExtension, X509Certificate as PeculiarCertificate } from '@peculiar/x509';
+import { createRequire } from 'node:module';
+import type * as X509 from '@peculiar/x509';
 import type { AppContext } from '../../context.js';
 import { agentFor, retryAfterSeconds } from './acme.js';
+
+/**
+ * @peculiar/x509 (with its ASN.1 schema and reflect-metadata) is about 5 MB of heap and 15 MB of
+ * resident memory: required only when a certificate's ARI identifier is first needed.
+ */
+const requireCjs = createRequire(import.meta.url);
 
 /**
  * When an issued certificate is renewed (contract section 14 as amended, issue 32 point 8).
@@ -49,6 +56,7 @@ export function serialDerBytes(hex: string): Buffer {
  */
 export function ariCertificateId(chainPem: string): string {
   const leaf = new X509Certificate(chainPem);
+  const { AuthorityKeyIdentifierExtension, X509Certificate: PeculiarCertificate } = requireCjs('@peculiar/x509') as typeof X509;
   const aki = new PeculiarCertificate(leaf.raw).getExtension(AuthorityKeyIdentifierExtension);
   if (!aki?.keyId) throw new Error('the certificate has no authority key identifier');
   return `${b64url(Buffer.from(aki.keyId, 'hex'))}.${b64url(serialDerBytes(leaf.serialNumber))}`;

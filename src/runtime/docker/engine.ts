@@ -1,5 +1,13 @@
 import { statSync } from 'node:fs';
-import Docker from 'dockerode';
+import { createRequire } from 'node:module';
+import type Docker from 'dockerode';
+
+/**
+ * dockerode (with docker-modem and ssh2) is about 7 MB of heap and 20 MB of resident memory once
+ * loaded: required when a server first talks to an engine, so servers on the sandbox or process
+ * runtime never load it (docs/decisions.md, "Memory: dependencies loaded on first use").
+ */
+const requireCjs = createRequire(import.meta.url);
 
 /**
  * The Docker Engine client (contract section 13): where the engine is (`DOCKER_HOST`, else
@@ -60,14 +68,22 @@ interface WithSignal {
 }
 
 export class DockerEngine {
-  /** The dockerode client (no timeout of its own: container waits and log streams run long). */
-  readonly api: Docker;
   /** Where the engine is, for messages (`/var/run/docker.sock`, `tcp://host:2375`). */
   readonly where: string;
+  private client: Docker | undefined;
 
   constructor(readonly target: EngineTarget) {
     this.where = describe(target);
-    this.api = target.kind === 'socket' ? new Docker({ socketPath: target.socketPath }) : new Docker({ host: target.host, port: target.port, protocol: 'http' });
+  }
+
+  /** The dockerode client (no timeout of its own: container waits and log streams run long), made on first use. */
+  get api(): Docker {
+    if (!this.client) {
+      const Client = requireCjs('dockerode') as typeof Docker;
+      const t = this.target;
+      this.client = t.kind === 'socket' ? new Client({ socketPath: t.socketPath }) : new Client({ host: t.host, port: t.port, protocol: 'http' });
+    }
+    return this.client;
   }
 
   /** The engine named by `DOCKER_HOST` (throws an EngineError of kind `config` when it is malformed). */
