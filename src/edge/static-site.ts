@@ -4,11 +4,16 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import negotiate from '@fastify/accept-negotiator';
-import send from '@fastify/send';
+import { createRequire } from 'node:module';
+import type SendModule from '@fastify/send';
 import type { StaticSite } from './backend.js';
 import { BAD_PATH, page } from './error-page.js';
 import { isFingerprinted } from './static-fingerprint.js';
 import { isCompressible } from './static-prepare.js';
+
+/** @fastify/send, loaded when a static site is first served, not at start (docs/decisions.md, "Memory and authenticated reads again"). */
+const requireCjs = createRequire(import.meta.url);
+const sendLib = (): typeof SendModule => requireCjs('@fastify/send') as typeof SendModule;
 
 /**
  * Static sites: the edge serves a static deployment's files itself (no process). The folder is one
@@ -29,6 +34,7 @@ const REVALIDATE = 'public, max-age=0, must-revalidate';
 
 /** The Content-Type of a file name: send's mime table, with `charset=utf-8` for text. */
 export function contentTypeOf(name: string): string {
+  const send = sendLib();
   const type = send.mime.getType(name) ?? 'application/octet-stream';
   return send.isUtf8MimeType(type) ? `${type}; charset=utf-8` : type;
 }
@@ -156,7 +162,7 @@ async function sendFile(req: http.IncomingMessage, res: http.ServerResponse, sit
   const served = encoding === 'br' ? `${rel}.br` : encoding === 'gzip' ? `${rel}.gz` : rel;
   // For the 404 page, the request's validators and Range do not apply (a 404 is never a 304 or a 206).
   const request = notFound ? ({ method: req.method, headers: {} } as unknown as Readable) : req;
-  const r = await send(request, encodeRel(served), {
+  const r = await sendLib()(request, encodeRel(served), {
     root: site.root,
     index: false,
     dotfiles: 'allow',

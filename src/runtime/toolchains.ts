@@ -14,7 +14,12 @@
  */
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
-import semver from 'semver';
+import { createRequire } from 'node:module';
+import type SemverModule from 'semver';
+
+/** semver, loaded on first use, not at start (docs/decisions.md, "Memory and authenticated reads again"). */
+const requireCjs = createRequire(import.meta.url);
+const semverLib = (): typeof SemverModule => requireCjs('semver') as typeof SemverModule;
 
 /** The folder (inside the release's source) that holds the toolchains a build installed. */
 export const TOOLCHAIN_DIR = '.berth-toolchain';
@@ -94,11 +99,11 @@ export function matchNodeVersion(request: string): string | null {
   const want = request.trim().replace(/^v(?=\d)/, '');
   for (const v of offeredNodeVersions()) {
     if (/^lts(\/\*)?$/i.test(want) || /^lts\/[a-z]+$/i.test(want)) {
-      if (semver.major(v) % 2 === 0 && (!/^lts\/[a-z]+$/i.test(want) || ltsName(semver.major(v)) === want.slice(4).toLowerCase())) return v;
+      if (semverLib().major(v) % 2 === 0 && (!/^lts\/[a-z]+$/i.test(want) || ltsName(semverLib().major(v)) === want.slice(4).toLowerCase())) return v;
       continue;
     }
-    const range = semver.validRange(want.replace(/\.x$/, ''), { loose: true });
-    if (range && semver.satisfies(v, range, { includePrerelease: false })) return v;
+    const range = semverLib().validRange(want.replace(/\.x$/, ''), { loose: true });
+    if (range && semverLib().satisfies(v, range, { includePrerelease: false })) return v;
   }
   return null;
 }

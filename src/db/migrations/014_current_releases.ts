@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
+import { sql } from '../kysely.js';
 
 /**
  * Current releases (issue 18): which ready deployment of a project environment serves it is an

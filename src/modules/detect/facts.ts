@@ -6,10 +6,15 @@
  */
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
-import JSON5 from 'json5';
-import { parse as parseJsoncText, type ParseError } from 'jsonc-parser';
-import { parse as parseToml } from 'smol-toml';
+import { createRequire } from 'node:module';
+import type JSON5Module from 'json5';
+import type * as Jsonc from 'jsonc-parser';
+import type { ParseError } from 'jsonc-parser';
+import type * as Toml from 'smol-toml';
 import { readTenantFileSync, type TenantFileProblem } from '../../lib/tenant-file.js';
+
+/** Loaded on first use, not at start (docs/decisions.md, "Memory and authenticated reads again"). */
+const requireCjs = createRequire(import.meta.url);
 
 /**
  * Reads a small text file inside `root` as a tenant's file (src/lib/tenant-file.ts): null when
@@ -53,7 +58,7 @@ export function parseJson(text: string | null): any {
 export function parseJsonc(text: string | null): any {
   if (text === null) return null;
   const errors: ParseError[] = [];
-  const value = parseJsoncText(text, errors, { allowTrailingComma: true, disallowComments: false });
+  const value = (requireCjs('jsonc-parser') as typeof Jsonc).parse(text, errors, { allowTrailingComma: true, disallowComments: false });
   return errors.length ? null : (value ?? null);
 }
 
@@ -64,7 +69,7 @@ export function parseJsonc(text: string | null): any {
 export function parseJson5Object(text: string | null): any {
   if (text === null) return null;
   try {
-    const v = JSON5.parse(text) as unknown;
+    const v = (requireCjs('json5') as typeof JSON5Module).parse(text) as unknown;
     return v && typeof v === 'object' && !Array.isArray(v) ? v : null;
   } catch {
     return null;
@@ -157,7 +162,7 @@ export class Facts {
     const text = this.read(name);
     if (text === null) return null;
     try {
-      return parseToml(text) as Record<string, any>;
+      return (requireCjs('smol-toml') as typeof Toml).parse(text) as Record<string, any>;
     } catch {
       return null;
     }

@@ -5,7 +5,8 @@
 import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
 import { transaction } from '../../db/client.js';
-import semver from 'semver';
+import { createRequire } from 'node:module';
+import type SemverModule from 'semver';
 import { invalid } from '../../lib/errors.js';
 import { matchNodeVersion, offeredNodeVersions } from '../../runtime/toolchains.js';
 import { newId, nowIso } from '../../lib/ids.js';
@@ -17,6 +18,10 @@ import * as store from './projects.store.js';
 import type { ProjectRow } from './projects.store.js';
 import { afterCommit } from './runtime-port.js';
 
+/** semver, loaded on first use, not at start (docs/decisions.md, "Memory and authenticated reads again"). */
+const requireCjs = createRequire(import.meta.url);
+const semverLib = (): typeof SemverModule => requireCjs('semver') as typeof SemverModule;
+
 export interface OptionsInput {
   installCommand?: string | null;
   buildCommand?: string | null;
@@ -27,7 +32,7 @@ export interface OptionsInput {
 }
 
 /** A version (`20`, `20.11.1`, `v20`), a range (`>=18 <21`, `^20`, `20.x`) or an LTS name (`lts`, `lts/iron`). */
-const isNodeVersion = (v: string): boolean => /^lts(?:\/(?:\*|[a-z]+))?$/i.test(v) || (/^[\dvx^~<>=.|* -]+$/i.test(v) && semver.validRange(v, { loose: true }) !== null);
+const isNodeVersion = (v: string): boolean => /^lts(?:\/(?:\*|[a-z]+))?$/i.test(v) || (/^[\dvx^~<>=.|* -]+$/i.test(v) && semverLib().validRange(v, { loose: true }) !== null);
 
 export async function setOptions(ctx: AppContext, actor: Actor, row: ProjectRow, input: OptionsInput): Promise<OptionsRecord> {
   const merged = mergeInput(row, {

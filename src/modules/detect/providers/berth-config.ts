@@ -18,9 +18,14 @@
  *   the field, for the build log and the scan.
  * - A Dockerfile's plan takes its commands from the Dockerfile: the file only notes that.
  */
-import { parse, printParseErrorCode, type ParseError } from 'jsonc-parser';
+import { createRequire } from 'node:module';
+import type * as Jsonc from 'jsonc-parser';
+import type { ParseError } from 'jsonc-parser';
 import { Facts } from '../facts.js';
 import type { Detection } from '../plan.js';
+
+/** Loaded on first use, not at start (docs/decisions.md, "Memory and authenticated reads again"). */
+const requireCjs = createRequire(import.meta.url);
 
 export const BERTH_JSON = 'berth.json';
 
@@ -65,6 +70,7 @@ function field(name: (typeof FIELDS)[number], v: unknown): { value?: string; not
 /** A berth.json's text, validated: the fields to apply and a note per thing ignored (`file` names it in the notes). */
 export function parseBerthConfig(text: string, file: string): { config: BerthConfig; notes: string[] } {
   const errors: ParseError[] = [];
+  const { parse, printParseErrorCode } = requireCjs('jsonc-parser') as typeof Jsonc;
   const value = parse(text, errors, { allowTrailingComma: true, disallowComments: false }) as unknown;
   if (errors.length) {
     const e = errors[0]!;
