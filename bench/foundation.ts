@@ -1,21 +1,30 @@
-import { load, startChild, type Row } from './lib.js';
+import { alternateRounds, startChild, type Row } from './lib.js';
 
 /**
- * Issue "Foundation" point 11 (target raised by issue 16 point 8): authenticated GET /api/auth/me
- * against a bare Fastify hello-world, both in a child process started the same way, 32 connections.
- * Target: ratio >= 0.7, p99 < 10 ms.
+ * Authenticated `GET /api/auth/me` against a bare Fastify hello-world, both in a child process
+ * started the same way, 32 connections, three rounds alternating the two (median of the per-round
+ * ratios). Targets (issue 36 point 2): ratio >= 0.8, p99 < 5 ms. The server's CPU per request
+ * (utime + stime over the requests answered) is printed beside it: the client shares the machine's
+ * cores, so req/s moves with everything else running, the server's own cost much less.
  */
 export async function foundationBench(): Promise<Row[]> {
   const bare = await startChild('bench/servers/bare.mjs');
-  const bareRes = await load({ url: bare.info.url, path: '/hello', connections: 32, expect: 200 });
-  await bare.stop();
   const berth = await startChild('bench/servers/berth.mjs');
-  const meRes = await load({ url: berth.info.url, path: '/api/auth/me', headers: { authorization: `Bearer ${berth.info.token}` }, connections: 32, expect: 200 });
-  await berth.stop();
-  const ratio = meRes.rps / bareRes.rps;
-  return [
-    { bench: 'foundation', metric: 'GET /api/auth/me req/s', value: meRes.rps, unit: 'req/s', reference: bareRes.rps, ratio, target: '>= 0.7', ok: ratio >= 0.7 && meRes.errors === 0 },
-    { bench: 'foundation', metric: 'GET /api/auth/me p99', value: meRes.p99, unit: 'ms', reference: bareRes.p99, ratio: meRes.p99 / bareRes.p99, target: '< 10 ms', ok: meRes.p99 < 10 },
-    { bench: 'foundation', metric: 'GET /api/auth/me p50', value: meRes.p50, unit: 'ms', reference: bareRes.p50 },
-  ];
+  try {
+    const [bareRes, meRes] = await alternateRounds([
+      { pid: bare.info.pid, opts: { url: bare.info.url, path: '/hello', connections: 32, durationMs: 3000, expect: 200 } },
+      { pid: berth.info.pid, opts: { url: berth.info.url, path: '/api/auth/me', headers: { authorization: `Bearer ${berth.info.token}` }, connections: 32, durationMs: 3000, expect: 200 } },
+    ]);
+    console.error(`  GET /api/auth/me / bare Fastify per round: ${meRes!.ratios.map((r) => r.toFixed(2)).join(', ')}`);
+    const ratio = [...meRes!.ratios].sort((a, b) => a - b)[1]!;
+    return [
+      { bench: 'foundation', metric: 'GET /api/auth/me req/s', value: meRes!.rps, unit: 'req/s', reference: bareRes!.rps, ratio, target: '>= 0.8', ok: ratio >= 0.8 && meRes!.errors === 0 },
+      { bench: 'foundation', metric: 'GET /api/auth/me p99', value: meRes!.p99, unit: 'ms', reference: bareRes!.p99, ratio: meRes!.p99 / bareRes!.p99, target: '< 5 ms', ok: meRes!.p99 < 5 },
+      { bench: 'foundation', metric: 'GET /api/auth/me p50', value: meRes!.p50, unit: 'ms', reference: bareRes!.p50 },
+      { bench: 'foundation', metric: 'GET /api/auth/me server CPU per request', value: meRes!.cpuUsPerRequest, unit: 'µs', reference: bareRes!.cpuUsPerRequest, ratio: meRes!.cpuUsPerRequest / bareRes!.cpuUsPerRequest },
+    ];
+  } finally {
+    await bare.stop();
+    await berth.stop();
+  }
 }

@@ -230,3 +230,47 @@ export function printRows(rows: Row[]): void {
 }
 
 export type Bench = () => Promise<Row[]>;
+
+/** CPU time (user + system) a process has used, in ms (Linux /proc). */
+export function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
+
+export interface RoundsResult {
+  /** Median over the rounds of each target's req/s, p50 and p99, and its server's CPU per request (µs). */
+  rps: number;
+  p50: number;
+  p99: number;
+  cpuUsPerRequest: number;
+  errors: number;
+  /** Per round: req/s over the reference's req/s of the same round. */
+  ratios: number[];
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/**
+ * `rounds` rounds; in each, the reference and then every target get the same closed-loop load, back
+ * to back, so each round's ratio compares figures taken seconds apart (the machine's speed moves
+ * over minutes: docs/benchmarks.md, "Machine"). Answers per target the medians over the rounds and
+ * the per-round ratios against the reference (the first entry, whose ratios are all 1).
+ */
+export async function alternateRounds(targets: { pid: number; opts: LoadOptions }[], rounds = 3): Promise<RoundsResult[]> {
+  const per = targets.map(() => ({ rps: [] as number[], p50: [] as number[], p99: [] as number[], cpu: [] as number[], errors: 0 }));
+  for (let r = 0; r < rounds; r++) {
+    for (const [i, t] of targets.entries()) {
+      const before = cpuMs(t.pid);
+      const res = await load(t.opts);
+      // The CPU of the warm-up is included: per request over warm-up and measurement alike.
+      const warm = (t.opts.warmupMs ?? 1000) / 1000;
+      const cpu = ((cpuMs(t.pid) - before) * 1000) / (res.requests + res.rps * warm);
+      per[i]!.rps.push(res.rps);
+      per[i]!.p50.push(res.p50);
+      per[i]!.p99.push(res.p99);
+      per[i]!.cpu.push(cpu);
+      per[i]!.errors += res.errors;
+    }
+  }
+  return per.map((p) => ({ rps: median(p.rps), p50: median(p.p50), p99: median(p.p99), cpuUsPerRequest: median(p.cpu), errors: p.errors, ratios: p.rps.map((v, r) => v / per[0]!.rps[r]!) }));
+}

@@ -1,18 +1,14 @@
-import { load, startChild, type Row } from './lib.js';
+import { alternateRounds, load, startChild, type Row } from './lib.js';
 
 /**
- * Issue "Projects" point 8: `PATCH /api/projects/:id/env` with 1000 upserts and `GET /api/projects/:id`,
- * as ratios against the bare-Fastify hello-world measured in the same run (both servers started the
- * same way, as child processes under plain node). Targets: an authenticated GET reaches >= 0.5 of the
- * hello-world's requests/s (issue 16 point 8: a gated per-project read is the cached token check, the
- * resolver's query and the domains query, against a hello-world); a 1000-key PATCH answers within
- * 250 ms at p50 on one connection.
+ * `PATCH /api/projects/:id/env` with 1000 upserts and `GET /api/projects/:id`, against the bare-Fastify
+ * hello-world (both servers child processes started the same way). The GET alternates with the
+ * hello-world over three rounds (median of the per-round ratios); targets (issue 36 point 2): >= 0.6
+ * of the hello-world's requests/s, p99 < 5 ms. A 1000-key PATCH answers within 250 ms at p50 on one
+ * connection (its ratio is against the hello-world's median req/s, for scale only).
  */
 export async function projectsBench(): Promise<Row[]> {
   const bare = await startChild('bench/servers/bare.mjs');
-  const bareRes = await load({ url: bare.info.url, path: '/hello', connections: 32, expect: 200 });
-  await bare.stop();
-
   const berth = await startChild('bench/servers/berth.mjs');
   try {
     const auth = { authorization: `Bearer ${berth.info.token}`, 'content-type': 'application/json' };
@@ -20,7 +16,11 @@ export async function projectsBench(): Promise<Row[]> {
     if (created.status !== 201) throw new Error(`project create answered ${created.status}: ${await created.text()}`);
     const project = ((await created.json()) as { data: { id: string } }).data;
 
-    const getRes = await load({ url: berth.info.url, path: `/api/projects/${project.id}`, headers: auth, connections: 32, warmupMs: 2000, expect: 200 });
+    const [bareRes, getRes] = await alternateRounds([
+      { pid: bare.info.pid, opts: { url: bare.info.url, path: '/hello', connections: 32, durationMs: 3000, expect: 200 } },
+      { pid: berth.info.pid, opts: { url: berth.info.url, path: `/api/projects/${project.id}`, headers: auth, connections: 32, durationMs: 3000, expect: 200 } },
+    ]);
+    await bare.stop();
 
     const upserts = Array.from({ length: 1000 }, (_, i) => ({ key: `KEY_${i}`, value: `value-${i}-${'x'.repeat(32)}`, isSecret: i % 4 === 0 }));
     const body = JSON.stringify({ environment: 'production', upserts, deletes: [] });
@@ -36,16 +36,19 @@ export async function projectsBench(): Promise<Row[]> {
       expect: 200,
     });
 
-    const getRatio = getRes.rps / bareRes.rps;
-    const patchRatio = patchRes.rps / bareRes.rps;
+    console.error(`  GET /api/projects/:id / bare Fastify per round: ${getRes!.ratios.map((r) => r.toFixed(2)).join(', ')}`);
+    const getRatio = [...getRes!.ratios].sort((a, b) => a - b)[1]!;
+    const patchRatio = patchRes.rps / bareRes!.rps;
     return [
-      { bench: 'projects', metric: 'GET /api/projects/:id req/s', value: getRes.rps, unit: 'req/s', reference: bareRes.rps, ratio: getRatio, target: '>= 0.5', ok: getRatio >= 0.5 && getRes.errors === 0 },
-      { bench: 'projects', metric: 'GET /api/projects/:id p99', value: getRes.p99, unit: 'ms', reference: bareRes.p99, ratio: getRes.p99 / bareRes.p99 },
-      { bench: 'projects', metric: 'PATCH env 1000 upserts req/s (1 conn)', value: patchRes.rps, unit: 'req/s', reference: bareRes.rps, ratio: patchRatio, ok: patchRes.errors === 0 },
-      { bench: 'projects', metric: 'PATCH env 1000 upserts p50', value: patchRes.p50, unit: 'ms', reference: bareRes.p50, ratio: patchRes.p50 / bareRes.p50, target: '< 250 ms', ok: patchRes.p50 < 250 },
-      { bench: 'projects', metric: 'PATCH env 1000 upserts p99', value: patchRes.p99, unit: 'ms', reference: bareRes.p99, ratio: patchRes.p99 / bareRes.p99 },
+      { bench: 'projects', metric: 'GET /api/projects/:id req/s', value: getRes!.rps, unit: 'req/s', reference: bareRes!.rps, ratio: getRatio, target: '>= 0.6', ok: getRatio >= 0.6 && getRes!.errors === 0 },
+      { bench: 'projects', metric: 'GET /api/projects/:id p99', value: getRes!.p99, unit: 'ms', reference: bareRes!.p99, ratio: getRes!.p99 / bareRes!.p99, target: '< 5 ms', ok: getRes!.p99 < 5 },
+      { bench: 'projects', metric: 'GET /api/projects/:id server CPU per request', value: getRes!.cpuUsPerRequest, unit: 'µs', reference: bareRes!.cpuUsPerRequest, ratio: getRes!.cpuUsPerRequest / bareRes!.cpuUsPerRequest },
+      { bench: 'projects', metric: 'PATCH env 1000 upserts req/s (1 conn)', value: patchRes.rps, unit: 'req/s', reference: bareRes!.rps, ratio: patchRatio, ok: patchRes.errors === 0 },
+      { bench: 'projects', metric: 'PATCH env 1000 upserts p50', value: patchRes.p50, unit: 'ms', reference: bareRes!.p50, ratio: patchRes.p50 / bareRes!.p50, target: '< 250 ms', ok: patchRes.p50 < 250 },
+      { bench: 'projects', metric: 'PATCH env 1000 upserts p99', value: patchRes.p99, unit: 'ms', reference: bareRes!.p99, ratio: patchRes.p99 / bareRes!.p99 },
     ];
   } finally {
+    await bare.stop();
     await berth.stop();
   }
 }
