@@ -42,7 +42,7 @@ export interface Comparison {
 
 export const THRESHOLD = 0.15;
 
-const LOWER_IS_BETTER_UNITS = new Set(['ms', 's', 'MB', 'KB', 'MiB']);
+const LOWER_IS_BETTER_UNITS = new Set(['ms', 's', 'µs', 'MB', 'KB', 'MiB']);
 const HIGHER_IS_BETTER_UNITS = new Set(['req/s', '/s', '/cpu-s', 'MB/s', 'MiB/s']);
 
 const key = (r: Row) => `${r.bench} · ${r.metric}`;
