@@ -8,6 +8,7 @@ import type { LogStore } from './logs.js';
 import { waitHealthy } from './app-health.js';
 import { pipeAppOutput } from './app-output.js';
 import { appOf, StartError, type ReleaseSpec, type Upstream } from './release-spec.js';
+import { span, timed } from '../lib/spans.js';
 
 /** One running process group of a release, in its own box. */
 export interface Instance {
@@ -44,13 +45,14 @@ export async function startInstance(spec: ReleaseSpec, deps: InstanceDeps): Prom
   const logFile = deps.logs.runtime(appOf(spec));
   const note = (line: string) => logFile.append({ ts: new Date().toISOString(), stream: 'stderr', line: `[berth] ${line}` });
   // The volume on its size-limited image (diskMb), when disk limits are enforced (disk-limits.ts).
-  await prepareVolume(spec.dataDir, spec.diskMb, spec.identity).catch((e: Error) => note(volumeNotLimited(e)));
+  const whole = span('app.start');
+  await timed('app.volume', () => prepareVolume(spec.dataDir, spec.diskMb, spec.identity).catch((e: Error) => note(volumeNotLimited(e))));
   mkdirSync(spec.dataDir, { recursive: true, mode: 0o700 });
   // The volume belongs to the project's own user (a restore or an older Berth may have left root's files).
   if (spec.identity && statSync(spec.dataDir).uid !== spec.identity.uid) await chownTree(spec.dataDir, spec.identity);
   let box: Box;
   try {
-    box = await deps.driver.open({
+    box = await timed('app.open', () => deps.driver.open({
       kind: 'app',
       projectId: spec.projectId,
       name: deps.boxName(appOf(spec)),
@@ -59,7 +61,7 @@ export async function startInstance(spec: ReleaseSpec, deps: InstanceDeps): Prom
       appDir: spec.appRoot,
       dataDir: spec.dataDir,
       port: spec.port,
-    });
+    }));
   } catch (e) {
     note(`the app cannot start: ${(e as Error).message}`);
     throw new StartError(`the app cannot start: ${(e as Error).message}`);
@@ -98,6 +100,7 @@ export async function startInstance(spec: ReleaseSpec, deps: InstanceDeps): Prom
     if (r.code !== 0) await fail(`start step "${step.argv[0]}" ${r.error ? `could not run: ${r.error.message}` : `exited with code ${r.code}`}`);
   }
   const last = steps[steps.length - 1]!;
+  const spawned = span('app.exec-to-healthy');
   const proc = box.exec(last.argv, { cwd: spec.cwd, env: { ...env, ...last.env } });
   const exited = proc.exited.then(({ code, signal }) => ({ code, signal }));
   if (!proc.pid) {
@@ -113,6 +116,8 @@ export async function startInstance(spec: ReleaseSpec, deps: InstanceDeps): Prom
   });
   note(`starting ${spec.deploymentId} on ${box.host === '127.0.0.1' ? 'port' : `${box.host} port`} ${port} (pid ${proc.pid})`);
   const healthy = await waitHealthy(inst.upstream, inst.exited, deps.healthTimeoutMs ?? 30000);
+  spawned();
+  whole();
   if (!healthy.ok) {
     await stopInstance(inst, deps.graceMs);
     note(`the app did not become healthy: ${healthy.reason}`);

@@ -5,6 +5,7 @@ import { isIP } from 'node:net';
 import { HostFirewall, type FirewallReport } from './host-firewall.js';
 import { BLOCKED_V4, nameserversOf } from './docker/egress-rules.js';
 import { parseOutboundAllow } from '../lib/outbound.js';
+import { timed } from '../lib/spans.js';
 
 /**
  * A network namespace per sandbox (when the server runs as root), joined to the host by a veth pair
@@ -295,12 +296,12 @@ export class NetworkPool {
     );
     const ns = this.describe(this.claim());
     try {
-      await run(this.bins.ip, ['-batch', '-'], [`netns add ${ns.name}`, `link add ${ns.hostIf} type veth peer name eth0 netns ${ns.name}`, `addr add ${ns.hostAddr}/30 dev ${ns.hostIf}`, `link set ${ns.hostIf} up`].join('\n') + '\n');
-      await run(this.bins.ip, ['-n', ns.name, '-batch', '-'], ['link set lo up', `addr add ${ns.sandboxAddr}/30 dev eth0`, 'link set eth0 up', `route add default via ${ns.hostAddr}`].join('\n') + '\n');
+      await timed('netns.ip-host', () => run(this.bins.ip, ['-batch', '-'], [`netns add ${ns.name}`, `link add ${ns.hostIf} type veth peer name eth0 netns ${ns.name}`, `addr add ${ns.hostAddr}/30 dev ${ns.hostIf}`, `link set ${ns.hostIf} up`].join('\n') + '\n'));
+      await timed('netns.ip-ns', () => run(this.bins.ip, ['-n', ns.name, '-batch', '-'], ['link set lo up', `addr add ${ns.sandboxAddr}/30 dev eth0`, 'link set eth0 up', `route add default via ${ns.hostAddr}`].join('\n') + '\n'));
       const admit = port ? `    ip saddr ${ns.hostAddr} tcp dport ${port} accept\n` : '';
       const rules = `table inet sandbox {\n  chain input {\n    type filter hook input priority 0; policy drop;\n    ct state established,related accept\n    iif "lo" accept\n${admit}  }\n}\n`;
-      await run(this.bins.nsenter, [`--net=${ns.path}`, '--', this.bins.nft, '-f', '-'], rules);
-      if (!(await listed)) await this.ensureRules();
+      await timed('netns.nft-ns', () => run(this.bins.nsenter, [`--net=${ns.path}`, '--', this.bins.nft, '-f', '-'], rules));
+      if (!(await timed('netns.nft-list-wait', () => listed))) await this.ensureRules();
     } catch (e) {
       await this.release(ns).catch(() => {});
       throw e;

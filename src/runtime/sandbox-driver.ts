@@ -10,6 +10,7 @@ import { boxResolvConf, NetworkPool, type NetNamespace } from './netns.js';
 import { freePort } from './proc.js';
 import { seccompFilter, SeccompUnsupportedError } from './seccomp.js';
 import type { UidRange } from './uid-range.js';
+import { span, timed } from '../lib/spans.js';
 
 /**
  * The `sandbox` driver (default): every build step and app runs under bubblewrap.
@@ -193,14 +194,16 @@ export class SandboxDriver implements RuntimeDriver {
     if (this.root && (!spec.identity || spec.identity.uid === 0)) {
       throw new DriverUnavailableError('a sandboxed project needs its own uid');
     }
+    const cgSpan = span('box.cgroup');
     const cg = createCgroup(this.cgroups, this.instanceKey, spec.name, spec.limits);
+    cgSpan();
     if (this.root && !cg) throw new DriverUnavailableError('could not create the cgroup of the sandbox');
     let ns: NetNamespace | null = null;
     let port: number | null = null;
     try {
       if (this.net) {
         port = spec.kind === 'app' ? (spec.port ?? 3000) : null;
-        ns = await this.net.create(port);
+        ns = await timed('box.netns', () => this.net!.create(port));
       } else if (spec.kind === 'app') {
         port = await freePort();
       }

@@ -13,6 +13,7 @@ import * as store from '../deployments/index.js';
 import { deploymentSettled, environmentUrl } from '../deployments/index.js';
 import { appKeyOf } from '../../runtime/app-key.js';
 import { runtimeOf } from './host.js';
+import { span, timed } from '../../lib/spans.js';
 
 /**
  * The build job: one queued deployment built and released (queued -> building -> deploying ->
@@ -81,6 +82,8 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
     return;
   }
   if (!d || d.status !== 'queued') return;
+  const whole = span('job.total');
+  const pre = span('job.pre-build');
   const project = await findProject(ctx.db, orgId, d.projectId);
   if (!project) return;
   const build = await store.findBuild(ctx.db, orgId, id);
@@ -112,7 +115,8 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
     const source = await buildSource(ctx, orgId, project, build, secrets, d.ref);
     log('stdout', `[berth] building ${id} of ${project.slug} (${d.environment})`);
     const timeoutSeconds = Number(process.env.BERTH_BUILD_TIMEOUT_SECONDS ?? 900);
-    const result = await runBuild({
+    pre();
+    const result = await timed('job.build', async () => runBuild({
       deploymentId: id,
       projectId: project.id,
       workDir: buildDir(ctx, project.id, id),
@@ -134,7 +138,7 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
       identity: await rt.releases.identityOf(orgId, project.id),
       signal: abort.signal,
       log,
-    });
+    }));
     if (result.static) {
       await releaseStaticSite(ctx, orgId, project, id, d.environment, result.commit, result.static, log);
       return;
@@ -156,7 +160,7 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
       // One swap at a time per project (a rollback waits): the app started here and the current pointer agree.
       const ok = await rt.releaseSwap(project.id, async () => {
         try {
-          await rt.supervisor.deploy(releaseSpec, { step: `start: ${result.startCommand ?? "the image's own command"}`, log: (line) => log('stdout', line) });
+          await timed('job.deploy', () => rt.supervisor.deploy(releaseSpec, { step: `start: ${result.startCommand ?? "the image's own command"}`, log: (line) => log('stdout', line) }));
         } catch (e) {
           throw new BuildError(`the new release did not start: ${(e as Error).message}; the previous release keeps serving`);
         }
@@ -170,6 +174,7 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
       if (!ok) return;
       rt.invalidate(project.id);
       log('stdout', '[berth] ready: the new release is serving');
+      whole();
       deploymentSettled(ctx, orgId, id);
     } else if (d.environment !== 'production') {
       if (!(await releasePreview(ctx, d, current?.status === 'enabled', log))) return;

@@ -21,6 +21,7 @@ import { appKeyOf, isPreviewApp, projectOfAppKey } from '../../runtime/app-key.j
 import { startDiskLimits } from '../../runtime/disk-limits.js';
 import { baseEnv, envNumber, Releases } from './releases.js';
 import { LogRelay } from './log-relay.js';
+import { span } from '../../lib/spans.js';
 
 /** Seconds an `auto_sleep` app may be idle before it is stopped (BERTH_SLEEP_IDLE_SECONDS, default 300). */
 function sleepIdleMs(): number {
@@ -346,7 +347,8 @@ export class BerthRuntime {
     return this.supervisor.acquire(
       app,
       async () => {
-        const p = await hostReads.projectStatusAnyOrg(this.ctx.db, projectId);
+        const loaded = span('wake.load-spec');
+        const p = await hostReads.projectStatusAnyOrg(this.ctx.db, projectId).finally(loaded);
         if (!p || p.status !== 'enabled') return null;
         if (app === projectId) return this.releases.specFor(p.orgId, projectId);
         const env = (await listEnvironments(this.ctx.db, p.orgId, projectId)).find((e) => e.type === 'preview' && appKeyOf(projectId, e.name) === app);
