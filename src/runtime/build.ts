@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { Limits } from './cgroups.js';
 import { CommandError, parseCommand, type CommandStep } from './command.js';
@@ -17,8 +17,8 @@ import { NPM_CI_FALLBACK_NOTE, npmCiRefusedLockfile, npmInstallInstead } from '.
 import { buildReleaseImage } from './build-image.js';
 import { fetchSource, type BuildSource } from './build-source.js';
 import { inside } from '../lib/copy-tree.js';
-import { checkInstallEgress, registryOf } from './egress.js';
-import { readTenantFile } from '../lib/tenant-file.js';
+import { checkRegistry, npmInstallIsNoop } from './build-install.js';
+import { timed } from '../lib/spans.js';
 
 export { pathWithBin, startScript, startSteps, stepsOf } from './app-commands.js';
 export { BuildError } from './build-error.js';
@@ -109,11 +109,11 @@ export interface BuildResult {
  */
 export async function runBuild(input: BuildInput): Promise<BuildResult> {
   // The build's folders on their own image of build.diskMb when disk limits are enforced (build-disk.ts).
-  const limited = await limitBuildFolders(input.workDir, input.diskMb);
+  const limited = await timed('build.image', () => limitBuildFolders(input.workDir, input.diskMb));
   if (!limited) return runBuildIn(input);
   try {
     const result = await runBuildIn(input);
-    await keepRelease(input.workDir);
+    await timed('build.keep-release', () => keepRelease(input.workDir));
     return result;
   } catch (e) {
     const full = await fullFoldersLine(input.workDir, input.diskMb!);
@@ -166,11 +166,10 @@ async function runBuildIn(input: BuildInput): Promise<BuildResult> {
     runProcess(() => box.exec(argv, { cwd, env: { ...baseEnv, HOME: box.paths.home ?? box.paths.tmp, ...extraEnv } }), label, () => box.killAll(), step);
 
   // ---- source
-  const commit = await fetchSource(input.source, { workDir: input.workDir, srcDir, signal: input.signal, note, runHost });
+  const commit = await timed('build.source', () => fetchSource(input.source, { workDir: input.workDir, srcDir, signal: input.signal, note, runHost }));
   // The source becomes the project's: its build steps write into it as the project's own uid.
   if (input.identity) {
-    await chownTree(srcDir, input.identity);
-    await chownTree(homeDir, input.identity);
+    await timed('build.chown', () => Promise.all([chownTree(srcDir, input.identity!), chownTree(homeDir, input.identity!)]));
   }
 
   // ---- the plan: the project's own commands win over the detected ones
@@ -182,7 +181,7 @@ async function runBuildIn(input: BuildInput): Promise<BuildResult> {
     if (!inside(rd, srcDir) || !existsSync(rd) || !within(rd, srcDir)) throw new BuildError(`the root directory ${rootDirectory}${input.commands.rootDirectory ? '' : ' (berth.json)'} does not exist in the source`);
     appDir = rd;
   }
-  const plan = input.plan(appDir);
+  const plan = await timed('build.plan', () => input.plan(appDir));
   for (const line of plan.notes ?? []) note(line);
   const own = input.commands;
   const install = own.installCommand ?? joined(plan.install);
@@ -244,6 +243,10 @@ async function runBuildIn(input: BuildInput): Promise<BuildResult> {
       note(`no ${label} command; skipping`);
       continue;
     }
+    if (label === 'install' && cmd === 'npm install' && cmd === joined(plan.install) && (await npmInstallIsNoop(srcDir, appDir))) {
+      note('install: skipped: package.json names no dependencies and no install scripts (npm install would only write a lockfile)');
+      continue;
+    }
     try {
       steps.push({ label, run: parseCommand(cmd, parseEnv), shown: cmd, planned: cmd === joined(label === 'install' ? plan.install : plan.build) });
     } catch (e) {
@@ -266,14 +269,14 @@ async function runBuildIn(input: BuildInput): Promise<BuildResult> {
   if (steps.length || tools.length) {
     let box: Box;
     try {
-      box = await input.driver.open({ kind: 'build', projectId: input.projectId, name: `build-${input.deploymentId}`, identity: input.identity, limits: input.limits, appDir: srcDir, homeDir, runtime: plan.runtime });
+      box = await timed('build.box-open', () => input.driver.open({ kind: 'build', projectId: input.projectId, name: `build-${input.deploymentId}`, identity: input.identity, limits: input.limits, appDir: srcDir, homeDir, runtime: plan.runtime }));
     } catch (e) {
       throw new BuildError(`the build cannot run: ${(e as Error).message}`);
     }
     try {
       const stepEnv = { ...variables, ...input.env, ...toolchainEnv(box.inside(srcDir)), PATH: pathWithBin(box.inside(appDir), hostPath, box.inside(srcDir)) };
       // ---- the way out: the registry the install uses, reached from inside the box (egress.ts)
-      if (steps.some((st) => st.label === 'install') || tools.length) await checkRegistry(box, plan.runtime, { ...variables, ...input.env }, appDir, stepEnv.PATH, input.driver, note);
+      if (steps.some((st) => st.label === 'install') || tools.length) await timed('build.egress-check', () => checkRegistry(box, plan.runtime, { ...variables, ...input.env }, appDir, stepEnv.PATH, input.driver, note));
       // Toolchain commands name folders as the box shows them (the source is /app in a sandbox).
       for (const t of toolchainSteps(box.inside(srcDir), tools)) {
         note(`toolchain: ${t.label}`);
@@ -286,7 +289,7 @@ async function runBuildIn(input: BuildInput): Promise<BuildResult> {
         for (const st of step.run) {
           const env = { ...stepEnv, ...st.env };
           try {
-            await runStep(box, st.argv, appDir, env, what, name);
+            await timed('build.step', () => runStep(box, st.argv, appDir, env, what, name), st.argv.join(' '));
           } catch (e) {
             // A planned `npm ci` that npm refuses because the lockfile does not match package.json: `npm install` instead.
             const instead = step.planned && step.label === 'install' ? npmInstallInstead(st.argv) : null;
@@ -317,22 +320,6 @@ async function runBuildIn(input: BuildInput): Promise<BuildResult> {
   }
   note(`build finished; start command: ${start}`);
   return { commit, appRoot: srcDir, appDir, startCommand: start!, static: null, variables, image: null, imageCommand: false };
-}
-
-/** Fails the build at once, naming the host and the likely cause, when the box cannot reach its registry. */
-async function checkRegistry(box: Box, runtime: string, env: Record<string, string>, appDir: string, boxPath: string, driver: RuntimeDriver, note: (line: string) => void): Promise<void> {
-  // The app folder's .npmrc may name another registry (read as a tenant's file: no links, no blocking).
-  const npmrc = runtime === 'node' || runtime === 'bun' ? (await readTenantFile(appDir, '.npmrc')).text : null;
-  const target = registryOf(runtime, env, npmrc);
-  if (!target) return;
-  let resolvConf = '';
-  try {
-    resolvConf = readFileSync('/etc/resolv.conf', 'utf8');
-  } catch {
-    /* none */
-  }
-  const why = await checkInstallEgress(box, target, { cwd: appDir, path: boxPath, node: driver.boxPath === undefined ? process.execPath : null, resolvConf }, note);
-  if (why) throw new BuildError(why);
 }
 
 /** Whether `p`, with every link resolved, is `root` or below it (root resolved too). */
