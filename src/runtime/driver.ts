@@ -111,6 +111,8 @@ export interface RuntimeDriver {
   recheck?(): Promise<DriverStatus>;
   /** Kills and removes whatever a previous run of this server left (called once at start). */
   reclaim(): Promise<void>;
+  /** Server shutdown begins (before the apps stop): nothing is made ahead for later boxes any more. */
+  shuttingDown?(): void;
   /** Server shutdown, after every app stopped: removes the host rules the driver added (when no other server needs them). */
   close?(): Promise<void>;
   /** Puts the driver's host firewall rules back where another firewall removed them (the periodic egress check calls it). */

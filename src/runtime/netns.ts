@@ -38,6 +38,8 @@ export interface NetNamespace {
   name: string;
   /** `/run/netns/<name>`: what `nsenter --net=` joins. */
   path: string;
+  /** The port its input rules admit (null: none); absent for one described only to be reclaimed. */
+  port?: number | null;
   hostIf: string;
   hostAddr: string;
   sandboxAddr: string;
@@ -160,8 +162,14 @@ export function boxResolvConf(files = { etc: '/etc/resolv.conf', resolved: '/run
   return files.out;
 }
 
+/** Spare namespaces kept ready at most (each a veth pair and a /30; docs/runtime.md "Network"). */
+const MAX_SPARES = 4;
+
 export class NetworkPool {
   private ready: Promise<void> | null = null;
+  private readonly spares: NetNamespace[] = [];
+  private readonly making = new Map<number | null, Promise<void>>();
+  private closing = false;
   readonly firewall: HostFirewall;
 
   constructor(
@@ -205,8 +213,11 @@ export class NetworkPool {
    * removed, unless another live Berth on this machine still has boxes (claims) that need them.
    */
   async close(): Promise<void> {
+    this.closing = true;
     if (!this.ready) return;
     await this.ready.catch(() => {});
+    await Promise.all(this.making.values());
+    for (const ns of this.spares.splice(0)) await this.release(ns).catch(() => {});
     rmSync(path.join(CLAIMS_DIR, `server-${process.pid}`), { force: true });
     if (this.othersAlive()) return;
     await this.firewall.remove().catch(() => {});
@@ -282,31 +293,89 @@ export class NetworkPool {
   }
 
   /**
-   * A new namespace whose `input` admits the host side on `port` only (no port: nothing inbound).
+   * A namespace whose `input` admits the host side on `port` only (no port: nothing inbound): a spare
+   * made for that port earlier when there is one (`prepareSpare`), else a new one.
    */
   async create(port: number | null): Promise<NetNamespace> {
     await this.init();
     // Another Berth on this machine that stopped just as this one started may have taken the host
     // rules away (it found no other server registered yet): a box never starts without them.
     // The check runs beside the namespace's own setup (it is a process start on the wake path) and is
-    // awaited before the namespace is handed out.
+    // awaited before the namespace is handed out, a spare's too.
     const listed = run(this.bins.nft, ['list', 'table', 'inet', 'berth']).then(
       () => true,
       () => false,
     );
-    const ns = this.describe(this.claim());
+    const spare = this.takeSpare(port);
+    const ns = spare ?? (await this.make(port));
     try {
-      await timed('netns.ip-host', () => run(this.bins.ip, ['-batch', '-'], [`netns add ${ns.name}`, `link add ${ns.hostIf} type veth peer name eth0 netns ${ns.name}`, `addr add ${ns.hostAddr}/30 dev ${ns.hostIf}`, `link set ${ns.hostIf} up`].join('\n') + '\n'));
-      await timed('netns.ip-ns', () => run(this.bins.ip, ['-n', ns.name, '-batch', '-'], ['link set lo up', `addr add ${ns.sandboxAddr}/30 dev eth0`, 'link set eth0 up', `route add default via ${ns.hostAddr}`].join('\n') + '\n'));
-      const admit = port ? `    ip saddr ${ns.hostAddr} tcp dport ${port} accept\n` : '';
-      const rules = `table inet sandbox {\n  chain input {\n    type filter hook input priority 0; policy drop;\n    ct state established,related accept\n    iif "lo" accept\n${admit}  }\n}\n`;
-      await timed('netns.nft-ns', () => run(this.bins.nsenter, [`--net=${ns.path}`, '--', this.bins.nft, '-f', '-'], rules));
       if (!(await timed('netns.nft-list-wait', () => listed))) await this.ensureRules();
     } catch (e) {
       await this.release(ns).catch(() => {});
       throw e;
     }
     return ns;
+  }
+
+  /** A new namespace, set up whole (veth pair, addresses, route, its own input rules), or it is released. */
+  private async make(port: number | null): Promise<NetNamespace> {
+    const ns = { ...this.describe(this.claim()), port };
+    try {
+      await timed('netns.ip-host', () => run(this.bins.ip, ['-batch', '-'], [`netns add ${ns.name}`, `link add ${ns.hostIf} type veth peer name eth0 netns ${ns.name}`, `addr add ${ns.hostAddr}/30 dev ${ns.hostIf}`, `link set ${ns.hostIf} up`].join('\n') + '\n'));
+      await timed('netns.ip-ns', () => run(this.bins.ip, ['-n', ns.name, '-batch', '-'], ['link set lo up', `addr add ${ns.sandboxAddr}/30 dev eth0`, 'link set eth0 up', `route add default via ${ns.hostAddr}`].join('\n') + '\n'));
+      const admit = port ? `    ip saddr ${ns.hostAddr} tcp dport ${port} accept\n` : '';
+      const rules = `table inet sandbox {\n  chain input {\n    type filter hook input priority 0; policy drop;\n    ct state established,related accept\n    iif "lo" accept\n${admit}  }\n}\n`;
+      await timed('netns.nft-ns', () => run(this.bins.nsenter, [`--net=${ns.path}`, '--', this.bins.nft, '-f', '-'], rules));
+    } catch (e) {
+      await this.release(ns).catch(() => {});
+      throw e;
+    }
+    return ns;
+  }
+
+  /** A spare made for `port`, taken out of the pool (it is never handed out twice), or null. */
+  private takeSpare(port: number | null): NetNamespace | null {
+    const i = this.spares.findIndex((ns) => ns.port === port);
+    if (i < 0) return null;
+    return this.spares.splice(i, 1)[0]!;
+  }
+
+  /**
+   * Makes a spare namespace for `port` in the background, unless one is there or being made: the next
+   * box with that port (a wake, a redeploy) skips the three process starts of its setup. A spare is
+   * exactly what `make` sets up for a box, and no process ever ran in it; at most MAX_SPARES are kept
+   * (the oldest goes), and `close` releases them. Called when a box's namespace is released (an app
+   * stopped, slept or was replaced), so the work is off every start's path.
+   */
+  prepareSpare(port: number | null): void {
+    if (this.closing || this.spares.some((ns) => ns.port === port) || this.making.has(port)) return;
+    const made = this.make(port)
+      .then(async (ns) => {
+        if (this.closing) return this.release(ns);
+        this.spares.push(ns);
+        while (this.spares.length > MAX_SPARES) await this.release(this.spares.shift()!);
+      })
+      .catch(() => {
+        /* a spare is only a head start: the next box makes its own */
+      })
+      .finally(() => this.making.delete(port));
+    this.making.set(port, made);
+  }
+
+  /** The ports of the spares ready now (null: a build's, nothing inbound). */
+  sparePorts(): (number | null)[] {
+    return this.spares.map((ns) => ns.port ?? null);
+  }
+
+  /** Server shutdown begins: no more spares are made (`close` releases those there are). */
+  stopSpares(): void {
+    this.closing = true;
+  }
+
+  /** A box's namespace, once its box is gone: released, and a spare made for the same port (`prepareSpare`). */
+  async releaseBox(ns: NetNamespace): Promise<void> {
+    await this.release(ns);
+    if (ns.port !== undefined) this.prepareSpare(ns.port);
   }
 
   /** Deletes the namespace (its veth pair goes with it) and frees the /30. */

@@ -175,6 +175,10 @@ export class SandboxDriver implements RuntimeDriver {
     await this.net?.init();
   }
 
+  shuttingDown(): void {
+    this.net?.stopSpares();
+  }
+
   async close(): Promise<void> {
     await this.net?.close();
   }
@@ -324,6 +328,6 @@ class SandboxBox implements Box {
     await this.killAll();
     this.leaders.clear();
     await this.cg?.remove();
-    if (this.ns && this.net) await this.net.release(this.ns);
+    if (this.ns && this.net) await this.net.releaseBox(this.ns);
   }
 }

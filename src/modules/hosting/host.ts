@@ -217,6 +217,7 @@ export class BerthRuntime {
     // The other instances take this one's apps over at their next tick (their runtime states say what ran).
     await this.owners.stop();
     if (this.settling.size) await Promise.race([Promise.all([...this.settling]), new Promise((r) => setTimeout(r, 5000).unref())]);
+    this.driver.shuttingDown?.();
     await this.supervisor.stopAll();
     await this.egress?.stop();
     await this.driver.close?.().catch((err) => this.ctx.log.warn({ err: (err as Error).message }, 'could not remove the runtime\'s host rules'));
