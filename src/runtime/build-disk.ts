@@ -2,11 +2,15 @@ import { existsSync } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { copyContents, ensureImage, imageOf, isMounted, removeImage, usage } from './disk-image.js';
+import { BuildError } from './build-error.js';
 
 /**
  * A build's writable folders under `build.diskMb` (contract 18): while a build runs, its working folder
  * (`<data-dir>/builds/<project>/<deployment>`: the source it builds in and the build's HOME) is the
- * mount point of its own image (`<deployment>.img`), so a step writing past the limit gets ENOSPC. When
+ * mount point of its own image (`<deployment>.img`), so a step writing past the limit gets ENOSPC.
+ * A git or local source is fetched onto the image; an upload's source (bounded by its upload) is
+ * copied to the plain folder and moved onto the image right before the first step of the project's
+ * runs (`moveBuildFolders`), so a build that runs none (no dependencies, no build script) makes no image. When
  * the build succeeds, the release (`src`) is copied out to a plain folder at the same path and the image
  * is removed: kept releases (rollbacks) hold no loop device, and an app never writes into its release
  * (it is read-only at `/app`). A failed build's image is removed with its folder's contents.
@@ -19,6 +23,20 @@ export async function limitBuildFolders(workDir: string, diskMb: number | undefi
   await rm(workDir, { recursive: true, force: true });
   await ensureImage(workDir, diskMb);
   return true;
+}
+
+/**
+ * Puts `workDir`, which holds the build's source already (an upload's: bounded by the upload), onto a
+ * fresh image of `diskMb`, its contents copied in (ensureImage's migration), right before the first
+ * step of the project's runs.
+ */
+export async function moveBuildFolders(workDir: string, diskMb: number): Promise<void> {
+  try {
+    await ensureImage(workDir, diskMb);
+  } catch (e) {
+    if (!/No space left/i.test((e as Error).message)) throw e;
+    throw new BuildError(`the build's folders are full: the source alone does not fit the ${diskMb} MB build.diskMb allows (raise resources.build.diskMb)`);
+  }
 }
 
 /** The build-log line of a build that failed because its folders are full, or null. */

@@ -10,7 +10,7 @@ import { chownTree } from './identity.js';
 import { pathWithBin, startSteps } from './app-commands.js';
 import { matchNodeVersion, missingProgram, offeredNodeVersions, TOOLCHAIN_DIR, toolchainEnv, toolchainSteps, type ToolRequest } from './toolchains.js';
 import { BuildError } from './build-error.js';
-import { dropBuildImage, fullFoldersLine, keepRelease, limitBuildFolders } from './build-disk.js';
+import { dropBuildImage, fullFoldersLine, keepRelease, limitBuildFolders, moveBuildFolders } from './build-disk.js';
 import { isMounted } from './disk-image.js';
 import { runBuildProcess, StepFailedError, type ProcessBudget } from './build-process.js';
 import { NPM_CI_FALLBACK_NOTE, npmCiRefusedLockfile, npmInstallInstead } from './npm-fallback.js';
@@ -109,10 +109,14 @@ export interface BuildResult {
  */
 export async function runBuild(input: BuildInput): Promise<BuildResult> {
   // The build's folders on their own image of build.diskMb when disk limits are enforced (build-disk.ts).
-  const limited = await timed('build.image', () => limitBuildFolders(input.workDir, input.diskMb));
-  if (!limited) return runBuildIn(input);
+  // An upload's source is bounded by its upload already: its folders go onto the image only once a
+  // step of the project's is about to run (a build that runs none, a hello world's, makes no image).
+  const deferred = !!input.diskMb && input.source.type === 'upload';
+  if (deferred) await dropBuildImage(input.workDir);
+  const limited = !deferred && (await timed('build.image', () => limitBuildFolders(input.workDir, input.diskMb)));
+  if (!limited && !deferred) return runBuildIn(input);
   try {
-    const result = await runBuildIn(input);
+    const result = await runBuildIn(input, deferred ? () => timed('build.image', () => moveBuildFolders(input.workDir, input.diskMb!)) : undefined);
     await timed('build.keep-release', () => keepRelease(input.workDir));
     return result;
   } catch (e) {
@@ -124,7 +128,7 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
   }
 }
 
-async function runBuildIn(input: BuildInput): Promise<BuildResult> {
+async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Promise<BuildResult> {
   const redact = new Redactor(input.secrets);
   const note = (line: string) => input.log('stdout', `[berth] ${redact.redactString(line)}`);
   const deadline = Date.now() + input.timeoutMs;
@@ -267,6 +271,7 @@ async function runBuildIn(input: BuildInput): Promise<BuildResult> {
     if (input.identity) await chownTree(dir, input.identity);
   }
   if (steps.length || tools.length) {
+    await limitNow?.();
     let box: Box;
     try {
       box = await timed('build.box-open', () => input.driver.open({ kind: 'build', projectId: input.projectId, name: `build-${input.deploymentId}`, identity: input.identity, limits: input.limits, appDir: srcDir, homeDir, runtime: plan.runtime }));
