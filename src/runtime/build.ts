@@ -173,7 +173,7 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
   const commit = await timed('build.source', () => fetchSource(input.source, { workDir: input.workDir, srcDir, signal: input.signal, note, runHost }));
   // The source becomes the project's: its build steps write into it as the project's own uid.
   if (input.identity) {
-    await timed('build.chown', () => Promise.all([chownTree(srcDir, input.identity!), chownTree(homeDir, input.identity!)]));
+    await timed('build.chown', () => chownTree([srcDir, homeDir], input.identity!));
   }
 
   // ---- the plan: the project's own commands win over the detected ones

@@ -24,10 +24,10 @@ export function uidBase(range: UidRange | null, env: NodeJS.ProcessEnv = process
   return Number.isInteger(n) && n >= 1000 && n < 2 ** 31 - 100000 ? n : DEFAULT_UID_BASE;
 }
 
-/** Gives a folder and everything below it to `id` (symlinks themselves, never what they point at). */
-export function chownTree(dir: string, id: Identity): Promise<void> {
+/** Gives a folder (or several, one process) and everything below it to `id` (symlinks themselves, never what they point at). */
+export function chownTree(dir: string | string[], id: Identity): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn('chown', ['-R', '-h', `${id.uid}:${id.gid}`, '--', dir], { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: '/usr/bin:/bin' } });
+    const child = spawn('chown', ['-R', '-h', `${id.uid}:${id.gid}`, '--', ...(Array.isArray(dir) ? dir : [dir])], { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: '/usr/bin:/bin' } });
     let err = '';
     child.stderr!.on('data', (c: Buffer) => {
       if (err.length < 1000) err += c.toString();

@@ -380,15 +380,11 @@ export class NetworkPool {
 
   /** Deletes the namespace (its veth pair goes with it) and frees the /30. */
   async release(ns: NetNamespace): Promise<void> {
+    // One process: the host side usually goes with the namespace, and `-force` goes on past a line that fails.
     try {
-      await run(this.bins.ip, ['netns', 'delete', ns.name]);
+      await run(this.bins.ip, ['-force', '-batch', '-'], `netns delete ${ns.name}\nlink delete ${ns.hostIf}\n`);
     } catch {
-      /* already gone */
-    }
-    try {
-      await run(this.bins.ip, ['link', 'delete', ns.hostIf]);
-    } catch {
-      /* went with the namespace */
+      /* already gone, or the host side went with the namespace */
     }
     rmSync(path.join(CLAIMS_DIR, String(ns.index)), { force: true });
   }
