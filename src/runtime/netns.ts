@@ -306,8 +306,10 @@ export class NetworkPool {
       () => true,
       () => false,
     );
-    const spare = this.takeSpare(port);
-    const ns = spare ?? (await this.make(port));
+    // A spare still being made for this port (a box released a moment ago) is nearer done than a new one.
+    const inFlight = this.making.get(port);
+    if (inFlight && !this.spares.some((s) => s.port === port)) await inFlight;
+    const ns = this.takeSpare(port) ?? (await this.make(port));
     try {
       if (!(await timed('netns.nft-list-wait', () => listed))) await this.ensureRules();
     } catch (e) {

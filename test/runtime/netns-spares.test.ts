@@ -58,6 +58,16 @@ describe('spare network namespaces', { skip }, () => {
       await waitFor(() => pool.sparePorts().length === 2, 'spares for 3000 and 4000', 20000);
       const spares = pool.sparePorts();
       assert.deepEqual([...spares].sort(), [3000, 4000]);
+
+      // A box that asks while the spare for its port is still being made waits for that one.
+      const third = await pool.create(4000);
+      made.push(third);
+      await pool.releaseBox(third);
+      const fourth = await pool.create(4000);
+      made.push(fourth);
+      assert.deepEqual(pool.sparePorts(), [3000], 'the spare being made went to the box, none was left over');
+      assert.match(rulesIn(fourth), /tcp dport 4000 accept/);
+      await pool.releaseBox(fourth);
     } finally {
       pool.stopSpares();
       await pool.close();
