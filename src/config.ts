@@ -53,6 +53,8 @@ export interface Config {
   signup: SignupMode;
   /** Ready releases kept per project for rollback (BERTH_RELEASES_KEPT, default 5; contract section 12). */
   releasesKept: number;
+  /** BERTH_BUILD_CACHE_MB: each project's build cache is cut back to it after a build (default 2048; 0: no cache; contract section 21). */
+  buildCacheMb: number;
   /** BERTH_DISK_LIMITS: `auto` (default), `images` or `off` (docs/runtime.md "Disk limits"). */
   diskLimits: 'auto' | 'images' | 'off';
   /**
@@ -199,6 +201,9 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
   const keptRaw = env.BERTH_RELEASES_KEPT;
   const releasesKept = keptRaw === undefined || keptRaw === '' ? 5 : Number(keptRaw);
   if (!Number.isInteger(releasesKept) || releasesKept < 1 || releasesKept > 100) throw new ConfigError(`BERTH_RELEASES_KEPT must be a whole number from 1 to 100 (got "${keptRaw}")`);
+  const cacheRaw = env.BERTH_BUILD_CACHE_MB;
+  const buildCacheMb = cacheRaw === undefined || cacheRaw === '' ? 2048 : Number(cacheRaw);
+  if (!Number.isInteger(buildCacheMb) || buildCacheMb < 0) throw new ConfigError(`BERTH_BUILD_CACHE_MB must be a whole number of MB, 0 or more (got "${cacheRaw}")`);
   const diskLimits = (env.BERTH_DISK_LIMITS ?? '').trim() || 'auto';
   if (diskLimits !== 'auto' && diskLimits !== 'images' && diskLimits !== 'off') throw new ConfigError(`BERTH_DISK_LIMITS must be "auto", "images" or "off" (got "${diskLimits}")`);
   const verificationRaw = env.BERTH_DOMAIN_VERIFICATION || undefined;
@@ -281,6 +286,7 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
     runtime,
     signup,
     releasesKept,
+    buildCacheMb,
     diskLimits,
     domainVerification,
     dnsServers,

@@ -9,7 +9,7 @@ import { Redactor } from './redact.js';
 import { chownTree } from './identity.js';
 import { pathWithBin, startSteps } from './app-commands.js';
 import { matchNodeVersion, missingProgram, offeredNodeVersions, TOOLCHAIN_DIR, toolchainEnv, toolchainSteps, type ToolRequest } from './toolchains.js';
-import { BuildError } from './build-error.js';
+import { BuildError, DOCKER_MESSAGE, noStartMessage } from './build-error.js';
 import { dropBuildImage, fullFoldersLine, keepRelease, limitBuildFolders, moveBuildFolders } from './build-disk.js';
 import { isMounted } from './disk-image.js';
 import { runBuildProcess, StepFailedError, type ProcessBudget } from './build-process.js';
@@ -19,6 +19,7 @@ import { fetchSource, type BuildSource } from './build-source.js';
 import { inside } from '../lib/copy-tree.js';
 import { checkRegistry, npmInstallIsNoop } from './build-install.js';
 import { timed } from '../lib/spans.js';
+import { cacheEnv } from './build-cache.js';
 
 export { pathWithBin, startScript, startSteps, stepsOf } from './app-commands.js';
 export { BuildError } from './build-error.js';
@@ -79,6 +80,8 @@ export interface BuildInput {
   driver: RuntimeDriver;
   /** The project's own uid/gid (sandbox driver as root); the build's files are made theirs. */
   identity: Identity | null;
+  /** The environment's build cache (build-cache.ts), shown read-write in the build's box; null: none. */
+  cacheDir?: string | null;
   signal: AbortSignal;
   log(stream: LogStream, line: string): void;
 }
@@ -274,12 +277,14 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
     await limitNow?.();
     let box: Box;
     try {
-      box = await timed('build.box-open', () => input.driver.open({ kind: 'build', projectId: input.projectId, name: `build-${input.deploymentId}`, identity: input.identity, limits: input.limits, appDir: srcDir, homeDir, runtime: plan.runtime }));
+      box = await timed('build.box-open', () => input.driver.open({ kind: 'build', projectId: input.projectId, name: `build-${input.deploymentId}`, identity: input.identity, limits: input.limits, appDir: srcDir, homeDir, runtime: plan.runtime, ...(input.cacheDir ? { cacheDir: input.cacheDir } : {}) }));
     } catch (e) {
       throw new BuildError(`the build cannot run: ${(e as Error).message}`);
     }
     try {
-      const stepEnv = { ...variables, ...input.env, ...toolchainEnv(box.inside(srcDir)), PATH: pathWithBin(box.inside(appDir), hostPath, box.inside(srcDir)) };
+      // The package managers' caches first: the project's own variables (an npm_config_cache it sets) win.
+      const cached = box.paths.cache ? cacheEnv(box.paths.cache, plan.runtime, tools) : {};
+      const stepEnv = { ...cached, ...variables, ...input.env, ...toolchainEnv(box.inside(srcDir)), PATH: pathWithBin(box.inside(appDir), hostPath, box.inside(srcDir)) };
       // ---- the way out: the registry the install uses, reached from inside the box (egress.ts)
       if (steps.some((st) => st.label === 'install') || tools.length) await timed('build.egress-check', () => checkRegistry(box, plan.runtime, { ...variables, ...input.env }, appDir, stepEnv.PATH, input.driver, note));
       // Toolchain commands name folders as the box shows them (the source is /app in a sandbox).
@@ -374,16 +379,6 @@ function checkHost(plan: PlanInput, host: { hostPath: string; nodeVersion: strin
 }
 
 const joined = (steps: string[]): string | null => (steps.length ? steps.join(' && ') : null);
-
-const DOCKER_MESSAGE =
-  'this project builds from its Dockerfile, which needs the docker runtime (BERTH_RUNTIME=docker); this server runs builds in its sandbox: start Berth with the docker runtime, or set the project\'s install, build and start commands to build it without Docker';
-
-function noStartMessage(runtime: string): string {
-  if (runtime === 'unknown') {
-    return 'Berth could not tell how to build this folder (no package.json, requirements.txt, go.mod, Cargo.toml, Gemfile, composer.json, index.html, Procfile or other known file): set the project\'s startCommand, or add an index.html for a static site';
-  }
-  return `no start command: the ${runtime} plan found nothing to run; set the project's startCommand (or a Procfile web: line)`;
-}
 
 /** A literal port a start command pins (`--port 4200`, `-p 4200`, `PORT=4200`, `:4200`), or null when it uses $PORT. */
 export function fixedPort(command: string): number | null {

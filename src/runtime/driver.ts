@@ -58,6 +58,8 @@ export interface BoxSpec {
   dataDir?: string;
   /** Host folder that is `HOME` (builds). */
   homeDir?: string;
+  /** Host folder of the project's build cache (builds only; build-cache.ts), shown read-write at `/cache`. */
+  cacheDir?: string;
   /** The port the app listens on (apps only); the only port reachable from outside the box. */
   port?: number;
   /** The build plan's runtime (`node`, `python`, ...): the docker driver runs build steps on its base image (BERTH_IMAGE_<RUNTIME>). */
@@ -87,7 +89,7 @@ export interface Box {
   /** The address the app should bind (`HOST`): all addresses inside its own network, else loopback. */
   readonly bindHost: string;
   /** Paths as the box's processes see them. */
-  readonly paths: { app: string; data: string | null; home: string | null; tmp: string };
+  readonly paths: { app: string; data: string | null; home: string | null; tmp: string; cache?: string | null };
   /** Maps a host path below `appDir` to the path inside the box. */
   inside(hostPath: string): string;
   exec(argv: string[], opts: ExecOptions): BoxProcess;

@@ -53,7 +53,7 @@ class ProcessBox implements Box {
     readonly port: number | null,
     private readonly cgexec: string | null,
   ) {
-    this.paths = { app: spec.appDir, data: spec.dataDir ?? null, home: spec.homeDir ?? null, tmp: '/tmp' };
+    this.paths = { app: spec.appDir, data: spec.dataDir ?? null, home: spec.homeDir ?? null, tmp: '/tmp', cache: spec.cacheDir ?? null };
   }
 
   inside(hostPath: string): string {

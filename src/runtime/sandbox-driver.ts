@@ -240,7 +240,7 @@ class SandboxBox implements Box {
   ) {
     this.host = ns ? ns.sandboxAddr : '127.0.0.1';
     this.bindHost = ns ? '0.0.0.0' : '127.0.0.1';
-    this.paths = { app: '/app', data: spec.dataDir ? '/data' : null, home: spec.homeDir ? '/home/berth' : null, tmp: '/tmp' };
+    this.paths = { app: '/app', data: spec.dataDir ? '/data' : null, home: spec.homeDir ? '/home/berth' : null, tmp: '/tmp', cache: spec.kind === 'build' && spec.cacheDir ? '/cache' : null };
   }
 
   inside(hostPath: string): string {
@@ -254,6 +254,8 @@ class SandboxBox implements Box {
     const a = [...this.systemArgs, '--dev', '/dev', '--proc', '/proc', '--perms', '1777', '--tmpfs', '/tmp'];
     a.push(s.kind === 'build' ? '--bind' : '--ro-bind', s.appDir, '/app');
     if (s.dataDir) a.push('--bind', s.dataDir, '/data');
+    // The project's build cache: the one folder of the data dir a build sees besides its own (build-cache.ts).
+    if (s.kind === 'build' && s.cacheDir) a.push('--bind', s.cacheDir, '/cache');
     // bwrap would make the missing /home 0700 root: the project's uid could not reach its HOME below it.
     if (s.homeDir) a.push('--perms', '0755', '--dir', '/home', '--bind', s.homeDir, '/home/berth');
     a.push('--chdir', this.inside(cwd));

@@ -16,6 +16,7 @@ import { deleteEnvironmentRows, ensureEnvironment, environmentRecords, findEnvir
 import * as store from './deployments.store.js';
 import { appKeyOf } from '../../runtime/app-key.js';
 import { releaseVolumes } from '../../runtime/disk-limits.js';
+import { environmentCacheDir } from '../../runtime/build-cache.js';
 import { hostOf } from './host.js';
 import { deploymentSettled } from './settled.js';
 
@@ -101,6 +102,7 @@ export async function removePreviewEnvironment(ctx: AppContext, actor: Actor, pr
   await stopApp();
   await releaseVolumes(rt.releases.previewVolumeDir(projectId, name)).catch((err) => ctx.log.warn({ err, projectId }, "could not unmount the preview's volume"));
   await rm(rt.releases.previewVolumeDir(projectId, name), { recursive: true, force: true }).catch((err) => ctx.log.warn({ err, projectId }, "could not remove the preview's volume"));
+  await rm(environmentCacheDir(ctx.config.dataDir, projectId, name), { recursive: true, force: true }).catch((err) => ctx.log.warn({ err, projectId }, "could not remove the preview's build cache"));
   rt.logs.removeApp(app);
   rt.requests.forget(app);
 }

@@ -5,6 +5,7 @@ import { nowIso } from '../../lib/ids.js';
 import { ignoredLine } from '../../lib/tenant-file.js';
 import { BuildError, runBuild, type BuildSource } from '../../runtime/build.js';
 import { redactText } from '../../runtime/redact.js';
+import { closeBuildCache, openBuildCache, type BuildCacheSpec } from '../../runtime/build-cache.js';
 import { findEnvironment, findProject, resolveCloneCredential, resolveEnvForRuntime, type ProjectRow } from '../projects/index.js';
 import { uploadSourceDir } from '../uploads/index.js';
 import { planBuild, sourceRootDirectory } from '../detect/index.js';
@@ -115,6 +116,11 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
     const source = await buildSource(ctx, orgId, project, build, secrets, d.ref);
     log('stdout', `[berth] building ${id} of ${project.slug} (${d.environment})`);
     const timeoutSeconds = Number(process.env.BERTH_BUILD_TIMEOUT_SECONDS ?? 900);
+    const identity = await rt.releases.identityOf(orgId, project.id);
+    // The environment's own build cache (previews start from production's), outside the build's folders.
+    const cacheSpec: BuildCacheSpec = { dataDir: ctx.config.dataDir, projectId: project.id, environment: d.environment, identity, capMb: ctx.config.buildCacheMb };
+    const cacheNote = (line: string) => log('stdout', `[berth] ${line}`);
+    const cache = await openBuildCache(cacheSpec, cacheNote);
     pre();
     const result = await timed('job.build', async () => runBuild({
       deploymentId: id,
@@ -135,10 +141,11 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
       limits: rt.releases.limitsOf(project.resources, 'build'),
       diskMb: rt.releases.diskLimits.enforced ? rt.releases.diskMbOf(project.resources, 'build') : undefined,
       driver: rt.driver,
-      identity: await rt.releases.identityOf(orgId, project.id),
+      identity,
+      cacheDir: cache?.dir ?? null,
       signal: abort.signal,
       log,
-    }));
+    }).finally(() => closeBuildCache(cache, cacheSpec, cacheNote).catch((err) => ctx.log.warn({ projectId: project.id, err: (err as Error).message }, 'could not cut the build cache back'))));
     if (result.static) {
       await releaseStaticSite(ctx, orgId, project, id, d.environment, result.commit, result.static, log);
       return;

@@ -35,10 +35,10 @@ export async function deletionPreview(ctx: AppContext, row: ProjectRow, db: Db =
   return out;
 }
 
-/** Folders of a project under the data dir: its volumes, uploads and builds. */
+/** Folders of a project under the data dir: its volumes, uploads, builds and build cache. */
 export function projectPaths(ctx: AppContext, projectId: string): string[] {
   const safe = path.basename(projectId);
-  return ['volumes', 'uploads', 'builds'].map((d) => path.join(ctx.config.dataDir, d, safe));
+  return ['volumes', 'uploads', 'builds', 'build-cache'].map((d) => path.join(ctx.config.dataDir, d, safe));
 }
 
 /** Deletes the project and everything the preview lists in one transaction, then its files. */

@@ -153,7 +153,7 @@ export class DockerDriver implements RuntimeDriver {
     // The container's user owns the source and HOME it writes (the server is root: it can hand them over).
     if (this.ctx.root) {
       const id = numericUser(user)!;
-      for (const dir of [spec.appDir, spec.homeDir]) {
+      for (const dir of [spec.appDir, spec.homeDir, spec.cacheDir]) {
         if (!dir) continue;
         mkdirSync(dir, { recursive: true, mode: 0o700 });
         if (ownerOf(dir) !== id.uid) await chownTree(dir, id);
@@ -190,7 +190,7 @@ class ContainerBox implements Box {
     private readonly user: string,
     private readonly dataDir: string | null,
   ) {
-    this.paths = { app: '/app', data: null, home: spec.homeDir ? '/home/berth' : null, tmp: '/tmp' };
+    this.paths = { app: '/app', data: null, home: spec.homeDir ? '/home/berth' : null, tmp: '/tmp', cache: spec.cacheDir ? '/cache' : null };
   }
 
   inside(hostPath: string): string {
@@ -215,6 +215,7 @@ class ContainerBox implements Box {
     const s = this.spec;
     const binds = [`${s.appDir}:/app:rw`];
     if (s.homeDir) binds.push(`${s.homeDir}:/home/berth:rw`);
+    if (s.cacheDir) binds.push(`${s.cacheDir}:/cache:rw`);
     binds.push(...caBinds(opts.env, this.dataDir));
     let network = this.ctx.networks.nameOf(s.projectId);
     const create: Docker.ContainerCreateOptions = {

@@ -1,0 +1,171 @@
+/**
+ * Per-project build caches (contract section 21, issue 39 point 1), on the sandbox runtime through the
+ * API, with a real dependency from the npm registry: the second build of a project restores npm's cache
+ * that the first saved (said in the log with sizes), the cache belongs to the project's uid, another
+ * project's build can neither read nor write it, a preview starts from a copy of production's and
+ * writes only its own, the cache is cut back to BERTH_BUILD_CACHE_MB least recently used first, and it
+ * goes with the project.
+ */
+process.env.BERTH_HEALTH_TIMEOUT_SECONDS = '60';
+process.env.BERTH_STOP_GRACE_SECONDS = '2';
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { getRuntime } from '../../src/modules/hosting/index.js';
+import { createUser } from '../support/factories.js';
+import type { HttpClient } from '../support/http.js';
+import { freshPostgresDatabase, startTestServer, tempDir, usingPostgres, type TestServer } from '../support/harness.js';
+import { waitForDeployment } from '../support/wait.js';
+
+const IS_NUMBER_INTEGRITY = 'sha512-41Cifkg6e8TylSpdtTpeLVMqvSBEVzTttHvERD741+pnZ8ANv0004MRL43QKPDlK9cGvNp6NZWZUBlbGXYxxng==';
+
+function write(dir: string, files: Record<string, string>): string {
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    writeFileSync(path.join(dir, name), text);
+  }
+  return dir;
+}
+
+/** An app using is-number@7 from the registry (with its lockfile: `npm ci`); its build step runs `probe.js`. */
+function writeApp(dir: string, probe: string): string {
+  return write(dir, {
+    'package.json': JSON.stringify({ name: path.basename(dir), version: '1.0.0', private: true, scripts: { build: 'node probe.js', start: 'node server.js' }, dependencies: { 'is-number': '7.0.0' } }, null, 2),
+    'package-lock.json': JSON.stringify(
+      {
+        name: path.basename(dir),
+        version: '1.0.0',
+        lockfileVersion: 3,
+        requires: true,
+        packages: {
+          '': { name: path.basename(dir), version: '1.0.0', dependencies: { 'is-number': '7.0.0' } },
+          'node_modules/is-number': { version: '7.0.0', resolved: 'https://registry.npmjs.org/is-number/-/is-number-7.0.0.tgz', integrity: IS_NUMBER_INTEGRITY, engines: { node: '>=0.12.0' } },
+        },
+      },
+      null,
+      2,
+    ),
+    'probe.js': probe,
+    'server.js': "require('node:http').createServer((req, res) => res.end(String(require('is-number')('42')))).listen(Number(process.env.PORT));\n",
+  });
+}
+
+describe('per-project build caches (sandbox runtime, a real dependency from the npm registry)', () => {
+  let root: string;
+  let data: string;
+  let server: TestServer;
+  let api: HttpClient;
+  let pg: { url: string; drop(): Promise<void> } | undefined;
+  let owner: { id: string; slug: string };
+
+  before(async () => {
+    root = tempDir('berth-buildcache-');
+    data = path.join(root, 'data');
+    mkdirSync(path.join(root, 'local'), { recursive: true });
+    if (usingPostgres()) pg = await freshPostgresDatabase();
+    server = await startTestServer({ background: true, dataDir: data, databaseUrl: pg?.url, flags: { runtime: 'sandbox' }, env: { BERTH_LOCAL_ROOTS: path.join(root, 'local'), BERTH_BUILD_CACHE_MB: '1' } });
+    await getRuntime(server.ctx).restored;
+    api = server.api((await createUser(server)).token);
+  });
+  after(async () => {
+    await server?.close();
+    await pg?.drop();
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  const cacheOf = (projectId: string, environment = 'production') => path.join(data, 'build-cache', projectId, environment);
+
+  async function importApp(name: string, probe: string): Promise<{ id: string; slug: string }> {
+    const dir = writeApp(path.join(root, 'local', name), probe);
+    const res = await api.post('/api/projects/import', { path: dir, name });
+    assert.equal(res.status, 201, res.text);
+    return res.body.data;
+  }
+
+  /** Deploys and waits; answers the deployment and its build log's lines. */
+  async function deploy(projectId: string, environment = 'production'): Promise<{ d: any; lines: string[]; log: string }> {
+    const started = await api.post('/api/deployments', { projectId, environment });
+    assert.equal(started.status, 202, started.text);
+    const d = await waitForDeployment(api, started.body.data.id, 300_000);
+    const lines: string[] = (await api.get(`/api/deployments/${d.id}/logs?limit=2000`)).body.data.map((l: { line: string }) => l.line);
+    const log = lines.join('\n');
+    assert.equal(d.status, 'ready', `${d.error}\n${log}`);
+    return { d, lines, log };
+  }
+
+  test("a project's first build saves npm's cache, its next build restores it (sizes in the log), and the cache is the project's uid's alone", async () => {
+    owner = await importApp('cache-owner', "console.log('probe: uid ' + process.getuid() + ' cache ' + process.env.npm_config_cache);\n");
+    const first = await deploy(owner.id);
+    assert.ok(first.lines.includes('[berth] cache: nothing to restore yet'), first.log);
+    assert.match(first.log, /^\[berth\] cache: npm \d+(\.\d+)? MB saved$/m);
+    assert.ok(first.lines.includes('probe: uid ' + statSync(cacheOf(owner.id)).uid + ' cache /cache/npm'), first.log);
+    const st = statSync(cacheOf(owner.id));
+    assert.notEqual(st.uid, 0);
+    assert.equal(st.mode & 0o777, 0o700);
+    assert.ok(readdirSync(path.join(cacheOf(owner.id), 'npm')).includes('_cacache'));
+
+    const second = await deploy(owner.id);
+    assert.match(second.log, /^\[berth\] cache: npm \d+(\.\d+)? MB restored$/m);
+    assert.match(second.log, /^\[berth\] cache: npm \d+(\.\d+)? MB saved$/m);
+    // Restored before the install runs.
+    assert.ok(second.lines.findIndex((l) => / MB restored$/.test(l)) < second.lines.indexOf('[berth] install: npm ci'), second.log);
+  });
+
+  test("another project's build step can neither read nor write the project's cache", async () => {
+    const target = cacheOf(owner.id);
+    const probe = [
+      "const fs = require('node:fs');",
+      `const target = ${JSON.stringify(target)};`,
+      "const tryIt = (what, fn) => { try { fn(); console.log('probe: ' + what + ' allowed'); } catch (e) { console.log('probe: ' + what + ' refused ' + e.code); } };",
+      "tryIt('read', () => fs.readdirSync(target + '/npm'));",
+      "tryIt('write', () => fs.writeFileSync(target + '/npm/planted', 'poison'));",
+      "tryIt('read via parent', () => fs.readdirSync(target + '/..'));",
+      "console.log('probe: own cache holds ' + JSON.stringify(fs.readdirSync('/cache')));",
+      '',
+    ].join('\n');
+    const other = await importApp('cache-other', probe);
+    const { lines, log } = await deploy(other.id);
+    assert.ok(!lines.some((l) => / allowed$/.test(l)), log);
+    assert.match(log, /^probe: read refused (ENOENT|EACCES)$/m);
+    assert.match(log, /^probe: write refused (ENOENT|EACCES)$/m);
+    assert.ok(lines.includes('probe: own cache holds ["npm"]'), log);
+    assert.ok(!existsSync(path.join(target, 'npm', 'planted')));
+    // Each project its own uid: the other's cache is not the owner's.
+    assert.notEqual(statSync(cacheOf(other.id)).uid, statSync(target).uid);
+  });
+
+  test("a preview's first build restores a copy of production's cache and writes only its own", async () => {
+    const env = await api.post(`/api/projects/${owner.id}/environments`, { name: 'feat' });
+    assert.equal(env.status, 201, env.text);
+    // The preview's build writes a marker into its npm cache.
+    writeFileSync(path.join(root, 'local', 'cache-owner', 'probe.js'), "require('node:fs').writeFileSync(process.env.npm_config_cache + '/marker', process.env.BERTH_DEPLOYMENT_ID);\n");
+    const { log } = await deploy(owner.id, 'feat');
+    assert.match(log, /^\[berth\] cache: npm \d+(\.\d+)? MB restored \(from production\)$/m);
+    assert.ok(existsSync(path.join(cacheOf(owner.id, 'feat'), 'npm', 'marker')));
+    assert.ok(!existsSync(path.join(cacheOf(owner.id), 'npm', 'marker')), "production's cache is not the preview's to write");
+    assert.equal(statSync(cacheOf(owner.id, 'feat')).uid, statSync(cacheOf(owner.id)).uid);
+  });
+
+  test('after a build the cache is cut back to BERTH_BUILD_CACHE_MB, least recently used files first', async () => {
+    // 2 MB nobody used since 2001, over the 1 MB this server allows.
+    const stale = path.join(cacheOf(owner.id), 'npm', 'stale-entry');
+    writeFileSync(stale, Buffer.alloc(2 * 1024 * 1024, 1));
+    utimesSync(stale, new Date('2001-01-01'), new Date('2001-01-01'));
+    writeFileSync(path.join(root, 'local', 'cache-owner', 'probe.js'), "console.log('probe: built');\n");
+    const { log } = await deploy(owner.id);
+    assert.match(log, /^\[berth\] cache: npm 2(\.\d+)? MB restored$/m);
+    assert.match(log, /^\[berth\] cache: over BERTH_BUILD_CACHE_MB \(1 MB\): \d+ least recently used files removed \(2(\.\d)? MB\)$/m);
+    assert.ok(!existsSync(stale));
+    // What the build used is kept: the package's index entries are younger than the stale file.
+    assert.ok(readdirSync(path.join(cacheOf(owner.id), 'npm')).includes('_cacache'));
+  });
+
+  test('the build cache goes with the project', async () => {
+    assert.ok(existsSync(path.join(data, 'build-cache', owner.id)));
+    const del = await api.delete(`/api/projects/${owner.id}`);
+    assert.equal(del.status, 200, del.text);
+    assert.ok(!existsSync(path.join(data, 'build-cache', owner.id)));
+  });
+});
