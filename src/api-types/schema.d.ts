@@ -3384,6 +3384,8 @@ export interface operations {
             content: {
                 "application/json": {
                     environment?: string;
+                    /** @description Build without the project's build cache: nothing restored, nothing saved (contract section 21) */
+                    noCache?: boolean;
                     projectId: string;
                     ref?: string;
                     sessionId?: string;

@@ -70,6 +70,8 @@ export interface DeployOptions {
   /** `--no-wait` sets it false. */
   wait: boolean;
   json?: boolean;
+  /** `--no-cache` sets it false: the build neither restores nor saves the project's build cache. */
+  cache?: boolean;
   /** One-off overrides of the plan, saved to the project's config before the deployment starts. */
   installCommand?: string;
   buildCommand?: string;
@@ -331,7 +333,7 @@ export async function deploy(dir: string, opts: DeployOptions): Promise<number> 
     // Deploy.
     // The session again, as the seed's flow does: the ensure already made it the source (a no-op for
     // the upload, contract section 12), and the deployment is recorded as triggered by an upload.
-    const queued = await answer(client.api.POST('/api/deployments', { body: { projectId: project.id, environment: opts.env, sessionId: session.sessionId } }));
+    const queued = await answer(client.api.POST('/api/deployments', { body: { projectId: project.id, environment: opts.env, sessionId: session.sessionId, ...(opts.cache === false ? { noCache: true } : {}) } }));
     deploymentId = queued.id;
     if (!opts.wait) {
       if (opts.json) printJson({ project, deployment: queued, url: null });
@@ -361,6 +363,7 @@ export function registerDeployCommand(program: Command): void {
     .option('--env <name>', 'environment to deploy (one the project lacks is created as a preview environment)', 'production')
     .option('--no-wait', 'return once the deployment is queued')
     .option('--json', 'print { project, deployment, url } on stdout (progress on stderr)')
+    .option('--no-cache', "build without the project's build cache (nothing restored, nothing saved)")
     .option('--install-command <command>', 'install with this command, saved to the project\'s config (empty: the detected one)')
     .option('--build-command <command>', 'build with this command, saved to the project\'s config (empty: the detected one)')
     .option('--start-command <command>', 'start with this command, saved to the project\'s config (empty: the detected one)')

@@ -212,6 +212,15 @@ describe('berth deploy [DIR]', () => {
     assert.equal(envs.find((e: any) => e.name === 'feature-x').url, previewUrl);
   });
 
+  it('`--no-cache` builds without the project\'s build cache, and the streamed build log says so', async () => {
+    const app = writeApp(path.join(work, 'hello-app'), 'uncached');
+    const res = await berth(['deploy', '--no-cache'], app);
+    assert.equal(res.code, 0, res.stderr + res.stdout);
+    assert.match(res.stdout, /^\[berth\] cache: not used \(noCache\): nothing restored, nothing saved$/m);
+    assert.doesNotMatch(res.stdout, / MB (restored|saved)|nothing to restore yet/);
+    assert.equal((await viaEdge(url)).text, 'version uncached');
+  });
+
   it('an --env name the server cannot take is a usage error (2) before anything is packed or uploaded', async () => {
     const res = await berth(['deploy', '--env', 'Feature_X'], path.join(work, 'hello-app'));
     assert.equal(res.code, 2, res.stderr + res.stdout);

@@ -162,6 +162,25 @@ describe('per-project build caches (sandbox runtime, a real dependency from the 
     assert.ok(readdirSync(path.join(cacheOf(owner.id), 'npm')).includes('_cacache'));
   });
 
+  test('`noCache: true` builds without the cache: nothing restored or saved, the log says so, the cache is left as it was', async () => {
+    const bad = await api.post('/api/deployments', { projectId: owner.id, noCache: 'yes' });
+    assert.equal(bad.status, 400, bad.text);
+    assert.match(bad.text, /noCache/);
+    const mark = path.join(cacheOf(owner.id), 'npm', 'untouched');
+    writeFileSync(mark, 'x');
+    utimesSync(mark, new Date('2020-01-01'), new Date('2020-01-01'));
+    const started = await api.post('/api/deployments', { projectId: owner.id, noCache: true });
+    assert.equal(started.status, 202, started.text);
+    const d = await waitForDeployment(api, started.body.data.id, 300_000);
+    const lines: string[] = (await api.get(`/api/deployments/${d.id}/logs?limit=2000`)).body.data.map((l: { line: string }) => l.line);
+    assert.equal(d.status, 'ready', `${d.error}\n${lines.join('\n')}`);
+    assert.ok(lines.includes('[berth] cache: not used (noCache): nothing restored, nothing saved'), lines.join('\n'));
+    assert.ok(!lines.some((l) => / MB (restored|saved)/.test(l)), lines.join('\n'));
+    // Neither read nor pruned: its times are as they were.
+    assert.equal(statSync(mark).mtime.getUTCFullYear(), 2020);
+    assert.equal(statSync(mark).atime.getUTCFullYear(), 2020);
+  });
+
   test('the build cache goes with the project', async () => {
     assert.ok(existsSync(path.join(data, 'build-cache', owner.id)));
     const del = await api.delete(`/api/projects/${owner.id}`);

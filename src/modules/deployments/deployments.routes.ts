@@ -48,6 +48,7 @@ const deploymentRoutes = [
         environment: Type.Optional(Str({ min: 1, max: 64 })),
         ref: Type.Optional(Str({ min: 1, max: 255, pattern: '^(?!-)[^\\s\\x00-\\x1f~^:?*\\[\\\\]+$' })),
         sessionId: Type.Optional(Id),
+        noCache: Type.Optional(Type.Boolean({ description: "Build without the project's build cache: nothing restored, nothing saved (contract section 21)" })),
       }),
       response: DeploymentSchema,
     },

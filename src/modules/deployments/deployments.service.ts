@@ -30,6 +30,8 @@ export interface CreateInput {
   sessionId?: string;
   /** The commit a push delivered (git-provider area); the build records what it actually checked out. */
   commit?: string;
+  /** Build without the project's build cache (neither restored nor saved). */
+  noCache?: boolean;
 }
 
 type Trigger = 'manual' | 'push' | 'upload' | 'api';
@@ -76,8 +78,8 @@ export async function deployProject(ctx: AppContext, actor: Actor, project: Proj
       { id, orgId: actor.orgId, projectId: fresh.id, environment, status: 'queued', trigger: t, commit: input.commit ?? null, ref, createdAt: at, startedAt: null, finishedAt: null, error: null, updatedAt: at },
       { deploymentId: id, orgId: actor.orgId, projectId: fresh.id, sourceType, uploadDir: null, releaseDir: null, startCommand: null, createdBy: actor.userId },
     );
-    await ctx.jobs.enqueue(BUILD_JOB, { deploymentId: id, orgId: actor.orgId }, { db: tx, orgId: actor.orgId, maxAttempts: 1 });
-    await auditDeployment(tx, actor, t, 'deployment.create', id, { projectId: fresh.id, environment, trigger: t, ref, commit: input.commit ?? null, superseded });
+    await ctx.jobs.enqueue(BUILD_JOB, { deploymentId: id, orgId: actor.orgId, ...(input.noCache ? { noCache: true } : {}) }, { db: tx, orgId: actor.orgId, maxAttempts: 1 });
+    await auditDeployment(tx, actor, t, 'deployment.create', id, { projectId: fresh.id, environment, trigger: t, ref, commit: input.commit ?? null, superseded, ...(input.noCache ? { noCache: true } : {}) });
   });
   const rt = hostOf(ctx);
   for (const s of superseded) {

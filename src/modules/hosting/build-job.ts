@@ -71,9 +71,10 @@ export function imageTagOf(projectSlug: string, deploymentId: string): string {
  * Builds and deploys one deployment (the job of kind BUILD_JOB). `attempt` above 1 means the job was
  * claimed again because the process that ran it stopped renewing its lock (it died: kill -9, a lost
  * machine, with several instances on one PostgreSQL); a deployment it left in flight is failed then,
- * naming why, rather than left `building` forever.
+ * naming why, rather than left `building` forever. `noCache`: the build neither restores nor saves the
+ * project's build cache (`POST /api/deployments { noCache: true }`).
  */
-export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId: string; orgId: string }, jobSignal: AbortSignal, attempt = 1): Promise<void> {
+export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId: string; orgId: string; noCache?: boolean }, jobSignal: AbortSignal, attempt = 1): Promise<void> {
   const { deploymentId: id, orgId } = payload;
   const rt = runtimeOf(ctx);
   const d = await store.findDeployment(ctx.db, orgId, id);
@@ -118,7 +119,7 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
     const timeoutSeconds = Number(process.env.BERTH_BUILD_TIMEOUT_SECONDS ?? 900);
     const identity = await rt.releases.identityOf(orgId, project.id);
     // The environment's own build cache (previews start from production's), outside the build's folders.
-    const cacheSpec: BuildCacheSpec = { dataDir: ctx.config.dataDir, projectId: project.id, environment: d.environment, identity, capMb: ctx.config.buildCacheMb };
+    const cacheSpec: BuildCacheSpec = { dataDir: ctx.config.dataDir, projectId: project.id, environment: d.environment, identity, capMb: ctx.config.buildCacheMb, noCache: payload.noCache === true };
     const cacheNote = (line: string) => log('stdout', `[berth] ${line}`);
     const cache = await openBuildCache(cacheSpec, cacheNote);
     pre();

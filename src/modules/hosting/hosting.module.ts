@@ -18,7 +18,7 @@ export const hostingModule: ModuleDef = {
     return { runtimeHost: runtime, runtime: projectsRuntimePort(runtime) };
   },
   init(ctx) {
-    ctx.jobs.register<{ deploymentId: string; orgId: string }>(BUILD_JOB, (payload, job, signal) => runDeploymentJob(ctx, payload, signal, job.attempts), { maxAttempts: 1 });
+    ctx.jobs.register<{ deploymentId: string; orgId: string; noCache?: boolean }>(BUILD_JOB, (payload, job, signal) => runDeploymentJob(ctx, payload, signal, job.attempts), { maxAttempts: 1 });
   },
   async start(ctx) {
     // Before any stream: other instances' streams ask for the logs this one writes (log-relay.ts).
