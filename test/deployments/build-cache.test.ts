@@ -181,6 +181,16 @@ describe('per-project build caches (sandbox runtime, a real dependency from the 
     assert.equal(statSync(mark).atime.getUTCFullYear(), 2020);
   });
 
+  test('a cache that cannot be opened never fails the build: it runs without one and says so', async () => {
+    const broken = await importApp('cache-broken', "console.log('probe: built');\n");
+    // Where the project's cache folder would be, a file: no folder can be made there.
+    mkdirSync(path.join(data, 'build-cache'), { recursive: true });
+    writeFileSync(path.join(data, 'build-cache', broken.id), 'not a folder');
+    const { lines, log } = await deploy(broken.id);
+    assert.ok(lines.includes('[berth] cache: not used: it could not be opened (the server log says why)'), log);
+    assert.ok(!log.includes(data), 'no host path of the data dir in the log');
+  });
+
   test('the build cache goes with the project', async () => {
     assert.ok(existsSync(path.join(data, 'build-cache', owner.id)));
     const del = await api.delete(`/api/projects/${owner.id}`);

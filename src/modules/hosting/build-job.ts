@@ -121,7 +121,12 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
     // The environment's own build cache (previews start from production's), outside the build's folders.
     const cacheSpec: BuildCacheSpec = { dataDir: ctx.config.dataDir, projectId: project.id, environment: d.environment, identity, capMb: ctx.config.buildCacheMb, noCache: payload.noCache === true };
     const cacheNote = (line: string) => log('stdout', `[berth] ${line}`);
-    const cache = await openBuildCache(cacheSpec, cacheNote);
+    // A cache that cannot be opened (a full disk) never fails the build: it runs without one.
+    const cache = await openBuildCache(cacheSpec, cacheNote).catch((err: Error) => {
+      ctx.log.warn({ projectId: project.id, err: err.message }, 'could not open the build cache');
+      cacheNote('cache: not used: it could not be opened (the server log says why)');
+      return null;
+    });
     pre();
     const result = await timed('job.build', async () => runBuild({
       deploymentId: id,
