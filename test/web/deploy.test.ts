@@ -206,7 +206,7 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
     await signIn(page, user);
     await page.goto(`/projects/${projectId}/deployments`);
     await page.getByRole('heading', { name: 'Deployments', level: 2 }).waitFor();
-    await page.getByRole('button', { name: 'Redeploy' }).click();
+    await page.getByRole('button', { name: 'Redeploy', exact: true }).click();
     await page.locator('tbody tr').nth(1).waitFor();
     const ids = await page.locator('tbody tr a.mono').allInnerTexts();
     assert.equal(ids.length, 2);
@@ -235,6 +235,26 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
     await context.close();
   });
 
+  it('"Redeploy without cache" builds without the project\'s build cache: its log says nothing was restored or saved', async () => {
+    assert.ok(projectId, 'the deploy test ran');
+    const { context, page } = await openPage(dash.browser, dash.server);
+    await signIn(page, user);
+    await page.goto(`/projects/${projectId}/deployments`);
+    const before = (await api.get(`/api/projects/${projectId}/deployments?limit=1`)).body.data[0].id as string;
+    await page.getByRole('button', { name: 'Redeploy without cache' }).click();
+    const id = await waitFor(async () => {
+      const latest = (await api.get(`/api/projects/${projectId}/deployments?limit=1`)).body.data[0].id as string;
+      return latest !== before ? latest : null;
+    }, 'the new deployment', 30_000);
+    await rowOf(page, id).waitFor();
+    const done = await waitForDeployment(api, id, 120_000);
+    assert.equal(done.status, 'ready', done.error);
+    const lines: string[] = (await api.get(`/api/deployments/${id}/logs`)).body.data.map((l: { line: string }) => l.line);
+    assert.ok(lines.includes('[berth] cache: not used (noCache): nothing restored, nothing saved'), lines.join('\n'));
+    assert.deepEqual(pageErrors(page), []);
+    await context.close();
+  });
+
   it('Cancel marks a running deployment cancelled at once, before the server answers, and the server agrees', async () => {
     assert.ok(projectId, 'the deploy test ran');
     const slow = await api.patch(`/api/projects/${projectId}`, { buildCommand: 'node -e "console.log(\'slow build\'); setTimeout(() => {}, 60000)"' });
@@ -242,7 +262,7 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
     const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, user);
     await page.goto(`/projects/${projectId}/deployments`);
-    await page.getByRole('button', { name: 'Redeploy' }).click();
+    await page.getByRole('button', { name: 'Redeploy', exact: true }).click();
     const cancel = page.getByRole('button', { name: /^Cancel deployment / });
     await cancel.waitFor();
     const id = (await api.get(`/api/projects/${projectId}/deployments?limit=1`)).body.data[0].id as string;

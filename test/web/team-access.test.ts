@@ -161,7 +161,7 @@ describe('dashboard: invitations and what each member is shown', { skip }, () =>
     await page.goto(`/projects/${writable.id}/rules`);
     await page.getByRole('button', { name: 'Add rule' }).waitFor(T);
     await page.goto(`/projects/${writable.id}/deployments`);
-    await page.getByRole('button', { name: 'Redeploy' }).waitFor(T);
+    await page.getByRole('button', { name: 'Redeploy', exact: true }).waitFor(T);
     assert.deepEqual(pageErrors(page), []);
     await context.close();
   });

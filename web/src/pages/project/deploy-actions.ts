@@ -19,7 +19,8 @@ export function useRedeploy(projectId: string) {
   const toast = useToast();
   const refresh = useRefresh(projectId);
   return useMutation({
-    mutationFn: () => data(api.POST('/api/deployments', { body: { projectId } })),
+    // `noCache`: build without the project's build cache (nothing restored, nothing saved; docs/builds.md).
+    mutationFn: (opts?: { noCache?: boolean }) => data(api.POST('/api/deployments', { body: { projectId, ...(opts?.noCache ? { noCache: true } : {}) } })),
     onSuccess: (d) => {
       qc.setQueryData<Deployment[]>(deploymentsQuery(projectId).queryKey, (list) => (list ? [d, ...list.filter((x) => x.id !== d.id)] : list));
       qc.setQueryData(deploymentQuery(d.id).queryKey, d);

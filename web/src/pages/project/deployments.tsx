@@ -91,8 +91,11 @@ export default function DeploymentsPage({ params }: PageProps) {
         </div>
         {canWrite ? (
           <div className="page-actions">
-            <Button variant="primary" busy={redeploy.isPending} onClick={() => redeploy.mutate()}>
+            <Button variant="primary" busy={redeploy.isPending && !redeploy.variables?.noCache} disabled={redeploy.isPending} onClick={() => redeploy.mutate({})}>
               Redeploy
+            </Button>
+            <Button busy={redeploy.isPending && !!redeploy.variables?.noCache} disabled={redeploy.isPending} onClick={() => redeploy.mutate({ noCache: true })} title="Build from nothing: the project's build cache is neither restored nor saved">
+              Redeploy without cache
             </Button>
           </div>
         ) : null}
