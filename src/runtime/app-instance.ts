@@ -36,23 +36,15 @@ export interface InstanceDeps {
   boxName(app: string): string;
 }
 
-/**
- * Opens a box for `spec`, runs its start steps (all but the last to completion), starts the last one
- * and waits until it answers its health check. Throws `StartError` (and leaves nothing running) when
- * any of that fails; every failure is also noted in the app's runtime log.
- */
-export async function startInstance(spec: ReleaseSpec, deps: InstanceDeps): Promise<Instance> {
-  const logFile = deps.logs.runtime(appOf(spec));
-  const note = (line: string) => logFile.append({ ts: new Date().toISOString(), stream: 'stderr', line: `[berth] ${line}` });
+/** The app's volume made ready (on its image when disk limits hold, owned by the project) and its box opened. */
+async function openAppBox(spec: ReleaseSpec, deps: InstanceDeps, note: (line: string) => void): Promise<Box> {
   // The volume on its size-limited image (diskMb), when disk limits are enforced (disk-limits.ts).
-  const whole = span('app.start');
   await timed('app.volume', () => prepareVolume(spec.dataDir, spec.diskMb, spec.identity).catch((e: Error) => note(volumeNotLimited(e))));
   mkdirSync(spec.dataDir, { recursive: true, mode: 0o700 });
   // The volume belongs to the project's own user (a restore or an older Berth may have left root's files).
   if (spec.identity && statSync(spec.dataDir).uid !== spec.identity.uid) await chownTree(spec.dataDir, spec.identity);
-  let box: Box;
   try {
-    box = await timed('app.open', () => deps.driver.open({
+    return await timed('app.open', () => deps.driver.open({
       kind: 'app',
       projectId: spec.projectId,
       name: deps.boxName(appOf(spec)),
@@ -66,9 +58,12 @@ export async function startInstance(spec: ReleaseSpec, deps: InstanceDeps): Prom
     note(`the app cannot start: ${(e as Error).message}`);
     throw new StartError(`the app cannot start: ${(e as Error).message}`);
   }
-  const port = box.port!;
+}
+
+/** The app's environment in its box: the base, the toolchains, the project's variables, then what Berth sets. */
+function appEnv(spec: ReleaseSpec, deps: InstanceDeps, box: Box, port: number): Record<string, string> {
   const cwd = box.inside(spec.cwd);
-  const env: Record<string, string> = {
+  return {
     ...deps.baseEnv,
     ...toolchainEnv(box.inside(spec.appRoot)),
     PATH: spec.path(cwd, box.inside(spec.appRoot)),
@@ -81,6 +76,20 @@ export async function startInstance(spec: ReleaseSpec, deps: InstanceDeps): Prom
     BERTH_PROJECT_ID: spec.projectId,
     BERTH_DEPLOYMENT_ID: spec.deploymentId,
   };
+}
+
+/**
+ * Opens a box for `spec`, runs its start steps (all but the last to completion), starts the last one
+ * and waits until it answers its health check. Throws `StartError` (and leaves nothing running) when
+ * any of that fails; every failure is also noted in the app's runtime log.
+ */
+export async function startInstance(spec: ReleaseSpec, deps: InstanceDeps): Promise<Instance> {
+  const logFile = deps.logs.runtime(appOf(spec));
+  const note = (line: string) => logFile.append({ ts: new Date().toISOString(), stream: 'stderr', line: `[berth] ${line}` });
+  const whole = span('app.start');
+  const box = await openAppBox(spec, deps, note);
+  const port = box.port!;
+  const env = appEnv(spec, deps, box, port);
   const fail = async (message: string): Promise<never> => {
     await box.dispose().catch(() => {});
     note(message);
