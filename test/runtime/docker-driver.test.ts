@@ -95,7 +95,7 @@ test('a build box runs each step as its own container, as uid 1000, writing into
   writeFileSync(path.join(spec.appDir, 'web', 'package.json'), '{"name":"web"}');
   const box = await driver.open(spec);
   try {
-    assert.deepEqual(box.paths, { app: '/app', data: null, home: '/home/berth', tmp: '/tmp' });
+    assert.deepEqual(box.paths, { app: '/app', data: null, home: '/home/berth', tmp: '/tmp', cache: null });
     assert.equal(box.inside(path.join(spec.appDir, 'web')), '/app/web');
     assert.equal(box.inside(spec.appDir), '/app');
     assert.throws(() => box.inside(root), /outside the box/);
