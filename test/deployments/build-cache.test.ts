@@ -1,3 +1,4 @@
+// @store-independent: what it checks is the runtime's (sandbox, network, files), the same on either store.
 /**
  * Per-project build caches (contract section 21, issue 39 point 1), on the sandbox runtime through the
  * API, with a real dependency from the npm registry: the second build of a project restores npm's cache

@@ -1,3 +1,4 @@
+// @store-independent: what it checks is the runtime's (sandbox, network, files), the same on either store.
 /**
  * Disk limits (contract 18, issue 33 point 4) against a real server with the real runtime and real
  * loop-mounted images (BERTH_DISK_LIMITS=images; the harness turns them off for every other suite):

@@ -1,3 +1,4 @@
+// @store-independent: what it checks is the runtime's (sandbox, network, files), the same on either store.
 /**
  * The docker runtime's egress (contract 18, issue 33 points 3 and 7), with real parts: a network
  * namespace of the test's own holds a link-local address (169.254.169.254, where a cloud VM's metadata

@@ -1,3 +1,4 @@
+// @store-independent: what it checks is the runtime's (sandbox, network, files), the same on either store.
 /**
  * A deployment as users make them (contract section 18, issue 32): an app with a real dependency from
  * the npm registry (the one host outside this machine a test may reach), whose package-lock.json does
