@@ -1,5 +1,5 @@
 import { existsSync, lstatSync } from 'node:fs';
-import { chmod, constants as fsConstants, cp, lstat, mkdir, readdir, unlink } from 'node:fs/promises';
+import { chmod, constants as fsConstants, cp, lstat, mkdir, readdir, rm, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Identity } from './driver.js';
 import { chownTree } from './identity.js';
@@ -156,9 +156,20 @@ export async function managerSizes(dir: string): Promise<[string, number][]> {
 
 /** Removes the least recently used files below `root` until it holds at most `capBytes`. */
 export async function pruneCache(root: string, capBytes: number): Promise<{ files: number; bytes: number }> {
-  const files = await filesBelow(root);
-  let total = files.reduce((n, f) => n + f.bytes, 0);
+  // Kept installs (build-reuse.ts, `.installed/<environment>`) count, and go whole, before any cached file:
+  // a file taken out of one would be a broken node_modules the next build copies in.
+  const keptRoot = path.join(root, '.installed');
+  const kept = await keptInstalls(keptRoot);
+  const files = (await filesBelow(root)).filter((f) => !f.path.startsWith(keptRoot + path.sep));
+  let total = files.reduce((n, f) => n + f.bytes, 0) + kept.reduce((n, k) => n + k.bytes, 0);
   const removed = { files: 0, bytes: 0 };
+  for (const k of kept) {
+    if (total <= capBytes) return removed;
+    await rm(k.dir, { recursive: true, force: true });
+    total -= k.bytes;
+    removed.files += k.files;
+    removed.bytes += k.bytes;
+  }
   if (total <= capBytes) return removed;
   files.sort((a, b) => a.used - b.used);
   for (const f of files) {
@@ -169,6 +180,19 @@ export async function pruneCache(root: string, capBytes: number): Promise<{ file
     removed.bytes += f.bytes;
   }
   return removed;
+}
+
+/** The kept installs below `dir`, least recently kept first. */
+async function keptInstalls(dir: string): Promise<{ dir: string; bytes: number; files: number; used: number }[]> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  const out = [];
+  for (const name of names) {
+    const p = path.join(dir, name);
+    const files = await filesBelow(p);
+    const used = (await lstat(p).catch(() => null))?.mtimeMs ?? 0;
+    out.push({ dir: p, bytes: files.reduce((n, f) => n + f.bytes, 0), files: files.length, used });
+  }
+  return out.sort((a, b) => a.used - b.used);
 }
 
 /** Unlinks a cached file; a read-only folder (Go's module cache) is made writable first when the server is not root. */

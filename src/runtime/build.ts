@@ -20,6 +20,7 @@ import { inside } from '../lib/copy-tree.js';
 import { checkRegistry, npmInstallIsNoop } from './build-install.js';
 import { timed } from '../lib/spans.js';
 import { cacheEnv } from './build-cache.js';
+import { hostProgramVersion, keepInstallAfter, reuseInstall } from './build-reuse.js';
 
 export { pathWithBin, startScript, startSteps, stepsOf } from './app-commands.js';
 export { BuildError } from './build-error.js';
@@ -273,8 +274,15 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
     mkdirSync(path.join(dir, 'bin'), { recursive: true });
     if (input.identity) await chownTree(dir, input.identity);
   }
+  // ---- a kept install whose lockfile, command and runtime match is copied in, its step left out (build-reuse.ts)
+  let prepared = false;
+  const prepare = async () => { if (!prepared) { prepared = true; await limitNow?.(); } };
+  const installAt = steps.findIndex((st) => st.label === 'install');
+  const runtimeVersion = images?.baseImage(plan.runtime) ?? hostProgramVersion(plan.runtime === 'bun' ? 'bun' : 'node', hostPath);
+  const reuse = installAt < 0 ? null : await reuseInstall(input.cacheDir, { srcDir, appDir, runtime: plan.runtime, install: steps[installAt]!.shown, runtimeVersion, tools, env: { ...variables, ...input.env } }, input.identity, prepare, note);
+  if (reuse?.reused) steps.splice(installAt, 1);
   if (steps.length || tools.length) {
-    await limitNow?.();
+    await prepare();
     let box: Box;
     try {
       box = await timed('build.box-open', () => input.driver.open({ kind: 'build', projectId: input.projectId, name: `build-${input.deploymentId}`, identity: input.identity, limits: input.limits, appDir: srcDir, homeDir, runtime: plan.runtime, ...(input.cacheDir ? { cacheDir: input.cacheDir } : {}) }));
@@ -313,6 +321,7 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
       await box.dispose().catch(() => {});
     }
   }
+  await keepInstallAfter(input.cacheDir, reuse, appDir, note);
   if (isStatic) {
     const out = path.resolve(appDir, outputDirectory ?? '.');
     if (!inside(out, srcDir) || !existsSync(out)) throw new BuildError(`the build left no output directory ${outputDirectory}: set static.outputDirectory to the folder the build writes`);

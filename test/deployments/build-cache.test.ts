@@ -12,11 +12,11 @@ process.env.BERTH_STOP_GRACE_SECONDS = '2';
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { getRuntime } from '../../src/modules/hosting/index.js';
 import { createUser } from '../support/factories.js';
-import type { HttpClient } from '../support/http.js';
+import { edgeRequest, type HttpClient } from '../support/http.js';
 import { freshPostgresDatabase, startTestServer, tempDir, usingPostgres, type TestServer } from '../support/harness.js';
 import { waitForDeployment } from '../support/wait.js';
 
@@ -76,6 +76,7 @@ describe('per-project build caches (sandbox runtime, a real dependency from the 
     if (root) rmSync(root, { recursive: true, force: true });
   });
 
+  const edge = (slug: string) => edgeRequest(getRuntime(server.ctx).edgePort(), `${slug}.localhost`, '/');
   const cacheOf = (projectId: string, environment = 'production') => path.join(data, 'build-cache', projectId, environment);
 
   async function importApp(name: string, probe: string): Promise<{ id: string; slug: string }> {
@@ -107,11 +108,30 @@ describe('per-project build caches (sandbox runtime, a real dependency from the 
     assert.equal(st.mode & 0o777, 0o700);
     assert.ok(readdirSync(path.join(cacheOf(owner.id), 'npm')).includes('_cacache'));
 
+    assert.match(first.log, /^\[berth\] cache: installed dependencies kept for the next build \(\d+\.\d MB\)$/m);
+    // A change of the source that leaves the lockfile alone: the cache is restored and the install reused.
+    writeFileSync(path.join(root, 'local', 'cache-owner', 'probe.js'), "console.log('probe: second');\n");
     const second = await deploy(owner.id);
     assert.match(second.log, /^\[berth\] cache: npm \d+(\.\d+)? MB restored$/m);
-    assert.match(second.log, /^\[berth\] cache: npm \d+(\.\d+)? MB saved$/m);
-    // Restored before the install runs.
-    assert.ok(second.lines.findIndex((l) => / MB restored$/.test(l)) < second.lines.indexOf('[berth] install: npm ci'), second.log);
+    assert.ok(second.lines.includes('[berth] install: reused the dependencies the last build installed (lockfile, install command and runtime unchanged): npm ci skipped'), second.log);
+    assert.ok(!second.lines.includes('[berth] install: npm ci'), second.log);
+    assert.ok(second.lines.includes('probe: second'), second.log);
+    // The app runs with the reused dependency, owned by the project's uid like the rest of its folder.
+    assert.equal((await edge(owner.slug)).text, 'true');
+    const release = (await server.ctx.db.selectFrom('deploymentBuilds').select('releaseDir').where('deploymentId', '=', second.d.id).executeTakeFirstOrThrow()).releaseDir!;
+    assert.equal(statSync(path.join(release, 'node_modules', 'is-number', 'index.js')).uid, statSync(cacheOf(owner.id)).uid);
+  });
+
+  test('a changed lockfile installs as usual, and its install is the one kept next', async () => {
+    const lockFile = path.join(root, 'local', 'cache-owner', 'package-lock.json');
+    const lock = JSON.parse(readFileSync(lockFile, 'utf8'));
+    lock.packages[''].description = 'changed';
+    writeFileSync(lockFile, JSON.stringify(lock, null, 2));
+    const third = await deploy(owner.id);
+    assert.ok(third.lines.includes('[berth] install: npm ci'), third.log);
+    assert.ok(!third.log.includes('install: reused'), third.log);
+    const fourth = await deploy(owner.id);
+    assert.ok(fourth.log.includes('[berth] install: reused the dependencies the last build installed'), fourth.log);
   });
 
   test("another project's build step can neither read nor write the project's cache", async () => {
@@ -144,6 +164,7 @@ describe('per-project build caches (sandbox runtime, a real dependency from the 
     writeFileSync(path.join(root, 'local', 'cache-owner', 'probe.js'), "require('node:fs').writeFileSync(process.env.npm_config_cache + '/marker', process.env.BERTH_DEPLOYMENT_ID);\n");
     const { log } = await deploy(owner.id, 'feat');
     assert.match(log, /^\[berth\] cache: npm \d+(\.\d+)? MB restored \(from production\)$/m);
+    assert.ok(log.includes("[berth] install: reused the dependencies production's last build installed"), log);
     assert.ok(existsSync(path.join(cacheOf(owner.id, 'feat'), 'npm', 'marker')));
     assert.ok(!existsSync(path.join(cacheOf(owner.id), 'npm', 'marker')), "production's cache is not the preview's to write");
     assert.equal(statSync(cacheOf(owner.id, 'feat')).uid, statSync(cacheOf(owner.id)).uid);

@@ -17,6 +17,7 @@ import * as store from './deployments.store.js';
 import { appKeyOf } from '../../runtime/app-key.js';
 import { releaseVolumes } from '../../runtime/disk-limits.js';
 import { environmentCacheDir } from '../../runtime/build-cache.js';
+import { installsDir } from '../../runtime/build-reuse.js';
 import { hostOf } from './host.js';
 import { deploymentSettled } from './settled.js';
 
@@ -102,7 +103,9 @@ export async function removePreviewEnvironment(ctx: AppContext, actor: Actor, pr
   await stopApp();
   await releaseVolumes(rt.releases.previewVolumeDir(projectId, name)).catch((err) => ctx.log.warn({ err, projectId }, "could not unmount the preview's volume"));
   await rm(rt.releases.previewVolumeDir(projectId, name), { recursive: true, force: true }).catch((err) => ctx.log.warn({ err, projectId }, "could not remove the preview's volume"));
-  await rm(environmentCacheDir(ctx.config.dataDir, projectId, name), { recursive: true, force: true }).catch((err) => ctx.log.warn({ err, projectId }, "could not remove the preview's build cache"));
+  for (const dir of [environmentCacheDir(ctx.config.dataDir, projectId, name), installsDir(environmentCacheDir(ctx.config.dataDir, projectId, name))]) {
+    await rm(dir, { recursive: true, force: true }).catch((err) => ctx.log.warn({ err, projectId }, "could not remove the preview's build cache"));
+  }
   rt.logs.removeApp(app);
   rt.requests.forget(app);
 }

@@ -1,0 +1,115 @@
+// @store-independent: files and hashes only, no database.
+/**
+ * Reused installs (contract section 21, issue 39 point 2) on real files: what the key of an install
+ * depends on, which folders are never reused, what a kept install holds, and how the cache's cap treats
+ * it (whole, before any cached file). The builds themselves: test/deployments/build-cache.test.ts.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { pruneCache } from '../../src/runtime/build-cache.js';
+import { findKeptInstall, installKey, installsDir, keepInstall, restoreInstall, type InstallKeyInput } from '../../src/runtime/build-reuse.js';
+import { tempDir } from '../support/harness.js';
+
+let root: string;
+before(() => {
+  root = tempDir('berth-reuse-unit-');
+});
+after(() => rmSync(root, { recursive: true, force: true }));
+
+let n = 0;
+/** A source folder with an app (package.json, lockfile) at `rel`; answers the key input. */
+function app(files: Record<string, string> = {}, rel = ''): InstallKeyInput {
+  const srcDir = path.join(root, `src-${++n}`);
+  const appDir = path.join(srcDir, rel);
+  const all = { 'package.json': JSON.stringify({ name: 'a', dependencies: { 'is-number': '7.0.0' } }), 'package-lock.json': '{"lockfileVersion":3}', ...files };
+  for (const [name, text] of Object.entries(all)) {
+    mkdirSync(path.dirname(path.join(appDir, name)), { recursive: true });
+    writeFileSync(path.join(appDir, name), text);
+  }
+  return { srcDir, appDir, runtime: 'node', install: 'npm ci', runtimeVersion: '/usr/bin/node 1 2', tools: [], env: { NODE_ENV: 'production' } };
+}
+
+describe('reused installs: the key', () => {
+  it('is the same for the same lockfile, package.json, command, runtime and variables, in another folder', async () => {
+    assert.equal(await installKey(app()), await installKey(app()));
+  });
+
+  it('changes with the lockfile, the dependencies, the install command, the runtime, a tool version or a variable', async () => {
+    const base = await installKey(app());
+    const others = [
+      await installKey(app({ 'package-lock.json': '{"lockfileVersion":3,"x":1}' })),
+      await installKey(app({ 'package.json': JSON.stringify({ name: 'a', dependencies: { 'is-number': '7.0.1' } }) })),
+      await installKey({ ...app(), install: 'npm install' }),
+      await installKey({ ...app(), runtimeVersion: '/usr/bin/node 1 3' }),
+      await installKey({ ...app(), tools: [{ name: 'pnpm', version: '9' }] }),
+      await installKey({ ...app(), env: { NODE_ENV: 'development' } }),
+    ];
+    for (const k of others) assert.ok(k && k !== base);
+    assert.equal(new Set(others).size, others.length);
+  });
+
+  it('is null (the install runs) without a lockfile, for a workspace, with node_modules or pnpm-workspace.yaml in the source, or for another runtime', async () => {
+    const noLock = app();
+    rmSync(path.join(noLock.appDir, 'package-lock.json'));
+    assert.equal(await installKey(noLock), null);
+    assert.equal(await installKey(app({ 'package.json': JSON.stringify({ name: 'a', workspaces: ['pkgs/*'] }) })), null);
+    assert.equal(await installKey(app({ 'node_modules/x/index.js': '' })), null);
+    assert.equal(await installKey(app({ 'pnpm-workspace.yaml': 'packages: []' })), null);
+    assert.equal(await installKey({ ...app(), runtime: 'python' }), null);
+    // An app below a folder with a package.json of its own (a workspace root installs for it).
+    const nested = app({}, 'apps/web');
+    writeFileSync(path.join(nested.srcDir, 'package.json'), '{}');
+    assert.equal(await installKey(nested), null);
+  });
+
+  it('never follows a lockfile that is a link out of the source', async () => {
+    const a = app();
+    const outside = path.join(root, 'secret.json');
+    writeFileSync(outside, '{"secret":true}');
+    rmSync(path.join(a.appDir, 'package-lock.json'));
+    symlinkSync(outside, path.join(a.appDir, 'package-lock.json'));
+    assert.equal(await installKey(a), null);
+  });
+});
+
+describe('reused installs: the kept copy', () => {
+  it("keeps node_modules without .cache and with links as links, finds it by key (a preview: production's too) and copies it into a fresh app folder", async () => {
+    const cacheDir = path.join(root, 'cache', 'p1', 'production');
+    const a = app({ 'node_modules/is-number/index.js': 'module.exports = 1', 'node_modules/.cache/big': 'x', 'node_modules/.bin/.keep': '' });
+    symlinkSync('../is-number/index.js', path.join(a.appDir, 'node_modules', '.bin', 'is-number'));
+    assert.ok(await keepInstall(cacheDir, 'k1', a.appDir));
+    const kept = installsDir(cacheDir);
+    assert.equal(readFileSync(path.join(kept, 'key'), 'utf8'), 'k1');
+    assert.ok(!existsSync(path.join(kept, 'node_modules', '.cache')));
+    assert.equal(await findKeptInstall(cacheDir, 'other'), null);
+    assert.deepEqual(await findKeptInstall(cacheDir, 'k1'), { dir: kept, from: 'production' });
+    assert.deepEqual(await findKeptInstall(path.join(root, 'cache', 'p1', 'feat'), 'k1'), { dir: kept, from: 'production' });
+
+    const b = app();
+    await restoreInstall(kept, b.appDir, null);
+    assert.equal(readFileSync(path.join(b.appDir, 'node_modules', 'is-number', 'index.js'), 'utf8'), 'module.exports = 1');
+    assert.equal(readFileSync(path.join(b.appDir, 'node_modules', '.bin', 'is-number'), 'utf8'), 'module.exports = 1');
+    await assert.rejects(restoreInstall(kept, b.appDir, null), /node_modules already/);
+  });
+
+  it("the cache's cap takes kept installs whole, least recently kept first, before any cached file", async () => {
+    const project = path.join(root, 'cache', 'p2');
+    const big = (p: string, mb: number) => {
+      mkdirSync(path.dirname(p), { recursive: true });
+      writeFileSync(p, Buffer.alloc(mb * 1024 * 1024, 1));
+      utimesSync(p, new Date('2001-01-01'), new Date('2001-01-01'));
+    };
+    big(path.join(project, 'production', 'npm', 'old'), 1);
+    big(path.join(project, '.installed', 'feat', 'node_modules', 'a', 'x'), 1);
+    big(path.join(project, '.installed', 'feat', 'node_modules', 'b', 'y'), 1);
+    big(path.join(project, '.installed', 'production', 'node_modules', 'a', 'x'), 1);
+    utimesSync(path.join(project, '.installed', 'feat'), new Date('2010-01-01'), new Date('2010-01-01'));
+    const removed = await pruneCache(project, 2.5 * 1024 * 1024);
+    assert.equal(removed.files, 2);
+    assert.ok(!existsSync(path.join(project, '.installed', 'feat')), 'the older kept install went whole');
+    assert.ok(existsSync(path.join(project, '.installed', 'production', 'node_modules', 'a', 'x')));
+    assert.ok(existsSync(path.join(project, 'production', 'npm', 'old')), 'the cached file stays: the cap holds without it');
+  });
+});
