@@ -71,7 +71,8 @@ export interface Upstream {
 }
 
 export class StartError extends Error {
-  constructor(message: string) {
+  /** `superseded`: the start was overtaken by a newer one of the same app (a deploy while it woke). */
+  constructor(message: string, readonly superseded = false) {
     super(message);
     this.name = 'StartError';
   }

@@ -180,14 +180,22 @@ export class Supervisor {
       else p = this.startInto(slot, spec);
     }
     let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, rej) => {
+      timer = setTimeout(() => rej(new StartError('the app did not become ready in time')), timeoutMs);
+    });
     try {
-      const inst = await Promise.race([
-        p,
-        new Promise<never>((_, rej) => {
-          timer = setTimeout(() => rej(new StartError('the app did not become ready in time')), timeoutMs);
-        }),
-      ]);
-      return inst.upstream;
+      for (;;) {
+        try {
+          return (await Promise.race([p, timeout])).upstream;
+        } catch (e) {
+          // The start it waited for was superseded (a deploy or promote began meanwhile): the release
+          // that replaces it answers instead. A stop leaves nothing starting or running: the error stands.
+          if (!(e instanceof StartError) || !e.superseded) throw e;
+          if (slot.current && slot.state === 'running') return slot.current.upstream;
+          if (!slot.starting || slot.starting === p) throw e;
+          p = slot.starting;
+        }
+      }
     } finally {
       if (timer) clearTimeout(timer);
     }
@@ -304,7 +312,7 @@ export class Supervisor {
   private async promote(slot: Slot, inst: Instance, gen: number): Promise<void> {
     if (gen !== slot.generation || this.closed) {
       await this.stopInstance(inst);
-      throw new StartError('the app was stopped while it was starting');
+      throw new StartError('the app was stopped while it was starting', true);
     }
     const old = slot.current;
     slot.current = inst;

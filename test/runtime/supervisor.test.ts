@@ -158,3 +158,16 @@ test('stop is graceful (SIGTERM first) and acquire wakes a stopped app again', a
   assert.ok(Date.now() - t0 < 5000);
   assert.match((await httpGet(`http://${up.key}/`)).text, /hello v3/);
 });
+
+test('a request waiting for a wake that a deploy supersedes is answered by the deployed release, not an error', async () => {
+  await sup.deploy(spec('prj_wakeswap', 'v1'));
+  await sup.stop('prj_wakeswap', 'sleeping');
+  // The request's wake starts v1; a deploy of v2 begins before v1 answers (a promote while asleep).
+  const waiting = sup.acquire('prj_wakeswap', async () => spec('prj_wakeswap', 'v1'), 10_000);
+  await new Promise((r) => setImmediate(r));
+  const deployed = sup.deploy(spec('prj_wakeswap', 'v2'));
+  const up = await waiting;
+  assert.match((await httpGet(`http://${up.key}/`)).text, /hello v2/);
+  await deployed;
+  assert.equal(sup.snapshot('prj_wakeswap')!.state, 'running');
+});
