@@ -1,3 +1,5 @@
+import { lstatSync, readdirSync } from 'node:fs';
+import path from 'node:path';
 import { BuildError } from './build-error.js';
 import type { BuildInput } from './build.js';
 import type { RuntimeDriver } from './driver.js';
@@ -13,7 +15,7 @@ import { watchSilence } from './silent-step.js';
  */
 export async function buildReleaseImage(
   images: NonNullable<RuntimeDriver['images']>,
-  input: Pick<BuildInput, 'imageTag' | 'secrets' | 'env' | 'projectId' | 'deploymentId' | 'signal' | 'log' | 'diskMb'>,
+  input: Pick<BuildInput, 'imageTag' | 'secrets' | 'env' | 'projectId' | 'deploymentId' | 'signal' | 'log' | 'diskMb' | 'noCache'>,
   contextDir: string,
   dockerfile: { path: string } | { text: string },
   deadline: number,
@@ -37,6 +39,7 @@ export async function buildReleaseImage(
       signal: input.signal,
       deadline,
       ...(input.diskMb ? { diskMb: input.diskMb } : {}),
+      ...(input.noCache ? { noCache: true } : {}),
       log: (stream: LogStream, line: string) => {
         silence.output();
         input.log(stream, redact.redactString(line));
@@ -48,4 +51,42 @@ export async function buildReleaseImage(
     silence.stop();
   }
   return input.imageTag;
+}
+
+/** Names COPY would read as patterns or flags: such a folder is packed with one COPY. */
+const PLAIN_NAME = /^[A-Za-z0-9._@+=,%~][A-Za-z0-9._@+=,%~ -]*$/;
+/** More top-level folders than this: one COPY (an image has at most 127 layers). */
+const MAX_FOLDER_LAYERS = 32;
+
+/**
+ * The generated Dockerfile that packs a built folder into its release image, in layers ordered for reuse
+ * (contract section 21): `node_modules` first (unchanged dependencies are the same layer, which the engine's
+ * BuildKit cache reuses and stores once), then each top-level folder, then the top-level files. A folder
+ * whose top level holds a link, a name COPY would read as a pattern, or many folders is packed with one
+ * `COPY . /app` as before. Every layer is owned by `owner`.
+ */
+export function packingDockerfile(base: string, owner: string, dir: string): string {
+  if (!base || /[\s\x00-\x1f\x7f]/.test(base)) throw new BuildError(`the base image "${base}" is not an image reference`);
+  const head = `FROM ${base}`;
+  const tail = ['WORKDIR /app', `USER ${owner}`, ''];
+  const whole = [head, `COPY --chown=${owner} . /app`, ...tail].join('\n');
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => n !== '.git').sort();
+  } catch {
+    return whole;
+  }
+  const dirs: string[] = [];
+  const files: string[] = [];
+  for (const name of names) {
+    const st = lstatSync(path.join(dir, name), { throwIfNoEntry: false });
+    if (!st || st.isSymbolicLink() || !PLAIN_NAME.test(name) || !(st.isDirectory() || st.isFile())) return whole;
+    (st.isDirectory() ? dirs : files).push(name);
+  }
+  if (!dirs.includes('node_modules') || dirs.length > MAX_FOLDER_LAYERS) return whole;
+  const copy = (from: string[], to: string) => `COPY --chown=${owner} ${JSON.stringify([...from, to])}`;
+  const ordered = ['node_modules', ...dirs.filter((d) => d !== 'node_modules')];
+  const lines = [head, ...ordered.map((d) => copy([d], `/app/${d}`))];
+  if (files.length) lines.push(copy(files, '/app/'));
+  return [...lines, ...tail].join('\n');
 }

@@ -14,7 +14,7 @@ import { dropBuildImage, fullFoldersLine, keepRelease, limitBuildFolders, moveBu
 import { isMounted } from './disk-image.js';
 import { runBuildProcess, StepFailedError, type ProcessBudget } from './build-process.js';
 import { NPM_CI_FALLBACK_NOTE, npmCiRefusedLockfile, npmInstallInstead } from './npm-fallback.js';
-import { buildReleaseImage } from './build-image.js';
+import { buildReleaseImage, packingDockerfile } from './build-image.js';
 import { fetchSource, type BuildSource } from './build-source.js';
 import { inside } from '../lib/copy-tree.js';
 import { checkRegistry, npmInstallIsNoop } from './build-install.js';
@@ -83,6 +83,8 @@ export interface BuildInput {
   identity: Identity | null;
   /** The environment's build cache (build-cache.ts), shown read-write in the build's box; null: none. */
   cacheDir?: string | null;
+  /** The deployment's `noCache`: image builds run without the engine's layer cache too. */
+  noCache?: boolean;
   signal: AbortSignal;
   log(stream: LogStream, line: string): void;
 }
@@ -331,7 +333,7 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
   if (images) {
     // The built folder becomes the release image, on the runtime's base image, owned by the project's uid.
     const owner = input.identity ? `${input.identity.uid}:${input.identity.gid}` : '1000:1000';
-    const text = [`FROM ${images.baseImage(plan.runtime)!}`, `COPY --chown=${owner} . /app`, 'WORKDIR /app', `USER ${owner}`, ''].join('\n');
+    const text = packingDockerfile(images.baseImage(plan.runtime)!, owner, srcDir);
     note('packing the build into the release image');
     const image = await imageBuild(srcDir, { text }, 'packing the build into the release image');
     note(`build finished; image ${image}; start command: ${start}`);

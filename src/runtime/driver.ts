@@ -156,6 +156,8 @@ export interface ImageBuildInput {
    * more than this while it ran (its `RUN` layers live there, not in the build's folders).
    */
   diskMb?: number;
+  /** Build without the engine's layer cache (`--no-cache`): the deployment's `noCache`. */
+  noCache?: boolean;
   /** Every output line, already redacted. */
   log(stream: 'stdout' | 'stderr', line: string): void;
 }

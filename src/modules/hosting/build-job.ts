@@ -149,6 +149,7 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
       driver: rt.driver,
       identity,
       cacheDir: cache?.dir ?? null,
+      noCache: payload.noCache === true,
       signal: abort.signal,
       log,
     }).finally(() => closeBuildCache(cache, cacheSpec, cacheNote).catch((err) => ctx.log.warn({ projectId: project.id, err: (err as Error).message }, 'could not cut the build cache back'))));

@@ -153,6 +153,7 @@ export class DockerImageBuilder implements ImageBuilder {
       if (this.env.DOCKER_HOST) childEnv.DOCKER_HOST = this.env.DOCKER_HOST;
       // `--flag=value` throughout: a value that starts with `-` is never read as a flag.
       const args = ['build', '--progress=plain', '--pull=false', `--tag=${input.tag}`, `--file=${dockerfile}`];
+      if (input.noCache) args.push('--no-cache');
       const labels = { 'berth.instance': this.instanceKey, ...input.labels };
       for (const [k, v] of Object.entries(labels)) args.push(`--label=${k}=${v}`);
       for (const [k, v] of Object.entries(input.buildArgs)) args.push(`--build-arg=${k}=${v}`);
