@@ -62,6 +62,8 @@ export interface BoxSpec {
   cacheDir?: string;
   /** The port the app listens on (apps only); the only port reachable from outside the box. */
   port?: number;
+  /** A managed service's box (kind `app`): its port is reached by the same project's app and build boxes only, never the host nor the edge (sandbox runtime). */
+  service?: boolean;
   /** The build plan's runtime (`node`, `python`, ...): the docker driver runs build steps on its base image (BERTH_IMAGE_<RUNTIME>). */
   runtime?: string;
 }

@@ -1,11 +1,12 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { isIP } from 'node:net';
 import { HostFirewall, type FirewallReport } from './host-firewall.js';
-import { BLOCKED_V4, nameserversOf } from './docker/egress-rules.js';
-import { parseOutboundAllow } from '../lib/outbound.js';
+import { CLAIMS_DIR, egressExceptions, hostRules, SUBNET_PREFIX } from './host-rules.js';
+import { PAIRS_SET, ServiceLinks } from './service-links.js';
 import { timed } from '../lib/spans.js';
+
+export { boxResolvConf, egressExceptions, SUBNET_PREFIX, type EgressExceptions } from './host-rules.js';
 
 /**
  * A network namespace per sandbox (when the server runs as root), joined to the host by a veth pair
@@ -19,7 +20,10 @@ import { timed } from '../lib/spans.js';
  * - host `output`: only the server's own user opens connections into the sandboxes (the edge and the
  *   health check), not other local users;
  * - the sandbox's own `input`: only the host side, only on the app's `PORT` (builds: nothing). A port
- *   the app binds besides it is unreachable from everywhere.
+ *   the app binds besides it is unreachable from everywhere. A managed service's box instead admits
+ *   only other boxes (never a host address) on its port, and the host's `forward` only lets the same
+ *   project's app and build boxes through to it (service-links.ts): no host process, no edge, no other
+ *   project reaches a service.
  *
  * The rules inside the namespace cannot be changed from inside: the sandbox has no capabilities over a
  * namespace the host's root owns.
@@ -29,9 +33,7 @@ import { timed } from '../lib/spans.js';
  * pid is gone) reclaims what a crashed server left.
  */
 
-export const SUBNET_PREFIX = '10.88';
 const POOL_SIZE = 16384;
-const CLAIMS_DIR = '/run/berth-net';
 
 export interface NetNamespace {
   index: number;
@@ -40,6 +42,8 @@ export interface NetNamespace {
   path: string;
   /** The port its input rules admit (null: none); absent for one described only to be reclaimed. */
   port?: number | null;
+  /** A managed service's: its port admits the same project's boxes only, never the host (no spares). */
+  service?: boolean;
   hostIf: string;
   hostAddr: string;
   sandboxAddr: string;
@@ -72,96 +76,6 @@ function pidAlive(pid: number): boolean {
   }
 }
 
-/** What the forward rules let through despite the blocked ranges: the boxes' nameservers (DNS only) and BERTH_OUTBOUND_ALLOW's addresses. */
-export interface EgressExceptions {
-  nameservers: string[];
-  allow: string[];
-}
-
-/** The exceptions on this host: the nameservers boxes use, and the allow list's IPv4 addresses and CIDRs. */
-export function egressExceptions(env: NodeJS.ProcessEnv = process.env, resolvConf = boxResolvConf() ?? '/etc/resolv.conf'): EgressExceptions {
-  let text = '';
-  try {
-    text = readFileSync(resolvConf, 'utf8');
-  } catch {
-    /* none */
-  }
-  let allow: string[] = [];
-  try {
-    allow = parseOutboundAllow(env.BERTH_OUTBOUND_ALLOW).filter((e) => isIP(e.split('/')[0]!) === 4);
-  } catch {
-    /* config names the bad entry at start */
-  }
-  return { nameservers: nameserversOf(text).filter((a) => isIP(a) === 4), allow };
-}
-
-/** The host-wide rules (one table, rewritten whole and atomically by whichever server starts). */
-function hostRules(serverUid: number, except: EgressExceptions): string {
-  const pool = `${SUBNET_PREFIX}.0.0/16`;
-  const set = (items: string[]) => `{ ${items.join(', ')} }`;
-  const exceptions = [
-    ...(except.nameservers.length ? [`    iifname "bth*" ip daddr ${set(except.nameservers)} meta l4proto { tcp, udp } th dport 53 accept`] : []),
-    ...(except.allow.length ? [`    iifname "bth*" ip daddr ${set(except.allow)} accept`] : []),
-  ];
-  return `table inet berth
-delete table inet berth
-table inet berth {
-  chain input {
-    type filter hook input priority -10; policy accept;
-    iifname "bth*" ct state established,related accept
-    iifname "bth*" drop
-  }
-  chain forward {
-    type filter hook forward priority -10; policy accept;
-    iifname "bth*" oifname "bth*" drop
-    iifname "bth*" ip daddr { 169.254.0.0/16, ${pool} } drop
-${exceptions.join('\n')}${exceptions.length ? '\n' : ''}    iifname "bth*" ip daddr ${set(BLOCKED_V4)} drop
-    iifname "bth*" accept
-    oifname "bth*" ct state established,related accept
-    oifname "bth*" drop
-  }
-  chain output {
-    type filter hook output priority -10; policy accept;
-    ip daddr ${pool} ct state new meta skuid != ${serverUid} drop
-  }
-  chain postrouting {
-    type nat hook postrouting priority 100; policy accept;
-    ip saddr ${pool} oifname != "bth*" masquerade
-  }
-}
-`;
-}
-
-/**
- * The resolver configuration boxes get. A box has its own network, so a nameserver on the host's
- * loopback (systemd-resolved's 127.0.0.53, a local dnsmasq) is out of its reach: then the upstream
- * servers systemd-resolved lists (`/run/systemd/resolve/resolv.conf`) are written into a file of
- * Berth's that boxes see as `/etc/resolv.conf`. Null: the host's own file works as it is.
- */
-export function boxResolvConf(files = { etc: '/etc/resolv.conf', resolved: '/run/systemd/resolve/resolv.conf', out: path.join(CLAIMS_DIR, 'resolv.conf') }): string | null {
-  const servers = (text: string) => [...text.matchAll(/^\s*nameserver\s+(\S+)/gm)].map((m) => m[1]!);
-  const loopback = (a: string) => a.startsWith('127.') || a === '::1';
-  let etc = '';
-  try {
-    etc = readFileSync(files.etc, 'utf8');
-  } catch {
-    return null;
-  }
-  const own = servers(etc);
-  if (own.length === 0 || !own.every(loopback)) return null;
-  let upstream: string[] = [];
-  try {
-    upstream = servers(readFileSync(files.resolved, 'utf8')).filter((a) => !loopback(a));
-  } catch {
-    /* no systemd-resolved */
-  }
-  if (upstream.length === 0) return null;
-  const search = /^\s*(search|domain)\s+.*$/m.exec(etc)?.[0];
-  mkdirSync(path.dirname(files.out), { recursive: true, mode: 0o700 });
-  writeFileSync(files.out, [`# written by Berth: the host's resolver listens on its loopback, which boxes cannot reach`, ...upstream.slice(0, 3).map((a) => `nameserver ${a}`), ...(search ? [search] : []), ''].join('\n'), { mode: 0o644 });
-  return files.out;
-}
-
 /** Spare namespaces kept ready at most (each a veth pair and a /30; docs/runtime.md "Network"). */
 const MAX_SPARES = 4;
 
@@ -171,6 +85,8 @@ export class NetworkPool {
   private readonly making = new Map<number | null, Promise<void>>();
   private closing = false;
   readonly firewall: HostFirewall;
+  /** Which boxes reach which services: a project's apps and builds its own services (service-links.ts). */
+  readonly links: ServiceLinks;
 
   constructor(
     private readonly bins: { ip: string; nft: string; nsenter: string },
@@ -178,6 +94,7 @@ export class NetworkPool {
     firewall?: HostFirewall,
   ) {
     this.firewall = firewall ?? new HostFirewall();
+    this.links = new ServiceLinks(bins.nft, () => run(this.bins.nft, ['-f', '-'], hostRules(process.getuid?.() ?? 0, egressExceptions())));
   }
 
   /**
@@ -200,11 +117,15 @@ export class NetworkPool {
   /** Puts Berth's rules back where another firewall dropped them (a restarted dockerd, a firewall reload). */
   async ensureRules(): Promise<FirewallReport> {
     await this.init();
-    const listed = await run(this.bins.nft, ['list', 'table', 'inet', 'berth']).then(
+    // The set of service pairs stands for this version's table (an older server's rewrite has none).
+    const listed = await run(this.bins.nft, ['list', 'set', 'inet', 'berth', PAIRS_SET]).then(
       () => true,
       () => false,
     );
-    if (!listed) await run(this.bins.nft, ['-f', '-'], hostRules(process.getuid?.() ?? 0, egressExceptions()));
+    if (!listed) {
+      await run(this.bins.nft, ['-f', '-'], hostRules(process.getuid?.() ?? 0, egressExceptions()));
+      await this.links.reapply();
+    }
     return this.firewall.ensure();
   }
 
@@ -251,6 +172,7 @@ export class NetworkPool {
     } catch {
       return;
     }
+    const reclaimed = new Set<string>();
     for (const n of names) {
       const index = Number(n);
       if (n.startsWith('server-')) {
@@ -268,8 +190,13 @@ export class NetworkPool {
       const [key, pidText] = owner.trim().split(' ');
       const pid = Number(pidText);
       const mine = key === this.instanceKey && pid !== process.pid;
-      if (mine || !pidAlive(pid)) await this.release(this.describe(index)).catch(() => {});
+      if (mine || !pidAlive(pid)) {
+        reclaimed.add(this.describe(index).sandboxAddr);
+        await this.release(this.describe(index)).catch(() => {});
+      }
     }
+    // The service pairs of the boxes it left go with them, before their addresses serve new boxes.
+    await this.links.purge(reclaimed).catch(() => {});
   }
 
   private describe(index: number): NetNamespace {
@@ -296,20 +223,20 @@ export class NetworkPool {
    * A namespace whose `input` admits the host side on `port` only (no port: nothing inbound): a spare
    * made for that port earlier when there is one (`prepareSpare`), else a new one.
    */
-  async create(port: number | null): Promise<NetNamespace> {
+  async create(port: number | null, service = false): Promise<NetNamespace> {
     await this.init();
     // Another Berth on this machine that stopped just as this one started may have taken the host
     // rules away (it found no other server registered yet): a box never starts without them.
     // The check runs beside the namespace's own setup (it is a process start on the wake path) and is
     // awaited before the namespace is handed out, a spare's too.
-    const listed = run(this.bins.nft, ['list', 'table', 'inet', 'berth']).then(
+    const listed = run(this.bins.nft, ['list', 'set', 'inet', 'berth', PAIRS_SET]).then(
       () => true,
       () => false,
     );
     // A spare still being made for this port (a box released a moment ago) is nearer done than a new one.
-    const inFlight = this.making.get(port);
+    const inFlight = service ? undefined : this.making.get(port);
     if (inFlight && !this.spares.some((s) => s.port === port)) await inFlight;
-    const ns = this.takeSpare(port) ?? (await this.make(port));
+    const ns = (service ? null : this.takeSpare(port)) ?? (await this.make(port, service));
     try {
       if (!(await timed('netns.nft-list-wait', () => listed))) await this.ensureRules();
     } catch (e) {
@@ -320,12 +247,14 @@ export class NetworkPool {
   }
 
   /** A new namespace, set up whole (veth pair, addresses, route, its own input rules), or it is released. */
-  private async make(port: number | null): Promise<NetNamespace> {
-    const ns = { ...this.describe(this.claim()), port };
+  private async make(port: number | null, service = false): Promise<NetNamespace> {
+    const ns = { ...this.describe(this.claim()), port, ...(service ? { service } : {}) };
     try {
       await timed('netns.ip-host', () => run(this.bins.ip, ['-batch', '-'], [`netns add ${ns.name}`, `link add ${ns.hostIf} type veth peer name eth0 netns ${ns.name}`, `addr add ${ns.hostAddr}/30 dev ${ns.hostIf}`, `link set ${ns.hostIf} up`].join('\n') + '\n'));
       await timed('netns.ip-ns', () => run(this.bins.ip, ['-n', ns.name, '-batch', '-'], ['link set lo up', `addr add ${ns.sandboxAddr}/30 dev eth0`, 'link set eth0 up', `route add default via ${ns.hostAddr}`].join('\n') + '\n'));
-      const admit = port ? `    ip saddr ${ns.hostAddr} tcp dport ${port} accept\n` : '';
+      // A service: any box's address (`.2` of a /30; the host's sides are `.1`) the host forwards.
+      const from = service ? `ip saddr ${SUBNET_PREFIX}.0.0/16 ip saddr & 0.0.0.3 == 0.0.0.2` : `ip saddr ${ns.hostAddr}`;
+      const admit = port ? `    ${from} tcp dport ${port} accept\n` : '';
       const rules = `table inet sandbox {\n  chain input {\n    type filter hook input priority 0; policy drop;\n    ct state established,related accept\n    iif "lo" accept\n${admit}  }\n}\n`;
       await timed('netns.nft-ns', () => run(this.bins.nsenter, [`--net=${ns.path}`, '--', this.bins.nft, '-f', '-'], rules));
     } catch (e) {
@@ -377,11 +306,12 @@ export class NetworkPool {
   /** A box's namespace, once its box is gone: released, and a spare made for the same port (`prepareSpare`). */
   async releaseBox(ns: NetNamespace): Promise<void> {
     await this.release(ns);
-    if (ns.port !== undefined) this.prepareSpare(ns.port);
+    if (ns.port !== undefined && !ns.service) this.prepareSpare(ns.port);
   }
 
   /** Deletes the namespace (its veth pair goes with it) and frees the /30. */
   async release(ns: NetNamespace): Promise<void> {
+    await this.links.detach(ns.sandboxAddr).catch(() => {});
     // One process: the host side usually goes with the namespace, and `-force` goes on past a line that fails.
     try {
       await run(this.bins.ip, ['-force', '-batch', '-'], `netns delete ${ns.name}\nlink delete ${ns.hostIf}\n`);

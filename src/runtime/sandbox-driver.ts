@@ -207,7 +207,13 @@ export class SandboxDriver implements RuntimeDriver {
     try {
       if (this.net) {
         port = spec.kind === 'app' ? (spec.port ?? 3000) : null;
-        ns = await timed('box.netns', () => this.net!.create(port));
+        ns = await timed('box.netns', () => this.net!.create(port, spec.service === true));
+        // Pairs it with the same project's services (a client) or apps and builds (a service): service-links.ts.
+        const made = ns;
+        await this.net.links.attach(spec.projectId, made.sandboxAddr, spec.service ? port : null).catch(async (e: Error) => {
+          await this.net!.release(made).catch(() => {});
+          throw e;
+        });
       } else if (spec.kind === 'app') {
         port = await freePort();
       }

@@ -3,20 +3,31 @@
  * Managed services on the `sandbox` runtime (issue 37 points 1, 2 and 7): the host's Debian
  * PostgreSQL 15, MariaDB and Redis run in a box of the project (its uid, namespaces, cgroup, volume),
  * initialised on first start, `running` once they answer, restarted after a kill -9, stopped, and
- * deleted with their data. The test connects from the host as the server's user (the only host user
- * the sandbox network admits), with the credentials the reveal route gives.
+ * deleted with their data. No host process reaches a service (app-wiring.test.ts): the test's clients
+ * run inside the service's own network namespace (as `berth services connect` would reach it through
+ * the API), with the credentials the reveal route gives.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import pg from 'pg';
 import { createProject, createUser, type TestUser } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { waitFor } from '../support/wait.js';
 
 const root = process.getuid?.() === 0;
+
+/** The network namespace of the sandbox whose address is `addr` (netns.ts: `.2` of the /30 numbered `index`). */
+function namespaceOf(addr: string): string {
+  const [, , b, c] = addr.split('.').map(Number);
+  return `/run/netns/berth-${(b! * 256 + c! - 2) / 4}`;
+}
+
+/** Runs a client inside the network namespace of the service at `addr`. */
+function execIn(addr: string, bin: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string }> {
+  return exec('/usr/bin/nsenter', [`--net=${namespaceOf(addr)}`, '--', bin, ...args], env);
+}
 
 function exec(bin: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
@@ -63,11 +74,9 @@ describe('managed services on the sandbox runtime', { skip: root ? false : 'the 
     const s = await running(p.id, created.body.data.id);
     assert.match(s.internalHost, /^10\.88\./, 'a network of its own');
     const creds = (await api().get(`/api/projects/${p.id}/services/${s.id}/credentials`)).body.data;
-    const client = new pg.Client({ connectionString: creds.url });
-    await client.connect();
-    await client.query('create table notes (body text)');
-    await client.query("insert into notes values ('kept')");
-    await client.end();
+    const psql = (host: string, port: number, sql: string) => execIn(host, '/usr/bin/psql', ['-h', host, '-p', String(port), '-U', creds.username, '-d', creds.database, '-v', 'ON_ERROR_STOP=1', '-tAc', sql], { PGPASSWORD: creds.password });
+    const made = await psql(s.internalHost, s.port, "create table notes (body text); insert into notes values ('kept')");
+    assert.equal(made.code, 0, made.out);
     // The server runs as the project's uid, in a cgroup of its own.
     const pids = runner().pids(s.id);
     const uids = pids.map((pid) => Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]));
@@ -78,10 +87,7 @@ describe('managed services on the sandbox runtime', { skip: root ? false : 'the 
     process.kill(postmaster!, 'SIGKILL');
     await waitFor(() => runner().logs(s.id).some((l) => l.includes('postgres exited; starting again')), 'the crash seen and a restart planned', 20_000, 100);
     const again = await running(p.id, s.id);
-    const c2 = new pg.Client({ host: again.internalHost, port: again.port, user: creds.username, password: creds.password, database: creds.database });
-    await c2.connect();
-    assert.deepEqual((await c2.query('select body from notes')).rows, [{ body: 'kept' }]);
-    await c2.end();
+    assert.equal((await psql(again.internalHost, again.port, 'select body from notes')).out.trim(), 'kept');
     assert.ok(!runner().logs(s.id).join('\n').includes(creds.password), 'the log has no password');
     const logs = await api().get(`/api/projects/${p.id}/services/${s.id}/logs?limit=500`);
     assert.equal(logs.status, 200, logs.text);
@@ -101,13 +107,13 @@ describe('managed services on the sandbox runtime', { skip: root ? false : 'the 
     const maria = (await api().post(`/api/projects/${p.id}/services`, { kind: 'mysql', name: 'shop' })).body.data;
     const r = await running(p.id, redis.id);
     const rc = (await api().get(`/api/projects/${p.id}/services/${r.id}/credentials`)).body.data;
-    assert.match((await exec('/usr/bin/redis-cli', ['--no-auth-warning', '-h', r.internalHost, '-p', String(r.port), 'set', 'k', 'v'], { REDISCLI_AUTH: rc.password })).out, /OK/);
-    assert.match((await exec('/usr/bin/redis-cli', ['--no-auth-warning', '-h', r.internalHost, '-p', String(r.port), 'get', 'k'], { REDISCLI_AUTH: 'wrong' })).out, /WRONGPASS|NOAUTH/);
+    assert.match((await execIn(r.internalHost, '/usr/bin/redis-cli', ['--no-auth-warning', '-h', r.internalHost, '-p', String(r.port), 'set', 'k', 'v'], { REDISCLI_AUTH: rc.password })).out, /OK/);
+    assert.match((await execIn(r.internalHost, '/usr/bin/redis-cli', ['--no-auth-warning', '-h', r.internalHost, '-p', String(r.port), 'get', 'k'], { REDISCLI_AUTH: 'wrong' })).out, /WRONGPASS|NOAUTH/);
     const m = await running(p.id, maria.id, 120_000);
     const mc = (await api().get(`/api/projects/${p.id}/services/${m.id}/credentials`)).body.data;
-    const sql = (q: string, pw = mc.password) => exec('/usr/bin/mariadb', ['--no-defaults', '-h', m.internalHost, '-P', String(m.port), '-u', mc.username, '-D', mc.database, '-N', '-e', q], { MYSQL_PWD: pw });
+    const sql = (q: string, pw = mc.password) => execIn(m.internalHost, '/usr/bin/mariadb', ['--no-defaults', '-h', m.internalHost, '-P', String(m.port), '-u', mc.username, '-D', mc.database, '-N', '-e', q], { MYSQL_PWD: pw });
     assert.equal((await sql('create table t (v int); insert into t values (7); select v from t')).out.trim(), '7');
     assert.notEqual((await sql('select 1', 'wrong')).code, 0);
-    assert.notEqual((await exec('/usr/bin/mariadb', ['--no-defaults', '-h', m.internalHost, '-P', String(m.port), '-u', 'root', '-e', 'select 1'])).code, 0, 'root is not reachable over the network');
+    assert.notEqual((await execIn(m.internalHost, '/usr/bin/mariadb', ['--no-defaults', '-h', m.internalHost, '-P', String(m.port), '-u', 'root', '-e', 'select 1'])).code, 0, 'root is not reachable over the network');
   });
 });

@@ -70,6 +70,16 @@ export class HostServiceRunner implements ServiceRunner {
     return { host: r.box.host, port: r.box.port ?? r.row.port };
   }
 
+  /** Its address once it runs; null at once when it is not starting here, or after `timeoutMs`. */
+  async whenRunning(id: string, timeoutMs: number): Promise<{ host: string; port: number } | null> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const addr = this.address(id);
+      if (addr || !this.services.has(id) || Date.now() >= deadline) return addr;
+      await sleep(100);
+    }
+  }
+
   /** The last lines the service wrote (secrets redacted). */
   logs(id: string): string[] {
     return [...(this.logLines.get(id) ?? [])];
@@ -182,6 +192,7 @@ export class HostServiceRunner implements ServiceRunner {
       appDir: confDir,
       dataDir,
       port: r.row.port,
+      service: true,
     });
     r.box = box;
     return { box, confDir };

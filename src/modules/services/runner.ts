@@ -14,6 +14,8 @@ export interface ServiceRunner {
   restart(row: ManagedServiceRow): Promise<void>;
   /** Where the same project's app reaches it now, or null when it does not run here. */
   address(id: string): { host: string; port: number } | null;
+  /** Its address once it is running (a start under way is waited for); null when it is not starting here, or after `timeoutMs`. */
+  whenRunning(id: string, timeoutMs: number): Promise<{ host: string; port: number } | null>;
   /** The folder of its data (`keepVolume` keeps it). */
   volumeDir(row: Pick<ManagedServiceRow, 'projectId' | 'id'>): string;
   /** The last lines it wrote (secrets redacted), kept after it stopped or failed. */
