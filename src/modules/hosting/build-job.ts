@@ -6,7 +6,8 @@ import { ignoredLine } from '../../lib/tenant-file.js';
 import { BuildError, runBuild, type BuildSource } from '../../runtime/build.js';
 import { redactText } from '../../runtime/redact.js';
 import { closeBuildCache, openBuildCache, type BuildCacheSpec } from '../../runtime/build-cache.js';
-import { findEnvironment, findProject, resolveCloneCredential, resolveEnvForRuntime, type ProjectRow } from '../projects/index.js';
+import { findEnvironment, findProject, resolveCloneCredential, type ProjectRow } from '../projects/index.js';
+import { envForRun } from './run-env.js';
 import { uploadSourceDir } from '../uploads/index.js';
 import { planBuild, sourceRootDirectory } from '../detect/index.js';
 import { prepareStaticSite } from '../../edge/static-site.js';
@@ -112,7 +113,7 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
     // A runtime that cannot run anything (bubblewrap missing, Docker unreachable) fails the deployment at once, naming the fix.
     const driver = (await rt.driver.recheck?.()) ?? rt.driver.status();
     if (!driver.ready) throw new BuildError(`the ${driver.driver} runtime cannot run builds: ${driver.reason}`);
-    const resolved = await resolveEnvForRuntime(ctx, project.id, d.environment);
+    const resolved = await envForRun(ctx, orgId, project.id, d.environment);
     secrets = [...resolved.secrets];
     const source = await buildSource(ctx, orgId, project, build, secrets, d.ref);
     log('stdout', `[berth] building ${id} of ${project.slug} (${d.environment})`);
@@ -169,7 +170,7 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
     const current = await findProject(ctx.db, orgId, project.id);
     if (d.environment === 'production' && current && current.status === 'enabled') {
       log('stdout', '[berth] starting the new release and waiting for its health check');
-      const fresh = await resolveEnvForRuntime(ctx, project.id, 'production');
+      const fresh = await envForRun(ctx, orgId, project.id, 'production');
       const releaseSpec = await rt.releases.releaseSpec(orgId, project.id, id, result.appDir, result.startCommand, current, { ...result.variables, ...fresh.env }, fresh.secrets, { image: result.image, imageCommand: result.imageCommand }, 'production', (line) => log('stdout', `[berth] ${line}`));
       // One swap at a time per project (a rollback waits): the app started here and the current pointer agree.
       const ok = await rt.releaseSwap(project.id, async () => {

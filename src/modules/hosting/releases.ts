@@ -10,7 +10,8 @@ import { CA_VARIABLES } from '../../runtime/host-ca.js';
 import { uidBase } from '../../runtime/identity.js';
 import { appKeyOf } from '../../runtime/app-key.js';
 import type { ReleaseSpec, Supervisor } from '../../runtime/supervisor.js';
-import { hostReads, resolveEnvForRuntime } from '../projects/index.js';
+import { hostReads } from '../projects/index.js';
+import { envForRun } from './run-env.js';
 import * as store from '../deployments/index.js';
 
 export function envNumber(name: string, fallback: number): number {
@@ -57,7 +58,7 @@ export class Releases {
     if (!rel.releaseDir || (!rel.startCommand && !rel.image)) return null;
     const project = await hostReads.projectRunSettings(this.ctx.db, orgId, projectId);
     if (!project) return null;
-    const { env, secrets } = await resolveEnvForRuntime(this.ctx, projectId, rel.environment);
+    const { env, secrets } = await envForRun(this.ctx, orgId, projectId, rel.environment);
     return this.releaseSpec(
       orgId,
       projectId,

@@ -40,13 +40,13 @@ export const servicesModule: ModuleDef = {
   /** Background work: the services that should run start again with the server (after the hosting area opened its driver). */
   async start(ctx) {
     const runner = makeRunner(ctx);
+    const wanted = await store.listWanted(ctx.db);
+    // Every wanted service is under way before the runner is seen: an app starting meanwhile (the
+    // hosting area's restore) waits for its services rather than missing them (wiring.ts).
+    if (runner) for (const row of wanted) runner.ensure(row);
     ctx.state.services.runner = runner;
-    for (const row of await store.listWanted(ctx.db)) {
-      if (!runner) {
-        await store.updateManaged(ctx.db, row.orgId, row.id, { status: 'failed', lastError: `the ${ctx.config.runtime} runtime does not run managed services yet`, updatedAt: nowIso() });
-        continue;
-      }
-      runner.ensure(row);
+    if (!runner) {
+      for (const row of wanted) await store.updateManaged(ctx.db, row.orgId, row.id, { status: 'failed', lastError: `the ${ctx.config.runtime} runtime does not run managed services yet`, updatedAt: nowIso() });
     }
   },
   async stop(ctx) {

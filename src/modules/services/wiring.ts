@@ -43,14 +43,28 @@ export function serviceVariables(services: WiredService[]): { env: Record<string
   return { env: { ...env, ...shared }, secrets: [...new Set(secrets)] };
 }
 
-/** The variables of a project's managed services running on this server now (not yet given to apps: see docs/services.md). */
+/** How long an app's or a build's start waits for a service of its project that is starting (the server's own start: both at once). */
+const WAIT_FOR_START_MS = 60_000;
+
+/**
+ * The variables of a project's managed services on this server, for its app and builds (every
+ * environment): a service that should run and is starting is waited for (up to a minute), one that is
+ * stopped or failed is left out. The address is the service's now: a service stopped and started again
+ * has a new one, which the app gets at its next start (docs/services.md).
+ */
 export async function managedServiceEnv(ctx: AppContext, orgId: string, projectId: string): Promise<{ env: Record<string, string>; secrets: string[] }> {
+  const rows = (await store.listManaged(ctx.db, orgId, projectId)).filter((r) => r.desired === 'running');
+  if (rows.length === 0) return { env: {}, secrets: [] };
+  const deadline = Date.now() + WAIT_FOR_START_MS;
+  // The server's own start: the services area starts its runner just after the hosting area's apps begin.
+  while (!ctx.state.services.runner && ctx.config.runtime !== 'docker' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   const runner = ctx.state.services.runner;
+  if (!runner) return { env: {}, secrets: [] };
+  const addrs = await Promise.all(rows.map((r) => runner.address(r.id) ?? runner.whenRunning(r.id, Math.max(0, deadline - Date.now()))));
   const wired: WiredService[] = [];
-  for (const r of await store.listManaged(ctx.db, orgId, projectId)) {
-    const addr = runner?.address(r.id);
-    if (!addr) continue;
-    wired.push({ kind: r.kind as ServiceKind, name: r.name, host: addr.host, port: addr.port, credentials: openCredentials(ctx.keyring, r.id, r.credentials) });
-  }
+  rows.forEach((r, i) => {
+    const addr = addrs[i];
+    if (addr) wired.push({ kind: r.kind as ServiceKind, name: r.name, host: addr.host, port: addr.port, credentials: openCredentials(ctx.keyring, r.id, r.credentials) });
+  });
   return serviceVariables(wired);
 }
