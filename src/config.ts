@@ -72,6 +72,8 @@ export interface Config {
   instance: InstanceConfig;
   /** The PostgreSQL pool (docs/decisions.md, "PostgreSQL: pool, prepared statements and round trips"). */
   pg: PgConfig;
+  /** BERTH_SMTP_URL: the mail server of email notification channels (`smtp://` or `smtps://`, optional `?from=`); null: no email. */
+  smtpUrl: string | null;
 }
 
 export interface PgConfig {
@@ -251,6 +253,8 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
   const trimSlash = (u: string) => u.replace(/\/+$/, '');
   const instance = loadInstance(env);
   const pg = loadPg(env);
+  const smtpUrl = (env.BERTH_SMTP_URL ?? '').trim() || null;
+  if (smtpUrl && !/^smtps?:\/\/[^\s/]+/.test(smtpUrl)) throw new ConfigError('BERTH_SMTP_URL must be an smtp:// or smtps:// URL, e.g. smtps://user:password@mail.example.com:465?from=berth@example.com');
   return {
     host,
     port,
@@ -294,6 +298,7 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
     docker: { swarm, registry, baseImages: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => /^BERTH_IMAGE_[A-Z0-9_]+$/.test(e[0]) && !!e[1]?.trim())) },
     instance,
     pg,
+    smtpUrl,
   };
 }
 

@@ -792,6 +792,77 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/notification-channels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the org's notification channels (URLs masked, no secrets) */
+        get: operations["getNotificationChannels"];
+        put?: never;
+        /** Create a notification channel (a webhook channel answers its signing secret this once) */
+        post: operations["postNotificationChannels"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/notification-channels/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get one notification channel */
+        get: operations["getNotificationChannelsById"];
+        put?: never;
+        post?: never;
+        /** Delete a notification channel and its deliveries */
+        delete: operations["deleteNotificationChannelsById"];
+        options?: never;
+        head?: never;
+        /** Update a notification channel (its name, url or to, events) */
+        patch: operations["patchNotificationChannelsById"];
+        trace?: never;
+    };
+    "/api/notification-channels/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A channel's deliveries, newest first: status, attempts, last error (no bodies) */
+        get: operations["getNotificationChannelsByIdDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/notification-channels/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send one test notification now and answer its delivery */
+        post: operations["postNotificationChannelsByIdTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/openapi.json": {
         parameters: {
             query?: never;
@@ -4412,6 +4483,321 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getNotificationChannels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description ISO-8601 timestamp */
+                            createdAt: string;
+                            events: ("deployment.failed" | "deployment.ready" | "app.degraded" | "app.recovered" | "backup.failed" | "backup.verify_failed" | "certificate.failed" | "certificate.expiring" | "disk.near_limit")[];
+                            id: string;
+                            kind: "webhook" | "slack" | "discord" | "email";
+                            name: string;
+                            /** @description Bodies carry X-Berth-Signature (webhook channels) */
+                            signed: boolean;
+                            to: string | null;
+                            /** @description ISO-8601 timestamp */
+                            updatedAt: string;
+                            url: string | null;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    postNotificationChannels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    events: ("deployment.failed" | "deployment.ready" | "app.degraded" | "app.recovered" | "backup.failed" | "backup.verify_failed" | "certificate.failed" | "certificate.expiring" | "disk.near_limit")[];
+                    kind: "webhook" | "slack" | "discord" | "email";
+                    name: string;
+                    /** @description email: the recipient */
+                    to?: string;
+                    /** @description webhook, slack, discord: where to POST */
+                    url?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** CreatedNotificationChannel */
+                        data: {
+                            /** @description ISO-8601 timestamp */
+                            createdAt: string;
+                            events: ("deployment.failed" | "deployment.ready" | "app.degraded" | "app.recovered" | "backup.failed" | "backup.verify_failed" | "certificate.failed" | "certificate.expiring" | "disk.near_limit")[];
+                            id: string;
+                            kind: "webhook" | "slack" | "discord" | "email";
+                            name: string;
+                            secret: string | null;
+                            /** @description Bodies carry X-Berth-Signature (webhook channels) */
+                            signed: boolean;
+                            to: string | null;
+                            /** @description ISO-8601 timestamp */
+                            updatedAt: string;
+                            url: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getNotificationChannelsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** NotificationChannel */
+                        data: {
+                            /** @description ISO-8601 timestamp */
+                            createdAt: string;
+                            events: ("deployment.failed" | "deployment.ready" | "app.degraded" | "app.recovered" | "backup.failed" | "backup.verify_failed" | "certificate.failed" | "certificate.expiring" | "disk.near_limit")[];
+                            id: string;
+                            kind: "webhook" | "slack" | "discord" | "email";
+                            name: string;
+                            /** @description Bodies carry X-Berth-Signature (webhook channels) */
+                            signed: boolean;
+                            to: string | null;
+                            /** @description ISO-8601 timestamp */
+                            updatedAt: string;
+                            url: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteNotificationChannelsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** NotificationChannelDeleted */
+                        data: {
+                            /** @constant */
+                            deleted: true;
+                            id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    patchNotificationChannelsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    events?: ("deployment.failed" | "deployment.ready" | "app.degraded" | "app.recovered" | "backup.failed" | "backup.verify_failed" | "certificate.failed" | "certificate.expiring" | "disk.near_limit")[];
+                    kind?: "webhook" | "slack" | "discord" | "email";
+                    name?: string;
+                    /** @description email: the recipient */
+                    to?: string;
+                    /** @description webhook, slack, discord: where to POST */
+                    url?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** NotificationChannel */
+                        data: {
+                            /** @description ISO-8601 timestamp */
+                            createdAt: string;
+                            events: ("deployment.failed" | "deployment.ready" | "app.degraded" | "app.recovered" | "backup.failed" | "backup.verify_failed" | "certificate.failed" | "certificate.expiring" | "disk.near_limit")[];
+                            id: string;
+                            kind: "webhook" | "slack" | "discord" | "email";
+                            name: string;
+                            /** @description Bodies carry X-Berth-Signature (webhook channels) */
+                            signed: boolean;
+                            to: string | null;
+                            /** @description ISO-8601 timestamp */
+                            updatedAt: string;
+                            url: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getNotificationChannelsByIdDeliveries: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            attempts: number;
+                            channelId: string;
+                            /** @description ISO-8601 timestamp */
+                            createdAt: string;
+                            deliveredAt: string | null;
+                            event: string;
+                            id: string;
+                            lastError: string | null;
+                            lastStatusCode: number | null;
+                            nextAttemptAt: string | null;
+                            status: "pending" | "delivered" | "failed";
+                            subject: string;
+                            /** @description ISO-8601 timestamp */
+                            updatedAt: string;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    postNotificationChannelsByIdTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** NotificationDelivery */
+                        data: {
+                            attempts: number;
+                            channelId: string;
+                            /** @description ISO-8601 timestamp */
+                            createdAt: string;
+                            deliveredAt: string | null;
+                            event: string;
+                            id: string;
+                            lastError: string | null;
+                            lastStatusCode: number | null;
+                            nextAttemptAt: string | null;
+                            status: "pending" | "delivered" | "failed";
+                            subject: string;
+                            /** @description ISO-8601 timestamp */
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             default: components["responses"]["Error"];
         };
     };

@@ -11,6 +11,7 @@ import { hostingModule } from './hosting/index.js';
 import { cloudModule } from './cloud/index.js';
 import { certificatesModule } from './certificates/index.js';
 import { servicesModule } from './services/index.js';
+import { notificationsModule } from './notifications/index.js';
 
 /** Every area's module, in registration order. Add a new area here. */
-export const areaModules: ModuleDef[] = [authModule, permissionsModule, auditModule, projectsModule, uploadsModule, gitproviderModule, deploymentsModule, hostingModule, backupsModule, cloudModule, certificatesModule, servicesModule];
+export const areaModules: ModuleDef[] = [authModule, permissionsModule, auditModule, projectsModule, uploadsModule, gitproviderModule, deploymentsModule, hostingModule, backupsModule, cloudModule, certificatesModule, servicesModule, notificationsModule];

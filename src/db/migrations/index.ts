@@ -29,6 +29,7 @@ import * as m027 from './027_env_revision_quiet.js';
 import * as m028 from './028_certificate_renewal.js';
 import * as m029 from './029_delivery_dedupe.js';
 import * as m030 from './030_managed_services.js';
+import * as m031 from './031_notifications.js';
 
 /**
  * Every migration, in order. Names sort; add new ones at the end with the next number.
@@ -65,4 +66,5 @@ export const migrations: Record<string, Migration> = {
   '028_certificate_renewal': m028,
   '029_delivery_dedupe': m029,
   '030_managed_services': m030,
+  '031_notifications': m031,
 };

@@ -1,0 +1,20 @@
+import type { AppContext } from '../../context.js';
+import type { SettledDeployment } from '../deployments/index.js';
+import { findProject } from '../projects/index.js';
+import { notifyEvent } from './delivery.js';
+
+/**
+ * The deployments area's `deploymentSettled` port, as the notifications area listens to it:
+ * `deployment.failed` and `deployment.ready` (cancelled and superseded deployments tell nobody).
+ */
+export async function onDeploymentSettled(ctx: AppContext, d: SettledDeployment): Promise<void> {
+  if (d.status !== 'failed' && d.status !== 'ready') return;
+  const project = await findProject(ctx.db, d.orgId, d.projectId);
+  const name = `${project?.name ?? d.projectId}${d.environment === 'production' ? '' : ` (${d.environment})`}`;
+  const what = `Deployment ${d.id}${d.commit ? ` of commit ${d.commit.slice(0, 12)}` : ''}${d.ref ? ` (${d.ref})` : ''}`;
+  if (d.status === 'failed') {
+    await notifyEvent(ctx, { orgId: d.orgId, event: 'deployment.failed', projectId: d.projectId, subject: `Deployment of ${name} failed`, detail: `${what} failed: ${d.error ?? 'no reason recorded'}`, url: d.url });
+  } else {
+    await notifyEvent(ctx, { orgId: d.orgId, event: 'deployment.ready', projectId: d.projectId, subject: `${name} is live`, detail: `${what} is ready${d.url ? ` and served at ${d.url}` : ''}.`, url: d.url });
+  }
+}
