@@ -14,6 +14,7 @@ import { findService } from './project-link.js';
 import { policyPrefix, pruneRuns } from './prune.js';
 import type { Storage } from './storage.js';
 import { assertVolumeHere, volumeSizeHint, volumeSource } from './volume-archive.js';
+import { noticeRunFailed } from './run-notice.js';
 import { localDestinationDir } from './local-root.js';
 
 /**
@@ -108,16 +109,10 @@ export async function executeRun(ctx: Ctx, runId: string, orgId: string, jobSign
     if (store.RUN_IN_FLIGHT.includes(run.status)) {
       const at = clockIso(ctx.clock);
       const to = stopped ? 'server_error' : cancelled ? 'cancelled' : 'failed';
-      const ok = await store.moveRun(ctx.db, orgId, runId, [run.status], {
-        status: to,
-        finishedAt: at,
-        activeKey: null,
-        tempKey: null,
-        artifactKey: null,
-        error: stopped ? 'the server stopped while this run was in progress' : cancelled ? 'cancelled' : describeFailure(e),
-        updatedAt: at,
-      });
+      const error = stopped ? 'the server stopped while this run was in progress' : cancelled ? 'cancelled' : describeFailure(e);
+      const ok = await store.moveRun(ctx.db, orgId, runId, [run.status], { status: to, finishedAt: at, activeKey: null, tempKey: null, artifactKey: null, error, updatedAt: at });
       if (ok) events.publish(`run:${runId}`, { type: 'transition', data: { from: run.status, to, at } });
+      if (ok && to === 'failed') await noticeRunFailed(ctx, run, run.status, error);
     }
     if (!cancelled && !stopped) ctx.log.warn({ runId, ...logDetail(e) }, 'backup run failed');
   } finally {

@@ -3,6 +3,7 @@ import type { AppContext } from '../../context.js';
 import { isUniqueViolation } from '../../db/client.js';
 import { encryptSecret } from '../../lib/crypto.js';
 import { newId, nowIso } from '../../lib/ids.js';
+import { notifyEvent } from '../notifications/index.js';
 import { projectByDomain } from '../projects/index.js';
 import { AcmeRateLimited, forgetAccount } from './acme.js';
 import { ariCertificateId, renewalInfoUrl, renewalSchedule } from './ari.js';
@@ -90,7 +91,25 @@ export async function issueCertificate(ctx: AppContext, domain: string, opts: Is
   const holder = await projectByDomain(ctx.db, domain);
   if (!holder) return { status: 'skipped', reason: `${domain} is not a verified domain of any project` };
   const row = await ensureRow(ctx, holder.orgId, holder.id, domain);
-  return attempt(ctx, { domain, attempts: row.attempts, certPem: row.certPem, update: (set) => store.updateCertificate(ctx.db, row.orgId, domain, set) }, opts);
+  const outcome = await attempt(ctx, { domain, attempts: row.attempts, certPem: row.certPem, update: (set) => store.updateCertificate(ctx.db, row.orgId, domain, set) }, opts);
+  if (outcome.status === 'failed') await noticeFailure(ctx, row, row.attempts + 1, outcome);
+  return outcome;
+}
+
+/**
+ * `certificate.failed` to the org's notification channels: on the first failed attempt of a series and
+ * on every tenth after it (the attempts back off to one a day), not on each retry.
+ */
+async function noticeFailure(ctx: AppContext, row: CertificateRow, attempts: number, outcome: { error: string; nextAttemptAt: string }): Promise<void> {
+  if (attempts !== 1 && attempts % 10 !== 0) return;
+  await notifyEvent(ctx, {
+    orgId: row.orgId,
+    event: 'certificate.failed',
+    projectId: row.projectId,
+    subject: `The HTTPS certificate for ${row.domain} could not be issued`,
+    detail: `${outcome.error} (failed attempts: ${attempts}; next attempt at ${outcome.nextAttemptAt}). ${row.certPem ? 'The current certificate is served until it expires.' : 'The domain is served over plain HTTP meanwhile.'}`,
+    url: `http://${row.domain}/`,
+  });
 }
 
 /** The instance's certificate row of `domain` (the free-domain wildcard), made `pending` when it has none. */

@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict';
+import { rmSync, writeFileSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { findPolicy, findRun } from '../../src/modules/backups/backups.store.js';
+import { executeRun } from '../../src/modules/backups/run-executor.js';
+import { triggerRun } from '../../src/modules/backups/runs.service.js';
+import { issueCertificate } from '../../src/modules/certificates/index.js';
+import { createDestination, createPolicy, createProject, createProjectWithVolume, createUser, type TestUser } from '../support/factories.js';
+import { startTestServer, type TestServer } from '../support/harness.js';
+import { startReceiver } from './receivers.js';
+
+/** The events other areas report today, as a subscribed channel receives them. */
+describe('notification events from the areas', () => {
+  let server: TestServer;
+  let owner: TestUser;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+
+  before(async () => {
+    receiver = await startReceiver();
+    // HTTPS on, with an ACME directory where nothing listens: every order fails at once.
+    server = await startTestServer({ env: { BERTH_HTTPS_PORT: '0', BERTH_ACME_DIRECTORY_URL: 'http://127.0.0.1:9/directory' } });
+    owner = await createUser(server);
+  });
+  after(async () => {
+    await server.close();
+    await receiver.close();
+  });
+
+  it('a backup run that fails is backup.failed to a subscribed channel, with the project and the reason', async () => {
+    const ch = (await server.api(owner.token).post('/api/notification-channels', { name: 'b', kind: 'webhook', url: receiver.url('/backups'), events: ['backup.failed', 'backup.verify_failed'] })).body.data;
+    receiver.setSecret(ch.secret);
+    const p = await createProjectWithVolume(server, owner, { name: 'ledger' });
+    const dest = await createDestination(server, owner);
+    const pol = await createPolicy(server, owner, p, { destinationId: dest.id });
+    // The destination folder becomes a plain file: the run cannot write there.
+    rmSync(dest.dir, { recursive: true, force: true });
+    writeFileSync(dest.dir, 'not a folder');
+    const policy = (await findPolicy(server.ctx.db, owner.orgId, pol.id))!;
+    const { runId } = await triggerRun(server.ctx, policy, 'manual');
+    await executeRun(server.ctx, runId, owner.orgId);
+    assert.equal((await findRun(server.ctx.db, owner.orgId, runId))!.status, 'failed');
+    await server.ctx.jobs.drain();
+    const got = receiver.got.filter((g) => g.path === '/backups');
+    assert.equal(got.length, 1);
+    assert.equal(got[0]!.json.event, 'backup.failed');
+    assert.equal(got[0]!.json.projectId, p.id);
+    assert.match(got[0]!.json.subject, /backup of ledger failed/);
+    assert.match(got[0]!.json.detail, new RegExp(runId));
+    assert.equal(got[0]!.signatureValid, true);
+    rmSync(dest.dir, { force: true });
+  });
+
+  it('a certificate that cannot be issued is certificate.failed on its first failed attempt, not on each retry', async () => {
+    const ch = (await server.api(owner.token).post('/api/notification-channels', { name: 'c', kind: 'discord', url: receiver.url('/certs'), events: ['certificate.failed'] })).body.data;
+    assert.ok(ch.id);
+    const p = await createProject(server, owner, { name: 'storefront' });
+    const domain = 'shop.notify-test.example';
+    const r = await server.api(owner.token).post(`/api/projects/${p.id}/domains`, { domain });
+    assert.equal(r.status, 201, r.text);
+    assert.equal((await issueCertificate(server.ctx, domain)).status, 'failed');
+    assert.equal((await issueCertificate(server.ctx, domain)).status, 'failed');
+    await server.ctx.jobs.drain();
+    const got = receiver.got.filter((g) => g.path === '/certs');
+    assert.equal(got.length, 1);
+    assert.match(got[0]!.json.content, /HTTPS certificate for shop\.notify-test\.example could not be issued/);
+  });
+});
