@@ -74,7 +74,8 @@ describe('notification deliveries: signed webhooks, Slack, Discord, email, retri
   it('Slack and Discord get their incoming-webhook JSON shapes', async () => {
     receiver.setStatuses([200]);
     const slack = await channel({ kind: 'slack', url: receiver.url('/slack') });
-    const discord = await channel({ kind: 'discord', url: receiver.url('/discord') });
+    // A host name (not an IP literal): resolved and checked by the outbound policy's lookup at connect time.
+    const discord = await channel({ kind: 'discord', url: receiver.url('/discord').replace('127.0.0.1', 'localhost') });
     await notifyEvent(server.ctx, { orgId: owner.orgId, event: 'backup.failed', subject: 'A backup of db <x> failed', detail: 'disk full @everyone', url: 'https://berth.example/p' });
     await server.ctx.jobs.drain();
     const s = receiver.got.find((g) => g.path === '/slack')!;
