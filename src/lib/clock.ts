@@ -1,6 +1,6 @@
 /**
  * The time as Berth's services read it: `ctx.clock.now()` is milliseconds since the epoch, like
- * `Date.now()`. Services that decide by age or expiry (invitations, upload sessions, API tokens, jobs, backups) read
+ * `Date.now()`. Services that decide by age or expiry (invitations, upload sessions, API tokens, jobs, backups, certificates) read
  * it instead of `Date.now()`, so a test can move the server's time with a test clock
  * (`test/support/clock.ts`) instead of rewriting timestamps in the database.
  */

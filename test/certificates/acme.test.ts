@@ -13,6 +13,7 @@ import { test, type TestContext } from 'node:test';
 import tls from 'node:tls';
 import { randomString } from '../../src/lib/ids.js';
 import { renewDueCertificates } from '../../src/modules/certificates/index.js';
+import { testClock } from '../support/clock.js';
 import { startDnsStub } from '../support/dns-stub.js';
 import { createProject, createUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
@@ -50,7 +51,9 @@ async function setup(t: TestContext) {
   t.after(() => pebble.stop());
   const caFile = pebble.caFile;
 
+  const clock = testClock();
   server = await startTestServer({
+    clock,
     env: {
       BERTH_HTTPS_PORT: '0',
       BERTH_ACME_DIRECTORY_URL: pebble.directoryUrl,
@@ -79,7 +82,7 @@ async function setup(t: TestContext) {
     return r.body.data.find((d: { domain: string }) => d.domain === domain);
   };
   const row = (domain: string) => s.ctx.db.selectFrom('certificates').selectAll().where('domain', '=', domain).executeTakeFirst();
-  return { server: s, pebble, owner, project, wrongFor, seen, name, addDomain, domainAnswer, row };
+  return { server: s, clock, pebble, owner, project, wrongFor, seen, name, addDomain, domainAnswer, row };
 }
 
 /** The chain's certificates, checked to lead from the leaf up to Pebble's root. */
@@ -144,7 +147,7 @@ test('a verified domain gets a certificate from the ACME server: issued, its cha
 });
 
 test('renewal: a certificate past its renewal time is replaced by the scheduler\'s pass with a new one', { timeout: TIMEOUT }, async (t) => {
-  const { server, pebble, name, addDomain, row } = await setup(t);
+  const { server, clock, pebble, name, addDomain, row } = await setup(t);
   const domain = name('renew');
   await addDomain(domain);
   await server.ctx.jobs.drain();
@@ -156,7 +159,7 @@ test('renewal: a certificate past its renewal time is replaced by the scheduler\
   // Nothing due: the pass enqueues nothing.
   assert.deepEqual((await renewDueCertificates(server.ctx)).enqueued, []);
 
-  await server.ctx.db.updateTable('certificates').set({ renewAt: new Date(Date.now() - 1000).toISOString() }).where('domain', '=', domain).execute();
+  clock.advancePast(first.renewAt!);
   assert.deepEqual((await renewDueCertificates(server.ctx)).enqueued, [domain]);
   assert.deepEqual((await renewDueCertificates(server.ctx)).enqueued, [], 'queued once');
   await server.ctx.jobs.drain();
@@ -166,7 +169,7 @@ test('renewal: a certificate past its renewal time is replaced by the scheduler\
   const leaf = verifyChain(renewed.certPem!, await pebble.rootCertPem(), domain)[0]!;
   assert.notEqual(leaf.serialNumber, firstSerial, 'a new certificate');
   assert.ok(renewed.expiresAt! >= first.expiresAt!);
-  assert.ok(renewed.renewAt! > new Date().toISOString(), 'the new certificate has a renewal time ahead');
+  assert.ok(renewed.renewAt! > new Date().toISOString(), 'the new certificate has a renewal time ahead (of the CA\'s time: only the server\'s clock was moved)');
   // This server's cache was invalidated: it serves the new one at once.
   const pair = await server.ctx.ports.certificates!.forServerName(domain);
   assert.equal(pair?.cert, renewed.certPem);
@@ -174,10 +177,10 @@ test('renewal: a certificate past its renewal time is replaced by the scheduler\
 });
 
 test('a failing challenge reports failed with the ACME server\'s reason and a next attempt with backoff; a removed domain loses its certificate', { timeout: TIMEOUT }, async (t) => {
-  const { server, wrongFor, name, addDomain, domainAnswer, row, project, owner } = await setup(t);
+  const { server, clock, wrongFor, name, addDomain, domainAnswer, row, project, owner } = await setup(t);
   const domain = name('broken');
   wrongFor.add(domain);
-  const before = Date.now();
+  const before = clock.now();
   await addDomain(domain);
   await server.ctx.jobs.drain();
 
@@ -188,23 +191,23 @@ test('a failing challenge reports failed with the ACME server\'s reason and a ne
   assert.doesNotMatch(failed.error!, /PRIVATE KEY|v1\./);
   assert.equal(failed.attempts, 1);
   const next = Date.parse(failed.nextAttemptAt!);
-  assert.ok(next >= before + 55_000 && next <= Date.now() + 65_000, `about a minute later: ${failed.nextAttemptAt}`);
+  assert.ok(next >= before + 55_000 && next <= clock.now() + 65_000, `about a minute later: ${failed.nextAttemptAt}`);
   assert.equal(failed.certPem, null);
   assert.equal(await server.ctx.ports.certificates!.forServerName(domain), null);
   assert.deepEqual(await domainAnswer(domain).then((d) => d.tls), { status: 'failed', error: failed.error });
 
   // Not due yet: the pass leaves it; once due, it is retried (and fails again, backing off further).
   assert.deepEqual((await renewDueCertificates(server.ctx)).enqueued, []);
-  await server.ctx.db.updateTable('certificates').set({ nextAttemptAt: new Date(Date.now() - 1000).toISOString() }).where('domain', '=', domain).execute();
+  clock.advancePast(failed.nextAttemptAt!);
   assert.deepEqual((await renewDueCertificates(server.ctx)).enqueued, [domain]);
   await server.ctx.jobs.drain();
   const again = await row(domain);
   assert.equal(again?.attempts, 2);
-  assert.ok(Date.parse(again.nextAttemptAt!) >= Date.now() + 100_000, `two minutes later: ${again.nextAttemptAt}`);
+  assert.ok(Date.parse(again.nextAttemptAt!) >= clock.now() + 100_000, `two minutes later: ${again.nextAttemptAt}`);
 
   // Answered rightly, the next attempt issues it.
   wrongFor.delete(domain);
-  await server.ctx.db.updateTable('certificates').set({ nextAttemptAt: new Date(Date.now() - 1000).toISOString() }).where('domain', '=', domain).execute();
+  clock.advancePast(again.nextAttemptAt!);
   await renewDueCertificates(server.ctx);
   await server.ctx.jobs.drain();
   const issued = await row(domain);

@@ -24,6 +24,7 @@ import { createLogger } from '../../src/lib/logger.js';
 import { randomString } from '../../src/lib/ids.js';
 import { issueCertificate, renewDueCertificates } from '../../src/modules/certificates/index.js';
 import { getRuntime } from '../../src/modules/hosting/index.js';
+import { testClock } from '../support/clock.js';
 import { startDnsStub } from '../support/dns-stub.js';
 import { createProject, createUser } from '../support/factories.js';
 import { startFakeCloudflare } from '../support/fake-cloudflare.js';
@@ -142,8 +143,10 @@ test('TLS-ALPN-01 on the listener: a pending challenge\'s certificate is answere
   const [httpsPort, deadHttpPort] = [await freePort(), await freePort()];
   const pebble = await startPebble({ dnsServer: dns.server, httpPort: deadHttpPort, tlsPort: httpsPort });
   t.after(() => pebble.stop());
+  const clock = testClock();
   const server = await startTestServer({
     background: true,
+    clock,
     env: { BERTH_HTTPS_PORT: String(httpsPort), BERTH_ACME_DIRECTORY_URL: pebble.directoryUrl, BERTH_ACME_CA_FILE: pebble.caFile },
   });
   t.after(() => server.close());
@@ -167,7 +170,7 @@ test('TLS-ALPN-01 on the listener: a pending challenge\'s certificate is answere
       keySealed: encryptSecret(server.ctx.keyring, keyPem, `acme-challenge:${token}`),
       recordName: null,
       recordId: null,
-      expiresAt: new Date(Date.now() + 600_000).toISOString(),
+      expiresAt: new Date(clock.now() + 600_000).toISOString(),
     })
     .execute();
   const raw = await server.ctx.db.selectFrom('acmeChallenges').selectAll().where('token', '=', token).executeTakeFirstOrThrow();
@@ -185,12 +188,11 @@ test('TLS-ALPN-01 on the listener: a pending challenge\'s certificate is answere
   assert.equal((await handshake(httpsPort, domain)).ok, false);
   // Another name with acme-tls/1 and nothing pending fails.
   assert.equal((await handshake(httpsPort, `other-${domain}`, { ALPNProtocols: ['acme-tls/1'] })).ok, false);
-  // An expired challenge is not answered.
-  await server.ctx.db.updateTable('acmeChallenges').set({ expiresAt: new Date(Date.now() - 1000).toISOString() }).where('token', '=', token).execute();
-  assert.equal((await handshake(httpsPort, domain, { ALPNProtocols: ['acme-tls/1'] })).ok, false);
-  // HTTP-01 never answers a TLS-ALPN-01 token.
-  await server.ctx.db.updateTable('acmeChallenges').set({ expiresAt: new Date(Date.now() + 600_000).toISOString() }).where('token', '=', token).execute();
+  // HTTP-01 never answers a TLS-ALPN-01 token (this one still pending).
   assert.equal(await server.ctx.ports.certificates!.http01(token), null);
+  // An expired challenge is not answered.
+  clock.advancePast(raw.expiresAt);
+  assert.equal((await handshake(httpsPort, domain, { ALPNProtocols: ['acme-tls/1'] })).ok, false);
 });
 
 test('DNS-01: with a DNS provider the leader\'s pass issues the free domains\' wildcard through Cloudflare, removes the TXT record, and the edge serves <slug>.<apps domain> with it; the API token is never logged', { timeout: TIMEOUT }, async (t) => {
@@ -345,7 +347,9 @@ test('DNS-01: the wildcard files, when given, are served instead and no wildcard
 test('DNS-01: a record an order left behind (a crash) is removed through the provider by the next pass, by the id its challenge row kept', { timeout: TIMEOUT }, async (t) => {
   const cf = await startFakeCloudflare({ zones: ['apps.test'] });
   t.after(() => cf.close());
+  const clock = testClock();
   const server = await startTestServer({
+    clock,
     env: { BERTH_APPS_DOMAIN: 'apps.test', BERTH_DNS_PROVIDER: 'cloudflare', BERTH_CLOUDFLARE_API_TOKEN: cf.token, BERTH_CLOUDFLARE_API_URL: cf.baseUrl },
   });
   t.after(() => server.close());
@@ -363,12 +367,12 @@ test('DNS-01: a record an order left behind (a crash) is removed through the pro
     recordId: record.id,
     expiresAt,
   });
-  const pending = row(new Date(Date.now() + 600_000).toISOString());
+  const pending = row(new Date(clock.now() + 600_000).toISOString());
   await server.ctx.db.insertInto('acmeChallenges').values(pending).execute();
   await renewDueCertificates(server.ctx);
   assert.deepEqual(cf.txtValues('_acme-challenge.apps.test'), ['left-behind'], 'a pending order\'s record is left alone');
 
-  await server.ctx.db.updateTable('acmeChallenges').set({ expiresAt: new Date(Date.now() - 1000).toISOString() }).where('token', '=', pending.token).execute();
+  clock.advancePast(pending.expiresAt);
   cf.failWith = 503;
   await renewDueCertificates(server.ctx);
   assert.ok(await server.ctx.db.selectFrom('acmeChallenges').select('token').where('token', '=', pending.token).executeTakeFirst(), 'kept while the provider fails');

@@ -16,6 +16,7 @@ import { test, type TestContext } from 'node:test';
 import { randomString } from '../../src/lib/ids.js';
 import { renewDueCertificates } from '../../src/modules/certificates/index.js';
 import { ariCertificateId, pickInWindow, pollDelayMs, serialDerBytes } from '../../src/modules/certificates/ari.js';
+import { testClock } from '../support/clock.js';
 import { startDnsStub } from '../support/dns-stub.js';
 import { createProject, createUser } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
@@ -49,7 +50,9 @@ async function setup(t: TestContext, opts: { ari: AriWindow | null }) {
     front.defaultWindow = opts.ari;
     t.after(() => front.close());
   }
+  const clock = testClock();
   server = await startTestServer({
+    clock,
     env: {
       BERTH_HTTPS_PORT: '0',
       BERTH_ACME_DIRECTORY_URL: front ? front.directoryUrl : pebble.directoryUrl,
@@ -70,7 +73,7 @@ async function setup(t: TestContext, opts: { ari: AriWindow | null }) {
   const issued = await row();
   assert.equal(issued.status, 'issued', String(issued.error));
   const queuedJobs = async () => (await s.ctx.db.selectFrom('jobs').select('id').where('kind', '=', 'certificates.issue').where('status', '=', 'queued').execute()).length;
-  return { server: s, front, domain, row, issued, queuedJobs };
+  return { server: s, clock, front, domain, row, issued, queuedJobs };
 }
 
 /** Two thirds of the leaf's lifetime, from the certificate itself. */
@@ -94,7 +97,7 @@ function opensslAriId(pem: string): string {
 }
 
 test('without renewal information a certificate is renewed at two thirds of its lifetime: a fresh one is not renewed by the next pass, a due one is', { timeout: TIMEOUT }, async (t) => {
-  const { server, domain, row, issued, queuedJobs } = await setup(t, { ari: null });
+  const { server, clock, domain, row, issued, queuedJobs } = await setup(t, { ari: null });
   assert.equal(Date.parse(issued.renewAt!), Math.floor(twoThirds(issued.certPem!)), 'two thirds from notBefore to notAfter');
   assert.equal(issued.renewalInfoAt, null, 'Pebble offers no renewal information: nothing to ask again');
   assert.ok(Date.parse(issued.renewAt!) > Date.now() + HOUR, `in the future: ${issued.renewAt}`);
@@ -111,7 +114,7 @@ test('without renewal information a certificate is renewed at two thirds of its 
   assert.equal((await row()).renewAt, issued.renewAt);
 
   // Past its renewal time, the pass renews it once.
-  await server.ctx.db.updateTable('certificates').set({ renewAt: new Date(Date.now() - 1000).toISOString() }).where('domain', '=', domain).execute();
+  clock.advancePast(issued.renewAt!);
   assert.deepEqual((await renewDueCertificates(server.ctx)).enqueued, [domain]);
   assert.deepEqual((await renewDueCertificates(server.ctx)).enqueued, [], 'queued once');
   await server.ctx.jobs.drain();
@@ -119,7 +122,8 @@ test('without renewal information a certificate is renewed at two thirds of its 
   assert.equal(renewed.status, 'issued', String(renewed.error));
   assert.notEqual(new X509Certificate(renewed.certPem!).serialNumber, new X509Certificate(issued.certPem!).serialNumber);
   assert.equal(Date.parse(renewed.renewAt!), Math.floor(twoThirds(renewed.certPem!)));
-  assert.deepEqual((await renewDueCertificates(server.ctx)).enqueued, []);
+  // The CA's clock was not moved: the new certificate is due two thirds of its lifetime after it was issued, in the CA's time.
+  assert.ok(Date.parse(renewed.renewAt!) > Date.now() + HOUR, `in the future: ${renewed.renewAt}`);
 });
 
 test('with renewal information (RFC 9773) the renewal time is a random time in the suggested window, asked again after Retry-After, and the renewal order names the certificate it replaces', { timeout: TIMEOUT }, async (t) => {
@@ -127,14 +131,14 @@ test('with renewal information (RFC 9773) the renewal time is a random time in t
   // Every certificate's window until the test moves one: two to three days ahead, asked again after two hours.
   const start = new Date(t0 + 48 * HOUR);
   const end = new Date(t0 + 72 * HOUR);
-  const { server, front, domain, row, issued, queuedJobs } = await setup(t, { ari: { start, end, retryAfter: 7200 } });
+  const { server, clock, front, domain, row, issued, queuedJobs } = await setup(t, { ari: { start, end, retryAfter: 7200 } });
   const id = opensslAriId(issued.certPem!);
   assert.equal(ariCertificateId(issued.certPem!), id);
   assert.ok(front!.polls.includes(id), `asked for the new certificate's renewal information right after issuance: ${front!.polls.join(', ')}`);
   const renewAt = Date.parse(issued.renewAt!);
   assert.ok(renewAt >= start.getTime() && renewAt <= end.getTime(), `inside the window: ${issued.renewAt}`);
   const askAgain = Date.parse(issued.renewalInfoAt!);
-  assert.ok(askAgain >= t0 + 7200_000 && askAgain <= Date.now() + 7200_000, `after Retry-After: ${issued.renewalInfoAt}`);
+  assert.ok(askAgain >= t0 + 7200_000 && askAgain <= clock.now() + 7200_000, `after Retry-After: ${issued.renewalInfoAt}`);
   assert.equal(front!.orders.length, 1);
   assert.equal(front!.orders[0]!.replaces, undefined, 'a first certificate replaces nothing');
 
@@ -144,8 +148,8 @@ test('with renewal information (RFC 9773) the renewal time is a random time in t
   assert.equal(front!.polls.length, polls);
 
   // Retry-After passed, the same window: asked again, the time picked is kept, the next ask is Retry-After later.
-  await server.ctx.db.updateTable('certificates').set({ renewalInfoAt: new Date(Date.now() - 1000).toISOString() }).where('domain', '=', domain).execute();
-  const before = Date.now();
+  clock.advancePast(issued.renewalInfoAt!);
+  const before = clock.now();
   assert.deepEqual((await renewDueCertificates(server.ctx)).enqueued, []);
   assert.equal(front!.polls.length, polls + 1);
   assert.equal(front!.polls.at(-1), id);
@@ -154,8 +158,8 @@ test('with renewal information (RFC 9773) the renewal time is a random time in t
   assert.ok(Date.parse(kept.renewalInfoAt!) >= before + 7200_000);
 
   // The CA moves the window into the past (say, a revocation ahead): at the next ask the pass renews at once.
-  front!.windows.set(id, { start: new Date(Date.now() - 2 * HOUR), end: new Date(Date.now() - HOUR), retryAfter: 30 });
-  await server.ctx.db.updateTable('certificates').set({ renewalInfoAt: new Date(Date.now() - 1000).toISOString() }).where('domain', '=', domain).execute();
+  clock.advancePast(kept.renewalInfoAt!);
+  front!.windows.set(id, { start: new Date(clock.now() - 2 * HOUR), end: new Date(clock.now() - HOUR), retryAfter: 30 });
   assert.deepEqual((await renewDueCertificates(server.ctx)).enqueued, [domain]);
   assert.equal(await queuedJobs(), 1);
   await server.ctx.jobs.drain();

@@ -3,6 +3,8 @@ import type { Clock } from '../../src/lib/clock.js';
 export interface TestClock extends Clock {
   /** Moves this clock (and the server reading it) `ms` forward. */
   advance(ms: number): void;
+  /** Moves this clock to a second past `at` (an ISO time or epoch ms); no move when it is already past. */
+  advancePast(at: string | number): void;
 }
 
 /**
@@ -12,11 +14,18 @@ export interface TestClock extends Clock {
  */
 export function testClock(): TestClock {
   let offset = 0;
+  const now = () => Date.now() + offset;
+  const advance = (ms: number) => {
+    if (!(ms >= 0)) throw new Error('a test clock moves forward only');
+    offset += ms;
+  };
   return {
-    now: () => Date.now() + offset,
-    advance(ms: number) {
-      if (!(ms >= 0)) throw new Error('a test clock moves forward only');
-      offset += ms;
+    now,
+    advance,
+    advancePast(at: string | number) {
+      const target = typeof at === 'number' ? at : Date.parse(at);
+      if (Number.isNaN(target)) throw new Error(`not a time: ${at}`);
+      advance(Math.max(0, target + 1000 - now()));
     },
   };
 }

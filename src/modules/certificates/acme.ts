@@ -5,7 +5,7 @@ import type { Client } from 'acme-client';
 import type { AppContext } from '../../context.js';
 import { isUniqueViolation } from '../../db/client.js';
 import { decryptSecret, encryptSecret } from '../../lib/crypto.js';
-import { nowIso } from '../../lib/ids.js';
+import { clockIso } from '../../lib/clock.js';
 import * as store from './certificates.store.js';
 
 /**
@@ -42,7 +42,7 @@ const RATE_LIMITED = 'urn:ietf:params:acme:error:rateLimited';
 /** How long one ACME request may take. */
 const REQUEST_TIMEOUT_MS = 30_000;
 
-/** Seconds of a Retry-After header (delta-seconds or an HTTP date), null when absent or unreadable. */
+/** Seconds of a Retry-After header (delta-seconds or an HTTP date), null when absent or unreadable. An HTTP date is the CA's, so it is read against the machine's time, not `ctx.clock`. */
 export function retryAfterSeconds(header: unknown, now = Date.now()): number | null {
   const v = Array.isArray(header) ? header[0] : header;
   if (typeof v !== 'string' || v.trim() === '') return null;
@@ -124,7 +124,7 @@ export async function accountClient(ctx: AppContext): Promise<Client> {
       accountUrl: client.getAccountUrl(),
       keySealed: encryptSecret(ctx.keyring, key, accountAad(directoryUrl)),
       email,
-      createdAt: nowIso(),
+      createdAt: clockIso(ctx.clock),
     });
   } catch (e) {
     if (!isUniqueViolation(e)) throw e;

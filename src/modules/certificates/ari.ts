@@ -4,6 +4,7 @@ import https from 'node:https';
 import { createRequire } from 'node:module';
 import type * as X509 from '@peculiar/x509';
 import type { AppContext } from '../../context.js';
+import { clockIso } from '../../lib/clock.js';
 import { agentFor, retryAfterSeconds } from './acme.js';
 
 /**
@@ -121,12 +122,12 @@ export async function renewalInfoUrl(ctx: AppContext): Promise<string | null> {
   const directoryUrl = ctx.config.https.acmeDirectoryUrl;
   const { directories } = ctx.state.certificates;
   const cached = directories.get(directoryUrl);
-  if (cached && Date.now() - cached.at < DIRECTORY_TTL_MS) return cached.renewalInfo;
+  if (cached && ctx.clock.now() - cached.at < DIRECTORY_TTL_MS) return cached.renewalInfo;
   const answer = await get(ctx, directoryUrl);
   if (answer.status !== 200) throw new Error(`the ACME directory answered HTTP ${answer.status}`);
   const doc = JSON.parse(answer.body) as { renewalInfo?: unknown };
   const renewalInfo = typeof doc.renewalInfo === 'string' && doc.renewalInfo !== '' ? doc.renewalInfo : null;
-  directories.set(directoryUrl, { renewalInfo, at: Date.now() });
+  directories.set(directoryUrl, { renewalInfo, at: ctx.clock.now() });
   return renewalInfo;
 }
 
@@ -157,7 +158,7 @@ export interface RenewalSchedule {
 export async function renewalSchedule(ctx: AppContext, chainPem: string, current: string | null = null): Promise<RenewalSchedule> {
   const fallback = current ?? twoThirdsOfLifetime(chainPem).toISOString();
   const expiresAt = Date.parse(new X509Certificate(chainPem).validTo);
-  const pollAt = (ms: number) => (Date.now() + ms < expiresAt ? new Date(Date.now() + ms).toISOString() : null);
+  const pollAt = (ms: number) => (ctx.clock.now() + ms < expiresAt ? clockIso(ctx.clock, ms) : null);
   let baseUrl: string | null;
   try {
     baseUrl = await renewalInfoUrl(ctx);

@@ -2,7 +2,8 @@ import { X509Certificate } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import { isUniqueViolation } from '../../db/client.js';
 import { encryptSecret } from '../../lib/crypto.js';
-import { newId, nowIso } from '../../lib/ids.js';
+import { clockIso } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
 import { notifyEvent } from '../notifications/index.js';
 import { projectByDomain } from '../projects/index.js';
 import { AcmeRateLimited, forgetAccount } from './acme.js';
@@ -45,7 +46,7 @@ export async function ensureRow(ctx: AppContext, orgId: string, projectId: strin
   const existing = await store.findCertificate(ctx.db, orgId, domain);
   if (existing && existing.projectId === projectId) return existing;
   if (existing) await store.deleteCertificate(ctx.db, orgId, domain);
-  const now = nowIso();
+  const now = clockIso(ctx.clock);
   const row: CertificateRow = {
     id: newId('crt'),
     orgId,
@@ -116,7 +117,7 @@ async function noticeFailure(ctx: AppContext, row: CertificateRow, attempts: num
 export async function ensureInstanceRow(ctx: AppContext, domain: string): Promise<InstanceCertificateRow> {
   const existing = await store.findInstanceCertificate(ctx.db, domain);
   if (existing) return existing;
-  const now = nowIso();
+  const now = clockIso(ctx.clock);
   const row: InstanceCertificateRow = {
     domain,
     ...pendingFields(now),
@@ -161,7 +162,7 @@ async function attempt(ctx: AppContext, target: Target, opts: IssueOptions): Pro
       nextAttemptAt: null,
       renewAt,
       renewalInfoAt,
-      updatedAt: nowIso(),
+      updatedAt: clockIso(ctx.clock),
     });
     ctx.ports.certificates?.invalidate?.(domain);
     ctx.log.info({ domain, expiresAt, challenge, renewAt }, 'certificate issued');
@@ -170,9 +171,9 @@ async function attempt(ctx: AppContext, target: Target, opts: IssueOptions): Pro
     const attempts = target.attempts + 1;
     let waitMs = backoffMs(attempts);
     if (e instanceof AcmeRateLimited) waitMs = e.retryAfterSeconds !== null ? e.retryAfterSeconds * 1000 : Math.max(waitMs, RATE_LIMIT_MIN_MS);
-    const nextAttemptAt = new Date(Date.now() + waitMs).toISOString();
+    const nextAttemptAt = clockIso(ctx.clock, waitMs);
     const error = `the certificate for ${domain} could not be issued: ${reasonOf(e)}`;
-    await target.update({ status: 'failed', error, attempts, nextAttemptAt, updatedAt: nowIso() });
+    await target.update({ status: 'failed', error, attempts, nextAttemptAt, updatedAt: clockIso(ctx.clock) });
     if (/account.*(does not exist|not found)|accountDoesNotExist/i.test((e as Error).message ?? '')) await forgetAccount(ctx);
     ctx.log.warn({ domain, attempts, nextAttemptAt, reason: error }, 'certificate not issued');
     return { status: 'failed', error, nextAttemptAt };
@@ -186,7 +187,7 @@ async function attempt(ctx: AppContext, target: Target, opts: IssueOptions): Pro
 async function replacedId(ctx: AppContext, certPem: string | null): Promise<string | null> {
   if (!certPem) return null;
   try {
-    if (Date.parse(new X509Certificate(certPem).validTo) <= Date.now()) return null;
+    if (Date.parse(new X509Certificate(certPem).validTo) <= ctx.clock.now()) return null;
     return (await renewalInfoUrl(ctx)) ? ariCertificateId(certPem) : null;
   } catch {
     return null;

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Authorization, Client } from 'acme-client';
 import type { AppContext } from '../../context.js';
 import { decryptSecret, encryptSecret } from '../../lib/crypto.js';
-import { nowIso } from '../../lib/ids.js';
+import { clockIso } from '../../lib/clock.js';
 import { AcmeRateLimited, accountClient, loadAcme } from './acme.js';
 import * as store from './certificates.store.js';
 import { dnsProviderFor } from './dns.js';
@@ -91,7 +91,7 @@ async function publish(ctx: AppContext, client: Client, authz: Authorization, ch
   const acme = await loadAcme();
   const name = authz.identifier.value;
   const keyAuthorization = await client.getChallengeKeyAuthorization(challenge);
-  const expiresAt = new Date(Date.now() + CHALLENGE_TTL_MS).toISOString();
+  const expiresAt = clockIso(ctx.clock, CHALLENGE_TTL_MS);
   const base = { token: challenge.token, keyAuthorization, domain: name, expiresAt, certPem: null, keySealed: null, recordName: null, recordId: null };
   if (challenge.type === 'http-01') {
     await store.insertChallenge(ctx.db, { ...base, kind: 'http-01' });
@@ -125,7 +125,7 @@ async function publish(ctx: AppContext, client: Client, authz: Authorization, ch
     } catch (e) {
       // Left for the next pass (the row keeps the record's id).
       ctx.log.warn({ record: recordName, reason: (e as Error).message }, 'the DNS-01 record could not be removed; the next pass retries');
-      await store.expireChallenge(ctx.db, challenge.token, nowIso());
+      await store.expireChallenge(ctx.db, challenge.token, clockIso(ctx.clock));
     }
   };
 }

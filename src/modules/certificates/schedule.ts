@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import { nowIso } from '../../lib/ids.js';
+import { clockIso } from '../../lib/clock.js';
 import { verifiedDomainsAnyOrg } from '../projects/index.js';
 import * as store from './certificates.store.js';
 import { renewalSchedule, twoThirdsOfLifetime } from './ari.js';
@@ -30,7 +30,7 @@ const IN_FLIGHT_MS = 15 * 60_000;
 
 /** Enqueues an attempt for the row unless one is already queued (the row's `nextAttemptAt` moved from `seen`). */
 async function enqueueAttempt(ctx: AppContext, orgId: string, domain: string, seen: string | null): Promise<boolean> {
-  const until = new Date(Date.now() + IN_FLIGHT_MS).toISOString();
+  const until = clockIso(ctx.clock, IN_FLIGHT_MS);
   if (!(await store.claimAttempt(ctx.db, orgId, domain, seen, until))) return false;
   await ctx.jobs.enqueue(ISSUE_JOB, { domain }, { orgId, maxAttempts: 1 });
   return true;
@@ -41,8 +41,9 @@ export async function certificateRequested(ctx: AppContext, orgId: string, proje
   if (ctx.config.https.port === null) return;
   const row = await ensureRow(ctx, orgId, projectId, domain);
   const renewAt = row.renewAt ?? (row.certPem ? twoThirdsOfLifetime(row.certPem).toISOString() : null);
-  if (row.status === 'issued' && renewAt !== null && renewAt > nowIso()) return;
-  const inFlight = row.nextAttemptAt !== null && row.nextAttemptAt > nowIso() && row.status === 'pending';
+  const now = clockIso(ctx.clock);
+  if (row.status === 'issued' && renewAt !== null && renewAt > now) return;
+  const inFlight = row.nextAttemptAt !== null && row.nextAttemptAt > now && row.status === 'pending';
   if (!inFlight) await enqueueAttempt(ctx, orgId, domain, row.nextAttemptAt);
 }
 
@@ -109,7 +110,7 @@ async function keepFreeDomainWildcard(ctx: AppContext, now: string, budget: { po
   };
   const wanted = row.status === 'pending' || row.status === 'failed' || (await renewalDue(ctx, row, now, access, budget));
   if (!wanted) return null;
-  const until = new Date(Date.now() + IN_FLIGHT_MS).toISOString();
+  const until = clockIso(ctx.clock, IN_FLIGHT_MS);
   if (!(await store.claimInstanceAttempt(ctx.db, domain, row.nextAttemptAt, until))) return null;
   await ctx.jobs.enqueue(ISSUE_JOB, { domain }, { maxAttempts: 1 });
   return domain;
@@ -144,7 +145,7 @@ async function removeLeftoverRecords(ctx: AppContext, now: string): Promise<void
 export async function renewDueCertificates(ctx: AppContext): Promise<{ enqueued: string[]; removed: string[] }> {
   const enqueued: string[] = [];
   const removed: string[] = [];
-  const now = nowIso();
+  const now = clockIso(ctx.clock);
   await store.deleteExpiredChallenges(ctx.db, now);
   await removeLeftoverRecords(ctx, now);
   if (ctx.config.https.port === null) return { enqueued, removed };

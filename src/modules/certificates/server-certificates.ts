@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { AppContext } from '../../context.js';
 import { decryptSecret } from '../../lib/crypto.js';
-import { nowIso } from '../../lib/ids.js';
+import { clockIso } from '../../lib/clock.js';
 import * as store from './certificates.store.js';
 import type { CertificatesPort, DomainTls } from './ports.js';
 import { keyAad } from './issue.service.js';
@@ -42,7 +42,7 @@ export class ServerCertificates implements CertificatesPort {
 
   forServerName(raw: string): Promise<Pair | null> {
     const name = raw.toLowerCase().replace(/\.$/, '');
-    const now = Date.now();
+    const now = this.ctx.clock.now();
     const cached = this.entries.get(name);
     if (cached && now - cached.checkedAt < REFRESH_MS) return cached.value;
     if (!cached && this.entries.size >= MAX_ENTRIES) this.entries.clear();
@@ -59,7 +59,7 @@ export class ServerCertificates implements CertificatesPort {
   private async load(name: string, previous: Entry | undefined, entry: Entry): Promise<Pair | null> {
     const wildcard = wildcardOf(name);
     const rows = await store.servableCertificatesAnyOrg(this.ctx.db, wildcard ? [name, wildcard] : [name]);
-    const now = nowIso();
+    const now = clockIso(this.ctx.clock);
     const live = rows.filter((r) => r.expiresAt === null || r.expiresAt > now);
     const row = live.find((r) => r.domain === name) ?? live.find((r) => r.domain === wildcard);
     if (row) {
@@ -89,7 +89,7 @@ export class ServerCertificates implements CertificatesPort {
       return { cert, key };
     }
     const row = await store.servableInstanceCertificate(this.ctx.db, `*.${apps}`);
-    if (!row || (row.expiresAt !== null && row.expiresAt <= nowIso())) return null;
+    if (!row || (row.expiresAt !== null && row.expiresAt <= clockIso(this.ctx.clock))) return null;
     return { cert: row.certPem!, key: decryptSecret(this.ctx.keyring, row.keySealed!, keyAad(row.domain)) };
   }
 
@@ -100,13 +100,13 @@ export class ServerCertificates implements CertificatesPort {
   async tlsAlpn01(raw: string): Promise<Pair | null> {
     const name = raw.toLowerCase().replace(/\.$/, '');
     if (!name || name.length > 253) return null;
-    const row = await store.alpnChallengeAnyOrg(this.ctx.db, name, nowIso());
+    const row = await store.alpnChallengeAnyOrg(this.ctx.db, name, clockIso(this.ctx.clock));
     return row ? alpnPair(this.ctx, row) : null;
   }
 
   async http01(token: string): Promise<string | null> {
     if (!/^[A-Za-z0-9_-]{1,256}$/.test(token)) return null;
-    return (await store.challengeAnyOrg(this.ctx.db, token, nowIso())) ?? null;
+    return (await store.challengeAnyOrg(this.ctx.db, token, clockIso(this.ctx.clock))) ?? null;
   }
 
   requested(ctx: AppContext, orgId: string, projectId: string, domain: string): Promise<void> {
