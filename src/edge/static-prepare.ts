@@ -191,8 +191,43 @@ async function freshFolder(to: string): Promise<boolean> {
  * copied so far is then removed.
  */
 export async function prepareStaticSite(from: string, to: string, opts: PrepareOptions = {}): Promise<PreparedSite> {
-  const maxFiles = opts.maxFiles ?? 100_000;
-  const maxDepth = opts.maxDepth ?? 64;
+  const top = await buildOutputFolder(from, opts.within);
+  const dest = resolvePhysical(path.resolve(to)) ?? path.resolve(to);
+  if (inside(dest, top) || inside(top, dest)) throw new Error(`the static site folder ${to} and the build output ${from} overlap`);
+  const created = await freshFolder(dest);
+  try {
+    // 1. List (breadth first, so the bounds stop a runaway tree early) and make the folders.
+    const tree = await listAndMakeFolders(top, dest, opts.maxFiles ?? 100_000, opts.maxDepth ?? 64);
+    let skipped = tree.skipped;
+
+    // 2. Copy the files.
+    const copied: Array<{ rel: string; size: number }> = [];
+    let bytes = 0;
+    await eachLimit(tree.files, 8, async (rel) => {
+      const n = await copyRegular(path.join(top, rel), path.join(dest, rel));
+      if (n === null) {
+        skipped++;
+        return;
+      }
+      copied.push({ rel, size: n });
+      bytes += n;
+    });
+
+    // 3. Precompress.
+    // Names taken in the copy (files and folders): a variant is never written over one.
+    const names = new Set([...copied.map((c) => c.rel), ...tree.folders]);
+    const compressible = copied.filter((c) => isCompressible(c.rel, c.size));
+    await eachLimit(compressible, 2, (c) => precompress(dest, c.rel, c.size, names));
+    return { files: copied.length, bytes, skipped, hidden: tree.hidden };
+  } catch (e) {
+    if (created) await rm(dest, { recursive: true, force: true });
+    else for (const name of await readdir(dest).catch(() => [] as string[])) await rm(path.join(dest, name), { recursive: true, force: true });
+    throw e;
+  }
+}
+
+/** The build output folder's real path: it exists, is a folder and not a symlink, and is inside `within` when given. */
+async function buildOutputFolder(from: string, within: string | undefined): Promise<string> {
   // resolve: no trailing slash, which would make lstat follow a link.
   const src = path.resolve(from);
   let st;
@@ -208,69 +243,49 @@ export async function prepareStaticSite(from: string, to: string, opts: PrepareO
   if (!st.isDirectory()) throw new Error(`the build output ${from} is not a folder`);
   // Parents may be links (/tmp on some systems); the folder itself is not.
   const top = await realpath(src);
-  if (opts.within !== undefined && !inside(top, await realpath(opts.within))) throw new Error(`the build output folder ${from} leads outside ${opts.within}`);
-  const dest = resolvePhysical(path.resolve(to)) ?? path.resolve(to);
-  if (inside(dest, top) || inside(top, dest)) throw new Error(`the static site folder ${to} and the build output ${from} overlap`);
-  const created = await freshFolder(dest);
-  try {
-    // 1. List (breadth first, so the bounds stop a runaway tree early) and make the folders.
-    const files: string[] = [];
-    let folders = 0;
-    let skipped = 0;
-    let hidden = 0;
-    const queue: Array<{ rel: string; depth: number }> = [{ rel: '', depth: 0 }];
-    for (let q = 0; q < queue.length; q++) {
-      const { rel, depth } = queue[q]!;
-      const abs = rel ? path.join(top, rel) : top;
-      if (rel) {
-        // Listed as a folder; one swapped for a link since then is not followed.
-        if ((await realpath(abs).catch(() => '')) !== abs) {
-          skipped++;
-          continue;
-        }
-        await mkdir(path.join(dest, rel), { mode: 0o755 });
+  if (within !== undefined && !inside(top, await realpath(within))) throw new Error(`the build output folder ${from} leads outside ${within}`);
+  return top;
+}
+
+/**
+ * The regular files under `top` (paths relative to it) and its folders ('' for `top` itself), breadth
+ * first, each folder made under `dest` as it is reached; dotfiles but a top-level `.well-known` are
+ * counted as hidden, links and special files as skipped. Throws over the bounds.
+ */
+async function listAndMakeFolders(top: string, dest: string, maxFiles: number, maxDepth: number): Promise<{ files: string[]; folders: string[]; skipped: number; hidden: number }> {
+  const files: string[] = [];
+  let folders = 0;
+  let skipped = 0;
+  let hidden = 0;
+  const queue: Array<{ rel: string; depth: number }> = [{ rel: '', depth: 0 }];
+  for (let q = 0; q < queue.length; q++) {
+    const { rel, depth } = queue[q]!;
+    const abs = rel ? path.join(top, rel) : top;
+    if (rel) {
+      // Listed as a folder; one swapped for a link since then is not followed.
+      if ((await realpath(abs).catch(() => '')) !== abs) {
+        skipped++;
+        continue;
       }
-      for await (const ent of await opendir(abs)) {
-        const r = rel ? `${rel}/${ent.name}` : ent.name;
-        if (ent.name.startsWith('.') && r !== '.well-known') {
-          hidden++;
-          continue;
-        }
-        if (ent.isDirectory()) {
-          if (depth + 1 > maxDepth) throw new Error(`the build output nests folders deeper than ${maxDepth} levels (${r})`);
-          if (++folders > maxFiles) throw new Error(`the build output has more than ${maxFiles} folders`);
-          queue.push({ rel: r, depth: depth + 1 });
-        } else if (ent.isFile()) {
-          if (files.length >= maxFiles) throw new Error(`the build output has more than ${maxFiles} files`);
-          files.push(r);
-        } else {
-          skipped++;
-        }
+      await mkdir(path.join(dest, rel), { mode: 0o755 });
+    }
+    for await (const ent of await opendir(abs)) {
+      const r = rel ? `${rel}/${ent.name}` : ent.name;
+      if (ent.name.startsWith('.') && r !== '.well-known') {
+        hidden++;
+        continue;
+      }
+      if (ent.isDirectory()) {
+        if (depth + 1 > maxDepth) throw new Error(`the build output nests folders deeper than ${maxDepth} levels (${r})`);
+        if (++folders > maxFiles) throw new Error(`the build output has more than ${maxFiles} folders`);
+        queue.push({ rel: r, depth: depth + 1 });
+      } else if (ent.isFile()) {
+        if (files.length >= maxFiles) throw new Error(`the build output has more than ${maxFiles} files`);
+        files.push(r);
+      } else {
+        skipped++;
       }
     }
-
-    // 2. Copy the files.
-    const copied: Array<{ rel: string; size: number }> = [];
-    let bytes = 0;
-    await eachLimit(files, 8, async (rel) => {
-      const n = await copyRegular(path.join(top, rel), path.join(dest, rel));
-      if (n === null) {
-        skipped++;
-        return;
-      }
-      copied.push({ rel, size: n });
-      bytes += n;
-    });
-
-    // 3. Precompress.
-    // Names taken in the copy (files and folders): a variant is never written over one.
-    const names = new Set([...copied.map((c) => c.rel), ...queue.map((d) => d.rel)]);
-    const compressible = copied.filter((c) => isCompressible(c.rel, c.size));
-    await eachLimit(compressible, 2, (c) => precompress(dest, c.rel, c.size, names));
-    return { files: copied.length, bytes, skipped, hidden };
-  } catch (e) {
-    if (created) await rm(dest, { recursive: true, force: true });
-    else for (const name of await readdir(dest).catch(() => [] as string[])) await rm(path.join(dest, name), { recursive: true, force: true });
-    throw e;
   }
+  return { files, folders: queue.map((d) => d.rel), skipped, hidden };
 }

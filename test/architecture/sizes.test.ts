@@ -25,7 +25,6 @@ const LONG_FUNCTIONS_NOT_SPLIT_YET: Record<string, string> = {
   'cli/deploy.ts deploy': '`berth deploy`, from pack to the build log',
   'config.ts loadConfig': 'every BERTH_* variable read in one place',
   'edge/proxy.ts handleRequest': "the edge's HTTP path",
-  'edge/static-prepare.ts prepareStaticSite': 'a static site made ready to serve',
   'modules/backups/restore-executor.ts executeRestore': 'a restore, step by step',
   'modules/backups/run-executor.ts executeRun': 'a backup run, step by step',
   'modules/cloud/bundle.ts writeBundle': 'the transfer bundle written',
