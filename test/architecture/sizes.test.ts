@@ -31,7 +31,6 @@ const LONG_FUNCTIONS_NOT_SPLIT_YET: Record<string, string> = {
   'modules/hosting/build-job.ts runDeploymentJob': 'the build job, step by step',
   'modules/uploads/relay.service.ts receiveUpload': 'an upload relayed',
   'runtime/build.ts runBuildIn': 'a build in its box, step by step',
-  'runtime/command.ts parseCommand': 'the start-command parser (one state machine)',
 };
 
 const files = () => sourceFiles(SRC).filter((f) => !f.endsWith('.d.ts') && !f.includes(`${path.sep}migrations${path.sep}`));
