@@ -15,6 +15,7 @@ import { openCredentials } from './credentials.js';
 import { enginePlan, engineEnv, type EnginePlan, type EngineStep } from './engines.js';
 import type { ServiceKind } from './kinds.js';
 import type { ServiceRunner } from './runner.js';
+import { openScratch, type ScratchInstance } from './scratch.js';
 import * as store from './services.store.js';
 import type { ManagedServiceRow } from './services.store.js';
 
@@ -88,6 +89,10 @@ export class HostServiceRunner implements ServiceRunner {
   /** The processes of its box now (host pids). */
   pids(id: string): number[] {
     return this.services.get(id)?.box?.pids() ?? [];
+  }
+
+  scratch(row: ManagedServiceRow, dataDir: string, name: string, adapt?: (plan: EnginePlan) => EnginePlan): Promise<ScratchInstance> {
+    return openScratch(this.ctx, this.deps, row, dataDir, `${name}-${++this.seq}`, adapt);
   }
 
   forget(id: string): void {

@@ -6,3 +6,5 @@ export { servicesModule } from './services.module.js';
 export type { ServicesTables } from './services.tables.js';
 /** The variables a project's app and builds get for its running managed services (for the hosting area to wire in). */
 export { managedServiceEnv, serviceVariables, urlVariableOf } from './wiring.js';
+/** Native dumps and restores of managed services, for the backups area. */
+export { managedBackups } from './backup-surface.js';

@@ -2,7 +2,9 @@
  * What runs managed services on this server (the services area's per-server state). The service use
  * cases tell it what the owner wants; it brings the processes there and writes `status` back.
  */
+import type { EnginePlan } from './engines.js';
 import type { RuntimeOffer } from './kinds.js';
+import type { ScratchInstance } from './scratch.js';
 import type { ManagedServiceRow } from './services.store.js';
 
 export interface ServiceRunner {
@@ -24,6 +26,8 @@ export interface ServiceRunner {
   pids(id: string): number[];
   /** It was deleted: nothing of it is kept (its log). */
   forget(id: string): void;
+  /** A throwaway instance of the service on `dataDir` (restores and restore tests; scratch.ts). */
+  scratch(row: ManagedServiceRow, dataDir: string, name: string, adapt?: (plan: EnginePlan) => EnginePlan): Promise<ScratchInstance>;
   /** Server shutdown: stops every service. */
   close(): Promise<void>;
 }
