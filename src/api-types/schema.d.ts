@@ -2970,6 +2970,7 @@ export interface operations {
                     retainDays?: number | null;
                     rotateWebhookToken?: boolean;
                     timezone?: string;
+                    verifyRestore?: boolean;
                 };
             };
         };
@@ -3000,6 +3001,7 @@ export interface operations {
                             timezone: string;
                             /** @description ISO-8601 timestamp */
                             updatedAt: string;
+                            verifyRestore: boolean;
                             webhookEnabled: boolean;
                             webhookToken?: string;
                         };
@@ -3242,6 +3244,8 @@ export interface operations {
                             startedAt: string | null;
                             status: string;
                             trigger: string;
+                            verifiedAt: string | null;
+                            verifyError: string | null;
                         };
                     };
                 };
@@ -3288,6 +3292,8 @@ export interface operations {
                             startedAt: string | null;
                             status: string;
                             trigger: string;
+                            verifiedAt: string | null;
+                            verifyError: string | null;
                         };
                     };
                 };
@@ -3340,6 +3346,8 @@ export interface operations {
                             startedAt: string | null;
                             status: string;
                             trigger: string;
+                            verifiedAt: string | null;
+                            verifyError: string | null;
                         };
                     };
                 };
@@ -8742,6 +8750,7 @@ export interface operations {
                             timezone: string;
                             /** @description ISO-8601 timestamp */
                             updatedAt: string;
+                            verifyRestore: boolean;
                             webhookEnabled: boolean;
                             webhookToken?: string;
                         }[];
@@ -8775,6 +8784,7 @@ export interface operations {
                     retainDays?: number | null;
                     serviceId?: string;
                     timezone?: string;
+                    verifyRestore?: boolean;
                 };
             };
         };
@@ -8805,6 +8815,7 @@ export interface operations {
                             timezone: string;
                             /** @description ISO-8601 timestamp */
                             updatedAt: string;
+                            verifyRestore: boolean;
                             webhookEnabled: boolean;
                             webhookToken?: string;
                         };
@@ -8856,6 +8867,8 @@ export interface operations {
                             startedAt: string | null;
                             status: string;
                             trigger: string;
+                            verifiedAt: string | null;
+                            verifyError: string | null;
                         }[];
                     };
                 };

@@ -5,6 +5,7 @@ import { RESTORE_JOB } from './restores.service.js';
 import { executeRun } from './run-executor.js';
 import { RUN_JOB } from './runs.service.js';
 import { runDueSchedules } from './schedules.js';
+import { executeVerify, VERIFY_JOB } from './verify-executor.js';
 
 /** The backups area's background work: its jobs and tickers, and what it recovers when a server starts. */
 
@@ -14,6 +15,7 @@ type Job = { id: string; orgId: string };
 export function registerBackupJobs(ctx: AppContext): void {
   ctx.jobs.register<Job>(RUN_JOB, (p, _job, signal) => executeRun(ctx, p.id, p.orgId, signal), { maxAttempts: 1 });
   ctx.jobs.register<Job>(RESTORE_JOB, (p, _job, signal) => executeRestore(ctx, p.id, p.orgId, signal), { maxAttempts: 1 });
+  ctx.jobs.register<Job>(VERIFY_JOB, (p, _job, signal) => executeVerify(ctx, p.id, p.orgId, signal), { maxAttempts: 1 });
   ctx.scheduler.add({ name: 'backups.cron', everyMs: 5000, run: async () => void (await runDueSchedules(ctx)) });
   // Runs whose heartbeat stopped (their instance died) become server_error.
   ctx.scheduler.add({ name: 'backups.sweep', everyMs: 10000, run: async () => void (await recoverStale(ctx, 5000, false)) });

@@ -87,6 +87,8 @@ export const Policy = Type.Object(
     lastSuccessAt: Nullable(Time),
     /** Enabled, scheduled, and no success for more than two intervals of its schedule. */
     overdue: Type.Boolean(),
+    /** Each new run is restored into a throwaway instance (managed services), recording `verifiedAt` on the run. */
+    verifyRestore: Type.Boolean(),
     /** The webhook token, only in the answer that issued it. */
     webhookToken: Type.Optional(Type.String()),
   },
@@ -129,6 +131,7 @@ export function policyView(row: PolicyRow, now = new Date(), webhookToken?: stri
     nextRunAt: row.nextRunAt,
     lastSuccessAt: row.lastSuccessAt,
     overdue,
+    verifyRestore: row.verifyRestore === 1,
     ...(webhookToken ? { webhookToken } : {}),
   };
 }
@@ -153,6 +156,10 @@ export const Run = Type.Object(
     startedAt: Nullable(Time),
     finishedAt: Nullable(Time),
     error: Nullable(Type.String()),
+    /** When a throwaway restore of this run (policy `verifyRestore`) answered and held its data. */
+    verifiedAt: Nullable(Time),
+    /** Why that restore did not, in Berth's words. */
+    verifyError: Nullable(Type.String()),
   },
   { title: 'BackupRun' },
 );
@@ -174,6 +181,8 @@ export function runView(row: RunRow): RunView {
     startedAt: row.startedAt,
     finishedAt: row.finishedAt,
     error: row.error,
+    verifiedAt: row.verifiedAt ?? null,
+    verifyError: row.verifyError ?? null,
   };
 }
 

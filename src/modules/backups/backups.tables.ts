@@ -42,6 +42,8 @@ export interface BackupPoliciesTable {
   updatedAt: string;
   nextRunAt: string | null;
   lastSuccessAt: string | null;
+  /** 1: each new run is restored into a throwaway instance (managed services; migration 034). */
+  verifyRestore: number;
 }
 
 export interface BackupRunsTable {
@@ -70,6 +72,10 @@ export interface BackupRunsTable {
   finishedAt: string | null;
   error: string | null;
   updatedAt: string;
+  /** When a throwaway restore of this run's artifact answered and held its data (policy verifyRestore). */
+  verifiedAt: string | null;
+  /** Why that restore did not (Berth's words). */
+  verifyError: string | null;
 }
 
 export interface BackupRestoresTable {

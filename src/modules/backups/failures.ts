@@ -109,6 +109,9 @@ export function logDetail(e: unknown): Record<string, unknown> {
   if (err?.name) out.errName = err.name;
   if (err?.$metadata?.httpStatusCode) out.status = err.$metadata.httpStatusCode;
   if (err instanceof PgToolError) out.stderr = redactUrls(err.stderr).slice(-1000);
+  // A managed service's dump or restore tool (services area): its output's tail, password already redacted.
+  const detail = (e as { detail?: unknown } | undefined)?.detail;
+  if (typeof detail === 'string') out.stderr = redactUrls(detail).slice(-1000);
   return out;
 }
 

@@ -26,6 +26,7 @@ const PolicyCreate = Obj({
   ...Retain,
   enabled: Type.Optional(Type.Boolean()),
   enableWebhook: Type.Optional(Type.Boolean()),
+  verifyRestore: Type.Optional(Type.Boolean()),
 });
 /** The allow-list of policy updates: projectId, serviceId and createdBy are not in it (dropped). */
 const PolicyPatch = Obj({
@@ -35,6 +36,7 @@ const PolicyPatch = Obj({
   enabled: Type.Optional(Type.Boolean()),
   enableWebhook: Type.Optional(Type.Boolean()),
   rotateWebhookToken: Type.Optional(Type.Boolean()),
+  verifyRestore: Type.Optional(Type.Boolean()),
 });
 
 const ProjectParams = Obj({ projectId: Id });

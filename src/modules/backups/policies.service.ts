@@ -10,7 +10,7 @@ import { policyView } from './backups.presenters.js';
 import { destinationRef } from './backups.resolvers.js';
 import * as store from './backups.store.js';
 import type { DestinationRow, PolicyRow } from './backups.store.js';
-import { dataVolume, findService } from './project-link.js';
+import { dataVolume, findTarget } from './project-link.js';
 import { requestRunCancel } from './runs.service.js';
 
 /**
@@ -32,6 +32,14 @@ export interface PolicyBody {
   enabled?: boolean;
   enableWebhook?: boolean;
   rotateWebhookToken?: boolean;
+  verifyRestore?: boolean;
+}
+
+/** `verifyRestore` needs a service Berth can make a throwaway instance of: a managed one. */
+async function checkVerifyRestore(ctx: Ctx, orgId: string, projectId: string, serviceId: string, on: boolean | undefined): Promise<void> {
+  if (!on) return;
+  const target = await findTarget(ctx.db, orgId, projectId, serviceId);
+  if (!target?.managed) throw invalid('verifyRestore', 'verifyRestore needs a managed service (postgres, mysql or redis that Berth runs): the data volume and attached databases have no throwaway instance to restore into');
 }
 
 function checkTimezone(tz: string): void {
@@ -76,12 +84,13 @@ export async function createPolicy(ctx: Ctx, actor: Actor, project: { id: string
   await destinationForPolicy(ctx, actor, body.destinationId);
   let serviceId: string;
   if (body.serviceId) {
-    const svc = await findService(ctx.db, project.orgId, project.id, body.serviceId);
+    const svc = await findTarget(ctx.db, project.orgId, project.id, body.serviceId);
     if (!svc) throw new AppError('NOT_FOUND', 'service not found in this project', { field: 'serviceId' });
     serviceId = svc.id;
   } else {
     serviceId = (await dataVolume(ctx, project.orgId, project.id)).id;
   }
+  await checkVerifyRestore(ctx, project.orgId, project.id, serviceId, body.verifyRestore);
   const hook = body.enableWebhook ? newWebhookToken() : null;
   const now = clockIso(ctx.clock);
   const row: PolicyRow = {
@@ -102,6 +111,7 @@ export async function createPolicy(ctx: Ctx, actor: Actor, project: { id: string
     updatedAt: now,
     nextRunAt,
     lastSuccessAt: null,
+    verifyRestore: body.verifyRestore ? 1 : 0,
   };
   await store.insertPolicy(ctx.db, row);
   await audit(ctx, actor, row.orgId, 'backup_policy.create', 'project', row.projectId, { policyId: row.id, destinationId: row.destinationId, serviceId: row.serviceId, webhook: !!hook });
@@ -122,6 +132,10 @@ export async function updatePolicy(ctx: Ctx, actor: Actor, row: PolicyRow, body:
   if (body.retainCount !== undefined) set.retainCount = body.retainCount;
   if (body.retainDays !== undefined) set.retainDays = body.retainDays;
   if (body.enabled !== undefined) set.enabled = body.enabled ? 1 : 0;
+  if (body.verifyRestore !== undefined) {
+    await checkVerifyRestore(ctx, row.orgId, row.projectId, row.serviceId, body.verifyRestore);
+    set.verifyRestore = body.verifyRestore ? 1 : 0;
+  }
   const expr = body.cronExpression !== undefined ? body.cronExpression : row.cronExpression;
   if (body.cronExpression !== undefined) set.cronExpression = body.cronExpression;
   const enabled = (set.enabled ?? row.enabled) === 1;

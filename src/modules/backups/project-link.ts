@@ -1,7 +1,8 @@
 import type { ResourceRef } from '../../authz/authorize.js';
 import type { AppContext } from '../../context.js';
 import type { Db } from '../../db/client.js';
-import { findProject, projectGrantKeys, resolveService } from '../projects/index.js';
+import { findProject, findService, projectGrantKeys, resolveService } from '../projects/index.js';
+import { managedBackups } from '../services/index.js';
 
 /**
  * Everything the backups area needs from the projects area, in one place: the ref of a policy's,
@@ -10,6 +11,25 @@ import { findProject, projectGrantKeys, resolveService } from '../projects/index
  */
 
 export { cloudProjectIds, dataVolume, findService } from '../projects/index.js';
+export { managedBackups } from '../services/index.js';
+
+/** What a policy backs up: the data volume, an attached database, or a managed service (`managed` its row). */
+export interface BackupTarget {
+  id: string;
+  orgId: string;
+  projectId: string;
+  kind: string;
+  name: string;
+  managed: Awaited<ReturnType<typeof managedBackups.find>> | null;
+}
+
+/** The service of a project a policy, run or restore names (attached or managed), or undefined. */
+export async function findTarget(db: Db, orgId: string, projectId: string, serviceId: string): Promise<BackupTarget | undefined> {
+  const s = await findService(db, orgId, projectId, serviceId);
+  if (s) return { id: s.id, orgId, projectId, kind: s.kind, name: s.name, managed: null };
+  const m = await managedBackups.find(db, orgId, projectId, serviceId);
+  return m ? { id: m.id, orgId, projectId, kind: m.kind, name: m.name, managed: m } : undefined;
+}
 
 /** The authorization ref of a project: records under it carry its grant keys. */
 export function parentProjectRef(orgId: string, projectId: string): ResourceRef {

@@ -11,7 +11,7 @@ import { storageOf } from './destination-storage.js';
 import { Cancelled, serviceTarget, STOPPING, stoppedBy, volumeDir, watch } from './execution.js';
 import { describeFailure, logDetail } from './failures.js';
 import { pgRestoreFile } from './pg-tools.js';
-import { findService, projectRuntime } from './project-link.js';
+import { findTarget, managedBackups, projectRuntime } from './project-link.js';
 import { ArtifactChangedError } from './storage.js';
 import { assertVolumeHere, repairVolume, swapIn } from './volume-archive.js';
 
@@ -53,6 +53,8 @@ export async function executeRestore(ctx: Ctx, restoreId: string, orgId: string,
   let staging: string | null = null;
   let restartProject = false;
   let oldDir: string | null = null;
+  /** A managed service's fresh data folder, until it was swapped in. */
+  let freshDir: string | null = null;
   let outcome: { to: string; error?: string } = { to: 'failed', error: 'interrupted' };
   const runtime = projectRuntime(ctx);
   try {
@@ -60,11 +62,21 @@ export async function executeRestore(ctx: Ctx, restoreId: string, orgId: string,
     if (!run || run.status !== 'succeeded' || !run.artifactKey || !run.sha256) throw new Error('the backup run is no longer available');
     const dest = await store.findDestination(ctx.db, orgId, run.destinationId);
     if (!dest) throw new Error('the destination no longer exists');
-    const svc = await findService(ctx.db, orgId, run.projectId, run.serviceId);
+    const svc = await findTarget(ctx.db, orgId, run.projectId, run.serviceId);
     if (!svc) throw new Error('the service no longer exists');
     const storage = await storageOf(ctx, dest);
     const total = run.sizeBytes == null ? undefined : Number(run.sizeBytes);
-    if (svc.kind === 'postgres') {
+    if (svc.managed) {
+      // A fresh instance of the same kind and version is made from the artifact beside the service's
+      // data and checked (it answers, it holds the artifact's tables or keys) before anything changes.
+      staging = path.join(ctx.config.dataDir, 'tmp', `restore-${r.id}${managedBackups.extension(svc.kind)}`);
+      const got = await downloadTo(storage, run.artifactKey, staging, progress('download', total), signal);
+      if (got.sha256 !== run.sha256) throw new Error('the artifact does not match its recorded sha256');
+      if (signal.aborted) throw new Cancelled();
+      events.publish(`restore:${r.id}`, { type: 'progress', data: { phase: 'restore', bytes: total ?? 0, ...(total !== undefined ? { totalBytes: total } : {}) } });
+      freshDir = managedBackups.paths(ctx, svc.managed, r.id).staging;
+      await managedBackups.prepareFresh(ctx, svc.managed, staging, freshDir, `restore-${r.id}`);
+    } else if (svc.kind === 'postgres') {
       staging = path.join(ctx.config.dataDir, 'tmp', `restore-${r.id}.dump`);
       const got = await downloadTo(storage, run.artifactKey, staging, progress('download', total), signal);
       if (got.sha256 !== run.sha256) throw new Error('the artifact does not match its recorded sha256');
@@ -90,7 +102,9 @@ export async function executeRestore(ctx: Ctx, restoreId: string, orgId: string,
         restartProject = true;
       }
     }
-    if (svc.kind === 'postgres') {
+    if (svc.managed) {
+      oldDir = await managedBackups.swapFresh(ctx, svc.managed, r.id);
+    } else if (svc.kind === 'postgres') {
       events.publish(`restore:${r.id}`, { type: 'progress', data: { phase: 'restore', bytes: total ?? 0, ...(total !== undefined ? { totalBytes: total } : {}) } });
       const target = await serviceTarget(ctx, svc);
       await pgRestoreFile(target.url, staging, signal, target.hostaddr);
@@ -110,6 +124,7 @@ export async function executeRestore(ctx: Ctx, restoreId: string, orgId: string,
   } finally {
     // Clean up and restart the project before the terminal status is visible.
     if (staging && existsSync(staging)) await rm(staging, { recursive: true, force: true }).catch(() => {});
+    if (freshDir && existsSync(freshDir)) await rm(freshDir, { recursive: true, force: true }).catch(() => {});
     if (restartProject && runtime) await runtime.bringOnline(ctx, orgId, r.projectId).catch((e) => ctx.log.warn({ err: describeFailure(e) }, 'could not restart the project after a restore'));
     stopWatch();
     jobSignal?.removeEventListener('abort', onJobAbort);
@@ -121,8 +136,9 @@ export async function executeRestore(ctx: Ctx, restoreId: string, orgId: string,
 
 export async function recoverRestore(ctx: Ctx, r: RestoreRow): Promise<void> {
   // Leftovers first, the status after (see recoverRun).
-  const svc = await findService(ctx.db, r.orgId, r.projectId, r.serviceId).catch(() => undefined);
-  if (svc && svc.kind !== 'postgres') await repairVolume(volumeDir(ctx, r.projectId, svc.name)).catch(() => {});
-  await rm(path.join(ctx.config.dataDir, 'tmp', `restore-${r.id}.dump`), { force: true }).catch(() => {});
+  const svc = await findTarget(ctx.db, r.orgId, r.projectId, r.serviceId).catch(() => undefined);
+  if (svc?.managed) await managedBackups.repairRestore(ctx, svc.managed, r.id).catch((e) => ctx.log.warn({ restoreId: r.id, err: describeFailure(e) }, 'could not repair an interrupted restore of a managed service'));
+  else if (svc && svc.kind !== 'postgres') await repairVolume(volumeDir(ctx, r.projectId, svc.name)).catch(() => {});
+  await rm(path.join(ctx.config.dataDir, 'tmp', `restore-${r.id}${svc?.managed ? managedBackups.extension(svc.kind) : '.dump'}`), { force: true }).catch(() => {});
   await moveRestore(ctx, r, 'applying', 'server_error', { finishedAt: nowIso(), error: 'the server stopped while this restore was in progress' });
 }

@@ -10,12 +10,13 @@ import { storageOf } from './destination-storage.js';
 import { Cancelled, serviceTarget, STOPPING, stoppedBy, volumeDir, watch } from './execution.js';
 import { describeFailure, logDetail } from './failures.js';
 import { pgDumpSource } from './pg-tools.js';
-import { findService } from './project-link.js';
+import { findTarget, managedBackups } from './project-link.js';
 import { policyPrefix, pruneRuns } from './prune.js';
 import type { Storage } from './storage.js';
 import { assertVolumeHere, volumeSizeHint, volumeSource } from './volume-archive.js';
 import { noticeRunFailed } from './run-notice.js';
 import { localDestinationDir } from './local-root.js';
+import { enqueueVerify } from './verify-executor.js';
 
 /**
  * Executes a backup run (the job `backups.run`). A run is `succeeded` only after its artifact was
@@ -58,13 +59,13 @@ export async function executeRun(ctx: Ctx, runId: string, orgId: string, jobSign
     if (!(await moveRun(ctx, run, 'queued', 'running', { startedAt: clockIso(ctx.clock), runner: ctx.instanceId }))) return;
     const dest = await store.findDestination(ctx.db, orgId, run.destinationId);
     if (!dest) throw new Error('the destination no longer exists');
-    const svc = await findService(ctx.db, orgId, run.projectId, run.serviceId);
+    const svc = await findTarget(ctx.db, orgId, run.projectId, run.serviceId);
     if (!svc) throw new Error('the service no longer exists');
     storage = await storageOf(ctx, dest);
     if (dest.kind === 'local') await localDestinationDir(ctx.config.localBackupRoot, dest.path!);
     const prefix = policyPrefix(run);
     tempKey = `${prefix}.tmp-${run.id}`;
-    finalKey = `${prefix}${run.id}${svc.kind === 'postgres' ? '.dump' : '.tar.gz'}`;
+    finalKey = `${prefix}${run.id}${svc.managed ? managedBackups.extension(svc.kind) : svc.kind === 'postgres' ? '.dump' : '.tar.gz'}`;
     await store.updateRun(ctx.db, orgId, run.id, { tempKey, artifactKey: finalKey });
     if (signal.aborted) throw new Cancelled();
 
@@ -73,7 +74,12 @@ export async function executeRun(ctx: Ctx, runId: string, orgId: string, jobSign
     // An upper estimate of the artifact's size, so that an S3 upload picks parts big enough for it:
     // the volume's tar size, or for a dump twice the last successful one of this policy.
     let sizeHint: number | undefined;
-    if (svc.kind === 'postgres') {
+    if (svc.managed) {
+      // A managed service's native dump (pg_dump -Fc, mysqldump, Redis BGSAVE + RDB): services area.
+      const last = await store.lastSucceededSize(ctx.db, orgId, run.policyId);
+      sizeHint = last ? last * 2 : undefined;
+      source = await managedBackups.dump(ctx, svc.managed, signal);
+    } else if (svc.kind === 'postgres') {
       const last = await store.lastSucceededSize(ctx.db, orgId, run.policyId);
       sizeHint = last ? last * 2 : undefined;
       const target = await serviceTarget(ctx, svc);
@@ -99,6 +105,7 @@ export async function executeRun(ctx: Ctx, runId: string, orgId: string, jobSign
     const at = clockIso(ctx.clock);
     if (!(await moveRun(ctx, run, 'verifying', 'succeeded', { finishedAt: at, activeKey: null, tempKey: null, cancelRequested: 0 }))) throw new Cancelled();
     await store.setLastSuccess(ctx.db, orgId, run.policyId, at);
+    if (svc.managed) await enqueueVerify(ctx, run);
   } catch (e) {
     const stopped = stoppedBy(signal);
     const cancelled = !stopped && (e instanceof Cancelled || signal.aborted);

@@ -45,6 +45,8 @@ export async function triggerRun(ctx: Ctx, policy: PolicyRow, trigger: 'manual' 
     activeKey: policy.id,
     cancelRequested: 0,
     runner: null,
+    verifiedAt: null,
+    verifyError: null,
     createdAt: now,
     startedAt: null,
     finishedAt: null,
