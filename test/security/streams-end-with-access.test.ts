@@ -203,6 +203,20 @@ describe('streams end when access ends', () => {
     assert.ok(control.isOpen());
   });
 
+  it("a grant removal ends a restricted member's stream of a managed service's log", async () => {
+    const t = await createTeam(server);
+    const p = await createProject(server, t.owner);
+    const created = await server.api(t.owner.token).post(`/api/projects/${p.id}/services`, { kind: 'redis', name: 'cache' });
+    assert.equal(created.status, 201, created.text);
+    const grantId = await createGrant(server, t.restricted, 'project', p.id, ['read']);
+    const url = `${server.url}/api/projects/${p.id}/services/${created.body.data.id}/logs/stream`;
+    const victim = track(await openStream(url, bearer(t.restricted.token)));
+    const control = track(await openStream(url, bearer(t.member.token)));
+    assert.equal((await server.api(t.owner.token).delete(`/api/permissions/grants/${grantId}`)).status, 200);
+    await endsWithin(victim, 'grant removed (service log)', SOON_MS);
+    assert.ok(control.isOpen());
+  });
+
   it('a change made elsewhere (another instance, the admin CLI) ends the stream within the periodic bound', async () => {
     const victim = track(await openStream(logsUrl(project.id), bearer(team.member.token)));
     const control = track(await openStream(logsUrl(project.id), bearer(team.admin.token)));

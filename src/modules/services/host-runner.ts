@@ -54,6 +54,8 @@ export class HostServiceRunner implements ServiceRunner {
   private readonly services = new Map<string, Running>();
   /** Each service's last lines, kept after it stopped or failed (GET .../logs). */
   private readonly logLines = new Map<string, string[]>();
+  /** Who follows each service's log live (GET .../logs/stream). */
+  private readonly followers = new Map<string, Set<(line: string) => void>>();
   private seq = 0;
 
   constructor(
@@ -95,8 +97,25 @@ export class HostServiceRunner implements ServiceRunner {
     return openScratch(this.ctx, this.deps, row, dataDir, `${name}-${++this.seq}`, adapt);
   }
 
+  follow(id: string, fn: (line: string) => void): () => void {
+    let set = this.followers.get(id);
+    if (!set) this.followers.set(id, (set = new Set()));
+    set.add(fn);
+    return () => {
+      set.delete(fn);
+      if (set.size === 0 && this.followers.get(id) === set) this.followers.delete(id);
+    };
+  }
+
   forget(id: string): void {
     this.logLines.delete(id);
+  }
+
+  /** Keeps a line in the service's log and hands it to its followers. */
+  private keep(r: Running, line: string): void {
+    r.log.push(line);
+    if (r.log.length > LOG_LINES) r.log.splice(0, r.log.length - LOG_LINES);
+    for (const fn of this.followers.get(r.row.id) ?? []) fn(line);
   }
 
   ensure(row: ManagedServiceRow): void {
@@ -147,8 +166,7 @@ export class HostServiceRunner implements ServiceRunner {
   }
 
   private note(r: Running, line: string): void {
-    r.log.push(`${nowIso()} [berth] ${line}`);
-    if (r.log.length > LOG_LINES) r.log.splice(0, r.log.length - LOG_LINES);
+    this.keep(r, `${nowIso()} [berth] ${line}`);
   }
 
   private async setStatus(row: ManagedServiceRow, status: string, lastError: string | null): Promise<void> {
@@ -164,14 +182,9 @@ export class HostServiceRunner implements ServiceRunner {
     p.stdout?.on('data', (c: Buffer) => {
       if (out.length < 4096) out += c.toString();
     });
-    redactedLines(step.expect ? { stdout: null, stderr: p.stderr } : p, r.secrets, (_s, line) => this.pushLine(r, line));
+    redactedLines(step.expect ? { stdout: null, stderr: p.stderr } : p, r.secrets, (_s, line) => this.keep(r, line));
     const res = await p.exited;
     return { ok: res.code === 0 && (!step.expect || step.expect.test(out)), out };
-  }
-
-  private pushLine(r: Running, line: string): void {
-    r.log.push(line);
-    if (r.log.length > LOG_LINES) r.log.splice(0, r.log.length - LOG_LINES);
   }
 
   /** Folders (volume, configuration) and the box, made once per service run; the box outlives crash restarts. */
@@ -230,7 +243,7 @@ export class HostServiceRunner implements ServiceRunner {
         }
       }
       const proc = box.exec(plan.server.argv, { cwd: confDir, env: engineEnv(plan.server.env) });
-      redactedLines(proc, r.secrets, (_s, line) => this.pushLine(r, line));
+      redactedLines(proc, r.secrets, (_s, line) => this.keep(r, line));
       r.exited = proc.exited;
       let exited = false;
       void proc.exited.then(() => {

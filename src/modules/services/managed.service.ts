@@ -227,3 +227,13 @@ export async function serviceLogs(ctx: AppContext, project: ProjectRow, serviceI
   const row = await findManagedOr404(ctx, project, serviceId);
   return (ctx.state.services.runner?.logs(row.id) ?? []).slice(-limit).map((line) => ({ line }));
 }
+
+/** The log's last `limit` lines and a way to follow the lines it writes from now on (GET .../logs/stream). */
+export async function serviceLogFeed(ctx: AppContext, project: ProjectRow, serviceId: string, limit: number): Promise<{ backlog: { line: string }[]; subscribe(fn: (e: { line: string }) => void): () => void }> {
+  const row = await findManagedOr404(ctx, project, serviceId);
+  const runner = ctx.state.services.runner;
+  return {
+    backlog: (runner?.logs(row.id) ?? []).slice(-limit).map((line) => ({ line })),
+    subscribe: (fn) => runner?.follow(row.id, (line) => fn({ line })) ?? (() => {}),
+  };
+}

@@ -22,6 +22,8 @@ export interface ServiceRunner {
   volumeDir(row: Pick<ManagedServiceRow, 'projectId' | 'id'>): string;
   /** The last lines it wrote (secrets redacted), kept after it stopped or failed. */
   logs(id: string): string[];
+  /** Calls `fn` with each line it writes from now on (secrets redacted); answers the unsubscribe. */
+  follow(id: string, fn: (line: string) => void): () => void;
   /** Its processes now (host pids). */
   pids(id: string): number[];
   /** It was deleted: nothing of it is kept (its log). */

@@ -77,4 +77,6 @@ export const DeleteServiceQuery = Obj({ keepVolume: Type.Optional(Type.Boolean()
 
 export const LogsQuery = Obj({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })) });
 
+export const LogStreamQuery = Obj({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })), follow: Type.Optional(Type.Boolean()) });
+
 export const LogLinesSchema = Type.Array(Type.Object({ line: Type.String() }));

@@ -1,8 +1,10 @@
 import { Type } from '@sinclair/typebox';
+import { streamLogs } from '../../http/log-stream.js';
 import { defineRoute } from '../../http/route.js';
+import { gateAccess } from '../../http/stream-access.js';
 import { Obj, Id } from '../../http/schemas.js';
 import * as managed from './managed.service.js';
-import { CreateServiceBody, CredentialsSchema, LogLinesSchema, LogsQuery, DeletedServiceSchema, DeleteServiceQuery, KindsSchema, PatchServiceBody, ServiceParams, ServiceSchema } from './services.presenters.js';
+import { CreateServiceBody, CredentialsSchema, LogLinesSchema, LogsQuery, LogStreamQuery, DeletedServiceSchema, DeleteServiceQuery, KindsSchema, PatchServiceBody, ServiceParams, ServiceSchema } from './services.presenters.js';
 
 const P = { kind: 'project', param: 'id' } as const;
 const ProjectParams = Obj({ id: Id });
@@ -81,6 +83,20 @@ export const serviceRoutes = [
     resource: P,
     schema: { params: ServiceParams, querystring: LogsQuery, response: LogLinesSchema },
     handler: ({ params, query, resource }, ctx) => managed.serviceLogs(ctx, resource.record, params.sid, query.limit ?? 200),
+  }),
+  defineRoute({
+    method: 'GET',
+    url: '/api/projects/:id/services/:sid/logs/stream',
+    summary: "Stream a managed service's output (SSE `log` events: the last `limit` lines, then live ones; `follow=false` closes after the backlog); ends when access ends",
+    tag: 'project:read',
+    resource: P,
+    raw: true,
+    produces: 'text/event-stream',
+    schema: { params: ServiceParams, querystring: LogStreamQuery },
+    handler: async ({ params, query, resource, req, reply }, ctx) => {
+      const feed = await managed.serviceLogFeed(ctx, resource.record, params.sid, query.limit ?? 100);
+      streamLogs(reply, req.id, { event: 'log', backlog: feed.backlog, subscribe: feed.subscribe, follow: query.follow ?? true, access: gateAccess(req) });
+    },
   }),
   defineRoute({
     method: 'GET',

@@ -35,5 +35,6 @@ export const rows: MatrixRow[] = [
   { method: 'POST', path: '/api/projects/:id/services/:sid/restart', fixture: S, idParam: 'id' },
   { method: 'DELETE', path: '/api/projects/:id/services/:sid', fixture: S, idParam: 'id', fresh: true },
   { method: 'GET', path: '/api/projects/:id/services/:sid/logs', fixture: S, idParam: 'id' },
+  { method: 'GET', path: '/api/projects/:id/services/:sid/logs/stream', fixture: S, idParam: 'id', query: 'follow=false' },
   { method: 'GET', path: '/api/projects/:id/services/:sid/credentials', fixture: S, idParam: 'id' },
 ];
