@@ -8,11 +8,12 @@ import { registerLogCommands } from './commands/logs.js';
 import { registerMemberCommands } from './commands/members.js';
 import { registerOrgCommands } from './commands/orgs.js';
 import { registerProjectCommands } from './commands/projects.js';
+import { registerServiceCommands } from './commands/services.js';
 
 /**
  * The client commands of contract section 12 other than `deploy` (src/cli/deploy.ts), one group
  * per file under `commands/`: projects and open, deployments, rollback and cancel, domains, env,
- * orgs and switch, logs, backups, members and invitations, completion. Each prints JSON with `--json`, and ends through
+ * orgs and switch, logs, backups, members and invitations, services, completion. Each prints JSON with `--json`, and ends through
  * output.ts's exit codes (0 done, 1 refused or failed, 2 usage).
  */
 export function registerClientCommands(program: Command): void {
@@ -24,5 +25,6 @@ export function registerClientCommands(program: Command): void {
   registerLogCommands(program);
   registerBackupCommands(program);
   registerMemberCommands(program);
+  registerServiceCommands(program);
   registerCompletionCommand(program);
 }

@@ -17,6 +17,8 @@ import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail as failWith, printJson } from '.
 export function buildProgram(): Command {
   const program = new Command();
   program.name('berth').description('Berth: a self-hostable deployment platform').version('0.1.0');
+  // `berth --version` is the program's; after a command, `--version` is that command's (services create).
+  program.enablePositionalOptions();
   // Usage errors (unknown command or option, missing argument, bad choice) exit 2; help and version 0.
   program.exitOverride((err) => process.exit(err.exitCode === 0 ? EXIT_OK : EXIT_USAGE));
   registerOperatorCommands(program);
