@@ -10,6 +10,7 @@ import { migrateToLatest, openDatabase, type Database } from './db/client.js';
 import { AppError, ERROR_STATUS, type ErrorCode } from './lib/errors.js';
 import type { ModuleDef, RouteInfo } from './http/route.js';
 import { registerModules } from './http/register.js';
+import { routeUpgrades } from './http/upgrade.js';
 import { AccessEvents } from './authz/access-events.js';
 import { PortBoard, type Ports } from './ports.js';
 import type { AreaState } from './state.js';
@@ -268,6 +269,8 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   if (opts.ports) board.provide('the caller (tests)', opts.ports);
   for (const m of modules) await m.init?.(ctx);
   const routes = registerModules(app, ctx, modules);
+  // HTTP Upgrade requests (the services' tunnel) go through the same routes and gates.
+  routeUpgrades(app);
 
   let started = false;
   app.decorate('berth', {

@@ -52,6 +52,8 @@ export class ApiError extends Error {
 
 export interface ApiClient {
   server: string;
+  /** The bearer token every request carries (none: signed out); `berth services connect` sends it on its tunnels. */
+  token?: string;
   /**
    * The API, typed from its OpenAPI document (src/api-types/schema.d.ts, the dashboard's types too)
    * through openapi-fetch: `answer(client.api.GET('/api/projects/{id}', { params: { path: { id } } }))`.
@@ -115,6 +117,7 @@ export function apiClient(server: string, token?: string): ApiClient {
   const auth: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
   return {
     server: base,
+    token,
     api: createClient<paths>({ baseUrl: base, headers: { accept: 'application/json', ...auth } }),
     async stream(url: string, signal?: AbortSignal): Promise<ReadableStream<Uint8Array>> {
       const res = await fetch(base + url, { headers: { accept: 'text/event-stream', ...auth }, signal });

@@ -1,6 +1,5 @@
 import { concerns, type AccessEvents } from '../authz/access-events.js';
 import { AppError } from '../lib/errors.js';
-import type { SseWriter } from './sse.js';
 
 /**
  * How often every open stream re-runs its authorization. Together with the credential cache's 2 s
@@ -8,6 +7,15 @@ import type { SseWriter } from './sse.js';
  * (about 7 s); changes made on this instance end streams at once (`ctx.access.changed`).
  */
 export const REAUTHORIZE_EVERY_MS = 5000;
+
+/** What `endWithAccess` ends: an SSE writer, or any other open stream (a tunnel) with the same few calls. */
+export interface EndableStream {
+  /** Says why it ends, where the stream can carry a word (a tunnel cannot: a no-op). */
+  comment(text: string): void;
+  close(): void;
+  readonly closed: boolean;
+  onClose(fn: () => void): void;
+}
 
 /** What an open stream needs to re-check its access: whose it is, and the check itself. */
 export interface StreamAccess {
@@ -30,7 +38,7 @@ function isAccessError(e: unknown): e is AppError {
  * at least every `everyMs` (changes made elsewhere). The stream gets a last comment naming why, then
  * closes; a browser EventSource that reconnects meets the route's own 401/403/404.
  */
-export function endWithAccess(sse: SseWriter, access: StreamAccess, everyMs = REAUTHORIZE_EVERY_MS): void {
+export function endWithAccess(sse: EndableStream, access: StreamAccess, everyMs = REAUTHORIZE_EVERY_MS): void {
   let running = false;
   let again = false;
   const run = async (): Promise<void> => {

@@ -18,6 +18,7 @@ import { cliUser, lines, type CliUser } from './commands-support.js';
 const EXEMPT: Record<string, string> = {
   serve: 'runs the server until stopped; what it prints is its log',
   completion: 'prints a shell script to be sourced, not data',
+  'services connect': "runs the database's own client (psql, mysql, redis-cli): what it prints is the client's (commands-services.test.ts)",
 };
 
 /**

@@ -1,13 +1,16 @@
 // @store-independent: the CLI reaches the store only through the HTTP API, whose own suites run on both stores.
 /**
- * `berth services ls|create|rm|logs` (contract section 19, issue 37 point 5) against a server on the
+ * `berth services ls|create|rm|logs|connect` (contract section 19, issue 37 point 5) against a server on the
  * sandbox runtime, where the host's Debian Redis really runs: create with resources, list, the log
- * followed live as the server starts, delete keeping its data, and the exit codes of bad input.
+ * followed live as the server starts, delete keeping its data, the exit codes of bad input, and
+ * `connect`: psql and redis-cli on this machine through the API's tunnel.
  */
 import assert from 'node:assert/strict';
 import { existsSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { clientCommand } from '../../src/cli/commands/services-connect.js';
 import { createProject, createUser, type TestProject, type TestUser } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { waitFor } from '../support/wait.js';
@@ -74,6 +77,77 @@ describe('berth services', { skip: root ? false : 'the sandbox runs services und
     const again = await cli.run(['services', 'rm', project.slug, 'sessions']);
     assert.equal(again.code, 1);
     assert.match(again.stderr, /no service "sessions" in shop \(it has: data/);
+  });
+
+  it('connect runs psql through the API tunnel: --command answers; the password is in no argument', async () => {
+    const made = await cli.run(['services', 'create', project.slug, 'postgres', 'db', '--memory-mb', '256', '--json']);
+    assert.equal(made.code, 0, made.stderr);
+    const id = JSON.parse(made.stdout).id;
+    await waitFor(
+      async () => {
+        const r = (await server.api(alice.token).get(`/api/projects/${project.id}/services/${id}`)).body.data;
+        if (r.status === 'failed') throw new Error(`failed: ${r.error}`);
+        return r.status === 'running';
+      },
+      'postgres running',
+      120_000,
+      200,
+    );
+    const res = await cli.run(['services', 'connect', project.slug, 'db', '--command', "select 40 + 2 as answer, current_user, inet_server_port()"]);
+    assert.equal(res.code, 0, res.stderr);
+    assert.match(res.stdout, /answer \| current_user \| inet_server_port/);
+    assert.match(res.stdout, /\n\s*42 \| app\s+\|\s+5432\n/, 'the service itself answered, as its user');
+    const redis = await cli.run(['services', 'connect', project.slug, 'cache', '--command', 'ping']);
+    assert.equal(redis.code, 0, redis.stderr);
+    assert.equal(redis.stdout.trim(), 'PONG');
+    const audit = await server.ctx.db.selectFrom('auditEvents').selectAll().where('action', '=', 'project.service.connect').execute();
+    assert.equal(audit.length, 2, 'each tunnel is audited');
+    // What the clients are run with: the password in their environment, never in an argument.
+    const creds = { username: 'app', password: 'a-secret-password', database: 'db' };
+    for (const kind of ['postgres', 'mysql', 'redis'] as const) {
+      const c = clientCommand(kind, 40000, creds, 'select 1');
+      assert.ok(!c.args.some((a) => a.includes(creds.password)), `${kind}: ${c.args.join(' ')}`);
+      assert.deepEqual(Object.values(c.env), [creds.password]);
+    }
+  });
+
+  it('the tunnel needs the Upgrade, project admin, and a running service; what the database refuses it prints', async () => {
+    const member = await createUser(server, { orgId: alice.orgId, role: 'member' });
+    const list = (await server.api(alice.token).get(`/api/projects/${project.id}/services`)).body.data;
+    const db = list.find((s: { name: string }) => s.name === 'db');
+    const url = `${server.url}/api/projects/${project.id}/services/${db.id}/tunnel`;
+    const plain = await server.api(alice.token).post(`/api/projects/${project.id}/services/${db.id}/tunnel`);
+    assert.equal(plain.status, 400, plain.text);
+    assert.equal(plain.body.error.field, 'headers.upgrade');
+    const upgrade = (token: string) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = http.request(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, connection: 'Upgrade', upgrade: 'berth-tcp' } });
+        req.on('upgrade', (_res, socket) => (socket.destroy(), resolve({ status: 101, body: '' })));
+        req.on('response', (res) => {
+          let body = '';
+          res.on('data', (d) => (body += d)).on('end', () => resolve({ status: res.statusCode!, body }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    const refused = await upgrade(member.token);
+    assert.equal(refused.status, 403, refused.body);
+    assert.equal(JSON.parse(refused.body).error.code, 'FORBIDDEN');
+    assert.equal((await upgrade(alice.token)).status, 101);
+    assert.equal((await server.api(alice.token).patch(`/api/projects/${project.id}/services/${db.id}`, { stopped: true })).status, 200);
+    const stopped = await upgrade(alice.token);
+    assert.equal(stopped.status, 409, stopped.body);
+    assert.match(JSON.parse(stopped.body).error.message, /not running/);
+    const [asMember, notRunning] = await Promise.all([
+      cliUser(server, member.token).run(['services', 'connect', project.slug, 'cache', '--command', 'ping']),
+      cli.run(['services', 'connect', project.slug, 'db', '--command', 'select 1']),
+    ]);
+    assert.equal(asMember.code, 1);
+    assert.match(asMember.stderr, /\[FORBIDDEN\]/);
+    assert.equal(notRunning.code, 1);
+    assert.match(notRunning.stderr, /service db is stopped: it must be running to connect/);
+    const badSql = await cli.run(['services', 'connect', project.slug, 'cache', '--command', 'nosuchcommand']);
+    assert.match(badSql.stdout + badSql.stderr, /unknown command/i);
   });
 
   it('bad input is a usage error (2) naming the argument; what the server refuses exits 1 with its field', async () => {

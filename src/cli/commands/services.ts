@@ -3,6 +3,7 @@ import { answer, savedClient, type RequestBody } from '../client.js';
 import { resolveProject } from '../link.js';
 import { action, note, printJson, printTable, UsageError } from '../output.js';
 import { followSse } from '../sse.js';
+import { registerConnectCommand } from './services-connect.js';
 import { findService, KINDS, type Kind, type Service } from './services-find.js';
 import { age, positiveInt, seg } from './shared.js';
 
@@ -16,13 +17,14 @@ function decimal(option: string, value: string | undefined, min: number, max: nu
 
 const where = (s: Service) => (s.internalHost ? `${s.internalHost}:${s.port}` : s.port ? `:${s.port}` : '-');
 
-/** `berth services ls|create|rm|logs`: a project's managed databases (contract section 19). */
+/** `berth services ls|create|rm|logs|connect`: a project's managed databases (contract section 19). */
 export function registerServiceCommands(program: Command): void {
   const services = program.command('services').description("a project's databases: PostgreSQL, MariaDB (mysql), Redis that Berth runs beside the app");
   registerList(services);
   registerCreate(services);
   registerRemove(services);
   registerLogs(services);
+  registerConnectCommand(services);
 }
 
 function registerList(services: Command): void {

@@ -2,8 +2,11 @@ import { Type } from '@sinclair/typebox';
 import { streamLogs } from '../../http/log-stream.js';
 import { defineRoute } from '../../http/route.js';
 import { gateAccess } from '../../http/stream-access.js';
+import { takeUpgrade } from '../../http/upgrade.js';
+import { invalid } from '../../lib/errors.js';
 import { Obj, Id } from '../../http/schemas.js';
 import * as managed from './managed.service.js';
+import { connectService, relay, TUNNEL_PROTOCOL } from './tunnel.js';
 import { CreateServiceBody, CredentialsSchema, LogLinesSchema, LogsQuery, LogStreamQuery, DeletedServiceSchema, DeleteServiceQuery, KindsSchema, PatchServiceBody, ServiceParams, ServiceSchema } from './services.presenters.js';
 
 const P = { kind: 'project', param: 'id' } as const;
@@ -106,5 +109,23 @@ export const serviceRoutes = [
     resource: P,
     schema: { params: ServiceParams, response: CredentialsSchema },
     handler: ({ actor, params, resource }, ctx) => managed.revealCredentials(ctx, actor, resource.record, params.sid),
+  }),
+  defineRoute({
+    method: 'POST',
+    url: '/api/projects/:id/services/:sid/tunnel',
+    summary: "Open a TCP tunnel to a running managed service (`Connection: Upgrade`, `Upgrade: berth-tcp`; answers 101, then relays raw bytes both ways; project admins; audited): what `berth services connect` runs psql, mysql or redis-cli through. Ends when access ends",
+    tag: 'project:admin',
+    resource: P,
+    raw: true,
+    produces: 'application/octet-stream',
+    schema: { params: ServiceParams },
+    handler: async ({ actor, params, resource, req, reply }, ctx) => {
+      const upgrade = takeUpgrade(req.raw, TUNNEL_PROTOCOL);
+      if (!upgrade) throw invalid('headers.upgrade', `this route opens a tunnel: send "Connection: Upgrade" and "Upgrade: ${TUNNEL_PROTOCOL}" (berth services connect does)`);
+      const upstream = await connectService(ctx, actor, resource.record, params.sid);
+      reply.hijack();
+      const { socket, head } = upgrade.accept();
+      relay(socket, head, upstream, gateAccess(req));
+    },
   }),
 ];

@@ -37,4 +37,5 @@ export const rows: MatrixRow[] = [
   { method: 'GET', path: '/api/projects/:id/services/:sid/logs', fixture: S, idParam: 'id' },
   { method: 'GET', path: '/api/projects/:id/services/:sid/logs/stream', fixture: S, idParam: 'id', query: 'follow=false' },
   { method: 'GET', path: '/api/projects/:id/services/:sid/credentials', fixture: S, idParam: 'id' },
+  { method: 'POST', path: '/api/projects/:id/services/:sid/tunnel', fixture: S, idParam: 'id', note: 'without an Upgrade header: 400 naming headers.upgrade (the tunnel itself: test/cli/commands-services.test.ts)' },
 ];
