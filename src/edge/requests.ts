@@ -1,3 +1,5 @@
+import { RequestStats } from './request-stats.js';
+
 /** One request served (or refused) by the edge for a project. */
 export interface RequestEntry {
   ts: string;
@@ -20,10 +22,13 @@ export class RequestLog {
   /** Per project: a fixed-size circular buffer and the index of the next write. */
   private readonly rings = new Map<string, { buf: RequestEntry[]; next: number }>();
   private readonly listeners = new Map<string, Set<Listener>>();
+  /** The per-app counts and durations the metrics sampler drains (request-stats.ts). */
+  readonly stats = new RequestStats();
 
   constructor(private readonly capacity = 1000) {}
 
   record(projectId: string, e: RequestEntry): void {
+    this.stats.add(projectId, e.status, e.durationMs, e.bytes);
     let ring = this.rings.get(projectId);
     if (!ring) {
       ring = { buf: [], next: 0 };
@@ -67,5 +72,6 @@ export class RequestLog {
 
   forget(projectId: string): void {
     this.rings.delete(projectId);
+    this.stats.forget(projectId);
   }
 }

@@ -14,7 +14,7 @@ import { span, timed } from '../lib/spans.js';
 export interface Instance {
   spec: ReleaseSpec;
   /** What stops it: a box, or a container / service (the docker driver). */
-  box: Pick<Box, 'signalAll' | 'dispose'>;
+  box: Pick<Box, 'signalAll' | 'dispose' | 'usage'>;
   upstream: Upstream;
   /** The main process on the host (none for a Swarm service). */
   pid?: number;

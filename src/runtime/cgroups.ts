@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { cgroupUsage, type UsageCounters } from './usage.js';
 
 /**
  * Control groups for builds and apps: memory, cpu and a process count on a group that holds every
@@ -28,8 +29,11 @@ export interface CgroupSupport {
 }
 
 const PERIOD_US = 100000;
-/** v1 hierarchies a group is made in (those present); memory is required, the others are used when mounted. */
-const V1_CONTROLLERS = ['memory', 'pids', 'cpu', 'freezer'] as const;
+/**
+ * v1 hierarchies a group is made in (those present); memory is required, the others are used when
+ * mounted. cpuacct and blkio only count (the metrics sampler reads them: usage.ts).
+ */
+const V1_CONTROLLERS = ['memory', 'pids', 'cpu', 'freezer', 'cpuacct', 'blkio'] as const;
 
 /**
  * Which cgroup hierarchy this machine has under `root`, and whether Berth may create groups in it:
@@ -81,6 +85,8 @@ export interface CgroupHandle {
   killAll(): Promise<void>;
   /** Kills what is left and deletes the group. */
   remove(): Promise<void>;
+  /** What the group's processes used so far (CPU, memory now, disk bytes): usage.ts. */
+  usage(): Omit<UsageCounters, 'netRxBytes' | 'netTxBytes'>;
 }
 
 function tryWrite(file: string, value: string): boolean {
@@ -209,6 +215,7 @@ export function createCgroup(support: CgroupSupport, instanceKey: string, name: 
       return [...new Set(dirs.flatMap(readPids))];
     },
     killAll: () => killGroupDirs(support, dirs),
+    usage: () => cgroupUsage(support.version, dirs),
     async remove() {
       await killGroupDirs(support, dirs);
       for (const p of dirs) rmdirQuiet(p);

@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import type { Limits } from './cgroups.js';
 import type { Instance, InstanceDeps } from './app-instance.js';
 import type { ReleaseSpec } from './release-spec.js';
+import type { UsageCounters } from './usage.js';
 
 /**
  * The runtime driver interface: how a build step or an app runs. The supervisor (apps) and the build
@@ -103,6 +104,8 @@ export interface Box {
   dispose(): Promise<void>;
   /** Pids in the box now (for the runtime state and the tests). */
   pids(): number[];
+  /** What the box used so far (its cgroup's counters, its network's bytes); null when nothing counts it (usage.ts). */
+  usage?(): UsageCounters | null | Promise<UsageCounters | null>;
 }
 
 export interface RuntimeDriver {

@@ -2,6 +2,7 @@ import { existsSync, lstatSync, readFileSync, readlinkSync, realpathSync } from 
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { inside } from '../lib/copy-tree.js';
+import { vethUsage, type UsageCounters } from './usage.js';
 import { createCgroup, reclaimCgroups, type CgroupHandle, type CgroupSupport } from './cgroups.js';
 import type { Box, BoxProcess, BoxSpec, DriverStatus, ExecOptions, RuntimeDriver } from './driver.js';
 import { DriverUnavailableError } from './driver.js';
@@ -325,6 +326,11 @@ class SandboxBox implements Box {
 
   pids(): number[] {
     return this.cg ? this.cg.pids() : [...this.leaders].filter((p) => groupAlive(p));
+  }
+
+  usage(): UsageCounters | null {
+    if (!this.cg) return null;
+    return { ...this.cg.usage(), ...(this.ns ? vethUsage(this.ns.hostIf) : { netRxBytes: null, netTxBytes: null }) };
   }
 
   async killAll(): Promise<void> {

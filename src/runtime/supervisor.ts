@@ -6,6 +6,7 @@
 // app-output.ts, the restart pacing in restart-backoff.ts and the release types in release-spec.ts.
 import type { Logger } from 'pino';
 import type { RuntimeDriver } from './driver.js';
+import type { UsageTarget } from './usage.js';
 import type { LogStore } from './logs.js';
 import { startInstance, stopInstance, type Instance } from './app-instance.js';
 import { appOf, StartError, type ReleaseSpec, type Upstream } from './release-spec.js';
@@ -104,6 +105,18 @@ export class Supervisor {
   /** The apps with a slot that run releases of `projectId` (its production app and its previews'). */
   appsOf(projectId: string): string[] {
     return [...this.slots.values()].filter((s) => s.projectId === projectId).map((s) => s.app);
+  }
+
+  /** The apps running now, as the metrics sampler reads them (usage.ts): none of those asleep or stopped. */
+  usageTargets(): UsageTarget[] {
+    const out: UsageTarget[] = [];
+    for (const s of this.slots.values()) {
+      const c = s.current;
+      if (!c || s.state !== 'running' || !c.box.usage) continue;
+      const box = c.box;
+      out.push({ kind: 'app', name: s.app, orgId: c.spec.orgId, projectId: c.spec.projectId, label: c.spec.app ? 'preview' : 'production', usage: () => box.usage!() });
+    }
+    return out;
   }
 
   /** Milliseconds since the app's last recorded activity (edge request or start). */

@@ -10,6 +10,7 @@ import { nowIso } from '../../lib/ids.js';
 import { redactedLines } from '../../runtime/app-output.js';
 import type { Box, Identity, RuntimeDriver } from '../../runtime/driver.js';
 import { chownTree } from '../../runtime/identity.js';
+import type { UsageTarget } from '../../runtime/usage.js';
 import { MAX_CONSECUTIVE_FAILURES, restartDelayMs } from '../../runtime/restart-backoff.js';
 import { openCredentials } from './credentials.js';
 import { enginePlan, engineEnv, type EnginePlan, type EngineStep } from './engines.js';
@@ -116,6 +117,16 @@ export class HostServiceRunner implements ServiceRunner {
     r.log.push(line);
     if (r.log.length > LOG_LINES) r.log.splice(0, r.log.length - LOG_LINES);
     for (const fn of this.followers.get(r.row.id) ?? []) fn(line);
+  }
+
+  usageTargets(): UsageTarget[] {
+    const out: UsageTarget[] = [];
+    for (const r of this.services.values()) {
+      const box = r.box;
+      if (!box?.usage || r.row.status !== 'running') continue;
+      out.push({ kind: 'service', name: r.row.id, orgId: r.row.orgId, projectId: r.row.projectId, label: r.row.name, usage: () => box.usage!() });
+    }
+    return out;
   }
 
   ensure(row: ManagedServiceRow): void {

@@ -5,6 +5,8 @@
 import type { EnginePlan } from './engines.js';
 import type { RuntimeOffer } from './kinds.js';
 import type { ScratchInstance } from './scratch.js';
+
+import type { UsageTarget } from '../../runtime/usage.js';
 import type { ManagedServiceRow } from './services.store.js';
 
 export interface ServiceRunner {
@@ -26,6 +28,8 @@ export interface ServiceRunner {
   follow(id: string, fn: (line: string) => void): () => void;
   /** Its processes now (host pids). */
   pids(id: string): number[];
+  /** The services running now, as the metrics sampler reads them (their boxes' usage). */
+  usageTargets(): UsageTarget[];
   /** It was deleted: nothing of it is kept (its log). */
   forget(id: string): void;
   /** A throwaway instance of the service on `dataDir` (restores and restore tests; scratch.ts). */
