@@ -74,6 +74,8 @@ export interface Config {
   pg: PgConfig;
   /** BERTH_SMTP_URL: the mail server of email notification channels (`smtp://` or `smtps://`, optional `?from=`); null: no email. */
   smtpUrl: string | null;
+  /** BERTH_METRICS_INTERVAL_SECONDS: how often apps and services are sampled (docs/observability.md; 0: off; default 10). */
+  metricsIntervalSeconds: number;
 }
 
 export interface PgConfig {
@@ -299,6 +301,7 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
     instance,
     pg,
     smtpUrl,
+    metricsIntervalSeconds: wholeSetting(env, 'BERTH_METRICS_INTERVAL_SECONDS', 10, 0, 3600),
   };
 }
 

@@ -8,6 +8,7 @@ import type { GitproviderTables } from '../modules/gitprovider/gitprovider.table
 import type { CertificateTables } from '../modules/certificates/certificates.tables.js';
 import type { ServicesTables } from '../modules/services/services.tables.js';
 import type { NotificationTables } from '../modules/notifications/notifications.tables.js';
+import type { MetricsTables } from '../modules/metrics/metrics.tables.js';
 /**
  * Kysely table types. Column names are camelCase here and snake_case in the database
  * (CamelCasePlugin). Booleans are integers 0/1, timestamps ISO-8601 text, JSON is text.
@@ -126,4 +127,4 @@ export interface FoundationTables {
 }
 
 // Areas add their table interfaces here: `extends FoundationTables, ProjectTables, ...`.
-export interface DB extends FoundationTables, ProjectTables, UploadTables, PermissionTables, GitproviderTables, CloudTables, DeploymentsTables, BackupTables, CertificateTables, ServicesTables, NotificationTables {}
+export interface DB extends FoundationTables, ProjectTables, UploadTables, PermissionTables, GitproviderTables, CloudTables, DeploymentsTables, BackupTables, CertificateTables, ServicesTables, NotificationTables, MetricsTables {}

@@ -12,6 +12,7 @@ import { cloudModule } from './cloud/index.js';
 import { certificatesModule } from './certificates/index.js';
 import { servicesModule } from './services/index.js';
 import { notificationsModule } from './notifications/index.js';
+import { metricsModule } from './metrics/index.js';
 
 /** Every area's module, in registration order. Add a new area here. */
-export const areaModules: ModuleDef[] = [authModule, permissionsModule, auditModule, projectsModule, uploadsModule, gitproviderModule, deploymentsModule, hostingModule, backupsModule, cloudModule, certificatesModule, servicesModule, notificationsModule];
+export const areaModules: ModuleDef[] = [authModule, permissionsModule, auditModule, projectsModule, uploadsModule, gitproviderModule, deploymentsModule, hostingModule, backupsModule, cloudModule, certificatesModule, servicesModule, notificationsModule, metricsModule];

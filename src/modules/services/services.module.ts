@@ -21,7 +21,9 @@ export const servicesModule: ModuleDef = {
   name: 'services',
   routes: serviceRoutes,
   state: () => ({ services: { runner: null, offers: null } }),
-  provides: () => ({
+  provides: (ctx) => ({
+    // Managed services running here, for the metrics sampler.
+    usageSources: [() => ctx.state.services.runner?.usageTargets() ?? []],
     projectDependents: [
       {
         name: 'managedServices',
