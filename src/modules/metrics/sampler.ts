@@ -87,7 +87,13 @@ export async function sampleOnce(ctx: AppContext): Promise<number> {
   }
   // Readings of targets that stopped are dropped (a new box starts its counters over).
   for (const key of state.last.keys()) if (!seen.has(key)) state.last.delete(key);
-  await store.insertPoints(ctx.db, rows);
+  try {
+    await store.insertPoints(ctx.db, rows);
+  } catch (e) {
+    // A target may have gone with its project (deleted meanwhile): look every id up again next time.
+    state.ids.clear();
+    throw e;
+  }
   return rows.length;
 }
 
