@@ -809,6 +809,77 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/notification-channels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the org's notification channels (URLs masked, no secrets) */
+        get: operations["getNotificationChannels"];
+        put?: never;
+        /** Create a notification channel (a webhook channel answers its signing secret this once) */
+        post: operations["postNotificationChannels"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/notification-channels/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get one notification channel */
+        get: operations["getNotificationChannelsById"];
+        put?: never;
+        post?: never;
+        /** Delete a notification channel and its deliveries */
+        delete: operations["deleteNotificationChannelsById"];
+        options?: never;
+        head?: never;
+        /** Update a notification channel (its name, url or to, events) */
+        patch: operations["patchNotificationChannelsById"];
+        trace?: never;
+    };
+    "/api/notification-channels/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A channel's deliveries, newest first: status, attempts, last error (no bodies) */
+        get: operations["getNotificationChannelsByIdDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/notification-channels/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send one test notification now and answer its delivery */
+        post: operations["postNotificationChannelsByIdTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/openapi.json": {
         parameters: {
             query?: never;
@@ -1778,6 +1849,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/projects/{id}/services/{sid}/logs/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Stream a managed service's output (SSE `log` events: the last `limit` lines, then live ones; `follow=false` closes after the backlog); ends when access ends */
+        get: operations["getProjectsByIdServicesBySidLogsStream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/projects/{id}/services/{sid}/restart": {
         parameters: {
             query?: never;
@@ -1789,6 +1877,23 @@ export interface paths {
         put?: never;
         /** Restart a managed service (a stopped one starts) */
         post: operations["postProjectsByIdServicesBySidRestart"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{id}/services/{sid}/tunnel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Open a TCP tunnel to a running managed service (`Connection: Upgrade`, `Upgrade: berth-tcp`; answers 101, then relays raw bytes both ways; project admins; audited): what `berth services connect` runs psql, mysql or redis-cli through. Ends when access ends */
+        post: operations["postProjectsByIdServicesBySidTunnel"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2933,6 +3038,7 @@ export interface operations {
                     retainDays?: number | null;
                     rotateWebhookToken?: boolean;
                     timezone?: string;
+                    verifyRestore?: boolean;
                 };
             };
         };
@@ -2963,6 +3069,7 @@ export interface operations {
                             timezone: string;
                             /** @description ISO-8601 timestamp */
                             updatedAt: string;
+                            verifyRestore: boolean;
                             webhookEnabled: boolean;
                             webhookToken?: string;
                         };
@@ -3205,6 +3312,8 @@ export interface operations {
                             startedAt: string | null;
                             status: string;
                             trigger: string;
+                            verifiedAt: string | null;
+                            verifyError: string | null;
                         };
                     };
                 };
@@ -3251,6 +3360,8 @@ export interface operations {
                             startedAt: string | null;
                             status: string;
                             trigger: string;
+                            verifiedAt: string | null;
+                            verifyError: string | null;
                         };
                     };
                 };
@@ -3303,6 +3414,8 @@ export interface operations {
                             startedAt: string | null;
                             status: string;
                             trigger: string;
+                            verifiedAt: string | null;
+                            verifyError: string | null;
                         };
                     };
                 };
@@ -4470,6 +4583,321 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getNotificationChannels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description ISO-8601 timestamp */
+                            createdAt: string;
+                            events: ("deployment.failed" | "deployment.ready" | "app.degraded" | "app.recovered" | "backup.failed" | "backup.verify_failed" | "certificate.failed" | "certificate.expiring" | "disk.near_limit")[];
+                            id: string;
+                            kind: "webhook" | "slack" | "discord" | "email";
+                            name: string;
+                            /** @description Bodies carry X-Berth-Signature (webhook channels) */
+                            signed: boolean;
+                            to: string | null;
+                            /** @description ISO-8601 timestamp */
+                            updatedAt: string;
+                            url: string | null;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    postNotificationChannels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    events: ("deployment.failed" | "deployment.ready" | "app.degraded" | "app.recovered" | "backup.failed" | "backup.verify_failed" | "certificate.failed" | "certificate.expiring" | "disk.near_limit")[];
+                    kind: "webhook" | "slack" | "discord" | "email";
+                    name: string;
+                    /** @description email: the recipient */
+                    to?: string;
+                    /** @description webhook, slack, discord: where to POST */
+                    url?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** CreatedNotificationChannel */
+                        data: {
+                            /** @description ISO-8601 timestamp */
+                            createdAt: string;
+                            events: ("deployment.failed" | "deployment.ready" | "app.degraded" | "app.recovered" | "backup.failed" | "backup.verify_failed" | "certificate.failed" | "certificate.expiring" | "disk.near_limit")[];
+                            id: string;
+                            kind: "webhook" | "slack" | "discord" | "email";
+                            name: string;
+                            secret: string | null;
+                            /** @description Bodies carry X-Berth-Signature (webhook channels) */
+                            signed: boolean;
+                            to: string | null;
+                            /** @description ISO-8601 timestamp */
+                            updatedAt: string;
+                            url: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getNotificationChannelsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** NotificationChannel */
+                        data: {
+                            /** @description ISO-8601 timestamp */
+                            createdAt: string;
+                            events: ("deployment.failed" | "deployment.ready" | "app.degraded" | "app.recovered" | "backup.failed" | "backup.verify_failed" | "certificate.failed" | "certificate.expiring" | "disk.near_limit")[];
+                            id: string;
+                            kind: "webhook" | "slack" | "discord" | "email";
+                            name: string;
+                            /** @description Bodies carry X-Berth-Signature (webhook channels) */
+                            signed: boolean;
+                            to: string | null;
+                            /** @description ISO-8601 timestamp */
+                            updatedAt: string;
+                            url: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteNotificationChannelsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** NotificationChannelDeleted */
+                        data: {
+                            /** @constant */
+                            deleted: true;
+                            id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    patchNotificationChannelsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    events?: ("deployment.failed" | "deployment.ready" | "app.degraded" | "app.recovered" | "backup.failed" | "backup.verify_failed" | "certificate.failed" | "certificate.expiring" | "disk.near_limit")[];
+                    kind?: "webhook" | "slack" | "discord" | "email";
+                    name?: string;
+                    /** @description email: the recipient */
+                    to?: string;
+                    /** @description webhook, slack, discord: where to POST */
+                    url?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** NotificationChannel */
+                        data: {
+                            /** @description ISO-8601 timestamp */
+                            createdAt: string;
+                            events: ("deployment.failed" | "deployment.ready" | "app.degraded" | "app.recovered" | "backup.failed" | "backup.verify_failed" | "certificate.failed" | "certificate.expiring" | "disk.near_limit")[];
+                            id: string;
+                            kind: "webhook" | "slack" | "discord" | "email";
+                            name: string;
+                            /** @description Bodies carry X-Berth-Signature (webhook channels) */
+                            signed: boolean;
+                            to: string | null;
+                            /** @description ISO-8601 timestamp */
+                            updatedAt: string;
+                            url: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getNotificationChannelsByIdDeliveries: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            attempts: number;
+                            channelId: string;
+                            /** @description ISO-8601 timestamp */
+                            createdAt: string;
+                            deliveredAt: string | null;
+                            event: string;
+                            id: string;
+                            lastError: string | null;
+                            lastStatusCode: number | null;
+                            nextAttemptAt: string | null;
+                            status: "pending" | "delivered" | "failed";
+                            subject: string;
+                            /** @description ISO-8601 timestamp */
+                            updatedAt: string;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    postNotificationChannelsByIdTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** NotificationDelivery */
+                        data: {
+                            attempts: number;
+                            channelId: string;
+                            /** @description ISO-8601 timestamp */
+                            createdAt: string;
+                            deliveredAt: string | null;
+                            event: string;
+                            id: string;
+                            lastError: string | null;
+                            lastStatusCode: number | null;
+                            nextAttemptAt: string | null;
+                            status: "pending" | "delivered" | "failed";
+                            subject: string;
+                            /** @description ISO-8601 timestamp */
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             default: components["responses"]["Error"];
         };
     };
@@ -8169,6 +8597,37 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    getProjectsByIdServicesBySidLogsStream: {
+        parameters: {
+            query?: {
+                follow?: boolean;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+                sid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success: text/event-stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
     postProjectsByIdServicesBySidRestart: {
         parameters: {
             query?: never;
@@ -8207,6 +8666,34 @@ export interface operations {
                             version: string | null;
                         };
                     };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    postProjectsByIdServicesBySidTunnel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                sid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success: application/octet-stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -8490,6 +8977,7 @@ export interface operations {
                             timezone: string;
                             /** @description ISO-8601 timestamp */
                             updatedAt: string;
+                            verifyRestore: boolean;
                             webhookEnabled: boolean;
                             webhookToken?: string;
                         }[];
@@ -8523,6 +9011,7 @@ export interface operations {
                     retainDays?: number | null;
                     serviceId?: string;
                     timezone?: string;
+                    verifyRestore?: boolean;
                 };
             };
         };
@@ -8553,6 +9042,7 @@ export interface operations {
                             timezone: string;
                             /** @description ISO-8601 timestamp */
                             updatedAt: string;
+                            verifyRestore: boolean;
                             webhookEnabled: boolean;
                             webhookToken?: string;
                         };
@@ -8604,6 +9094,8 @@ export interface operations {
                             startedAt: string | null;
                             status: string;
                             trigger: string;
+                            verifiedAt: string | null;
+                            verifyError: string | null;
                         }[];
                     };
                 };
