@@ -23,6 +23,7 @@ const BENCHES: Record<string, [string, string]> = {
   https: ['https.ts', 'httpsBench'],
   dashboard: ['dashboard.ts', 'dashboardBench'],
   postgres: ['postgres.ts', 'postgresBench'],
+  builds: ['builds.ts', 'buildsBench'],
 };
 
 const args = process.argv.slice(2);
