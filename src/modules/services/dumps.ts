@@ -7,6 +7,7 @@
  * arrays only; what the programs print goes to the server log, never to a record.
  */
 import { execFile, spawn } from 'node:child_process';
+import { argvAt } from '../../runtime/netns-join.js';
 import { constants, createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
@@ -43,7 +44,9 @@ export function dumpExtension(kind: string): string {
 }
 
 /** A program's standard output as a stream that errors (in Berth's words) when the program fails. */
-function toolStream(tool: string, bin: string, args: string[], env: Record<string, string>, secret: string, signal?: AbortSignal): Readable {
+function toolStream(tool: string, at: string, program: string, programArgs: string[], env: Record<string, string>, secret: string, signal?: AbortSignal): Readable {
+  // Inside the service's network namespace (`at`: its address): the host itself cannot reach it.
+  const { bin, args } = argvAt(at, program, programArgs);
   const child = spawn(bin, args, { env: { ...BASE_ENV, ...env }, stdio: ['ignore', 'pipe', 'pipe'], signal });
   const out = new PassThrough({ highWaterMark: 1024 * 1024 });
   let stderr = '';
@@ -62,7 +65,8 @@ function toolStream(tool: string, bin: string, args: string[], env: Record<strin
 
 function redisCli(host: string, port: number, c: Credentials, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(dumpBinaries().redisCli, ['--no-auth-warning', '-h', host, '-p', String(port), ...args], { env: { ...BASE_ENV, REDISCLI_AUTH: c.password }, timeout: 30_000 }, (err, stdout) => {
+    const at = argvAt(host, dumpBinaries().redisCli, ['--no-auth-warning', '-h', host, '-p', String(port), ...args]);
+    execFile(at.bin, at.args, { env: { ...BASE_ENV, REDISCLI_AUTH: c.password }, timeout: 30_000 }, (err, stdout) => {
       if (err) reject(new DumpToolError('redis-cli could not reach the service', String(err.message).split(c.password).join('[redacted]')));
       else resolve(String(stdout));
     });
@@ -120,11 +124,11 @@ export async function nativeDump(ctx: AppContext, row: ManagedServiceRow, addres
     case 'postgres': {
       const bin = path.join(hostBinaries().postgresRoot, path.basename(row.version), 'bin', 'pg_dump');
       const env = { PGHOST: host, PGPORT: String(port), PGUSER: c.username, PGPASSWORD: c.password, PGDATABASE: c.database, PGCONNECT_TIMEOUT: '10', PGSSLMODE: 'disable' };
-      return toolStream('pg_dump', bin, ['--format=custom', '--no-password'], env, c.password, signal);
+      return toolStream('pg_dump', host, bin, ['--format=custom', '--no-password'], env, c.password, signal);
     }
     case 'mysql': {
       const args = ['--no-defaults', '--protocol=TCP', `--host=${host}`, `--port=${port}`, `--user=${c.username}`, '--single-transaction', '--quick', '--routines', '--triggers', '--no-tablespaces', '--hex-blob', '--', c.database];
-      return toolStream('mysqldump', dumpBinaries().mariadbDump, args, { MYSQL_PWD: c.password }, c.password, signal);
+      return toolStream('mysqldump', host, dumpBinaries().mariadbDump, args, { MYSQL_PWD: c.password }, c.password, signal);
     }
     case 'redis':
       return redisSource(row, dataDir, host, port, c, signal);
