@@ -5674,9 +5674,11 @@ export interface operations {
                         data: {
                             autoDeploy: boolean;
                             config: {
+                                autoRollback: boolean;
                                 buildCommand: string | null;
                                 dockerfile: string | null;
                                 framework: string | null;
+                                healthPath: string | null;
                                 hsts: boolean;
                                 httpsRedirect: boolean | null;
                                 installCommand: string | null;
@@ -5744,6 +5746,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    autoRollback?: boolean | null;
                     buildCommand?: string | null;
                     dockerfile?: string | null;
                     framework?: string | null;
@@ -5751,6 +5754,7 @@ export interface operations {
                     gitOwner?: string | null;
                     gitProvider?: string | null;
                     gitRepo?: string | null;
+                    healthPath?: string | null;
                     hsts?: boolean | null;
                     httpsRedirect?: boolean | null;
                     installCommand?: string | null;
@@ -5780,9 +5784,11 @@ export interface operations {
                         data: {
                             autoDeploy: boolean;
                             config: {
+                                autoRollback: boolean;
                                 buildCommand: string | null;
                                 dockerfile: string | null;
                                 framework: string | null;
+                                healthPath: string | null;
                                 hsts: boolean;
                                 httpsRedirect: boolean | null;
                                 installCommand: string | null;
@@ -5861,9 +5867,11 @@ export interface operations {
                         data: {
                             autoDeploy: boolean;
                             config: {
+                                autoRollback: boolean;
                                 buildCommand: string | null;
                                 dockerfile: string | null;
                                 framework: string | null;
+                                healthPath: string | null;
                                 hsts: boolean;
                                 httpsRedirect: boolean | null;
                                 installCommand: string | null;
@@ -6006,6 +6014,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    autoRollback?: boolean | null;
                     buildCommand?: string | null;
                     dockerfile?: string | null;
                     framework?: string | null;
@@ -6013,6 +6022,7 @@ export interface operations {
                     gitOwner?: string | null;
                     gitProvider?: string | null;
                     gitRepo?: string | null;
+                    healthPath?: string | null;
                     hsts?: boolean | null;
                     httpsRedirect?: boolean | null;
                     installCommand?: string | null;
@@ -6042,9 +6052,11 @@ export interface operations {
                         data: {
                             autoDeploy: boolean;
                             config: {
+                                autoRollback: boolean;
                                 buildCommand: string | null;
                                 dockerfile: string | null;
                                 framework: string | null;
+                                healthPath: string | null;
                                 hsts: boolean;
                                 httpsRedirect: boolean | null;
                                 installCommand: string | null;
@@ -6169,9 +6181,11 @@ export interface operations {
                         data: {
                             autoDeploy: boolean;
                             config: {
+                                autoRollback: boolean;
                                 buildCommand: string | null;
                                 dockerfile: string | null;
                                 framework: string | null;
+                                healthPath: string | null;
                                 hsts: boolean;
                                 httpsRedirect: boolean | null;
                                 installCommand: string | null;
@@ -6399,9 +6413,11 @@ export interface operations {
                         data: {
                             autoDeploy: boolean;
                             config: {
+                                autoRollback: boolean;
                                 buildCommand: string | null;
                                 dockerfile: string | null;
                                 framework: string | null;
+                                healthPath: string | null;
                                 hsts: boolean;
                                 httpsRedirect: boolean | null;
                                 installCommand: string | null;
@@ -6629,9 +6645,11 @@ export interface operations {
                         data: {
                             autoDeploy: boolean;
                             config: {
+                                autoRollback: boolean;
                                 buildCommand: string | null;
                                 dockerfile: string | null;
                                 framework: string | null;
+                                healthPath: string | null;
                                 hsts: boolean;
                                 httpsRedirect: boolean | null;
                                 installCommand: string | null;
@@ -6895,9 +6913,11 @@ export interface operations {
                         data: {
                             autoDeploy: boolean;
                             config: {
+                                autoRollback: boolean;
                                 buildCommand: string | null;
                                 dockerfile: string | null;
                                 framework: string | null;
+                                healthPath: string | null;
                                 hsts: boolean;
                                 httpsRedirect: boolean | null;
                                 installCommand: string | null;
@@ -7401,9 +7421,11 @@ export interface operations {
                         data: {
                             autoDeploy: boolean;
                             config: {
+                                autoRollback: boolean;
                                 buildCommand: string | null;
                                 dockerfile: string | null;
                                 framework: string | null;
+                                healthPath: string | null;
                                 hsts: boolean;
                                 httpsRedirect: boolean | null;
                                 installCommand: string | null;
@@ -9117,6 +9139,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    autoRollback?: boolean | null;
                     buildCommand?: string | null;
                     dockerfile?: string | null;
                     framework?: string | null;
@@ -9124,6 +9147,7 @@ export interface operations {
                     gitOwner?: string | null;
                     gitProvider?: string | null;
                     gitRepo?: string | null;
+                    healthPath?: string | null;
                     hsts?: boolean | null;
                     httpsRedirect?: boolean | null;
                     installCommand?: string | null;
@@ -9155,9 +9179,11 @@ export interface operations {
                         data: {
                             autoDeploy: boolean;
                             config: {
+                                autoRollback: boolean;
                                 buildCommand: string | null;
                                 dockerfile: string | null;
                                 framework: string | null;
+                                healthPath: string | null;
                                 hsts: boolean;
                                 httpsRedirect: boolean | null;
                                 installCommand: string | null;
@@ -9406,9 +9432,11 @@ export interface operations {
                                 autoDeploy: boolean;
                                 cloudId?: string;
                                 config: {
+                                    autoRollback: boolean;
                                     buildCommand: string | null;
                                     dockerfile: string | null;
                                     framework: string | null;
+                                    healthPath: string | null;
                                     hsts: boolean;
                                     httpsRedirect: boolean | null;
                                     installCommand: string | null;
@@ -9493,9 +9521,11 @@ export interface operations {
                         data: {
                             autoDeploy: boolean;
                             config: {
+                                autoRollback: boolean;
                                 buildCommand: string | null;
                                 dockerfile: string | null;
                                 framework: string | null;
+                                healthPath: string | null;
                                 hsts: boolean;
                                 httpsRedirect: boolean | null;
                                 installCommand: string | null;
@@ -9680,9 +9710,11 @@ export interface operations {
                         data: {
                             autoDeploy: boolean;
                             config: {
+                                autoRollback: boolean;
                                 buildCommand: string | null;
                                 dockerfile: string | null;
                                 framework: string | null;
+                                healthPath: string | null;
                                 hsts: boolean;
                                 httpsRedirect: boolean | null;
                                 installCommand: string | null;

@@ -66,6 +66,8 @@ describe('POST /api/projects', () => {
       dockerfile: null,
       httpsRedirect: null,
       hsts: false,
+      healthPath: null,
+      autoRollback: false,
       static: { outputDirectory: '.next', spa: null, cleanUrls: false },
     });
     assert.deepEqual(p.source, { type: 'git', gitProvider: 'github', gitOwner: 'acme', gitRepo: 'shop', gitBranch: 'main', localPath: null });
@@ -88,6 +90,20 @@ describe('POST /api/projects', () => {
     );
     const deps = await api(team.member).get(`/api/projects/${p.id}/deployments`);
     assert.deepEqual(deps.body.data, [], 'creating a project starts no build');
+  });
+
+  it('keeps config.healthPath and config.autoRollback (default off), and names healthPath when it is not a path', async () => {
+    const c = api(team.owner);
+    const p = await createProject(server, team.owner, { name: 'Checked' });
+    const r = await c.patch(`/api/projects/${p.id}`, { healthPath: '/healthz', autoRollback: true });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.body.data.config.healthPath, '/healthz');
+    assert.equal(r.body.data.config.autoRollback, true);
+    assertError(await c.patch(`/api/projects/${p.id}`, { healthPath: 'healthz' }), 400, 'VALIDATION_FAILED', 'healthPath');
+    assertError(await c.patch(`/api/projects/${p.id}`, { autoRollback: 'yes' }), 400, 'VALIDATION_FAILED', 'autoRollback');
+    const cleared = await c.patch(`/api/projects/${p.id}`, { healthPath: '', autoRollback: null });
+    assert.equal(cleared.body.data.config.healthPath, null);
+    assert.equal(cleared.body.data.config.autoRollback, false);
   });
 
   it('gives the same name a suffixed slug, unique across the instance', async () => {

@@ -31,6 +31,7 @@ import * as m029 from './029_delivery_dedupe.js';
 import * as m030 from './030_managed_services.js';
 import * as m031 from './031_notifications.js';
 import * as m032 from './032_metrics.js';
+import * as m033 from './033_app_health.js';
 import * as m034 from './034_backup_verify_restore.js';
 
 /**
@@ -70,5 +71,6 @@ export const migrations: Record<string, Migration> = {
   '030_managed_services': m030,
   '031_notifications': m031,
   '032_metrics': m032,
+  '033_app_health': m033,
   '034_backup_verify_restore': m034,
 };

@@ -35,6 +35,10 @@ export interface ProjectInput {
   httpsRedirect?: boolean | null;
   /** config.hsts (contract section 14); null: off. */
   hsts?: boolean | null;
+  /** config.healthPath (contract section 20): `/...`; null or empty: a TCP connect. */
+  healthPath?: string | null;
+  /** config.autoRollback (contract section 20); null: off. */
+  autoRollback?: boolean | null;
   /** config.static (contract section 11); null clears it. */
   static?: { outputDirectory?: string | null; spa?: boolean | null; cleanUrls?: boolean | null } | null;
 }
@@ -60,6 +64,8 @@ export type ConfigColumns = Pick<
   | 'dockerfile'
   | 'httpsRedirect'
   | 'hsts'
+  | 'healthPath'
+  | 'autoRollback'
   | 'sourceType'
   | 'localPath'
 >;
@@ -86,6 +92,8 @@ export function blankConfig(localPath: string | null): ConfigColumns {
     dockerfile: null,
     httpsRedirect: null,
     hsts: null,
+    healthPath: null,
+    autoRollback: null,
     sourceType: 'none',
     localPath,
   };
@@ -129,6 +137,12 @@ export function mergeInput(base: ConfigColumns, input: ProjectInput): ConfigColu
   if (input.port !== undefined) out.port = input.port;
   if (input.httpsRedirect !== undefined) out.httpsRedirect = input.httpsRedirect === null ? null : input.httpsRedirect ? 1 : 0;
   if (input.hsts !== undefined) out.hsts = input.hsts === null ? null : input.hsts ? 1 : 0;
+  if (input.autoRollback !== undefined) out.autoRollback = input.autoRollback === null ? null : input.autoRollback ? 1 : 0;
+  const health = emptyToNull(input.healthPath);
+  if (health !== undefined) {
+    if (health !== null && (!health.startsWith('/') || /[\s\x00-\x1f]/.test(health))) throw invalid('healthPath', 'healthPath must be a path starting with / (no spaces)');
+    out.healthPath = health;
+  }
   const owner = emptyToNull(input.gitOwner);
   if (owner !== undefined) out.gitOwner = owner === null ? null : checkGitOwner(owner, 'gitOwner');
   const repo = emptyToNull(input.gitRepo);

@@ -34,6 +34,10 @@ export const ProjectConfigSchema = Type.Object({
   httpsRedirect: Type.Union([Type.Boolean(), Type.Null()]),
   /** Responses over TLS carry `Strict-Transport-Security` (contract section 14). */
   hsts: Type.Boolean(),
+  /** The path a running app is checked at every 30 s (contract section 20); null: a TCP connect to its port. */
+  healthPath: NullableStr(),
+  /** A degraded app's previous ready release serves again (contract section 20). */
+  autoRollback: Type.Boolean(),
   /** How the edge serves the project's static releases (contract section 11); `spa: null` is the plan's default. */
   static: Type.Object({ outputDirectory: NullableStr(), spa: Type.Union([Type.Boolean(), Type.Null()]), cleanUrls: Type.Boolean() }),
 });
@@ -125,6 +129,8 @@ export function projectRecord(ctx: AppContext, p: ProjectRow, domains: DomainRow
       dockerfile: p.dockerfile,
       httpsRedirect: p.httpsRedirect === null ? null : p.httpsRedirect === 1,
       hsts: p.hsts === 1,
+      healthPath: p.healthPath,
+      autoRollback: p.autoRollback === 1,
       static: { outputDirectory: p.outputDirectory, spa: p.staticSpa === null ? null : p.staticSpa === 1, cleanUrls: p.staticCleanUrls === 1 },
     },
     source: {

@@ -33,6 +33,8 @@ function projectFields() {
     dockerfile: opt(NStr(512)),
     httpsRedirect: opt(Type.Union([Type.Boolean(), Type.Null()])),
     hsts: opt(Type.Union([Type.Boolean(), Type.Null()])),
+    healthPath: opt(Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: 512, pattern: '^(/[^\\s]*)?$' })),
+    autoRollback: opt(Type.Union([Type.Boolean(), Type.Null()])),
     static: opt(
       Type.Union([
         Obj({ outputDirectory: opt(NStr(512)), spa: opt(Type.Union([Type.Boolean(), Type.Null()])), cleanUrls: opt(Type.Union([Type.Boolean(), Type.Null()])) }),

@@ -34,6 +34,10 @@ export interface ProjectsTable {
   httpsRedirect: number | null;
   /** config.hsts: 1/0 (null: off). */
   hsts: number | null;
+  /** config.healthPath: the path a running app is checked at (null: a TCP connect to its port). */
+  healthPath: string | null;
+  /** config.autoRollback: 1/0 (null: off): a degraded app's previous ready release serves again. */
+  autoRollback: number | null;
   // source
   sourceType: string; // 'git' | 'local' | 'upload' | 'none'
   gitProvider: string | null;
