@@ -7513,6 +7513,7 @@ export interface operations {
                                 reachable: boolean;
                             };
                             runtime: {
+                                degradedSince?: string;
                                 /** @description the production volume's disk limit (resources.production.diskMb) and what it holds; `enforced` says whether writes past the limit are refused (docs/runtime.md "Disk limits") */
                                 disk?: {
                                     enforced: boolean;
@@ -7526,7 +7527,9 @@ export interface operations {
                                 limitsNote?: string;
                                 pid?: number;
                                 port: number;
+                                reason?: string;
                                 startedAt?: string;
+                                /** @description running, degraded, starting, crashed, sleeping, stopped, failed, not_deployed or static */
                                 state: string;
                                 url: string;
                             };

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import net from 'node:net';
 import type { Upstream } from './release-spec.js';
 
 export type HealthResult = { ok: true } | { ok: false; reason: string };
@@ -40,4 +41,38 @@ export async function waitHealthy(
     if (Date.now() - started > 1000) delay = Math.min(200, delay * 2);
   }
   return { ok: false, reason: gone ?? `it did not answer on port ${upstream.port} within ${Math.round(timeoutMs / 1000)} s` };
+}
+
+/**
+ * One check of a running app (health after go-live, contract section 20): `GET path` answering
+ * 200-399 when the project names a health path, else a TCP connect to its port. Bounded by `timeoutMs`.
+ */
+export function probeApp(upstream: Pick<Upstream, 'host' | 'port'>, path: string | null, timeoutMs = 5000): Promise<HealthResult> {
+  return new Promise((resolve) => {
+    const fail = (reason: string) => resolve({ ok: false, reason });
+    if (!path) {
+      const sock = net.connect({ host: upstream.host, port: upstream.port });
+      sock.setTimeout(timeoutMs, () => {
+        sock.destroy();
+        fail(`port ${upstream.port} did not accept a connection within ${Math.round(timeoutMs / 1000)} s`);
+      });
+      sock.once('connect', () => {
+        sock.destroy();
+        resolve({ ok: true });
+      });
+      sock.once('error', (e: NodeJS.ErrnoException) => fail(`port ${upstream.port} refused the connection (${e.code ?? e.message})`));
+      return;
+    }
+    const req = http.get({ host: upstream.host, port: upstream.port, path, timeout: timeoutMs, headers: { 'user-agent': 'berth-health' } }, (res) => {
+      res.resume();
+      const status = res.statusCode ?? 0;
+      if (status >= 200 && status < 400) resolve({ ok: true });
+      else fail(`GET ${path} answered ${status}`);
+    });
+    req.on('error', (e: NodeJS.ErrnoException) => fail(`GET ${path} failed (${e.code ?? e.message})`));
+    req.on('timeout', () => {
+      req.destroy();
+      fail(`GET ${path} did not answer within ${Math.round(timeoutMs / 1000)} s`);
+    });
+  });
 }

@@ -138,6 +138,17 @@ export class Supervisor {
     return s.current.upstream;
   }
 
+  /** The running instance's address without recording activity (health checks must not keep an app awake). */
+  upstreamOf(app: string): Upstream | null {
+    const s = this.slots.get(app);
+    return s?.current && s.state === 'running' ? s.current.upstream : null;
+  }
+
+  /** The project an app runs releases of. */
+  projectOf(app: string): string {
+    return this.slots.get(app)?.projectId ?? app;
+  }
+
   touch(app: string): void {
     const s = this.slots.get(app);
     if (s) s.lastActivity = Date.now();

@@ -12,6 +12,7 @@ export { ensurePreviewEnvironment, removePreviewEnvironment, environmentUrl } fr
 // restore after a restart, runtime states and the settled listeners.
 export { BUILD_JOB } from './host.js';
 export { deploymentSettled } from './settled.js';
+export { autoRollback } from './rollback.service.js';
 export type { DeploymentSettled, SettledDeployment } from './ports.js';
 export {
   IN_FLIGHT,

@@ -22,6 +22,7 @@ import { startDiskLimits } from '../../runtime/disk-limits.js';
 import { baseEnv, envNumber, Releases } from './releases.js';
 import { LogRelay } from './log-relay.js';
 import { span } from '../../lib/spans.js';
+import { AppHealthWatch } from './app-health-watch.js';
 
 /** Seconds an `auto_sleep` app may be idle before it is stopped (BERTH_SLEEP_IDLE_SECONDS, default 300). */
 function sleepIdleMs(): number {
@@ -62,6 +63,8 @@ export class BerthRuntime {
   /** The periodic check behind `runtime.egress` (egress.ts). */
   private egress: EgressCheck | null = null;
   readonly healthTimeoutMs = envNumber('BERTH_HEALTH_TIMEOUT_SECONDS', 30) * 1000;
+  /** Health after go-live: running apps checked, degraded and recovered (app-health-watch.ts). */
+  readonly health: AppHealthWatch = new AppHealthWatch(this);
 
   constructor(readonly ctx: AppContext) {
     this.logs = new LogStore(ctx.config.dataDir);
@@ -90,6 +93,7 @@ export class BerthRuntime {
    * app another instance runs leaves no trace here (the edge keeps forwarding to the running one).
    */
   private onState(app: string, snap: RuntimeSnapshot): void {
+    this.health.onState(app, snap);
     if (snap.state === 'running' && !this.owners.isMine(app) && !this.shuttingDown) void this.owners.claim(app, true);
     if (snap.state === 'failed' && this.owners.heldElsewhere(app)) {
       queueMicrotask(() => {
@@ -189,6 +193,7 @@ export class BerthRuntime {
     const tick = Math.max(200, Math.min(5000, Math.floor(sleepIdleMs() / 4)));
     this.sweeper = setInterval(() => void this.sweep().catch((err) => this.ctx.log.warn({ err }, 'sleep sweep failed')), tick);
     this.sweeper.unref();
+    this.health.start();
     this.restored = this.restore().catch((err) => this.ctx.log.error({ err }, 'could not restore running apps'));
   }
 
@@ -212,6 +217,7 @@ export class BerthRuntime {
   async stop(): Promise<void> {
     this.shuttingDown = true;
     if (this.sweeper) clearInterval(this.sweeper);
+    this.health.stop();
     for (const c of this.building.values()) c.abort();
     await Promise.all([this.https?.close(), this.edge?.close()]);
     // The other instances take this one's apps over at their next tick (their runtime states say what ran).

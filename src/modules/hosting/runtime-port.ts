@@ -83,6 +83,9 @@ export async function runtimeState(rt: BerthRuntime, orgId: string, projectId: s
     ...(driver.limits.note ? { limitsNote: driver.limits.note } : {}),
     ...(disk ? { disk } : {}),
   };
+  // A degraded app (health after go-live) that is meant to be up shows as such, with why.
+  const degraded = snap && ['running', 'starting', 'crashed'].includes(snap.state) ? rt.health.degraded(projectId) : null;
+  if (degraded) return { state: 'degraded', reason: degraded.reason, degradedSince: degraded.since, url, port: snap!.port ?? p.port, ...(snap!.pid ? { pid: snap!.pid } : {}), ...(snap!.startedAt ? { startedAt: snap!.startedAt } : {}), ...limits };
   if (snap && snap.state !== 'stopped') {
     return { state: snap.state, url, port: snap.port ?? p.port, ...(snap.pid ? { pid: snap.pid } : {}), ...(snap.startedAt ? { startedAt: snap.startedAt } : {}), ...limits };
   }

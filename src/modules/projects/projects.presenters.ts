@@ -253,7 +253,10 @@ export type RoutingAttemptRecord = Static<typeof RoutingAttemptSchema>;
 
 export const InfoSchema = Type.Object({
   runtime: Type.Object({
-    state: Type.String(),
+    state: Type.String({ description: 'running, degraded, starting, crashed, sleeping, stopped, failed, not_deployed or static' }),
+    /** Why the app is `degraded` (its health checks fail, or it keeps restarting: contract section 20), and since when. */
+    reason: Type.Optional(Type.String()),
+    degradedSince: Type.Optional(Type.String()),
     url: Type.String(),
     port: Type.Integer(),
     pid: Type.Optional(Type.Integer()),

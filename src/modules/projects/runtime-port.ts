@@ -9,7 +9,10 @@ import type { AppContext } from '../../context.js';
  * the recorded change.
  */
 export interface RuntimeState {
-  state: string; // e.g. 'running' | 'sleeping' | 'stopped' | 'starting' | 'failed' | 'not_deployed' | 'static' (files served by the edge)
+  state: string; // e.g. 'running' | 'degraded' | 'sleeping' | 'stopped' | 'starting' | 'failed' | 'not_deployed' | 'static' (files served by the edge)
+  /** Why the app is `degraded` (health after go-live, contract section 20), and since when. */
+  reason?: string;
+  degradedSince?: string;
   url: string;
   port: number;
   pid?: number;
