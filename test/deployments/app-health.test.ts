@@ -147,7 +147,8 @@ test('an app whose health path answers 500 for the window is degraded with the r
 
 test('an app that crashes after it starts is degraded after 5 restarts', async () => {
   writeApp(path.join(root, 'local', 'crashy'), { version: 'v1', crashAfterMs: 200 });
-  const p = await importApp('crashy', {});
+  // Started directly (not through npm, which lingers for seconds after its child exits while the port is closed).
+  const p = await importApp('crashy', { startCommand: 'node server.js' });
   await deployReady(p.id);
   const degraded = await waitFor(async () => {
     const rt = await runtimeOf(p.id);

@@ -14,7 +14,8 @@ import { writeTinyApp } from '../runtime/app-fixture.js';
 import { assertFitsWidth, browserSuite, openPage, pageErrors, screenshot, signIn, useDashboard } from '../support/browser.js';
 import { createDeployment, createProject, createTeam, createUser, type TestUser } from '../support/factories.js';
 import { tempDir } from '../support/harness.js';
-import { waitForDeployment } from '../support/wait.js';
+import { waitFor, waitForDeployment } from '../support/wait.js';
+import { edgeRequest } from '../support/http.js';
 
 const { skip } = browserSuite('web/projects');
 const T = { timeout: 15_000 };
@@ -193,6 +194,30 @@ describe('dashboard: projects and their overview', { skip }, () => {
     await page.goto(`/projects/${live.id}`);
     await page.getByRole('region', { name: 'Current deployment' }).getByRole('link', { name: /^dpl_/ }).first().waitFor(T);
     await assertFitsWidth(page);
+    noPageErrors(page);
+    await context.close();
+  });
+
+  it('a degraded app shows the state and its reason on the overview', async () => {
+    const api = dash.server.api(owner.token);
+    const edge = new URL((await api.get(`/api/projects/${live.id}/info`)).body.data.runtime.url);
+    // The app exits on /crash and the supervisor restarts it: 5 crash restarts make it degraded.
+    await waitFor(
+      async () => {
+        const state = (await api.get(`/api/projects/${live.id}/info`)).body.data.runtime.state;
+        if (state === 'running') await edgeRequest(Number(edge.port), edge.hostname, '/crash').catch(() => null);
+        return state === 'degraded';
+      },
+      'five crash restarts to make the app degraded',
+      60_000,
+      200,
+    );
+    const { context, page } = await openPage(dash.browser, dash.server);
+    await signIn(page, owner);
+    await page.goto(`/projects/${live.id}`);
+    const status = page.getByRole('region', { name: 'Status' });
+    await status.getByText('degraded', { exact: true }).waitFor(T);
+    await status.getByText(/restarted 5 times in 10 minutes/).waitFor(T);
     noPageErrors(page);
     await context.close();
   });

@@ -85,6 +85,22 @@ function RuntimeFacts({ project: p, info }: { project: Project; info: UseQueryRe
         </dd>
         <dt>Runtime</dt>
         <dd>{info.isPending ? <Spinner /> : rt ? <StatusBadge status={rt.state} /> : <span className="muted">unknown</span>}</dd>
+        {rt?.state === 'degraded' && rt.reason ? (
+          <>
+            <dt>Degraded</dt>
+            <dd className="runtime-reason" role="status">
+              {rt.reason}
+              {rt.degradedSince ? (
+                <>
+                  {' '}
+                  <span className="muted">
+                    (since <TimeAgo at={rt.degradedSince} />)
+                  </span>
+                </>
+              ) : null}
+            </dd>
+          </>
+        ) : null}
         {rt ? (
           <>
             <dt>Port</dt>
