@@ -91,7 +91,7 @@ export class AppHealthWatch {
     // Asleep or stopped: not checked, and the failure window starts afresh when it runs again.
     if (snap.state === 'sleeping' || snap.state === 'stopped') h.failingSince = null;
     if (!h.degraded && h.restarts.length >= RESTART_LIMIT && snap.state !== 'sleeping' && snap.state !== 'stopped') {
-      void this.degrade(app, `restarted ${h.restarts.length} times in ${RESTART_WINDOW_MS / 60_000} minutes after crashes`);
+      this.degrade(app, `restarted ${h.restarts.length} times in ${RESTART_WINDOW_MS / 60_000} minutes after crashes`).catch((err) => this.rt.ctx.log.warn({ app, err: (err as Error).message }, 'could not record a degraded app'));
     }
   }
 
