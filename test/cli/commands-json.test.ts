@@ -78,6 +78,7 @@ describe('--json on every command that prints data', () => {
     ['token revoke', () => ['token', 'revoke', got.tokenId, '--json']],
     ['projects', () => ['projects', '--json']],
     ['open', () => ['open', project.slug, '--json']],
+    ['status', () => ['status', project.slug, '--json']],
     ['deployments', () => ['deployments', project.slug, '--json']],
     ['cancel', () => ['cancel', queued, '--json']],
     ['domains add', () => ['domains', 'add', project.slug, 'json-shop.example.test', '--json']],

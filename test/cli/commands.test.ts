@@ -61,6 +61,18 @@ describe('berth client commands', () => {
       assert.deepEqual(JSON.parse(json.stdout), { project: project.id, url, state: info.body.data.runtime.state });
     });
 
+    it('`status` prints the app\'s state, its URL and last build (the reason too when degraded); --json the info', async () => {
+      const info = (await server.api(alice.token).get(`/api/projects/${project.id}/info`)).body.data;
+      const res = await cli.run(['status', project.slug]);
+      assert.equal(res.code, 0, res.stderr);
+      assert.match(res.stdout, new RegExp(`^STATE  ${info.runtime.state.replace(/_/g, ' ')}$`, 'm'));
+      assert.match(res.stdout, new RegExp(`^URL    ${info.runtime.url.replace(/[.]/g, '\\.')}$`, 'm'));
+      assert.doesNotMatch(res.stdout, /REASON/);
+      const json = JSON.parse((await cli.run(['status', project.slug, '--json'])).stdout);
+      assert.equal(json.project, project.id);
+      assert.deepEqual(json.runtime, info.runtime);
+    });
+
     it('`open` outside a linked folder is a usage error (2); another org\'s project is refused (1)', async () => {
       const bare = await cli.run(['open'], { cwd: tempDir() });
       assert.equal(bare.code, 2);
