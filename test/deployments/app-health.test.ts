@@ -121,13 +121,16 @@ test('an app whose health path answers 500 for the window is degraded with the r
   }, 'the app to be degraded', 30_000, 100);
   assert.match(degraded.reason, /health check failing for \d+ s: GET \/health answered 500/);
   assert.ok(degraded.degradedSince);
-  const events = await auditOf(p.id, 'app.degraded');
+  // The state shows at once; the audit entry and the listeners follow it.
+  const events = await waitFor(async () => {
+    const found = await auditOf(p.id, 'app.degraded');
+    return found.length ? found : null;
+  }, 'app.degraded in the audit log');
   assert.equal(events.length, 1);
   assert.equal(events[0].actorId, null);
   assert.equal(events[0].details.environment, 'production');
   assert.equal(events[0].details.deploymentId, d.id);
-  const change = told.find((c) => c.projectId === p.id && c.state === 'degraded');
-  assert.ok(change, 'the listeners were told');
+  const change = await waitFor(() => told.find((c) => c.projectId === p.id && c.state === 'degraded'), 'the listeners to be told');
   assert.equal(change.orgId, owner.orgId);
   assert.equal(change.environment, 'production');
   assert.match(change.reason, /GET \/health answered 500/);
@@ -137,8 +140,8 @@ test('an app whose health path answers 500 for the window is degraded with the r
   assert.equal((await edge(p.host, '/fix')).status, 200);
   await waitFor(async () => (await runtimeOf(p.id)).state === 'running', 'the app to recover', 30_000, 100);
   assert.equal((await runtimeOf(p.id)).reason, undefined);
-  assert.equal((await auditOf(p.id, 'app.recovered')).length, 1);
-  assert.ok(told.some((c) => c.projectId === p.id && c.state === 'recovered'));
+  await waitFor(async () => (await auditOf(p.id, 'app.recovered')).length === 1, 'app.recovered in the audit log');
+  await waitFor(() => told.some((c) => c.projectId === p.id && c.state === 'recovered'), 'the listeners to be told of the recovery');
   const logs = await api.get(`/api/projects/${p.id}/logs?limit=200`);
   const lines = JSON.stringify(logs.body);
   assert.match(lines, /\[berth\] degraded: health check failing/);
@@ -155,7 +158,7 @@ test('an app that crashes after it starts is degraded after 5 restarts', async (
     return rt.state === 'degraded' ? rt : null;
   }, 'the crash-looping app to be degraded', 60_000, 100);
   assert.match(degraded.reason, /restarted 5 times in 10 minutes after crashes/);
-  assert.equal((await auditOf(p.id, 'app.degraded')).length, 1);
+  await waitFor(async () => (await auditOf(p.id, 'app.degraded')).length === 1, 'app.degraded in the audit log');
   await api.post(`/api/projects/${p.id}/disable`, {});
 });
 
