@@ -3,29 +3,18 @@
 // (wake), stop and crash restart all read and bump the same slot fields, and their ordering rules
 // (generation checks, who clears `starting`) are easier to check side by side. Starting and stopping
 // one instance lives in app-instance.ts, its health check in app-health.ts, its log capture in
-// app-output.ts, the restart pacing in restart-backoff.ts and the release types in release-spec.ts.
-import type { Logger } from 'pino';
-import type { RuntimeDriver } from './driver.js';
+// app-output.ts, the restart pacing in restart-backoff.ts, the release types in release-spec.ts and
+// the supervisor's own public types in supervisor-types.ts.
 import type { UsageTarget } from './usage.js';
-import type { LogStore } from './logs.js';
 import { startInstance, stopInstance, type Instance } from './app-instance.js';
 import { appOf, StartError, type ReleaseSpec, type Upstream } from './release-spec.js';
 import { MAX_CONSECUTIVE_FAILURES, restartDelayMs } from './restart-backoff.js';
 import { watchSilence } from './silent-step.js';
 
 export type { ReleaseSpec, Upstream } from './release-spec.js';
+export type { RuntimeSnapshot, RuntimeStateName, StartProgress, SupervisorOptions } from './supervisor-types.js';
+import type { RuntimeSnapshot, RuntimeStateName, StartProgress, SupervisorOptions } from './supervisor-types.js';
 export { appOf } from './release-spec.js';
-
-export type RuntimeStateName = 'starting' | 'running' | 'sleeping' | 'stopped' | 'crashed' | 'failed';
-
-export interface RuntimeSnapshot {
-  state: RuntimeStateName;
-  port?: number;
-  pid?: number;
-  startedAt?: string;
-  deploymentId?: string;
-  restarts: number;
-}
 
 interface Slot {
   /** The app's key (`appOf(spec)`): the project's id for production, a preview environment's key. */
@@ -42,30 +31,6 @@ interface Slot {
   generation: number;
   /** The project the app belongs to (from the specs it ran; the key itself until one ran). */
   projectId: string;
-}
-
-/**
- * Where a deploy's start reports that it is still running (the deployment's build log): while the
- * app's runtime log gets no line for the still-running interval, `log` gets
- * `[berth] still running: <step> (<n> s without output)` (`step`: the start as the build log names it).
- */
-export interface StartProgress {
-  step: string;
-  log(line: string): void;
-  /** The interval (default: silentStepMs()). */
-  silentMs?: number;
-}
-
-export interface SupervisorOptions {
-  logs: LogStore;
-  driver: RuntimeDriver;
-  log: Logger;
-  /** Base environment every app gets (PATH, LANG, ...); never the server's own environment. */
-  baseEnv: Record<string, string>;
-  healthTimeoutMs?: number;
-  graceMs?: number;
-  /** Called on every state change (persisted by the runtime so a restart can bring apps back), with the app's key. */
-  onState?(app: string, snap: RuntimeSnapshot): void;
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { AppContext } from '../../context.js';
 import type { SettledDeployment } from '../deployments/index.js';
+import type { AppHealthChange } from '../hosting/index.js';
 import { findProject } from '../projects/index.js';
 import { notifyEvent } from './delivery.js';
 
@@ -16,5 +17,17 @@ export async function onDeploymentSettled(ctx: AppContext, d: SettledDeployment)
     await notifyEvent(ctx, { orgId: d.orgId, event: 'deployment.failed', projectId: d.projectId, subject: `Deployment of ${name} failed`, detail: `${what} failed: ${d.error ?? 'no reason recorded'}`, url: d.url });
   } else {
     await notifyEvent(ctx, { orgId: d.orgId, event: 'deployment.ready', projectId: d.projectId, subject: `${name} is live`, detail: `${what} is ready${d.url ? ` and served at ${d.url}` : ''}.`, url: d.url });
+  }
+}
+
+/** The hosting area's `appHealthChanged` port: `app.degraded` (with the rollback, when one ran) and `app.recovered`. */
+export async function onAppHealthChanged(ctx: AppContext, c: AppHealthChange): Promise<void> {
+  const project = await findProject(ctx.db, c.orgId, c.projectId);
+  const name = `${project?.name ?? c.projectId}${c.environment === 'production' ? '' : ` (${c.environment})`}`;
+  if (c.state === 'degraded') {
+    const back = c.rolledBackTo ? ` Its previous release ${c.rolledBackTo} serves again (autoRollback).` : '';
+    await notifyEvent(ctx, { orgId: c.orgId, event: 'app.degraded', projectId: c.projectId, subject: `${name} is degraded`, detail: `${c.reason}${c.deploymentId ? ` (deployment ${c.deploymentId})` : ''}.${back}` });
+  } else {
+    await notifyEvent(ctx, { orgId: c.orgId, event: 'app.recovered', projectId: c.projectId, subject: `${name} recovered`, detail: c.reason });
   }
 }
