@@ -10,13 +10,19 @@ import { execFile } from 'node:child_process';
 import { readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import pg from 'pg';
+import { argvAt } from '../../src/runtime/netns-join.js';
 import { createDestination, createProject, createUser, type TestUser } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { waitFor } from '../support/wait.js';
 import { waitTerminal } from '../backups/helpers.js';
 
 const root = process.getuid?.() === 0;
+
+/** A client run where the service is reachable: inside its network namespace, as the server's own dumps run (the host is refused). */
+function client(host: string, bin: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string }> {
+  const at = argvAt(host, bin, args);
+  return exec(at.bin, at.args, env);
+}
 
 function exec(bin: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
@@ -110,26 +116,22 @@ describe('backups of managed services by native dump', { skip: root ? false : 't
   it('postgres: pg_dump -Fc of a managed service, a changed row, a restore into a fresh instance swapped in: the old row is back', async () => {
     const { p, s, creds, dest, policy } = await serviceWithPolicy('postgres', 'main-db');
     const q = async (text: string, at = s) => {
-      const c = new pg.Client({ host: at.internalHost, port: at.port, user: creds.username, password: creds.password, database: creds.database });
-      await c.connect();
-      try {
-        return (await c.query(text)).rows;
-      } finally {
-        await c.end();
-      }
+      const r = await client(at.internalHost, '/usr/bin/psql', ['-At', '-h', at.internalHost, '-p', String(at.port), '-U', creds.username, '-d', creds.database, '-c', text], { PGPASSWORD: creds.password });
+      assert.equal(r.code, 0, r.out);
+      return r.out.trim();
     };
     await q("create table notes (id int primary key, body text); insert into notes values (1, 'before')");
     const runId = await backUp(policy.id, dest, '.dump', creds.password);
     await q("update notes set body = 'after' where id = 1; create table later (v int)");
     const again = await restore(runId, p.id, s.id);
-    assert.deepEqual(await q('select id, body from notes', again), [{ id: 1, body: 'before' }]);
-    assert.deepEqual(await q("select count(*)::int as n from pg_tables where tablename = 'later'", again), [{ n: 0 }], 'nothing of after the backup is merged in');
+    assert.equal(await q('select id, body from notes', again), '1|before');
+    assert.equal(await q("select count(*) from pg_tables where tablename = 'later'", again), '0', 'nothing of after the backup is merged in');
     assert.ok(!runner().logs(s.id).join('\n').includes(creds.password), 'the service log has no password');
   });
 
   it('redis: BGSAVE and the RDB file, a changed key, a restore: the old value is back and kept on the next start (append-only file)', async () => {
     const { p, s, creds, dest, policy } = await serviceWithPolicy('redis', 'cache');
-    const cli = (at: any, ...args: string[]) => exec('/usr/bin/redis-cli', ['--no-auth-warning', '-h', at.internalHost, '-p', String(at.port), ...args], { REDISCLI_AUTH: creds.password });
+    const cli = (at: any, ...args: string[]) => client(at.internalHost, '/usr/bin/redis-cli', ['--no-auth-warning', '-h', at.internalHost, '-p', String(at.port), ...args], { REDISCLI_AUTH: creds.password });
     assert.match((await cli(s, 'set', 'greeting', 'before')).out, /OK/);
     assert.match((await cli(s, 'rpush', 'list', 'a', 'b', 'c')).out, /3/);
     const runId = await backUp(policy.id, dest, '.rdb', creds.password);
@@ -147,7 +149,7 @@ describe('backups of managed services by native dump', { skip: root ? false : 't
 
   it('mariadb: mysqldump --single-transaction, a changed row, a restore: the old row is back', async () => {
     const { p, s, creds, dest, policy } = await serviceWithPolicy('mysql', 'shop');
-    const sql = (at: any, text: string) => exec('/usr/bin/mariadb', ['--no-defaults', '-h', at.internalHost, '-P', String(at.port), '-u', creds.username, '-D', creds.database, '-N', '-e', text], { MYSQL_PWD: creds.password });
+    const sql = (at: any, text: string) => client(at.internalHost, '/usr/bin/mariadb', ['--no-defaults', '-h', at.internalHost, '-P', String(at.port), '-u', creds.username, '-D', creds.database, '-N', '-e', text], { MYSQL_PWD: creds.password });
     assert.equal((await sql(s, "create table t (id int primary key, v varchar(20)); insert into t values (1, 'before'); select v from t")).out.trim(), 'before');
     const runId = await backUp(policy.id, dest, '.sql', creds.password);
     await sql(s, "update t set v = 'after'; create table later (v int)");
