@@ -6,29 +6,16 @@
  * `verifyRestore` restores each new run into a throwaway instance and records `verifiedAt`.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { argvAt } from '../../src/runtime/netns-join.js';
+import { execIn, serviceRunning } from './helpers.js';
 import { createDestination, createProject, createUser, type TestUser } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { waitFor } from '../support/wait.js';
 import { waitTerminal } from '../backups/helpers.js';
 
 const root = process.getuid?.() === 0;
-
-/** A client run where the service is reachable: inside its network namespace, as the server's own dumps run (the host is refused). */
-function client(host: string, bin: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string }> {
-  const at = argvAt(host, bin, args);
-  return exec(at.bin, at.args, env);
-}
-
-function exec(bin: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string }> {
-  return new Promise((resolve) => {
-    execFile(bin, args, { env: { PATH: '/usr/bin:/bin', ...env }, timeout: 20_000 }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: `${stdout}${stderr}` }));
-  });
-}
 
 describe('backups of managed services by native dump', { skip: root ? false : 'the sandbox runs services under project uids only as root' }, () => {
   let dir: string;
@@ -47,18 +34,8 @@ describe('backups of managed services by native dump', { skip: root ? false : 't
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  async function running(projectId: string, id: string, timeoutMs = 120_000): Promise<any> {
-    return waitFor(
-      async () => {
-        const r = (await api().get(`/api/projects/${projectId}/services/${id}`)).body.data;
-        if (r.status === 'failed') throw new Error(`failed: ${r.error}\n${runner().logs(id).join('\n')}`);
-        return r.status === 'running' && r.internalHost ? r : null;
-      },
-      `service ${id} running`,
-      timeoutMs,
-      200,
-    );
-  }
+  const running = (projectId: string, id: string, timeoutMs = 120_000) => serviceRunning(server, owner.token, projectId, id, timeoutMs);
+
 
   /** A managed service of a new project, running, with its credentials, and a policy backing it up (restore-tested). */
   async function serviceWithPolicy(kind: string, name: string) {
@@ -116,7 +93,7 @@ describe('backups of managed services by native dump', { skip: root ? false : 't
   it('postgres: pg_dump -Fc of a managed service, a changed row, a restore into a fresh instance swapped in: the old row is back', async () => {
     const { p, s, creds, dest, policy } = await serviceWithPolicy('postgres', 'main-db');
     const q = async (text: string, at = s) => {
-      const r = await client(at.internalHost, '/usr/bin/psql', ['-At', '-h', at.internalHost, '-p', String(at.port), '-U', creds.username, '-d', creds.database, '-c', text], { PGPASSWORD: creds.password });
+      const r = await execIn(at.internalHost, '/usr/bin/psql', ['-At', '-h', at.internalHost, '-p', String(at.port), '-U', creds.username, '-d', creds.database, '-c', text], { PGPASSWORD: creds.password });
       assert.equal(r.code, 0, r.out);
       return r.out.trim();
     };
@@ -131,7 +108,7 @@ describe('backups of managed services by native dump', { skip: root ? false : 't
 
   it('redis: BGSAVE and the RDB file, a changed key, a restore: the old value is back and kept on the next start (append-only file)', async () => {
     const { p, s, creds, dest, policy } = await serviceWithPolicy('redis', 'cache');
-    const cli = (at: any, ...args: string[]) => client(at.internalHost, '/usr/bin/redis-cli', ['--no-auth-warning', '-h', at.internalHost, '-p', String(at.port), ...args], { REDISCLI_AUTH: creds.password });
+    const cli = (at: any, ...args: string[]) => execIn(at.internalHost, '/usr/bin/redis-cli', ['--no-auth-warning', '-h', at.internalHost, '-p', String(at.port), ...args], { REDISCLI_AUTH: creds.password });
     assert.match((await cli(s, 'set', 'greeting', 'before')).out, /OK/);
     assert.match((await cli(s, 'rpush', 'list', 'a', 'b', 'c')).out, /3/);
     const runId = await backUp(policy.id, dest, '.rdb', creds.password);
@@ -149,7 +126,7 @@ describe('backups of managed services by native dump', { skip: root ? false : 't
 
   it('mariadb: mysqldump --single-transaction, a changed row, a restore: the old row is back', async () => {
     const { p, s, creds, dest, policy } = await serviceWithPolicy('mysql', 'shop');
-    const sql = (at: any, text: string) => client(at.internalHost, '/usr/bin/mariadb', ['--no-defaults', '-h', at.internalHost, '-P', String(at.port), '-u', creds.username, '-D', creds.database, '-N', '-e', text], { MYSQL_PWD: creds.password });
+    const sql = (at: any, text: string) => execIn(at.internalHost, '/usr/bin/mariadb', ['--no-defaults', '-h', at.internalHost, '-P', String(at.port), '-u', creds.username, '-D', creds.database, '-N', '-e', text], { MYSQL_PWD: creds.password });
     assert.equal((await sql(s, "create table t (id int primary key, v varchar(20)); insert into t values (1, 'before'); select v from t")).out.trim(), 'before');
     const runId = await backUp(policy.id, dest, '.sql', creds.password);
     await sql(s, "update t set v = 'after'; create table later (v int)");

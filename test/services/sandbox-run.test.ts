@@ -8,32 +8,15 @@
  * the API), with the credentials the reveal route gives.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createProject, createUser, type TestUser } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { waitFor } from '../support/wait.js';
+import { execIn, serviceRunning } from './helpers.js';
 
 const root = process.getuid?.() === 0;
-
-/** The network namespace of the sandbox whose address is `addr` (netns.ts: `.2` of the /30 numbered `index`). */
-function namespaceOf(addr: string): string {
-  const [, , b, c] = addr.split('.').map(Number);
-  return `/run/netns/berth-${(b! * 256 + c! - 2) / 4}`;
-}
-
-/** Runs a client inside the network namespace of the service at `addr`. */
-function execIn(addr: string, bin: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string }> {
-  return exec('/usr/bin/nsenter', [`--net=${namespaceOf(addr)}`, '--', bin, ...args], env);
-}
-
-function exec(bin: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string }> {
-  return new Promise((resolve) => {
-    execFile(bin, args, { env: { PATH: '/usr/bin:/bin', ...env }, timeout: 20_000 }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: `${stdout}${stderr}` }));
-  });
-}
 
 describe('managed services on the sandbox runtime', { skip: root ? false : 'the sandbox runs services under project uids only as root' }, () => {
   let dir: string;
@@ -52,20 +35,8 @@ describe('managed services on the sandbox runtime', { skip: root ? false : 'the 
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  async function running(projectId: string, id: string, timeoutMs = 90_000): Promise<any> {
-    return waitFor(
-      async () => {
-        const r = (await api().get(`/api/projects/${projectId}/services/${id}`)).body.data;
-        if (r.status === 'failed') throw new Error(`failed: ${r.error}\n${runner().logs(id).join('\n')}`);
-        return r.status === 'running' ? r : null;
-      },
-      `service ${id} running`,
-      timeoutMs,
-      200,
-    ).catch((e) => {
-      throw new Error(`${(e as Error).message}\n${runner().logs(id).join('\n')}`);
-    });
-  }
+  const running = (projectId: string, id: string, timeoutMs = 90_000) => serviceRunning(server, owner.token, projectId, id, timeoutMs);
+
 
   it('postgres 15: initialised on first start as the project, running once it answers; data survives a kill -9', async () => {
     const p = await createProject(server, owner);
