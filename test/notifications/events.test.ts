@@ -64,4 +64,22 @@ describe('notification events from the areas', () => {
     assert.equal(got.length, 1);
     assert.match(got[0]!.json.content, /HTTPS certificate for shop\.notify-test\.example could not be issued/);
   });
+
+  it("an app's health change reaches subscribed channels as app.degraded (with the rollback) and app.recovered, through the hosting area's port", async () => {
+    const ch = (await server.api(owner.token).post('/api/notification-channels', { name: 'h', kind: 'webhook', url: receiver.url('/health'), events: ['app.degraded', 'app.recovered'] })).body.data;
+    receiver.setSecret(ch.secret);
+    const p = await createProject(server, owner, { name: 'checkout' });
+    // As the health watch tells it (src/modules/hosting/app-health-watch.ts): every listener of the port.
+    const tell = (change: Parameters<(typeof server.ctx.ports.appHealthChanged)[number]>[1]) => Promise.all(server.ctx.ports.appHealthChanged.map((l) => l(server.ctx, change)));
+    await tell({ orgId: owner.orgId, projectId: p.id, environment: 'production', state: 'degraded', reason: 'its health check failed for 2 minutes: GET /health answered 500', deploymentId: 'dpl_v2', rolledBackTo: 'dpl_v1' });
+    await tell({ orgId: owner.orgId, projectId: p.id, environment: 'production', state: 'recovered', reason: 'its health check passes again', deploymentId: 'dpl_v1' });
+    await server.ctx.jobs.drain();
+    const got = receiver.got.filter((g) => g.path === '/health');
+    assert.deepEqual(got.map((g) => g.json.event), ['app.degraded', 'app.recovered']);
+    assert.equal(got[0]!.json.projectId, p.id);
+    assert.match(got[0]!.json.subject, /checkout is degraded/);
+    assert.match(got[0]!.json.detail, /answered 500 \(deployment dpl_v2\)\. Its previous release dpl_v1 serves again \(autoRollback\)\./);
+    assert.match(got[1]!.json.subject, /checkout recovered/);
+    assert.ok(got.every((g) => g.signatureValid));
+  });
 });
