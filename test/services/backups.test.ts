@@ -6,7 +6,7 @@
  * `verifyRestore` restores each new run into a throwaway instance and records `verifiedAt`.
  */
 import assert from 'node:assert/strict';
-import { readdirSync, rmSync } from 'node:fs';
+import { readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { execIn, serviceRunning } from './helpers.js';
@@ -14,6 +14,8 @@ import { createDestination, createProject, createUser, type TestUser } from '../
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { waitFor } from '../support/wait.js';
 import { waitTerminal } from '../backups/helpers.js';
+import { startReceiver } from '../notifications/receivers.js';
+import { executeVerify } from '../../src/modules/backups/verify-executor.js';
 
 const root = process.getuid?.() === 0;
 
@@ -133,6 +135,32 @@ describe('backups of managed services by native dump', { skip: root ? false : 't
     const again = await restore(runId, p.id, s.id);
     assert.equal((await sql(again, 'select v from t where id = 1')).out.trim(), 'before');
     assert.equal((await sql(again, "select count(*) from information_schema.tables where table_name = 'later'")).out.trim(), '0');
+  });
+
+  it('a restore test that does not pass records verifyError and tells the org\'s channels backup.verify_failed', async () => {
+    const receiver = await startReceiver();
+    try {
+      const ch = (await api().post('/api/notification-channels', { name: 'backups', kind: 'webhook', url: receiver.url('/verify'), events: ['backup.verify_failed'] })).body.data;
+      receiver.setSecret(ch.secret);
+      const { creds, dest, policy } = await serviceWithPolicy('redis', 'sessions');
+      const runId = await backUp(policy.id, dest, '.rdb', creds.password);
+      // The artifact changes in the destination after the run: the next restore test must not pass.
+      const file = readdirSync(dest.dir, { recursive: true }).map(String).find((f) => f.endsWith(`${runId}.rdb`))!;
+      writeFileSync(path.join(dest.dir, file), 'not the dump that was written');
+      await server.ctx.db.updateTable('backupRuns').set({ verifiedAt: null }).where('id', '=', runId).execute();
+      await executeVerify(server.ctx, runId, owner.orgId);
+      const run = (await api().get(`/api/backup-runs/${runId}`)).body.data;
+      assert.equal(run.verifiedAt, null);
+      assert.match(run.verifyError, /sha256/);
+      await server.ctx.jobs.drain();
+      const got = receiver.got.filter((g) => g.path === '/verify');
+      assert.equal(got.length, 1);
+      assert.equal(got[0]!.json.event, 'backup.verify_failed');
+      assert.match(got[0]!.json.detail, /restore test did not pass/);
+      assert.equal(got[0]!.signatureValid, true);
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('verifyRestore is refused (400 naming the field) for the data volume, which has no throwaway instance', async () => {

@@ -7,6 +7,7 @@ import * as store from './backups.store.js';
 import type { RunRow } from './backups.store.js';
 import { storageOf } from './destination-storage.js';
 import { describeFailure, logDetail } from './failures.js';
+import { noticeRunFailed } from './run-notice.js';
 import { findTarget, managedBackups } from './project-link.js';
 
 /**
@@ -44,7 +45,10 @@ export async function executeVerify(ctx: AppContext, runId: string, orgId: strin
     await store.updateRun(ctx.db, orgId, run.id, { verifiedAt: clockIso(ctx.clock), verifyError: null });
   } catch (e) {
     ctx.log.warn({ runId, ...logDetail(e) }, 'the restore test of a backup failed');
-    await store.updateRun(ctx.db, orgId, run.id, { verifyError: describeFailure(e) }).catch(() => {});
+    const why = describeFailure(e);
+    await store.updateRun(ctx.db, orgId, run.id, { verifyError: why }).catch(() => {});
+    // The restore test failed: the backup may not restore. Said to the org's channels (backup.verify_failed).
+    await noticeRunFailed(ctx, run, 'verifying', `its restore test did not pass: ${why}`).catch((err) => ctx.log.warn({ runId, err: (err as Error).message }, 'could not notify'));
   } finally {
     await rm(file, { force: true }).catch(() => {});
     if (staging) await rm(staging, { recursive: true, force: true }).catch(() => {});
