@@ -1,3 +1,4 @@
+// @store-independent: a pure function of file names, no database.
 /**
  * Which static files are fingerprinted (immutable for a year) and the Cache-Control each gets
  * (contract section 17): the name heuristic over the common bundlers' outputs.
