@@ -88,6 +88,7 @@ export async function buildsBench(): Promise<Row[]> {
         continue;
       }
       const { url, token } = berth.info as { url: string; token: string };
+      const projects: string[] = [];
       try {
         const health = await api(url, token, 'GET', '/api/health');
         if (health.runtime?.driver !== runtime) {
@@ -96,13 +97,15 @@ export async function buildsBench(): Promise<Row[]> {
         }
         for (const name of apps) {
           try {
-            rows.push(...(await appRows(url, token, tmp, runtime, name)));
+            rows.push(...(await appRows(url, token, tmp, runtime, name, projects)));
           } catch (e) {
             console.error(`bench builds: ${name} (${runtime}) failed: ${(e as Error).message}`);
             rows.push({ bench: 'builds', metric: `${name} (${runtime}): failed (stderr says why)`, value: NaN, unit: '', ok: false });
           }
         }
       } finally {
+        // Berth removes a deleted project's app (a docker runtime's containers outlive the server), volumes and images.
+        for (const id of projects.splice(0)) await api(url, token, 'DELETE', `/api/projects/${id}`).catch(() => {});
         await berth.stop();
       }
     }
@@ -113,12 +116,13 @@ export async function buildsBench(): Promise<Row[]> {
 }
 
 /** The three builds of one app on one runtime: first, unchanged, one-line change. */
-async function appRows(url: string, token: string, tmp: string, runtime: string, name: string): Promise<Row[]> {
+async function appRows(url: string, token: string, tmp: string, runtime: string, name: string, projects: string[]): Promise<Row[]> {
   const rows: Row[] = [];
   const dir = path.join(tmp, runtime, name);
   mkdirSync(path.dirname(dir), { recursive: true });
   execFileSync('cp', ['-a', path.join(tmp, 'src', name), dir]);
   const project = await api(url, token, 'POST', '/api/projects', { name: `bench-${name}-${runtime}` });
+  projects.push(project.id);
   const timed = async (): Promise<{ ms: number; steps: string }> => {
     const t0 = performance.now();
     const id = await uploadAndDeploy(url, token, project.id, tgzOf(dir));
