@@ -9,6 +9,7 @@ import { waitHealthy } from './app-health.js';
 import { pipeAppOutput } from './app-output.js';
 import { appOf, StartError, type ReleaseSpec, type Upstream } from './release-spec.js';
 import { span, timed } from '../lib/spans.js';
+import { withCaOptions } from './host-ca.js';
 
 /** One running process group of a release, in its own box. */
 export interface Instance {
@@ -63,7 +64,7 @@ async function openAppBox(spec: ReleaseSpec, deps: InstanceDeps, note: (line: st
 /** The app's environment in its box: the base, the toolchains, the project's variables, then what Berth sets. */
 function appEnv(spec: ReleaseSpec, deps: InstanceDeps, box: Box, port: number): Record<string, string> {
   const cwd = box.inside(spec.cwd);
-  return {
+  return withCaOptions({
     ...deps.baseEnv,
     ...toolchainEnv(box.inside(spec.appRoot)),
     PATH: spec.path(cwd, box.inside(spec.appRoot)),
@@ -75,7 +76,7 @@ function appEnv(spec: ReleaseSpec, deps: InstanceDeps, box: Box, port: number): 
     DATA_DIR: box.paths.data ?? spec.dataDir,
     BERTH_PROJECT_ID: spec.projectId,
     BERTH_DEPLOYMENT_ID: spec.deploymentId,
-  };
+  }, deps.baseEnv);
 }
 
 /**

@@ -21,6 +21,7 @@ import { checkRegistry, npmInstallIsNoop } from './build-install.js';
 import { timed } from '../lib/spans.js';
 import { cacheEnv } from './build-cache.js';
 import { hostProgramVersion, keepInstallAfter, reuseInstall } from './build-reuse.js';
+import { withCaOptions } from './host-ca.js';
 
 export { pathWithBin, startScript, startSteps, stepsOf } from './app-commands.js';
 export { BuildError } from './build-error.js';
@@ -173,7 +174,7 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
 
   /** A command of the project's, in the build's box; nothing it started outlives the step (`step`: its name in the log). */
   const runStep = (box: Box, argv: string[], cwd: string, extraEnv: Record<string, string>, label: string, step: string): Promise<string> =>
-    runProcess(() => box.exec(argv, { cwd, env: { ...baseEnv, HOME: box.paths.home ?? box.paths.tmp, ...extraEnv } }), label, () => box.killAll(), step);
+    runProcess(() => box.exec(argv, { cwd, env: withCaOptions({ ...baseEnv, HOME: box.paths.home ?? box.paths.tmp, ...extraEnv }, baseEnv) }), label, () => box.killAll(), step);
 
   // ---- source
   const commit = await timed('build.source', () => fetchSource(input.source, { workDir: input.workDir, srcDir, signal: input.signal, note, runHost }));

@@ -6,7 +6,7 @@ import { nowIso } from '../../lib/ids.js';
 import { pathWithBin, startScript, stepsOf } from '../../runtime/build.js';
 import { DEFAULT_PIDS_MAX, type Limits } from '../../runtime/cgroups.js';
 import type { Identity, RuntimeDriver } from '../../runtime/driver.js';
-import { CA_VARIABLES } from '../../runtime/host-ca.js';
+import { caEnv } from '../../runtime/host-ca.js';
 import { uidBase } from '../../runtime/identity.js';
 import { appKeyOf } from '../../runtime/app-key.js';
 import type { ReleaseSpec, Supervisor } from '../../runtime/supervisor.js';
@@ -23,11 +23,7 @@ export function envNumber(name: string, fallback: number): number {
 export function baseEnv(): Record<string, string> {
   const e: Record<string, string> = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', LANG: process.env.LANG ?? 'C.UTF-8' };
   if (process.env.TZ) e.TZ = process.env.TZ;
-  for (const k of CA_VARIABLES) {
-    const v = process.env[k];
-    if (v && /^\/[\w./-]+$/.test(v)) e[k] = v;
-  }
-  return e;
+  return { ...e, ...caEnv() };
 }
 
 /**
