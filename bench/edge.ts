@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { request } from 'undici';
-import { load, startChild, type LoadResult, type Row } from './lib.js';
+import { load, startChild, startFlags, type LoadResult, type Row } from './lib.js';
 import { api, ensureNginx, startNginx, tgzOf, uploadAndDeploy, waitReady, writeExpressApp, writeHelloApp } from './hello.js';
 
 /**
@@ -49,7 +49,12 @@ export async function edgeBench(): Promise<Row[]> {
   // BENCH_EDGE_PARTS=wake,load (any of express, load, wake; default all) runs some parts only.
   const parts = new Set((process.env.BENCH_EDGE_PARTS ?? 'express,load,wake').split(','));
   const berth = await startChild('bench/servers/berth.mjs', { BERTH_SLEEP_IDLE_SECONDS: '1', BERTH_CGROUPS: process.env.BERTH_CGROUPS ?? '' });
+  // BENCH_EDGE_CPU_PROF=DIR: the bare Berth (whose edge is measured against nginx) writes a CPU profile there.
+  const flags = process.env.BENCH_NODE_FLAGS;
+  if (process.env.BENCH_EDGE_CPU_PROF) process.env.BENCH_NODE_FLAGS = [...startFlags(), '--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_EDGE_CPU_PROF}`].join(' ');
   const bare = await startChild('bench/servers/berth.mjs', { BERTH_SLEEP_IDLE_SECONDS: '1', BERTH_RUNTIME: 'process', BERTH_CGROUPS: process.env.BERTH_CGROUPS ?? '' });
+  if (flags === undefined) delete process.env.BENCH_NODE_FLAGS;
+  else process.env.BENCH_NODE_FLAGS = flags;
   const { url, token } = berth.info as { url: string; token: string };
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'berth-edge-bench-'));
   try {

@@ -5,6 +5,7 @@ import { HostFirewall, type FirewallReport } from './host-firewall.js';
 import { CLAIMS_DIR, egressExceptions, hostRules, SUBNET_PREFIX } from './host-rules.js';
 import { PAIRS_SET, ServiceLinks } from './service-links.js';
 import { timed } from '../lib/spans.js';
+import { NftWatch } from './nft-watch.js';
 
 export { boxResolvConf, egressExceptions, SUBNET_PREFIX, type EgressExceptions } from './host-rules.js';
 
@@ -87,6 +88,9 @@ export class NetworkPool {
   readonly firewall: HostFirewall;
   /** Which boxes reach which services: a project's apps and builds its own services (service-links.ts). */
   readonly links: ServiceLinks;
+  /** Whether the host rules are still in place, without a process per box (nft-watch.ts). */
+  private readonly watch: NftWatch;
+  private repair: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly bins: { ip: string; nft: string; nsenter: string },
@@ -95,6 +99,30 @@ export class NetworkPool {
   ) {
     this.firewall = firewall ?? new HostFirewall();
     this.links = new ServiceLinks(bins.nft, () => run(this.bins.nft, ['-f', '-'], hostRules(process.getuid?.() ?? 0, egressExceptions())));
+    this.watch = new NftWatch([bins.nft], 'inet berth', {
+      run: (args) => run(this.bins.nft, args),
+      check: () => this.rulesListed(),
+      // Put back at once (the boxes already running need them too), then trusted again.
+      removed: () => {
+        if (this.repair || this.closing) return;
+        this.repair = setTimeout(() => {
+          this.repair = null;
+          if (this.closing) return;
+          void this.ensureRules()
+            .then(() => this.watch.confirm())
+            .catch(() => {});
+        }, 20);
+        this.repair.unref();
+      },
+    });
+  }
+
+  /** Whether this version's host rules are in place (the set of service pairs stands for its table). */
+  private rulesListed(): Promise<boolean> {
+    return run(this.bins.nft, ['list', 'set', 'inet', 'berth', PAIRS_SET]).then(
+      () => true,
+      () => false,
+    );
   }
 
   /**
@@ -110,6 +138,7 @@ export class NetworkPool {
       await run(this.bins.nft, ['-f', '-'], hostRules(process.getuid?.() ?? 0, egressExceptions()));
       await this.firewall.ensure();
       await this.reclaim();
+      await this.watch.start();
     })();
     return this.ready;
   }
@@ -118,11 +147,7 @@ export class NetworkPool {
   async ensureRules(): Promise<FirewallReport> {
     await this.init();
     // The set of service pairs stands for this version's table (an older server's rewrite has none).
-    const listed = await run(this.bins.nft, ['list', 'set', 'inet', 'berth', PAIRS_SET]).then(
-      () => true,
-      () => false,
-    );
-    if (!listed) {
+    if (!(await this.rulesListed())) {
       await run(this.bins.nft, ['-f', '-'], hostRules(process.getuid?.() ?? 0, egressExceptions()));
       await this.links.reapply();
     }
@@ -135,6 +160,8 @@ export class NetworkPool {
    */
   async close(): Promise<void> {
     this.closing = true;
+    this.watch.stop();
+    if (this.repair) clearTimeout(this.repair);
     if (!this.ready) return;
     await this.ready.catch(() => {});
     await Promise.all(this.making.values());
@@ -226,19 +253,17 @@ export class NetworkPool {
   async create(port: number | null, service = false): Promise<NetNamespace> {
     await this.init();
     // Another Berth on this machine that stopped just as this one started may have taken the host
-    // rules away (it found no other server registered yet): a box never starts without them.
-    // The check runs beside the namespace's own setup (it is a process start on the wake path) and is
-    // awaited before the namespace is handed out, a spare's too.
-    const listed = run(this.bins.nft, ['list', 'set', 'inet', 'berth', PAIRS_SET]).then(
-      () => true,
-      () => false,
-    );
+    // rules away (it found no other server registered yet), or a firewall reload flushed them: a box
+    // never starts without them. While the monitor runs and has reported no removal, nothing to check
+    // (nft-watch.ts); else the check runs beside the namespace's own setup (a process start on the
+    // wake path) and is awaited before the namespace is handed out, a spare's too.
+    const listed = this.watch.intact ? null : this.rulesListed();
     // A spare still being made for this port (a box released a moment ago) is nearer done than a new one.
     const inFlight = service ? undefined : this.making.get(port);
     if (inFlight && !this.spares.some((s) => s.port === port)) await inFlight;
     const ns = (service ? null : this.takeSpare(port)) ?? (await this.make(port, service));
     try {
-      if (!(await timed('netns.nft-list-wait', () => listed))) await this.ensureRules();
+      if (listed && !(await timed('netns.nft-list-wait', () => listed))) await this.ensureRules();
     } catch (e) {
       await this.release(ns).catch(() => {});
       throw e;

@@ -21,7 +21,7 @@ import { appKeyOf, isPreviewApp, projectOfAppKey } from '../../runtime/app-key.j
 import { startDiskLimits } from '../../runtime/disk-limits.js';
 import { baseEnv, envNumber, Releases } from './releases.js';
 import { LogRelay } from './log-relay.js';
-import { span } from '../../lib/spans.js';
+import { span, timed } from '../../lib/spans.js';
 import { AppHealthWatch } from './app-health-watch.js';
 
 /** Seconds an `auto_sleep` app may be idle before it is stopped (BERTH_SLEEP_IDLE_SECONDS, default 300). */
@@ -351,18 +351,19 @@ export class BerthRuntime {
   /** Starts the app here (wake), or waits for its start in flight. */
   private wake(app: string): Promise<Upstream> {
     const projectId = projectOfAppKey(app);
+    const whole = span('wake.total');
     return this.supervisor.acquire(
       app,
       async () => {
         const loaded = span('wake.load-spec');
         const p = await hostReads.projectStatusAnyOrg(this.ctx.db, projectId).finally(loaded);
         if (!p || p.status !== 'enabled') return null;
-        if (app === projectId) return this.releases.specFor(p.orgId, projectId);
+        if (app === projectId) return timed('wake.spec-for', () => this.releases.specFor(p.orgId, projectId));
         const env = (await listEnvironments(this.ctx.db, p.orgId, projectId)).find((e) => e.type === 'preview' && appKeyOf(projectId, e.name) === app);
         return env ? this.releases.specFor(p.orgId, projectId, env.name) : null;
       },
       this.healthTimeoutMs + 5000,
-    );
+    ).finally(whole);
   }
 
   /** The port the edge's TLS listener listens on (its configured one before it listens; null: none). */
