@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { repairVolume, swapIn } from '../../src/modules/backups/volume-archive.js';
+import { repairVolume, stagingFor, swapIn } from '../../src/modules/backups/volume-archive.js';
 import { ensureImage, imagesUsable, isMounted, unmountBelow } from '../../src/runtime/disk-image.js';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'berth-swap-'));
@@ -98,4 +98,30 @@ test('a restore that does not fit on the image fails with ENOSPC and leaves the 
   await ensureImage(target, 32);
   await assert.rejects(swapIn(stagedDir, target, 'r1'), /No space left on device/);
   assert.deepEqual(readdirSync(target).sort(), ['lost+found', 'old.txt']);
+});
+
+test('a restore of a volume on its image unpacks inside it (0700) and swaps by renames: the files keep their inodes', async (t) => {
+  const u = await imagesUsable(root);
+  if (!u.ok) return t.skip(`filesystem images are not usable here: ${u.reason}`);
+  const target = path.join(root, 'in-place', 'data');
+  mkdirSync(target, { recursive: true });
+  writeFileSync(path.join(target, 'old.txt'), 'old');
+  await ensureImage(target, 32);
+  const staging = await stagingFor(target, 'r2');
+  assert.equal(staging, path.join(target, '.berth-new-r2'));
+  assert.equal(statSync(staging).mode & 0o777, 0o700);
+  writeFileSync(path.join(staging, 'new.txt'), 'new');
+  const inode = statSync(path.join(staging, 'new.txt')).ino;
+  const { old } = await swapIn(staging, target, 'r2');
+  assert.equal(isMounted(target), true);
+  assert.equal(statSync(path.join(target, 'new.txt')).ino, inode);
+  assert.equal(readFileSync(path.join(old!, 'old.txt'), 'utf8'), 'old');
+  rmSync(old!, { recursive: true });
+  assert.deepEqual(contents(target), ['new.txt']);
+});
+
+test('a restore of a plain volume folder unpacks beside it', async () => {
+  const target = path.join(root, 'plain-staging', 'data');
+  mkdirSync(target, { recursive: true });
+  assert.equal(await stagingFor(target, 'r3'), `${target}.restore-r3`);
 });

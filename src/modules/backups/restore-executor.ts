@@ -13,7 +13,7 @@ import { describeFailure, logDetail } from './failures.js';
 import { pgRestoreFile } from './pg-tools.js';
 import { findTarget, managedBackups, projectRuntime } from './project-link.js';
 import { ArtifactChangedError } from './storage.js';
-import { assertVolumeHere, repairVolume, swapIn } from './volume-archive.js';
+import { assertVolumeHere, repairVolume, stagingFor, swapIn } from './volume-archive.js';
 
 /**
  * Executes an applied restore (the job `backups.restore`): the artifact is downloaded and checked
@@ -83,8 +83,7 @@ export async function executeRestore(ctx: Ctx, restoreId: string, orgId: string,
     } else {
       const target = volumeDir(ctx, run.projectId, svc.name);
       assertVolumeHere(target);
-      staging = `${target}.restore-${r.id}`;
-      await rm(staging, { recursive: true, force: true });
+      staging = await stagingFor(target, r.id);
       // Prepare hashed the artifact; where it also pinned the exact file, apply reads that file
       // without a second hash pass and checks it is still the same file afterwards.
       const pinned = r.artifactIdentity && storage.getPinned && storage.identity ? r.artifactIdentity : undefined;
