@@ -70,9 +70,9 @@ export async function edgeBench(): Promise<Row[]> {
 
     // ---- deploy-to-ready of an Express app, first build: its install reaches the npm registry from the box (issue 32)
     if (parts.has('express')) {
-    const express = await deployHello(url, token, tgzOf(writeExpressApp(path.join(tmp, 'express'))), 'bench-express', 1);
-    const e2r = express.times[0]!;
-    rows.push({ bench: 'edge', metric: `deploy-to-ready (Express, first build, ${health.runtime.driver}; reference: hello world)`, value: e2r, reference: u2r, ratio: e2r / u2r, unit: 'ms', target: 'reported' });
+      const express = await deployHello(url, token, tgzOf(writeExpressApp(path.join(tmp, 'express'))), 'bench-express', 1);
+      const e2r = express.times[0]!;
+      rows.push({ bench: 'edge', metric: `deploy-to-ready (Express, first build, ${health.runtime.driver}; reference: hello world)`, value: e2r, reference: u2r, ratio: e2r / u2r, unit: 'ms', target: 'reported' });
     }
 
     // ---- the same app, bare (process driver), for the references
@@ -85,19 +85,19 @@ export async function edgeBench(): Promise<Row[]> {
     const info = await api(url, token, 'GET', `/api/projects/${project.id}/info`);
     const edgeUrl = `http://127.0.0.1:${Number(new URL(info.runtime.url).port)}`;
     if (parts.has('load')) {
-    // Rounds alternate (sandboxed, bare, nginx) and the median of each is kept, so that drift in the
-    // machine's load hits all alike.
-    const nginxBin = ensureNginx();
-    const ngDir = mkdtempSync(path.join(os.tmpdir(), 'berth-nginx-'));
-    const nginx = nginxBin ? await startNginx(nginxBin, { dir: ngDir, upstreamPort: bareAppPort, ready: (port) => edgeGet(`http://127.0.0.1:${port}`, 'bench.localhost') }) : null;
-    const nginxUrl = `http://127.0.0.1:${nginx?.port}`;
-    const edgeRuns: LoadResult[] = [];
-    const bareRuns: LoadResult[] = [];
-    const ngRuns: LoadResult[] = [];
-    for (let round = 0; round < 3; round++) {
-      edgeRuns.push(await load({ url: edgeUrl, path: '/', headers: { host }, connections: 32, durationMs: 3000, warmupMs: 500, expect: 200 }));
-      bareRuns.push(await load({ url: bareEdge, path: '/', headers: { host: bareApp.host }, connections: 32, durationMs: 3000, warmupMs: 500, expect: 200 }));
-      if (nginx) ngRuns.push(await load({ url: nginxUrl, path: '/', headers: { host }, connections: 32, durationMs: 3000, warmupMs: 500, expect: 200 }));
+      // Rounds alternate (sandboxed, bare, nginx) and the median of each is kept, so that drift in the
+      // machine's load hits all alike.
+      const nginxBin = ensureNginx();
+      const ngDir = mkdtempSync(path.join(os.tmpdir(), 'berth-nginx-'));
+      const nginx = nginxBin ? await startNginx(nginxBin, { dir: ngDir, upstreamPort: bareAppPort, ready: (port) => edgeGet(`http://127.0.0.1:${port}`, 'bench.localhost') }) : null;
+      const nginxUrl = `http://127.0.0.1:${nginx?.port}`;
+      const edgeRuns: LoadResult[] = [];
+      const bareRuns: LoadResult[] = [];
+      const ngRuns: LoadResult[] = [];
+      for (let round = 0; round < 3; round++) {
+        edgeRuns.push(await load({ url: edgeUrl, path: '/', headers: { host }, connections: 32, durationMs: 3000, warmupMs: 500, expect: 200 }));
+        bareRuns.push(await load({ url: bareEdge, path: '/', headers: { host: bareApp.host }, connections: 32, durationMs: 3000, warmupMs: 500, expect: 200 }));
+        if (nginx) ngRuns.push(await load({ url: nginxUrl, path: '/', headers: { host }, connections: 32, durationMs: 3000, warmupMs: 500, expect: 200 }));
     }
     await nginx?.stop();
     rmSync(ngDir, { recursive: true, force: true });
@@ -123,18 +123,18 @@ export async function edgeBench(): Promise<Row[]> {
 
     // ---- wake from sleep, sandboxed
     if (parts.has('wake')) {
-    await api(url, token, 'POST', `/api/projects/${project.id}/sleep-mode`, { sleepMode: 'auto_sleep' });
-    const wakes: number[] = [];
-    for (let i = 0; i < 7; i++) {
-      const end = Date.now() + 15000;
-      while ((await api(url, token, 'GET', `/api/projects/${project.id}/info`)).runtime.state !== 'sleeping') {
-        if (Date.now() > end) throw new Error('the app did not go to sleep');
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      const t0 = performance.now();
-      const status = await edgeGet(edgeUrl, host);
-      if (status !== 200) throw new Error(`wake answered ${status}`);
-      wakes.push(performance.now() - t0);
+      await api(url, token, 'POST', `/api/projects/${project.id}/sleep-mode`, { sleepMode: 'auto_sleep' });
+      const wakes: number[] = [];
+      for (let i = 0; i < 7; i++) {
+        const end = Date.now() + 15000;
+        while ((await api(url, token, 'GET', `/api/projects/${project.id}/info`)).runtime.state !== 'sleeping') {
+          if (Date.now() > end) throw new Error('the app did not go to sleep');
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        const t0 = performance.now();
+        const status = await edgeGet(edgeUrl, host);
+        if (status !== 200) throw new Error(`wake answered ${status}`);
+        wakes.push(performance.now() - t0);
     }
     const wakeP50 = median(wakes);
     console.error(`  wakes: ${wakes.map((w) => w.toFixed(0)).join(', ')} ms`);
