@@ -1,3 +1,4 @@
+// @store-independent: `berth deploy` reaches the store only through the HTTP API (packing, progress, the build log, linking): the API and deployment suites run on both stores
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
