@@ -43,7 +43,7 @@ export function LogView({ lines, state, max = 5000, label = 'Log' }: { lines: Lo
         {shown.length === 0 ? <span className="muted">No output yet.</span> : null}
         {shown.map((l, i) => (
           <div key={i} className={l.stream === 'stderr' ? 'log-line log-err' : 'log-line'}>
-            <span className="log-ts">{l.ts.slice(11, 19)}</span> {l.line}
+            {l.ts ? <><span className="log-ts">{l.ts.slice(11, 19)}</span> </> : null}{l.line}
           </div>
         ))}
       </pre>

@@ -68,10 +68,13 @@ export function destinationWhere(d: Destination): string {
   return `s3://${d.bucket ?? ''}${prefix}${d.endpoint ? ` at ${d.endpoint}` : d.region ? ` (${d.region})` : ''}`;
 }
 
-/** "data (volume)" / "main (PostgreSQL)". */
+const KIND_LABEL: Record<string, string> = { postgres: 'PostgreSQL', mysql: 'MariaDB', redis: 'Redis', mongodb: 'MongoDB' };
+
+/** "data (volume)" / "main (PostgreSQL database)" / "cache (Redis service)". */
 export function serviceLabel(s: Service | undefined, id: string): string {
   if (!s) return id;
-  return `${s.name} (${s.kind === 'postgres' ? 'PostgreSQL database' : 'volume'})`;
+  if (s.kind === 'volume') return `${s.name} (volume)`;
+  return `${s.name} (${KIND_LABEL[s.kind] ?? s.kind} ${s.managed ? 'service' : 'database'})`;
 }
 
 /** What the restore page needs from the page that prepared it: the one-time token (history state, never the URL). */

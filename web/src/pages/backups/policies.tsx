@@ -21,6 +21,7 @@ export function Policies({
   destinations,
   services,
   creating,
+  serviceId,
   onCreated,
 }: {
   projectId: string;
@@ -28,6 +29,8 @@ export function Policies({
   destinations: Destination[];
   services: Service[];
   creating: boolean;
+  /** What a new policy backs up at first (the services page: its service). */
+  serviceId?: string;
   onCreated(): void;
 }) {
   const [editing, setEditing] = useState<string | null>(null);
@@ -50,7 +53,7 @@ export function Policies({
           </p>
         </Notice>
       ) : null}
-      {creating ? <PolicyForm projectId={projectId} destinations={destinations} services={services} onDone={done} /> : null}
+      {creating ? <PolicyForm projectId={projectId} destinations={destinations} services={services} serviceId={serviceId} onDone={done} /> : null}
       {policies.length === 0 && !creating ? (
         <EmptyState title="No backup policy yet">
           <p>A policy backs up the project's data to a destination on a schedule, or when you run it.</p>

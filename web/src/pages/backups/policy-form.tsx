@@ -16,6 +16,7 @@ interface Values {
   enabled: boolean;
   webhook: boolean;
   rotateWebhookToken: boolean;
+  verifyRestore: boolean;
 }
 
 const FIELDS = ['destinationId', 'serviceId', 'cronExpression', 'timezone', 'retainCount', 'retainDays'];
@@ -27,7 +28,7 @@ const SCHEDULES: Array<{ cron: string; label: string }> = [
   { cron: '*/15 * * * *', label: 'every 15 minutes' },
 ];
 
-function valuesOf(p: Policy | undefined, destinations: Destination[], services: Service[]): Values {
+function valuesOf(p: Policy | undefined, destinations: Destination[], services: Service[], serviceId?: string): Values {
   if (p) {
     return {
       destinationId: p.destinationId,
@@ -39,9 +40,10 @@ function valuesOf(p: Policy | undefined, destinations: Destination[], services: 
       enabled: p.enabled,
       webhook: p.webhookEnabled,
       rotateWebhookToken: false,
+      verifyRestore: p.verifyRestore,
     };
   }
-  const data = services.find((s) => s.kind === 'volume' && s.name === 'data') ?? services[0];
+  const data = services.find((s) => s.id === serviceId) ?? services.find((s) => s.kind === 'volume' && s.name === 'data') ?? services[0];
   return {
     destinationId: destinations[0]?.id ?? '',
     serviceId: data?.id ?? '',
@@ -52,6 +54,7 @@ function valuesOf(p: Policy | undefined, destinations: Destination[], services: 
     enabled: true,
     webhook: false,
     rotateWebhookToken: false,
+    verifyRestore: !!data?.managed,
   };
 }
 
@@ -68,6 +71,7 @@ function createBody(v: Values): PolicyBody {
     retainDays: count(v.retainDays),
     enabled: v.enabled,
     enableWebhook: v.webhook,
+    ...(v.verifyRestore ? { verifyRestore: true } : {}),
   };
 }
 
@@ -79,6 +83,7 @@ function patchBody(v: Values, before: Values): PolicyPatch {
   if (v.retainCount !== before.retainCount) p.retainCount = count(v.retainCount);
   if (v.retainDays !== before.retainDays) p.retainDays = count(v.retainDays);
   if (v.enabled !== before.enabled) p.enabled = v.enabled;
+  if (v.verifyRestore !== before.verifyRestore) p.verifyRestore = v.verifyRestore;
   if (v.webhook !== before.webhook) p.enableWebhook = v.webhook;
   else if (v.webhook && v.rotateWebhookToken) p.rotateWebhookToken = true;
   return p;
@@ -98,19 +103,22 @@ export function PolicyForm({
   initial,
   destinations,
   services,
+  serviceId,
   onDone,
 }: {
   projectId: string;
   initial?: Policy;
   destinations: Destination[];
   services: Service[];
+  /** What a new policy backs up at first (else the data volume). */
+  serviceId?: string;
   /** Called after a save (with the webhook token when this save issued one) or on cancel. */
   onDone(issuedToken?: string): void;
 }) {
   const qc = useQueryClient();
   const toast = useToast();
   const zonesId = useId();
-  const before = useMemo(() => valuesOf(initial, destinations, services), [initial, destinations, services]);
+  const before = useMemo(() => valuesOf(initial, destinations, services, serviceId), [initial, destinations, services, serviceId]);
   const [v, setV] = useState<Values>(before);
   const set = <K extends keyof Values>(k: K, value: Values[K]) => setV((o) => ({ ...o, [k]: value }));
   const zones = useMemo(timeZones, []);
@@ -145,9 +153,9 @@ export function PolicyForm({
   return (
     <form className="card backups-form" onSubmit={submit} aria-label={title} noValidate>
       <h3>{title}</h3>
-      <Field label="What to back up" name="serviceId" error={err} hint={initial ? 'A policy backs up one service; create another policy for another one.' : 'The data volume, or an attached database.'}>
+      <Field label="What to back up" name="serviceId" error={err} hint={initial ? 'A policy backs up one service; create another policy for another one.' : 'The data volume, an attached database, or one of the project\'s services (by its own dump).'}>
         {(p) => (
-          <Select {...p} value={v.serviceId} onChange={(e) => set('serviceId', e.target.value)} disabled={!!initial}>
+          <Select {...p} value={v.serviceId} onChange={(e) => setV((o) => ({ ...o, serviceId: e.target.value, verifyRestore: !!services.find((s) => s.id === e.target.value)?.managed }))} disabled={!!initial}>
             {services.map((s) => (
               <option key={s.id} value={s.id}>
                 {serviceLabel(s, s.id)}
@@ -213,6 +221,11 @@ export function PolicyForm({
         <label className="check">
           <input type="checkbox" checked={v.webhook} onChange={(e) => set('webhook', e.target.checked)} /> Webhook trigger (a token is shown once after saving)
         </label>
+        {services.find((s) => s.id === v.serviceId)?.managed ? (
+          <label className="check">
+            <input type="checkbox" checked={v.verifyRestore} onChange={(e) => set('verifyRestore', e.target.checked)} /> Test each backup by restoring it into a throwaway instance
+          </label>
+        ) : null}
         {initial?.webhookEnabled && v.webhook ? (
           <label className="check">
             <input type="checkbox" checked={v.rotateWebhookToken} onChange={(e) => set('rotateWebhookToken', e.target.checked)} /> Issue a new webhook token (the old one stops working)

@@ -104,6 +104,8 @@ function RunRow({ projectId, run, of, estimate, preparing, onRestore }: { projec
         <StatusBadge status={run.status} />
         {live ? <RunLive projectId={projectId} run={run} estimate={estimate} /> : null}
         {run.error ? <div className="backups-bad backups-error">{run.error}</div> : null}
+        {run.verifiedAt ? <div className="backups-ok backups-error">restore-tested</div> : null}
+        {run.verifyError ? <div className="backups-bad backups-error">restore test failed: {run.verifyError}</div> : null}
       </td>
       {of !== null ? <td>{of}</td> : null}
       <td>

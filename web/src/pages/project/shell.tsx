@@ -26,6 +26,7 @@ const TABS: Array<{ path: string; label: string; level?: Level }> = [
   { path: '/env', label: 'Environment' },
   { path: '/domains', label: 'Domains' },
   { path: '/rules', label: 'Route rules' },
+  { path: '/services', label: 'Services' },
   { path: '/backups', label: 'Backups', level: 'write' },
   { path: '/settings', label: 'Settings', level: 'write' },
 ];
