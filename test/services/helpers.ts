@@ -9,17 +9,17 @@ export interface Ran {
   out: string;
 }
 
-/** A program's exit code and output (stdout then stderr), with nothing of the test's environment but `env`. */
-export function exec(bin: string, args: string[], env: Record<string, string> = {}): Promise<Ran> {
+/** A program's exit code and output (stdout then stderr), with nothing of the test's environment but `env`; killed after `timeoutMs`. */
+export function exec(bin: string, args: string[], env: Record<string, string> = {}, timeoutMs = 20_000): Promise<Ran> {
   return new Promise((resolve) => {
-    execFile(bin, args, { env: { PATH: '/usr/bin:/bin', ...env }, timeout: 20_000 }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: `${stdout}${stderr}` }));
+    execFile(bin, args, { env: { PATH: '/usr/bin:/bin', ...env }, timeout: timeoutMs }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: `${stdout}${stderr}` }));
   });
 }
 
 /** A client run inside the network namespace of the service at `addr`, as the server's own dumps run (the host itself is refused). */
-export function execIn(addr: string, bin: string, args: string[], env: Record<string, string> = {}): Promise<Ran> {
+export function execIn(addr: string, bin: string, args: string[], env: Record<string, string> = {}, timeoutMs?: number): Promise<Ran> {
   const at = argvAt(addr, bin, args);
-  return exec(at.bin, at.args, env);
+  return exec(at.bin, at.args, env, timeoutMs);
 }
 
 /** Waits until the service is `running` with an address; a `failed` one throws with its log. */
