@@ -24,6 +24,7 @@ const BENCHES: Record<string, [string, string]> = {
   dashboard: ['dashboard.ts', 'dashboardBench'],
   postgres: ['postgres.ts', 'postgresBench'],
   builds: ['builds.ts', 'buildsBench'],
+  services: ['services.ts', 'servicesBench'],
 };
 
 const args = process.argv.slice(2);
