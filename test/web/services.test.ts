@@ -9,7 +9,7 @@ import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
-import { browserSuite, openPage, pageErrors, screenshot, signIn, useDashboard } from '../support/browser.js';
+import { assertFitsWidth, browserSuite, openPage, pageErrors, screenshot, signIn, useDashboard } from '../support/browser.js';
 import { createGrant, createProject, createTeam, createUser, type TestOrg, type TestUser } from '../support/factories.js';
 import { tempDir } from '../support/harness.js';
 import { serviceRunning } from '../services/helpers.js';
@@ -91,7 +91,7 @@ describe('dashboard: a project\'s services', { skip }, () => {
     await context.close();
   });
 
-  it('a member who writes the project, and a member who reads it, are offered no reveal (nor delete); the reader no change at all', async () => {
+  it('a member who writes the project, and a member who reads it, are offered no reveal (nor delete); the reader no change at all (at 375 px)', async () => {
     const project = await createProject(dash.server, team.owner, { name: 'team-shop' });
     const created = await dash.server.api(team.owner.token).post(`/api/projects/${project.id}/services`, { kind: 'redis', name: 'sessions' });
     assert.equal(created.status, 201, created.text);
@@ -103,10 +103,12 @@ describe('dashboard: a project\'s services', { skip }, () => {
     for (const [who, user, writes] of [['member', team.member, true], ['reader', reader, false]] as const) {
       const { context, page } = await openPage(dash.browser, dash.server);
       await signInTo(page, user, team.orgId);
+      await page.setViewportSize({ width: 375, height: 780 });
       await page.goto(`/projects/${project.id}/services`);
       await page.getByRole('link', { name: 'sessions' }).click();
       await page.getByRole('heading', { name: /sessions/, level: 2 }).getByText('running').waitFor();
-      await page.getByRole('region', { name: 'Logs' }).waitFor();
+      await page.getByRole('region', { name: 'Logs' }).getByText('[berth] ready').waitFor();
+      await assertFitsWidth(page);
       assert.equal(await page.getByRole('button', { name: 'Reveal credentials' }).count(), 0, `${who}: no reveal`);
       assert.equal(await page.getByRole('region', { name: 'Credentials' }).count(), 0, `${who}: no credentials section`);
       assert.equal(await page.getByRole('button', { name: 'Delete…' }).count(), 0, `${who}: no delete`);
