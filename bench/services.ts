@@ -24,7 +24,11 @@ import { rssMb, sampleRss, startChild, type Row } from './lib.js';
 const MB = 1024 * 1024;
 const PG_BIN = '/usr/lib/postgresql/15/bin';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
 
 /** Runs a program to its end; its wall time in seconds. */
 function timed(bin: string, args: string[], opts: { env?: Record<string, string>; uid?: number; gid?: number } = {}): Promise<number> {
