@@ -48,7 +48,10 @@ export async function servicesBench(): Promise<Row[]> {
   const rounds = Number(process.env.BENCH_SERVICES_ROUNDS ?? 3);
   const work = mkdtempSync(path.join(os.tmpdir(), 'berth-bench-services-'));
   chmodSync(work, 0o755);
-  const berth = await startChild('bench/servers/berth.mjs', { BERTH_RUNTIME: 'sandbox', BERTH_LOCAL_BACKUP_ROOT: work }, 240_000);
+  const berth = await startChild('bench/servers/berth.mjs', { BERTH_RUNTIME: 'sandbox', BERTH_LOCAL_BACKUP_ROOT: work }, 240_000).catch((e: unknown) => {
+    rmSync(work, { recursive: true, force: true });
+    throw e;
+  });
   const auth = { authorization: `Bearer ${berth.info.token}`, 'content-type': 'application/json' };
   const call = async (method: string, url: string, body?: unknown) => {
     const res = await fetch(`${berth.info.url}${url}`, { method, headers: auth, body: body === undefined ? undefined : JSON.stringify(body) });
