@@ -48,13 +48,18 @@ export async function fullFoldersLine(workDir: string, diskMb: number): Promise<
   return `the build's folders are full: it wrote ${u.usedMb} MB of the ${diskMb} MB build.diskMb allows (raise resources.build.diskMb)`;
 }
 
-/** After a successful build: the release copied out of the image to a plain folder at the same path. */
-export async function keepRelease(workDir: string): Promise<void> {
+/**
+ * After a successful build: the release copied out of the image to a plain folder at the same path;
+ * `only` (a static site's output folder, relative to `src`): just that folder, the rest (its
+ * dependencies, its sources) is not the release.
+ */
+export async function keepRelease(workDir: string, only?: string): Promise<void> {
   if (!isMounted(workDir)) return;
   const out = `${workDir}.release`;
   await rm(out, { recursive: true, force: true });
-  await mkdir(path.join(out, 'src'), { recursive: true, mode: 0o755 });
-  if (existsSync(path.join(workDir, 'src'))) await copyContents(path.join(workDir, 'src'), path.join(out, 'src'));
+  const part = only && !only.startsWith('..') && !path.isAbsolute(only) ? only : '';
+  await mkdir(path.join(out, 'src', part), { recursive: true, mode: 0o755 });
+  if (existsSync(path.join(workDir, 'src', part))) await copyContents(path.join(workDir, 'src', part), path.join(out, 'src', part));
   await removeImage(workDir);
   await rm(workDir, { recursive: true, force: true });
   await rename(out, workDir);

@@ -8,8 +8,9 @@ import { killGroup, spawnBoxProcess } from './box-process.js';
 import { Redactor } from './redact.js';
 import { chownTree } from './identity.js';
 import { pathWithBin, startSteps } from './app-commands.js';
-import { matchNodeVersion, missingProgram, offeredNodeVersions, TOOLCHAIN_DIR, toolchainEnv, toolchainSteps, type ToolRequest } from './toolchains.js';
+import { TOOLCHAIN_DIR, toolchainEnv, toolchainSteps, type ToolRequest } from './toolchains.js';
 import { BuildError, DOCKER_MESSAGE, noStartMessage } from './build-error.js';
+import { baseImageVariable, checkHost, checkStart } from './build-checks.js';
 import { dropBuildImage, fullFoldersLine, keepRelease, limitBuildFolders, moveBuildFolders } from './build-disk.js';
 import { isMounted } from './disk-image.js';
 import { runBuildProcess, StepFailedError, type ProcessBudget } from './build-process.js';
@@ -22,9 +23,11 @@ import { timed } from '../lib/spans.js';
 import { cacheEnv } from './build-cache.js';
 import { hostProgramVersion, keepInstallAfter, reuseInstall } from './build-reuse.js';
 import { withCaOptions } from './host-ca.js';
+import { applyKeptOutput, keptOutputFor, sourceTreeHash, variablesHash } from './build-output.js';
 
 export { pathWithBin, startScript, startSteps, stepsOf } from './app-commands.js';
 export { BuildError } from './build-error.js';
+export { baseImageVariable, fixedPort } from './build-checks.js';
 export type { BuildSource } from './build-source.js';
 
 export interface BuildCommands {
@@ -99,13 +102,17 @@ export interface BuildResult {
   /** The start command the release runs with (null for a static site). */
   startCommand: string | null;
   /** A static site: the built output folder and whether it is a single-page app. */
-  static: { dir: string; spa: boolean } | null;
+  static: { dir: string; spa: boolean; prepared?: string } | null;
   /** Variables the plan sets (a folder's railpack.json), for the app too. */
   variables: Record<string, string>;
   /** The release image (docker driver), or null when the release runs from its folder. */
   image: string | null;
   /** The image's own ENTRYPOINT/CMD runs (a Dockerfile without a project start command). */
   imageCommand: boolean;
+  /** The output's key (build-output.ts), remembered once the deployment is ready; null: not reusable. */
+  outputKey?: string | null;
+  /** The last ready build's output is this build's, whole (a static site's published folder: `static.prepared`). */
+  reused?: boolean;
 }
 
 /**
@@ -124,7 +131,8 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
   if (!limited && !deferred) return runBuildIn(input);
   try {
     const result = await runBuildIn(input, deferred ? () => timed('build.image', () => moveBuildFolders(input.workDir, input.diskMb!)) : undefined);
-    await timed('build.keep-release', () => keepRelease(input.workDir));
+    const site = result.static ? path.relative(path.join(input.workDir, 'src'), result.static.dir) : undefined;
+    await timed('build.keep-release', () => keepRelease(input.workDir, site));
     return result;
   } catch (e) {
     const full = await fullFoldersLine(input.workDir, input.diskMb!);
@@ -178,6 +186,8 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
 
   // ---- source
   const commit = await timed('build.source', () => fetchSource(input.source, { workDir: input.workDir, srcDir, signal: input.signal, note, runHost }));
+  // The fetched tree's hash, before anything of the project's runs: an unchanged source reuses the last output (build-output.ts).
+  const tree = input.cacheDir ? await timed('build.tree-hash', () => sourceTreeHash(srcDir, input.source.type === 'git' ? ['.git'] : [])).catch(() => null) : null;
   // The source becomes the project's: its build steps write into it as the project's own uid.
   if (input.identity) {
     await timed('build.chown', () => chownTree([srcDir, homeDir], input.identity!));
@@ -209,9 +219,11 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
     const file = path.resolve(appDir, name);
     if (!inside(file, srcDir) || !existsSync(file) || !within(file, srcDir)) throw new BuildError(`the Dockerfile ${name} does not exist in the source: set config.dockerfile to the Dockerfile's path below the root directory`);
     note(`plan: docker, building ${name}${own.startCommand ? `; the project's start command replaces its CMD: ${own.startCommand}` : ''}`);
-    const image = await imageBuild(appDir, { path: file }, `building ${name}`);
+    const out = await keptOutputFor(input.cacheDir, tree, { dockerfile: path.relative(srcDir, file), commit, start: own.startCommand ?? null, env: variablesHash(input.env) });
+    const reused = !!out?.kept && (await applyKeptOutput(out.kept, { srcDir, imageTag: input.imageTag, tag: images.tag?.bind(images) }, note));
+    const image = reused ? input.imageTag! : await imageBuild(appDir, { path: file }, `building ${name}`);
     note(`build finished; image ${image}`);
-    return { commit, appRoot: srcDir, appDir, startCommand: own.startCommand ?? null, static: null, variables: {}, image, imageCommand: !own.startCommand };
+    return { commit, appRoot: srcDir, appDir, startCommand: own.startCommand ?? null, static: null, variables: {}, image, imageCommand: !own.startCommand, outputKey: out?.key ?? null, reused };
   }
 
   note(`plan: ${plan.runtime}${plan.version ? ` ${plan.version.value} (${plan.version.source})` : ''}${isStatic ? `, a static site from ${outputDirectory}` : ''}`);
@@ -277,12 +289,24 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
     mkdirSync(path.join(dir, 'bin'), { recursive: true });
     if (input.identity) await chownTree(dir, input.identity);
   }
+  const runtimeVersion = images?.baseImage(plan.runtime) ?? hostProgramVersion(plan.runtime === 'bun' ? 'bun' : 'node', hostPath);
+  // ---- an unchanged source and plan: the last ready build's output, whole (build-output.ts)
+  const facts = { kind: isStatic ? 'static' : images ? 'image' : 'folder', rootDirectory: path.relative(srcDir, appDir), commit, runtime: plan.runtime, version: plan.version ?? null, install, build, start, outputDirectory, spa: plan.static?.spa ?? false, tools, variables: variablesHash(variables), env: variablesHash(input.env), runtimeVersion, nodeVersion: input.nodeVersion ?? null, port: input.port };
+  const out = await timed('build.output-reuse', () => keptOutputFor(input.cacheDir, tree, facts));
+  const outputKey = out?.key ?? null;
+  if (out?.kept && (await applyKeptOutput(out.kept, { srcDir, imageTag: input.imageTag, tag: images?.tag?.bind(images) }, note))) {
+    const base = { commit, appRoot: srcDir, appDir, variables, outputKey, reused: true, imageCommand: false };
+    note(`build finished; ${isStatic ? `a static site from ${outputDirectory}` : `${images ? `image ${input.imageTag}; ` : ''}start command: ${start}`}`);
+    if (isStatic) return { ...base, startCommand: null, static: { dir: path.resolve(appDir, outputDirectory ?? '.'), spa: plan.static?.spa ?? false, prepared: out.kept.dir! }, image: null };
+    return { ...base, startCommand: start!, static: null, image: images ? input.imageTag! : null };
+  }
   // ---- a kept install whose lockfile, command and runtime match is copied in, its step left out (build-reuse.ts)
   let prepared = false;
   const prepare = async () => { if (!prepared) { prepared = true; await limitNow?.(); } };
+  // Nothing of the project's runs after a reused install (no build step, no tools): its folders need no disk image.
+  const runsMore = tools.length > 0 || steps.some((st) => st.label !== 'install');
   const installAt = steps.findIndex((st) => st.label === 'install');
-  const runtimeVersion = images?.baseImage(plan.runtime) ?? hostProgramVersion(plan.runtime === 'bun' ? 'bun' : 'node', hostPath);
-  const reuse = installAt < 0 ? null : await reuseInstall(input.cacheDir, { srcDir, appDir, runtime: plan.runtime, install: steps[installAt]!.shown, runtimeVersion, tools, env: { ...variables, ...input.env } }, input.identity, prepare, note);
+  const reuse = installAt < 0 ? null : await timed('build.install-reuse', () => reuseInstall(input.cacheDir, { srcDir, appDir, runtime: plan.runtime, install: steps[installAt]!.shown, runtimeVersion, tools, env: { ...variables, ...input.env } }, input.identity, runsMore ? prepare : async () => {}, note));
   if (reuse?.reused) steps.splice(installAt, 1);
   if (steps.length || tools.length) {
     await prepare();
@@ -324,12 +348,12 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
       await box.dispose().catch(() => {});
     }
   }
-  await keepInstallAfter(input.cacheDir, reuse, appDir, note);
+  await timed('build.keep-install', () => keepInstallAfter(input.cacheDir, reuse, appDir, note));
   if (isStatic) {
-    const out = path.resolve(appDir, outputDirectory ?? '.');
-    if (!inside(out, srcDir) || !existsSync(out)) throw new BuildError(`the build left no output directory ${outputDirectory}: set static.outputDirectory to the folder the build writes`);
+    const site = path.resolve(appDir, outputDirectory ?? '.');
+    if (!inside(site, srcDir) || !existsSync(site)) throw new BuildError(`the build left no output directory ${outputDirectory}: set static.outputDirectory to the folder the build writes`);
     note(`build finished; a static site from ${outputDirectory}`);
-    return { commit, appRoot: srcDir, appDir, startCommand: null, static: { dir: out, spa: plan.static?.spa ?? false }, variables, image: null, imageCommand: false };
+    return { commit, appRoot: srcDir, appDir, startCommand: null, static: { dir: site, spa: plan.static?.spa ?? false }, variables, image: null, imageCommand: false, outputKey };
   }
   if (images) {
     // The built folder becomes the release image, on the runtime's base image, owned by the project's uid.
@@ -338,10 +362,10 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
     note('packing the build into the release image');
     const image = await imageBuild(srcDir, { text }, 'packing the build into the release image');
     note(`build finished; image ${image}; start command: ${start}`);
-    return { commit, appRoot: srcDir, appDir, startCommand: start!, static: null, variables, image, imageCommand: false };
+    return { commit, appRoot: srcDir, appDir, startCommand: start!, static: null, variables, image, imageCommand: false, outputKey };
   }
   note(`build finished; start command: ${start}`);
-  return { commit, appRoot: srcDir, appDir, startCommand: start!, static: null, variables, image: null, imageCommand: false };
+  return { commit, appRoot: srcDir, appDir, startCommand: start!, static: null, variables, image: null, imageCommand: false, outputKey };
 }
 
 /** Whether `p`, with every link resolved, is `root` or below it (root resolved too). */
@@ -355,45 +379,4 @@ function within(p: string, root: string): boolean {
   }
 }
 
-/** `BERTH_IMAGE_<RUNTIME>`: the setting that names a runtime's base image. */
-export function baseImageVariable(runtime: string): string {
-  return `BERTH_IMAGE_${runtime.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`;
-}
-
-/** A start command that pins a port other than the app's $PORT fails the build before anything runs. */
-function checkStart(start: string | null, port: number): void {
-  if (!start) return;
-  const fixed = fixedPort(start);
-  if (fixed !== null && fixed !== port) {
-    throw new BuildError(`the start command listens on port ${fixed}, but the app must listen on $PORT (${port}): write $PORT instead of ${fixed} in the start command, or set the project's port to ${fixed}`);
-  }
-}
-
-/**
- * What the host must offer before anything of the build runs: the programs of the plan (on the PATH
- * the box sees), the project's nodeVersion, and a start command that listens on $PORT.
- */
-function checkHost(plan: PlanInput, host: { hostPath: string; nodeVersion: string | null; start: string | null; port: number }, note: (line: string) => void): void {
-  const programs = [...plan.programs];
-  if (plan.tools?.some((t) => t.name === 'pnpm' || t.name === 'yarn')) programs.push('corepack');
-  if (plan.tools?.some((t) => t.name === 'bun' || t.name === 'deno')) programs.push('npm');
-  const missing = missingProgram(plan.runtime, programs, host.hostPath);
-  if (missing) throw new BuildError(missing);
-  if (plan.runtime === 'node' || plan.runtime === 'bun') {
-    const wanted = host.nodeVersion ? { value: host.nodeVersion, source: 'the project\'s nodeVersion' } : plan.version;
-    if (wanted && !matchNodeVersion(wanted.value)) {
-      const offered = offeredNodeVersions().join(', ');
-      if (host.nodeVersion) throw new BuildError(`nodeVersion ${host.nodeVersion} is not offered by this host (it offers Node.js ${offered}): change nodeVersion, or clear it`);
-      note(`${wanted.source} asks for Node.js ${wanted.value}; this host offers ${offered}, which the build and the app use`);
-    }
-  }
-  checkStart(host.start, host.port);
-}
-
 const joined = (steps: string[]): string | null => (steps.length ? steps.join(' && ') : null);
-
-/** A literal port a start command pins (`--port 4200`, `-p 4200`, `PORT=4200`, `:4200`), or null when it uses $PORT. */
-export function fixedPort(command: string): number | null {
-  const m = /(?:--port[= ]|(?:^|\s)-p\s+|(?:^|\s)PORT=|--bind[= ]\S*:|(?:^|\s)-b\s+\S*:)(\d{2,5})\b/.exec(command);
-  return m ? Number(m[1]) : null;
-}

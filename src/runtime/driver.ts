@@ -179,6 +179,8 @@ export interface ImageBuilder {
   build(input: ImageBuildInput): Promise<void>;
   /** Removes images (pruned releases); missing ones are fine. */
   remove(tags: string[]): Promise<void>;
+  /** Tags an existing image (`from`) as `to` too (a reused release image, build-output.ts); throws when `from` is gone. */
+  tag?(from: string, to: string): Promise<void>;
 }
 
 /** Runs releases that are images (ReleaseSpec.image): containers, or Swarm services. */

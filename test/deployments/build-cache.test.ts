@@ -130,8 +130,27 @@ describe('per-project build caches (sandbox runtime, a real dependency from the 
     const third = await deploy(owner.id);
     assert.ok(third.lines.includes('[berth] install: npm ci'), third.log);
     assert.ok(!third.log.includes('install: reused'), third.log);
+    writeFileSync(path.join(root, 'local', 'cache-owner', 'probe.js'), "console.log('probe: fourth');\n");
     const fourth = await deploy(owner.id);
     assert.ok(fourth.log.includes('[berth] install: reused the dependencies the last build installed'), fourth.log);
+  });
+
+  test("an unchanged source and plan reuse the last ready build's release whole (no install, no build step, said in the log); a changed variable builds again", async () => {
+    const last = await deploy(owner.id).then(() => deploy(owner.id));
+    assert.match(last.log, /^\[berth\] build: reused the output of the last ready build \(\S+\): source and plan unchanged, install and build skipped$/m);
+    assert.ok(!last.log.includes('install: npm ci') && !last.log.includes('probe: fourth') && !last.log.includes('install: reused'), last.log);
+    assert.equal((await edge(owner.slug)).text, 'true');
+    // The release is the previous one's files, linked (a release is read-only to its app).
+    const dirs = await server.ctx.db.selectFrom('deploymentBuilds').select(['deploymentId', 'releaseDir']).where('releaseDir', 'is not', null).execute();
+    const releaseOf = (id: string) => dirs.find((r) => r.deploymentId === id)!.releaseDir!;
+    const before = readFileSync(path.join(data, 'build-cache', owner.id, '.outputs', 'production.json'), 'utf8');
+    assert.equal(JSON.parse(before).deploymentId, last.d.id);
+    assert.equal(statSync(path.join(releaseOf(last.d.id), 'server.js')).nlink > 1, true);
+    const vars = await api.patch(`/api/projects/${owner.id}/env`, { environment: 'production', upserts: [{ key: 'NEW_VAR', value: 'x', isSecret: false }], deletes: [] });
+    assert.equal(vars.status, 200, vars.text);
+    const rebuilt = await deploy(owner.id);
+    assert.ok(!rebuilt.log.includes('reused the output'), rebuilt.log);
+    assert.ok(rebuilt.log.includes('probe: fourth'), rebuilt.log);
   });
 
   test("another project's build step can neither read nor write the project's cache", async () => {

@@ -6,6 +6,7 @@ import { ignoredLine } from '../../lib/tenant-file.js';
 import { BuildError, runBuild, type BuildSource } from '../../runtime/build.js';
 import { redactText } from '../../runtime/redact.js';
 import { closeBuildCache, openBuildCache, type BuildCacheSpec } from '../../runtime/build-cache.js';
+import { linkTree, rememberOutput, type KeptOutput } from '../../runtime/build-output.js';
 import { findEnvironment, findProject, resolveCloneCredential, type ProjectRow } from '../projects/index.js';
 import { envForRun } from './run-env.js';
 import { uploadSourceDir } from '../uploads/index.js';
@@ -154,10 +155,15 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
       signal: abort.signal,
       log,
     }).finally(() => closeBuildCache(cache, cacheSpec, cacheNote).catch((err) => ctx.log.warn({ projectId: project.id, err: (err as Error).message }, 'could not cut the build cache back'))));
+    // Once ready, this build's output is the environment's last (an unchanged next build reuses it: build-output.ts).
+    const remember = (output: Omit<KeptOutput, 'key' | 'deploymentId'>) => {
+      if (cache && result.outputKey) return rememberOutput(cache.dir, { key: result.outputKey, deploymentId: id, ...output }).catch((err: Error) => ctx.log.warn({ projectId: project.id, err: err.message }, 'could not remember the build output'));
+    };
     if (result.static) {
-      await releaseStaticSite(ctx, orgId, project, id, d.environment, result.commit, result.static, log);
+      if (await releaseStaticSite(ctx, orgId, project, id, d.environment, result.commit, result.static, log)) await remember({ kind: 'static', dir: path.join(buildDir(ctx, project.id, id), 'static') });
       return;
     }
+    const output: Omit<KeptOutput, 'key' | 'deploymentId'> = result.image ? { kind: 'image', image: result.image } : { kind: 'folder', dir: result.appRoot };
     await store.updateBuild(ctx.db, orgId, id, {
       releaseDir: result.appDir,
       startCommand: result.startCommand,
@@ -187,14 +193,17 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
         return false;
       });
       if (!ok) return;
+      await remember(output);
       rt.invalidate(project.id);
       log('stdout', '[berth] ready: the new release is serving');
       whole();
       deploymentSettled(ctx, orgId, id);
     } else if (d.environment !== 'production') {
       if (!(await releasePreview(ctx, d, current?.status === 'enabled', log))) return;
+      await remember(output);
     } else {
       if (!(await rt.releaseSwap(project.id, () => store.markReady(ctx.db, d, ['deploying'])))) return;
+      await remember(output);
       rt.invalidate(project.id);
       log('stdout', '[berth] ready; the project is disabled, so the release starts when it is enabled');
       deploymentSettled(ctx, orgId, id);
@@ -283,20 +292,23 @@ async function releaseStaticSite(
   id: string,
   environment: string,
   commit: string | null,
-  site: { dir: string; spa: boolean },
+  site: { dir: string; spa: boolean; prepared?: string },
   log: (stream: 'stdout' | 'stderr', line: string) => void,
-): Promise<void> {
+): Promise<boolean> {
   const rt = runtimeOf(ctx);
   const work = buildDir(ctx, project.id, id);
   const root = path.join(work, 'static');
-  const copied = await prepareStaticSite(site.dir, root, { within: path.join(work, 'src') }).catch((e: Error) => {
-    throw new BuildError(`the static site cannot be published: ${e.message}`);
-  });
+  // A reused output (build-output.ts): the last ready build's published folder, linked (nothing writes into it).
+  const copied = site.prepared
+    ? await linkTree(site.prepared, root).then(() => null)
+    : await prepareStaticSite(site.dir, root, { within: path.join(work, 'src') }).catch((e: Error) => {
+        throw new BuildError(`the static site cannot be published: ${e.message}`);
+      });
   await rm(path.join(work, 'src'), { recursive: true, force: true });
   await rm(path.join(work, 'home'), { recursive: true, force: true });
-  log('stdout', `[berth] static site: ${copied.files} files, ${copied.bytes} bytes`);
+  log('stdout', copied ? `[berth] static site: ${copied.files} files, ${copied.bytes} bytes` : '[berth] static site: the last ready build\'s, unchanged');
   await store.updateBuild(ctx.db, orgId, id, { releaseDir: root, startCommand: null, staticSite: JSON.stringify({ spa: site.spa }) });
-  if (!(await store.transition(ctx.db, orgId, id, ['building'], { status: 'deploying', commit }))) return;
+  if (!(await store.transition(ctx.db, orgId, id, ['building'], { status: 'deploying', commit }))) return false;
   const ready = await rt.releaseSwap(project.id, async () => {
     if (!(await store.markReady(ctx.db, { orgId, id, projectId: project.id, environment }, ['deploying']))) return false;
     // The edge serves the files from the next request on (its routes read the pointer), then the app a server release ran stops.
@@ -306,8 +318,9 @@ async function releaseStaticSite(
     await rt.evict(appKeyOf(project.id, environment));
     return true;
   });
-  if (!ready) return;
+  if (!ready) return false;
   log('stdout', '[berth] ready: the edge serves the static site');
   deploymentSettled(ctx, orgId, id);
   await rt.releaseSwap(project.id, () => rt.releases.pruneReleases(orgId, project.id)).catch(() => {});
+  return true;
 }

@@ -263,6 +263,12 @@ export class DockerImageBuilder implements ImageBuilder {
     });
   }
 
+  async tag(from: string, to: string): Promise<void> {
+    const at = to.lastIndexOf(':');
+    if (at <= 0 || to.includes('@')) throw new Error(`not an image tag: ${to}`);
+    await this.engine.api.getImage(from).tag({ repo: to.slice(0, at), tag: to.slice(at + 1) });
+  }
+
   async remove(tags: string[]): Promise<void> {
     let failure: Error | null = null;
     for (const tag of tags) {
