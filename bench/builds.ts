@@ -61,6 +61,7 @@ async function steps(url: string, token: string, id: string, total: number): Pro
   const done = at(/^\[berth\] build finished/);
   const s = (a: number | null, b: number | null) => (a !== null && b !== null ? `${((b - a) / 1000).toFixed(1)}` : '-');
   const reused = lines.some((l) => /install: reused/.test(l.line));
+  if (lines.some((l) => /^\[berth\] build: reused the output/.test(l.line))) return `output reused (source and plan unchanged) after ${s(t0, done)} s, to ready ${((total - ((done ?? t0) - t0)) / 1000).toFixed(1)} s`;
   return `before install ${s(t0, install ?? build ?? done)} s, install ${reused ? 'reused' : s(install, build ?? done)}${reused ? '' : ' s'}, build ${s(build, done)} s, to ready ${((total - ((done ?? t0) - t0)) / 1000).toFixed(1)} s`;
 }
 
