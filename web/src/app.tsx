@@ -25,6 +25,7 @@ const pages = {
   previews: lazy(() => import('./pages/project/previews')),
   logs: lazy(() => import('./pages/project/logs')),
   requests: lazy(() => import('./pages/project/requests')),
+  metrics: lazy(() => import('./pages/project/metrics')),
   env: lazy(() => import('./pages/project/env')),
   domains: lazy(() => import('./pages/project/domains')),
   rules: lazy(() => import('./pages/project/rules')),
@@ -40,6 +41,7 @@ const pages = {
   audit: lazy(() => import('./pages/org/audit')),
   newOrg: lazy(() => import('./pages/org/new-org')),
   tokens: lazy(() => import('./pages/org/tokens')),
+  notifications: lazy(() => import('./pages/org/notifications')),
   notFound: lazy(() => import('./pages/not-found')),
 } satisfies Record<string, Page>;
 
@@ -55,6 +57,7 @@ export const ROUTES: Array<{ path: string; page: Page; frame: 'public' | 'shell'
   { path: '/projects/:id/deployments/:deploymentId', page: pages.deployment, frame: 'project' },
   { path: '/projects/:id/logs', page: pages.logs, frame: 'project' },
   { path: '/projects/:id/requests', page: pages.requests, frame: 'project' },
+  { path: '/projects/:id/metrics', page: pages.metrics, frame: 'project' },
   { path: '/projects/:id/env', page: pages.env, frame: 'project' },
   { path: '/projects/:id/domains', page: pages.domains, frame: 'project' },
   { path: '/projects/:id/rules', page: pages.rules, frame: 'project' },
@@ -69,6 +72,7 @@ export const ROUTES: Array<{ path: string; page: Page; frame: 'public' | 'shell'
   { path: '/org/invitations', page: pages.invitations, frame: 'shell' },
   { path: '/org/grants', page: pages.grants, frame: 'shell' },
   { path: '/org/audit', page: pages.audit, frame: 'shell' },
+  { path: '/org/notifications', page: pages.notifications, frame: 'shell' },
   { path: '/org/new', page: pages.newOrg, frame: 'shell' },
   { path: '/account/tokens', page: pages.tokens, frame: 'shell' },
 ];

@@ -141,7 +141,7 @@ const STATUS_KIND: Record<string, string> = {
   ready: 'ok', running: 'ok', succeeded: 'ok', success: 'ok', issued: 'ok', verified: 'ok', active: 'ok', connected: 'ok', applied: 'ok', completed: 'ok',
   failed: 'bad', error: 'bad', crashed: 'bad', cancelled: 'muted', superseded: 'muted', stopped: 'muted', none: 'muted', disabled: 'muted', expired: 'muted', revoked: 'muted', sleeping: 'muted',
   uploading: 'busy', server_error: 'bad', queued: 'busy', building: 'busy', deploying: 'busy', pending: 'busy', starting: 'busy', running_backup: 'busy', staging: 'busy', staged: 'warn', applying: 'busy', verifying: 'busy',
-  degraded: 'warn',
+  degraded: 'warn', delivered: 'ok',
 };
 
 /** A status word with its colour (and the word itself, so colour is never the only signal). */

@@ -14,6 +14,7 @@ const NAV: Array<{ href: string; label: string; match: RegExp; shown?: (a: Acces
   { href: '/org/members', label: 'Members', match: /^\/org\/members/, shown: (a) => a.manageOrg },
   { href: '/org/invitations', label: 'Invitations', match: /^\/org\/invitations/, shown: (a) => a.manageOrg },
   { href: '/org/grants', label: 'Grants', match: /^\/org\/grants/, shown: (a) => a.manageOrg },
+  { href: '/org/notifications', label: 'Notifications', match: /^\/org\/notifications/, shown: (a) => a.manageOrg },
   { href: '/org/audit', label: 'Audit log', match: /^\/org\/audit/, shown: (a) => a.audit },
   { href: '/account/tokens', label: 'Access tokens', match: /^\/account/ },
 ];

@@ -7,6 +7,7 @@ import type { paths } from '../../../../src/api-types/schema';
 import { Button, ErrorNotice, Notice, Spinner, StatusBadge, TimeAgo } from '../../ui/controls';
 import { useToast } from '../../ui/toast';
 import { EdgeLink, infoQuery } from './app-url';
+import { OverviewMetrics } from './overview-metrics';
 import { useProject } from './shell';
 import './overview.css';
 
@@ -59,6 +60,7 @@ export default function OverviewPage({ params }: PageProps) {
         </div>
         <CurrentDeployment projectId={id} deployments={deployments} info={info.data} />
       </section>
+      <OverviewMetrics projectId={id} />
       <div className="overview-grid">
         <section className="card" aria-labelledby="ov-source">
           <h2 id="ov-source">Source</h2>

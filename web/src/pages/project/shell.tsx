@@ -4,7 +4,7 @@ import { Link, useLocation } from 'wouter';
 import { useAccess, type Level } from '../../access';
 import { api, data } from '../../api/client';
 import { ErrorNotice, Spinner, StatusBadge } from '../../ui/controls';
-import { EdgeLink } from './app-url';
+import { EdgeLink, infoQuery } from './app-url';
 
 export const projectQuery = (id: string) => ({
   queryKey: ['project', id],
@@ -23,6 +23,7 @@ const TABS: Array<{ path: string; label: string; level?: Level }> = [
   { path: '/previews', label: 'Previews' },
   { path: '/logs', label: 'Logs' },
   { path: '/requests', label: 'Requests' },
+  { path: '/metrics', label: 'Metrics' },
   { path: '/env', label: 'Environment' },
   { path: '/domains', label: 'Domains' },
   { path: '/rules', label: 'Route rules' },
@@ -34,6 +35,8 @@ const TABS: Array<{ path: string; label: string; level?: Level }> = [
 /** Every project page: the project's name and status, its tabs, then the page. */
 export function ProjectShell({ id, children }: { id: string; children: ReactNode }) {
   const project = useProject(id);
+  // The cached info the head's link reads too: a degraded app says so (and why) on every tab.
+  const rt = useQuery({ ...infoQuery(id), staleTime: 15_000 }).data?.runtime;
   const access = useAccess();
   const [location] = useLocation();
   const base = `/projects/${id}`;
@@ -51,6 +54,12 @@ export function ProjectShell({ id, children }: { id: string; children: ReactNode
         </h1>
         <EdgeLink className="muted project-url" projectId={p.id} host={p.routes.primaryDomain} />
       </div>
+      {rt?.state === 'degraded' && current?.path !== '' ? (
+        <div className="notice notice-warn project-degraded" role="status">
+          <strong>The app is degraded</strong>
+          {rt.reason ? `: ${rt.reason}` : ''} <Link href={base}>Overview</Link>
+        </div>
+      ) : null}
       <nav className="tabs" aria-label="Project">
         {TABS.filter((t) => !t.level || access.project(id, t.level)).map((t) => (
           <Link key={t.path} href={base + t.path} className={current === t ? 'tab active' : 'tab'} aria-current={current === t ? 'page' : undefined}>

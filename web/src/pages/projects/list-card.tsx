@@ -3,7 +3,7 @@ import { Link } from 'wouter';
 import { api, data } from '../../api/client';
 import type { paths } from '../../../../src/api-types/schema';
 import { StatusBadge, TimeAgo } from '../../ui/controls';
-import { EdgeLink } from '../project/app-url';
+import { EdgeLink, infoQuery } from '../project/app-url';
 
 export type ProjectRow = paths['/api/projects']['get']['responses'][200]['content']['application/json']['data'][number];
 
@@ -28,6 +28,8 @@ function sourceLabel(p: ProjectRow): string {
 export function ProjectCard({ project: p }: { project: ProjectRow }) {
   const last = useLastDeployment(p.id);
   const d = last.data;
+  // The same cached info the card's link reads: the app's runtime state (degraded, with why).
+  const rt = useQuery({ ...infoQuery(p.id), staleTime: 15_000 }).data?.runtime;
   return (
     <li className="card project-card">
       <div className="project-card-head">
@@ -52,6 +54,15 @@ export function ProjectCard({ project: p }: { project: ProjectRow }) {
             <span className="muted">never deployed</span>
           )}
         </dd>
+        {rt ? (
+          <>
+            <dt>App</dt>
+            <dd>
+              <StatusBadge status={rt.state} />
+              {rt.state === 'degraded' && rt.reason ? <span className="project-card-reason">{rt.reason}</span> : null}
+            </dd>
+          </>
+        ) : null}
         <dt>Source</dt>
         <dd>{sourceLabel(p)}</dd>
       </dl>
