@@ -13,7 +13,7 @@ import { createDestination, createGrant, createProject, createTeam, createUser, 
 const { skip } = browserSuite('web/team-access');
 const T = { timeout: 15_000 };
 
-const ADMIN_PAGES = ['Members', 'Invitations', 'Grants', 'Audit log'];
+const ADMIN_PAGES = ['Members', 'Invitations', 'Grants', 'Notifications', 'Audit log'];
 
 /** Signs in and makes `orgId` the active org through the org switcher. */
 async function signInTo(page: Page, user: Pick<TestUser, 'email' | 'password'>, orgId: string): Promise<void> {
