@@ -8,6 +8,7 @@ import type { AppRunner } from '../driver.js';
 import type { LogFile } from '../logs.js';
 import { appOf, StartError, type ReleaseSpec, type Upstream } from '../release-spec.js';
 import { planContainers, type ContainerPlan } from './app-container-plan.js';
+import { containerUsage } from './container-stats.js';
 import { engineMessage, exitOf, labelFilter, labelsOf, runOneOff, statusOf, swarmTask, waitExit, type DockerContext } from './containers.js';
 
 /**
@@ -231,6 +232,8 @@ export class ContainerApps implements AppRunner {
           await c.stop({ t: graceS }).catch(() => {});
           await remove();
         },
+        // The metrics sampler's reading (issue 38): the Engine's stats of the container.
+        usage: () => containerUsage(c),
       },
       detach: () => {
         detached = true;
