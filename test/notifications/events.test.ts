@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { findPolicy, findRun } from '../../src/modules/backups/backups.store.js';
 import { executeRun } from '../../src/modules/backups/run-executor.js';
 import { triggerRun } from '../../src/modules/backups/runs.service.js';
-import { issueCertificate } from '../../src/modules/certificates/index.js';
+import { issueCertificate, renewDueCertificates } from '../../src/modules/certificates/index.js';
 import { createDestination, createPolicy, createProject, createProjectWithVolume, createUser, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 import { startReceiver } from './receivers.js';
@@ -63,6 +63,28 @@ describe('notification events from the areas', () => {
     const got = receiver.got.filter((g) => g.path === '/certs');
     assert.equal(got.length, 1);
     assert.match(got[0]!.json.content, /HTTPS certificate for shop\.notify-test\.example could not be issued/);
+  });
+
+  it('a certificate within 14 days of its end is certificate.expiring once (not on every pass of the scheduler)', async () => {
+    const ch = (await server.api(owner.token).post('/api/notification-channels', { name: 'e', kind: 'webhook', url: receiver.url('/expiring'), events: ['certificate.expiring'] })).body.data;
+    receiver.setSecret(ch.secret);
+    const p = await createProject(server, owner, { name: 'archive' });
+    const domain = 'old.notify-test.example';
+    assert.equal((await server.api(owner.token).post(`/api/projects/${p.id}/domains`, { domain })).status, 201);
+    // Its renewals fail (no ACME server answers) while the certificate it holds runs out in 5 and a half days.
+    assert.equal((await issueCertificate(server.ctx, domain)).status, 'failed');
+    const expiresAt = new Date(Date.now() + 5.5 * 86_400_000).toISOString();
+    await server.ctx.db.updateTable('certificates').set({ expiresAt }).where('domain', '=', domain).execute();
+    await renewDueCertificates(server.ctx);
+    await renewDueCertificates(server.ctx);
+    await server.ctx.jobs.drain();
+    const got = receiver.got.filter((g) => g.path === '/expiring');
+    assert.equal(got.length, 1);
+    assert.equal(got[0]!.json.event, 'certificate.expiring');
+    assert.equal(got[0]!.json.projectId, p.id);
+    assert.equal(got[0]!.json.subject, 'The HTTPS certificate for old.notify-test.example expires in 5 days');
+    assert.match(got[0]!.json.detail, /last renewal attempt failed/);
+    assert.equal(got[0]!.signatureValid, true);
   });
 
   it("an app's health change reaches subscribed channels as app.degraded (with the rollback) and app.recovered, through the hosting area's port", async () => {

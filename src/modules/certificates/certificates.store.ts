@@ -74,11 +74,23 @@ export async function servableCertificatesAnyOrg(db: Db, names: readonly string[
 /** Every certificate row's schedule (the scheduler's pass), whatever its org. */
 export async function certificateSchedulesAnyOrg(
   db: Db,
-): Promise<Pick<CertificateRow, 'orgId' | 'projectId' | 'domain' | 'status' | 'expiresAt' | 'nextAttemptAt' | 'renewAt' | 'renewalInfoAt' | 'updatedAt'>[]> {
+): Promise<Pick<CertificateRow, 'orgId' | 'projectId' | 'domain' | 'status' | 'expiresAt' | 'nextAttemptAt' | 'renewAt' | 'renewalInfoAt' | 'expiryNoticedFor' | 'updatedAt'>[]> {
   return db
     .selectFrom('certificates')
-    .select(['orgId', 'projectId', 'domain', 'status', 'expiresAt', 'nextAttemptAt', 'renewAt', 'renewalInfoAt', 'updatedAt'])
+    .select(['orgId', 'projectId', 'domain', 'status', 'expiresAt', 'nextAttemptAt', 'renewAt', 'renewalInfoAt', 'expiryNoticedFor', 'updatedAt'])
     .execute();
+}
+
+/** Records that certificate.expiring was sent for the certificate expiring at `expiresAt`; false when another pass did first. */
+export async function markExpiryNoticed(db: Db, orgId: string, domain: string, expiresAt: string): Promise<boolean> {
+  const r = await db
+    .updateTable('certificates')
+    .set({ expiryNoticedFor: expiresAt })
+    .where(inOrg(orgId))
+    .where('domain', '=', domain)
+    .where((eb) => eb.or([eb('expiryNoticedFor', 'is', null), eb('expiryNoticedFor', '!=', expiresAt)]))
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
 }
 
 // ---------------------------------------------------------------- ACME accounts and challenges (the instance's)

@@ -31,6 +31,8 @@ export interface CertificatesTable {
   renewAt: string | null;
   /** When the CA's renewal information is asked again (its Retry-After); null when the CA offers none. */
   renewalInfoAt: string | null;
+  /** The `expiresAt` a certificate.expiring notice was sent for (migration 040); null: none yet. */
+  expiryNoticedFor: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -66,7 +68,7 @@ export interface AcmeChallengesTable {
 }
 
 /** The instance's own certificates (migration 020): the free domains' wildcard `*.<apps domain>`; a project's certificate without org or project. */
-export type InstanceCertificatesTable = Omit<CertificatesTable, 'id' | 'orgId' | 'projectId'>;
+export type InstanceCertificatesTable = Omit<CertificatesTable, 'id' | 'orgId' | 'projectId' | 'expiryNoticedFor'>;
 
 export interface CertificateTables {
   certificates: CertificatesTable;

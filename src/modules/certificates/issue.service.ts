@@ -53,6 +53,7 @@ export async function ensureRow(ctx: AppContext, orgId: string, projectId: strin
     projectId,
     domain,
     ...pendingFields(now),
+    expiryNoticedFor: null,
   };
   try {
     await store.insertCertificate(ctx.db, row);

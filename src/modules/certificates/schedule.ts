@@ -4,6 +4,7 @@ import { verifiedDomainsAnyOrg } from '../projects/index.js';
 import * as store from './certificates.store.js';
 import { renewalSchedule, twoThirdsOfLifetime } from './ari.js';
 import { dnsProviderFor, freeDomainWildcard } from './dns.js';
+import { noticeExpiring } from './expiry-notice.js';
 import { ensureInstanceRow, ensureRow, issueCertificate, issueFreeDomainWildcard } from './issue.service.js';
 
 /**
@@ -137,7 +138,8 @@ async function removeLeftoverRecords(ctx: AppContext, now: string): Promise<void
 }
 
 /**
- * The ticker's pass: requests certificates of verified domains that have none, renews those whose
+ * The ticker's pass: requests certificates of verified domains that have none, tells the org's
+ * channels of one close to its end (certificate.expiring, expiry-notice.ts), renews those whose
  * renewal time passed (asking the CA's renewal information again first when it is due), retries
  * failed ones whose backoff ran out, removes the certificates of
  * domains no project verifies any more, and drops expired challenges. Answers what it enqueued.
@@ -162,6 +164,7 @@ export async function renewDueCertificates(ctx: AppContext): Promise<{ enqueued:
       continue;
     }
     held.add(row.domain);
+    await noticeExpiring(ctx, row, ctx.clock.now());
     const due = row.nextAttemptAt === null || row.nextAttemptAt <= now;
     if (!due) continue;
     const access: ScheduleAccess = {
