@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { getRuntime } from '../../src/modules/hosting/index.js';
-import { findProject } from '../../src/modules/projects/index.js';
+import { projectQueries } from '../../src/modules/projects/index.js';
 import { setAutoDeploy } from '../../src/modules/projects/git.service.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';
 import { actorOf, createProject, type TestOrg } from '../support/factories.js';
@@ -61,7 +61,7 @@ describe('preview deployments from GitHub pull requests', () => {
     w.fake.copyRepo(TEMPLATES, 'shop', owner);
     const installationId = await installApp(w, w.server.api(team.owner.token), owner);
     const p = await createProject(w.server, team.member, { name: 'shop', gitOwner: owner, gitRepo: 'shop', gitBranch: 'main' });
-    const row = await findProject(w.server.ctx.db, team.orgId, p.id);
+    const row = await projectQueries.findProject(w.server.ctx.db, team.orgId, p.id);
     await setAutoDeploy(w.server.ctx, actorOf(team.member), row!, true);
     return { team, owner, installationId, projectId: p.id, api: w.server.api(team.member.token) };
   }

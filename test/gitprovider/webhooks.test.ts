@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { verifySignature } from '../../src/modules/gitprovider/deliveries.service.js';
-import { findProject } from '../../src/modules/projects/index.js';
+import { projectQueries } from '../../src/modules/projects/index.js';
 import { setAutoDeploy } from '../../src/modules/projects/git.service.js';
 import { actorOf, createProject, type TestOrg } from '../support/factories.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';
@@ -84,7 +84,7 @@ describe('incoming GitHub deliveries, auto-deploy and the project git routes', (
   async function linkedProject(c: Connected, repo = 'shop', opts: { autoDeploy?: boolean } = {}): Promise<string> {
     const p = await createProject(w.server, c.team.member, { name: repo, gitOwner: c.owner, gitRepo: repo, gitBranch: 'main' });
     if (opts.autoDeploy !== false) {
-      const row = await findProject(w.server.ctx.db, c.team.orgId, p.id);
+      const row = await projectQueries.findProject(w.server.ctx.db, c.team.orgId, p.id);
       await setAutoDeploy(w.server.ctx, actorOf(c.team.member), row!, true);
     }
     return p.id;

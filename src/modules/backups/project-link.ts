@@ -1,7 +1,7 @@
 import type { ResourceRef } from '../../authz/authorize.js';
 import type { AppContext } from '../../context.js';
 import type { Db } from '../../db/client.js';
-import { findProject, findService, projectGrantKeys, resolveService } from '../projects/index.js';
+import { projectQueries, projectGrantKeys, resolveService } from '../projects/index.js';
 import { managedBackups } from '../services/index.js';
 
 /**
@@ -10,7 +10,9 @@ import { managedBackups } from '../services/index.js';
  * whether a project still lives on this instance, and what runs it.
  */
 
-export { cloudProjectIds, dataVolume, findService } from '../projects/index.js';
+export { dataVolume } from '../projects/index.js';
+/** The ids of the projects moved to the cloud, as a subquery (their backups run there). */
+export const cloudProjectIds = projectQueries.cloudProjectIds;
 export { managedBackups } from '../services/index.js';
 
 /** What a policy backs up: the data volume, an attached database, or a managed service (`managed` its row). */
@@ -25,7 +27,7 @@ export interface BackupTarget {
 
 /** The service of a project a policy, run or restore names (attached or managed), or undefined. */
 export async function findTarget(db: Db, orgId: string, projectId: string, serviceId: string): Promise<BackupTarget | undefined> {
-  const s = await findService(db, orgId, projectId, serviceId);
+  const s = await projectQueries.findService(db, orgId, projectId, serviceId);
   if (s) return { id: s.id, orgId, projectId, kind: s.kind, name: s.name, managed: null };
   const m = await managedBackups.find(db, orgId, projectId, serviceId);
   return m ? { id: m.id, orgId, projectId, kind: m.kind, name: m.name, managed: m } : undefined;
@@ -43,7 +45,7 @@ export async function serviceConnectionUrl(ctx: AppContext, orgId: string, proje
 
 /** Whether the project exists here and was not moved to the cloud (its backups run there then). */
 export async function projectRunsHere(db: Db, orgId: string, projectId: string): Promise<boolean> {
-  const project = await findProject(db, orgId, projectId);
+  const project = await projectQueries.findProject(db, orgId, projectId);
   return !!project && project.location !== 'cloud';
 }
 

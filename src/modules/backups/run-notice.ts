@@ -1,6 +1,6 @@
 import type { AppContext } from '../../context.js';
 import { notifyEvent } from '../notifications/index.js';
-import { findProject } from '../projects/index.js';
+import { projectQueries } from '../projects/index.js';
 import type { RunRow } from './backups.store.js';
 
 /**
@@ -9,7 +9,7 @@ import type { RunRow } from './backups.store.js';
  * while `verifying`), `backup.failed` otherwise. Cancelled runs and runs a stopping server left tell nobody.
  */
 export async function noticeRunFailed(ctx: Pick<AppContext, 'db' | 'jobs' | 'log' | 'clock'>, run: RunRow, phase: string, error: string): Promise<void> {
-  const project = await findProject(ctx.db, run.orgId, run.projectId).catch(() => undefined);
+  const project = await projectQueries.findProject(ctx.db, run.orgId, run.projectId).catch(() => undefined);
   const name = project?.name ?? run.projectId;
   const verify = phase === 'verifying';
   await notifyEvent(ctx, {

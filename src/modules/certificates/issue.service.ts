@@ -5,7 +5,7 @@ import { encryptSecret } from '../../lib/crypto.js';
 import { clockIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { notifyEvent } from '../notifications/index.js';
-import { projectByDomain } from '../projects/index.js';
+import { projectQueries } from '../projects/index.js';
 import { AcmeRateLimited, forgetAccount } from './acme.js';
 import { ariCertificateId, renewalInfoUrl, renewalSchedule } from './ari.js';
 import * as store from './certificates.store.js';
@@ -90,7 +90,7 @@ interface Target {
  * certificate removed.
  */
 export async function issueCertificate(ctx: AppContext, domain: string, opts: IssueOptions = {}): Promise<IssueOutcome> {
-  const holder = await projectByDomain(ctx.db, domain);
+  const holder = await projectQueries.projectByDomain(ctx.db, domain);
   if (!holder) return { status: 'skipped', reason: `${domain} is not a verified domain of any project` };
   const row = await ensureRow(ctx, holder.orgId, holder.id, domain);
   const outcome = await attempt(ctx, { domain, attempts: row.attempts, certPem: row.certPem, update: (set) => store.updateCertificate(ctx.db, row.orgId, domain, set) }, opts);

@@ -1,6 +1,6 @@
 import type { AppContext } from '../../context.js';
 import { clockIso } from '../../lib/clock.js';
-import { verifiedDomainsAnyOrg } from '../projects/index.js';
+import { projectQueries } from '../projects/index.js';
 import * as store from './certificates.store.js';
 import { renewalSchedule, twoThirdsOfLifetime } from './ari.js';
 import { dnsProviderFor, freeDomainWildcard } from './dns.js';
@@ -151,7 +151,7 @@ export async function renewDueCertificates(ctx: AppContext): Promise<{ enqueued:
   await store.deleteExpiredChallenges(ctx.db, now);
   await removeLeftoverRecords(ctx, now);
   if (ctx.config.https.port === null) return { enqueued, removed };
-  const verified = new Map((await verifiedDomainsAnyOrg(ctx.db)).map((d) => [d.domain, d]));
+  const verified = new Map((await projectQueries.verifiedDomainsAnyOrg(ctx.db)).map((d) => [d.domain, d]));
   const rows = await store.certificateSchedulesAnyOrg(ctx.db);
   const held = new Set<string>();
   const budget = { polls: POLLS_PER_PASS };

@@ -3,7 +3,7 @@ import type { Db } from '../../db/client.js';
 import { invalid } from '../../lib/errors.js';
 import { decryptSecret, encryptSecret, type Keyring } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
-import { projectTransfers, buildConfigOf, envAad, listDomains, newVerificationValue, type ProjectRows } from '../projects/index.js';
+import { projectQueries, projectTransfers, buildConfigOf, envAad, newVerificationValue, type ProjectRows } from '../projects/index.js';
 import { currentForProject } from '../uploads/index.js';
 import type { Bundle } from './bundle.schema.js';
 
@@ -196,7 +196,7 @@ export async function writeBundle(tx: Db, keyring: Keyring, b: Bundle, o: WriteB
     resources: JSON.stringify(p.resources),
     updatedAt: o.now,
   };
-  const claims = new Map(o.replace ? (await listDomains(tx, o.orgId, o.projectId)).map((d) => [d.domain, d]) : []);
+  const claims = new Map(o.replace ? (await projectQueries.listDomains(tx, o.orgId, o.projectId)).map((d) => [d.domain, d]) : []);
   const target = o.replace
     ? { replace: true as const, orgId: o.orgId, projectId: o.projectId, columns }
     : { replace: false as const, project: { id: o.projectId, orgId: o.orgId, slug: o.slug, webhookId: null, createdAt: o.now, ...columns } };

@@ -3,7 +3,7 @@ import { authorize } from '../../authz/authorize.js';
 import type { AppContext } from '../../context.js';
 import { resourceInfo, type AnyRoute, type ModuleDef, type ResolvedResource, type ResourceInfo, type ResourceResolver } from '../../http/route.js';
 import { AppError } from '../../lib/errors.js';
-import { findProject, projectRef, type ProjectRow } from '../projects/index.js';
+import { projectQueries, projectRef, type ProjectRow } from '../projects/index.js';
 import { findCloudLinkByCloudId, orgHasCloudLinks } from './cloud.store.js';
 import { linkJson, unreachable } from './link.js';
 
@@ -131,7 +131,7 @@ export async function cloudRecordTarget(ctx: AppContext, actor: Actor, def: AnyR
   // The local record of that cloud project, in the actor's org only: another org's is 404.
   const mapping = await findCloudLinkByCloudId(ctx.db, actor.orgId, cloudProjectId);
   if (!mapping) return null;
-  const project = await findProject(ctx.db, actor.orgId, mapping.projectId);
+  const project = await projectQueries.findProject(ctx.db, actor.orgId, mapping.projectId);
   if (!project || project.location !== 'cloud') return null;
 
   const parent = projectRef(project);

@@ -3,7 +3,6 @@ import path from 'node:path';
 import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
 import { AppError } from '../../lib/errors.js';
-import { findProject } from '../projects/index.js';
 import {
   attachUploadToProject,
   authenticateUpload,
@@ -13,7 +12,7 @@ import {
   uploadSourceDir,
   uploadsRoot,
 } from '../uploads/index.js';
-import { projectTransfers } from '../projects/index.js';
+import { projectQueries, projectTransfers } from '../projects/index.js';
 
 /**
  * The uploaded source of a project (folder-upload projects): its gzipped tarball as received, kept by
@@ -47,7 +46,7 @@ export async function receiveSourceArchive(
   body: AsyncIterable<Buffer | string>,
   expectedSha256?: string,
 ): Promise<SourceArchiveMeta> {
-  const before = await findProject(ctx.db, orgId, projectId);
+  const before = await projectQueries.findProject(ctx.db, orgId, projectId);
   if (!before) throw new AppError('NOT_FOUND', 'project not found');
   const session = await createSession(ctx, actor, { projectId }, { allowCloudProject: true });
   const row = await authenticateUpload(ctx, session.sessionId, session.headers[UPLOAD_TOKEN_HEADER]);

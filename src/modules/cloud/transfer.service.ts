@@ -4,7 +4,7 @@ import { isUniqueViolation, transaction } from '../../db/client.js';
 import { AppError, conflict, notFound } from '../../lib/errors.js';
 import { nowIso } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/index.js';
-import { projectTransfers, findProject, type ProjectRow } from '../projects/index.js';
+import { projectQueries, projectTransfers, type ProjectRow } from '../projects/index.js';
 import { bundleDigest, bundleFromRows, bundleSummary, checkBundle, readBundleRows, writeBundle } from './bundle.js';
 import { deleteCloudCopy, fromCloud, pullSourceArchive, pushSourceArchive, readCloudCopy, requireLink } from './cloud-copy.js';
 import { deleteCloudLink, findCloudLink, insertCloudLink } from './cloud.store.js';
@@ -114,7 +114,7 @@ export async function transferToSelfHosted(ctx: AppContext, actor: Actor, row: P
   if (bundle.sourceArchive) await pullSourceArchive(ctx, actor, row, cloudId, bundle.sourceArchive.sha256, requestId);
 
   await transaction(ctx.db, async (tx) => {
-    const current = await findProject(tx, row.orgId, row.id);
+    const current = await projectQueries.findProject(tx, row.orgId, row.id);
     if (!current) throw notFound('project');
     if (current.location !== 'cloud') throw conflict('the project already lives on this instance');
     await writeBundle(tx, ctx.keyring, bundle, { orgId: row.orgId, projectId: row.id, slug: row.slug, location: 'local', now: nowIso(), replace: true, domainVerification: ctx.config.domainVerification });

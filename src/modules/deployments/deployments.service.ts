@@ -4,7 +4,7 @@ import { transaction, type Db } from '../../db/client.js';
 import { AppError, conflict, invalid } from '../../lib/errors.js';
 import { newId, nowIso } from '../../lib/ids.js';
 import type { LogLine } from '../../runtime/logs.js';
-import { findEnvironment, findProject, type ProjectRow } from '../projects/index.js';
+import { projectQueries, type ProjectRow } from '../projects/index.js';
 import { insertAuditEvent } from '../audit/index.js';
 import { attachUploadToProject, checkUploadSession, uploadSourceDir } from '../uploads/index.js';
 import { deploymentRecord, type DeploymentRecord } from './deployments.presenters.js';
@@ -38,7 +38,7 @@ type Trigger = 'manual' | 'push' | 'upload' | 'api';
 
 /** Creates a deployment of `input.projectId` (a push deploys as the system; the git-provider area calls this). */
 export async function createDeployment(ctx: AppContext, actor: Actor, input: CreateInput, trigger?: Trigger): Promise<DeploymentRecord> {
-  const project = await findProject(ctx.db, actor.orgId, input.projectId);
+  const project = await projectQueries.findProject(ctx.db, actor.orgId, input.projectId);
   if (!project) throw new AppError('NOT_FOUND', 'project not found', { field: 'projectId' });
   return deployProject(ctx, actor, project, input, trigger);
 }
@@ -48,7 +48,7 @@ export async function deployProject(ctx: AppContext, actor: Actor, project: Proj
   if (project.status !== 'enabled') throw conflict('the project is disabled: enable it before deploying', 'projectId');
   if (project.location !== 'local') throw conflict('the project lives on the cloud instance: deploy it there', 'projectId');
   const environment = input.environment ?? 'production';
-  const env = await findEnvironment(ctx.db, actor.orgId, project.id, environment);
+  const env = await projectQueries.findEnvironment(ctx.db, actor.orgId, project.id, environment);
   if (!env) throw invalid('environment', `the project has no environment named ${environment}`);
   if (input.sessionId) {
     // A fresh upload becomes the project's source first (the session is consumed). One this project
@@ -58,7 +58,7 @@ export async function deployProject(ctx: AppContext, actor: Actor, project: Proj
     if (!attachedTo) await attachUploadToProject(ctx, actor.userId, actor.orgId, project.id, input.sessionId);
   }
   // The attach changed the row (source, config gaps filled from the scan): read it again then.
-  const fresh = input.sessionId ? ((await findProject(ctx.db, actor.orgId, project.id)) ?? project) : project;
+  const fresh = input.sessionId ? ((await projectQueries.findProject(ctx.db, actor.orgId, project.id)) ?? project) : project;
   const sourceType = fresh.sourceType;
   if (sourceType === 'none') throw invalid('projectId', 'the project has no source: link a repository, import a local folder or upload one first');
   if (sourceType === 'upload' && !(await uploadSourceDir(ctx, actor.orgId, fresh.id))) throw invalid('projectId', 'the project has no uploaded source yet: upload the folder first');

@@ -4,7 +4,7 @@ import { IdParams, Obj, Str } from '../../http/schemas.js';
 import { gateAccess } from '../../http/stream-access.js';
 import type { AppContext } from '../../context.js';
 import { AppError, invalid } from '../../lib/errors.js';
-import { findEnvironment, type ProjectRow } from '../projects/index.js';
+import { projectQueries, type ProjectRow } from '../projects/index.js';
 import { EVENT_STREAM, IssuedTokenSchema, LogLineSchema, RequestEntrySchema } from './deployments.presenters.js';
 import { isTerminal, readBuildLogs } from './deployments.service.js';
 import * as store from './deployments.store.js';
@@ -28,7 +28,7 @@ const Environment = Type.Optional(Str({ min: 1, max: 64 }));
 /** The key of the app whose logs a request names (`?environment=`): production's (the project's id) or a preview's; 400 for an unknown one. */
 async function appOfQuery(ctx: AppContext, project: ProjectRow, environment: string | undefined): Promise<string> {
   if (!environment || environment === 'production') return project.id;
-  const env = await findEnvironment(ctx.db, project.orgId, project.id, environment);
+  const env = await projectQueries.findEnvironment(ctx.db, project.orgId, project.id, environment);
   if (!env) throw invalid('environment', `this project has no environment named "${environment}"`);
   return appKeyOf(project.id, env.name);
 }

@@ -12,7 +12,7 @@ import { transaction } from '../../db/client.js';
 import { invalid, notFound } from '../../lib/errors.js';
 import { nowIso } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/index.js';
-import { deleteEnvironmentRows, ensureEnvironment, environmentRecords, findEnvironment, findProject, type EnvironmentRecord } from '../projects/index.js';
+import { projectQueries, ensureEnvironment, environmentRecords, type EnvironmentRecord } from '../projects/index.js';
 import * as store from './deployments.store.js';
 import { appKeyOf } from '../../runtime/app-key.js';
 import { releaseVolumes } from '../../runtime/disk-limits.js';
@@ -31,7 +31,7 @@ const BUILD_STOP_WAIT_MS = 30_000;
  * secrets included), or updates its branch; returns it. Never for `production` (400 name).
  */
 export async function ensurePreviewEnvironment(ctx: AppContext, actor: Actor, project: { id: string; orgId: string }, input: { name: string; branch: string }): Promise<EnvironmentRecord> {
-  const row = await findProject(ctx.db, project.orgId, project.id);
+  const row = await projectQueries.findProject(ctx.db, project.orgId, project.id);
   if (!row) throw notFound('project');
   const { env } = await ensureEnvironment(ctx, actor, row, input);
   // A changed branch is a changed host: the edge reads it again.
@@ -48,7 +48,7 @@ export async function ensurePreviewEnvironment(ctx: AppContext, actor: Actor, pr
 export async function removePreviewEnvironment(ctx: AppContext, actor: Actor, project: { id: string; orgId: string }, name: string): Promise<void> {
   const { id: projectId, orgId } = project;
   if (name === 'production') throw invalid('env', 'the production environment cannot be removed (delete the project instead)');
-  const env = await findEnvironment(ctx.db, orgId, projectId, name);
+  const env = await projectQueries.findEnvironment(ctx.db, orgId, projectId, name);
   if (!env) return;
   if (env.type !== 'preview') throw invalid('env', `environment "${name}" is not a preview environment`);
   const rt = hostOf(ctx);
@@ -81,7 +81,7 @@ export async function removePreviewEnvironment(ctx: AppContext, actor: Actor, pr
     const shared = await store.releasesUsedOutside(ctx.db, orgId, projectId, name);
     await transaction(ctx.db, async (tx) => {
       await store.deleteEnvironmentDeployments(tx, orgId, projectId, name);
-      await deleteEnvironmentRows(tx, orgId, projectId, name);
+      await projectQueries.deleteEnvironmentRows(tx, orgId, projectId, name);
       await insertAuditEvent(tx, {
         orgId,
         actorId: actor.userId,

@@ -17,7 +17,7 @@ import type { AppContext } from '../../context.js';
 import { AppError, conflict, invalid } from '../../lib/errors.js';
 import { newId, nowIso } from '../../lib/ids.js';
 import { redactText } from '../../runtime/redact.js';
-import { findEnvironment, type ProjectRow } from '../projects/index.js';
+import { projectQueries, type ProjectRow } from '../projects/index.js';
 import { deploymentRecord, type DeploymentRecord } from './deployments.presenters.js';
 import { auditDeployment } from './deployments.service.js';
 import * as store from './deployments.store.js';
@@ -27,7 +27,7 @@ import { deploymentSettled } from './settled.js';
 
 export async function promoteEnvironment(ctx: AppContext, actor: Actor, project: ProjectRow, envName: string, input: { deploymentId?: string }): Promise<DeploymentRecord> {
   if (envName === 'production') throw invalid('env', 'production cannot be promoted to itself: name a preview environment');
-  const env = await findEnvironment(ctx.db, project.orgId, project.id, envName);
+  const env = await projectQueries.findEnvironment(ctx.db, project.orgId, project.id, envName);
   if (!env) throw new AppError('NOT_FOUND', `this project has no environment named "${envName}"`, { field: 'env' });
   if (env.type !== 'preview') throw invalid('env', `environment "${envName}" is not a preview environment`);
   if (project.status !== 'enabled') throw conflict('the project is disabled: enable it before promoting');

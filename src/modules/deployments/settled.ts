@@ -1,6 +1,6 @@
 import type { AppContext } from '../../context.js';
 import type { SettledDeployment } from './ports.js';
-import { edgeUrlOf, findEnvironment, findProject, listDomains, servingDomain } from '../projects/index.js';
+import { projectQueries, edgeUrlOf, servingDomain } from '../projects/index.js';
 import * as store from './deployments.store.js';
 import { environmentUrl } from './environment-url.js';
 
@@ -54,9 +54,9 @@ async function settledOf(ctx: AppContext, orgId: string, id: string): Promise<Se
  */
 async function servedUrl(ctx: AppContext, orgId: string, projectId: string, environment: string): Promise<string | null> {
   if (!(await store.currentRelease(ctx.db, orgId, projectId, environment))) return null;
-  const project = await findProject(ctx.db, orgId, projectId);
+  const project = await projectQueries.findProject(ctx.db, orgId, projectId);
   if (!project) return null;
-  if (environment === 'production') return edgeUrlOf(ctx, servingDomain(ctx, project.slug, await listDomains(ctx.db, orgId, projectId)), false);
-  const env = await findEnvironment(ctx.db, orgId, projectId, environment);
+  if (environment === 'production') return edgeUrlOf(ctx, servingDomain(ctx, project.slug, await projectQueries.listDomains(ctx.db, orgId, projectId)), false);
+  const env = await projectQueries.findEnvironment(ctx.db, orgId, projectId, environment);
   return env ? environmentUrl(ctx, project, env) : null;
 }

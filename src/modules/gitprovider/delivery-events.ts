@@ -3,7 +3,7 @@ import { transaction } from '../../db/client.js';
 import { AppError } from '../../lib/errors.js';
 import { insertAuditEvent } from '../audit/index.js';
 import { createDeployment, pushDeploymentExists } from '../deployments/index.js';
-import { gitLinks, findProject } from '../projects/index.js';
+import { projectQueries, gitLinks } from '../projects/index.js';
 import { deliveryProjects, githubActor } from './delivery-targets.js';
 import * as gh from './github.js';
 import { deployPreviewsOnPush } from './previews.service.js';
@@ -120,7 +120,7 @@ export async function onInstallationRepositories(ctx: AppContext, p: any) {
 export async function projectNotice(ctx: AppContext, orgId: string, projectId: string): Promise<{ reason: string; at: string } | null> {
   const n = await store.findNotice(ctx.db, orgId, projectId);
   if (!n) return null;
-  if ((await findProject(ctx.db, orgId, projectId))?.autoDeploy === 1) {
+  if ((await projectQueries.findProject(ctx.db, orgId, projectId))?.autoDeploy === 1) {
     await store.clearNotice(ctx.db, orgId, projectId);
     return null;
   }

@@ -4,7 +4,7 @@ import { AppError } from '../../lib/errors.js';
 import { newId, nowIso } from '../../lib/ids.js';
 import type { SettledDeployment } from '../deployments/index.js';
 import { createDeployment, ensurePreviewEnvironment, removePreviewEnvironment } from '../deployments/index.js';
-import { findProject, listEnvironments, type LinkedProject } from '../projects/index.js';
+import { projectQueries, type LinkedProject } from '../projects/index.js';
 import { deliveryOrgs, deliveryProjects, githubActor } from './delivery-targets.js';
 import * as gh from './github.js';
 import * as store from './gitprovider.store.js';
@@ -118,7 +118,7 @@ async function closePull(ctx: AppContext, d: PullRequestDelivery, hookId: string
  * the branch (a pull request's, or one a member made for it).
  */
 export async function deployPreviewsOnPush(ctx: AppContext, project: LinkedProject, push: { branch: string; commit: string; owner: string; repo: string }): Promise<string[]> {
-  const tracking = (await listEnvironments(ctx.db, project.orgId, project.id)).filter((e) => e.type === 'preview' && e.branch === push.branch);
+  const tracking = (await projectQueries.listEnvironments(ctx.db, project.orgId, project.id)).filter((e) => e.type === 'preview' && e.branch === push.branch);
   if (!tracking.length) return [];
   const environments = tracking.map((e) => e.name);
   const pulls = (await store.openPreviewPullsOnBranch(ctx.db, project.orgId, project.id, push.branch)).filter((x) => environments.includes(x.environment));
@@ -256,7 +256,7 @@ export async function reportStatus(ctx: AppContext, orgId: string, id: string): 
 async function commentLines(ctx: AppContext, c: store.PullCommentRow): Promise<CommentLine[]> {
   const lines: CommentLine[] = [];
   for (const pull of await store.previewPullsOf(ctx.db, c.orgId, c.repoOwner, c.repoName, c.number)) {
-    const project = await findProject(ctx.db, c.orgId, pull.projectId);
+    const project = await projectQueries.findProject(ctx.db, c.orgId, pull.projectId);
     if (!project) continue;
     const latest = await store.latestPreviewDeployment(ctx.db, c.orgId, pull.projectId, pull.environment);
     const commit = latest?.commitSha ?? pull.headSha;

@@ -19,7 +19,7 @@ import type { RuntimeSnapshot, Supervisor } from '../../runtime/supervisor.js';
 import type { LogStore } from '../../runtime/logs.js';
 import { insertAuditEvent } from '../audit/index.js';
 import { autoRollback } from '../deployments/index.js';
-import { findProject, hostReads, listEnvironments } from '../projects/index.js';
+import { projectQueries, hostReads } from '../projects/index.js';
 import type { AppHealthChange } from './ports.js';
 import { envNumber } from './releases.js';
 
@@ -124,7 +124,7 @@ export class AppHealthWatch {
     if (!before || !upstream) return;
     const owner = await hostReads.projectOrgAnyOrg(ctx.db, supervisor.projectOf(app));
     if (!owner) return;
-    const project = await findProject(ctx.db, owner.orgId, owner.id);
+    const project = await projectQueries.findProject(ctx.db, owner.orgId, owner.id);
     const result = await probeApp(upstream, project?.healthPath ?? null);
     const h = this.healthOf(app);
     const now = ctx.clock.now();
@@ -152,7 +152,7 @@ export class AppHealthWatch {
     const change = await this.changeOf(app, 'degraded', reason, h.deploymentId);
     if (!change) return;
     if (change.environment === 'production') {
-      const project = await findProject(this.rt.ctx.db, change.orgId, change.projectId);
+      const project = await projectQueries.findProject(this.rt.ctx.db, change.orgId, change.projectId);
       if (project?.autoRollback === 1) {
         try {
           const done = await autoRollback(this.rt.ctx, project, `the app is degraded: ${reason}`);
@@ -189,7 +189,7 @@ export class AppHealthWatch {
     if (!owner) return null;
     let environment = 'production';
     if (app !== owner.id) {
-      const envs = await listEnvironments(ctx.db, owner.orgId, owner.id);
+      const envs = await projectQueries.listEnvironments(ctx.db, owner.orgId, owner.id);
       environment = envs.find((e) => appKeyOf(owner.id, e.name) === app)?.name ?? app;
     }
     return { orgId: owner.orgId, projectId: owner.id, environment, state, reason, deploymentId };

@@ -7,7 +7,7 @@ import { BuildError, runBuild, type BuildSource } from '../../runtime/build.js';
 import { redactText } from '../../runtime/redact.js';
 import { closeBuildCache, openBuildCache, type BuildCacheSpec } from '../../runtime/build-cache.js';
 import { linkTree, rememberOutput, type KeptOutput } from '../../runtime/build-output.js';
-import { findEnvironment, findProject, resolveCloneCredential, type ProjectRow } from '../projects/index.js';
+import { projectQueries, resolveCloneCredential, type ProjectRow } from '../projects/index.js';
 import { envForRun } from './run-env.js';
 import { uploadSourceDir } from '../uploads/index.js';
 import { planBuild, sourceRootDirectory } from '../detect/index.js';
@@ -88,7 +88,7 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
   if (!d || d.status !== 'queued') return;
   const whole = span('job.total');
   const pre = span('job.pre-build');
-  const project = await findProject(ctx.db, orgId, d.projectId);
+  const project = await projectQueries.findProject(ctx.db, orgId, d.projectId);
   if (!project) return;
   const build = await store.findBuild(ctx.db, orgId, id);
   if (!(await store.transition(ctx.db, orgId, id, ['queued'], { status: 'building', startedAt: nowIso() }))) return;
@@ -173,7 +173,7 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
     });
     if (!(await store.transition(ctx.db, orgId, id, ['building'], { status: 'deploying', commit: result.commit }))) return;
 
-    const current = await findProject(ctx.db, orgId, project.id);
+    const current = await projectQueries.findProject(ctx.db, orgId, project.id);
     if (d.environment === 'production' && current && current.status === 'enabled') {
       log('stdout', '[berth] starting the new release and waiting for its health check');
       const fresh = await envForRun(ctx, orgId, project.id, 'production');
@@ -269,8 +269,8 @@ async function releasePreview(ctx: AppContext, d: store.DeploymentRow, enabled: 
   });
   if (!ok) return false;
   rt.invalidate(d.projectId);
-  const project = await findProject(ctx.db, d.orgId, d.projectId);
-  const env = project ? await findEnvironment(ctx.db, d.orgId, d.projectId, d.environment) : undefined;
+  const project = await projectQueries.findProject(ctx.db, d.orgId, d.projectId);
+  const env = project ? await projectQueries.findEnvironment(ctx.db, d.orgId, d.projectId, d.environment) : undefined;
   const url = project && env ? environmentUrl(ctx, project, env) : null;
   if (!enabled) log('stdout', `[berth] ready; the project is disabled, so ${d.environment} is served once it is enabled`);
   else if (awake) log('stdout', `[berth] ready: the new release is serving${url ? ` at ${url}` : ''}`);

@@ -11,7 +11,7 @@ import type { DriverStatus } from '../../runtime/driver.js';
 import { startEgressCheck, type EgressCheck } from '../../runtime/egress.js';
 import { uidBase } from '../../runtime/identity.js';
 
-import { hostReads, listEnvironments } from '../projects/index.js';
+import { projectQueries, hostReads } from '../projects/index.js';
 import { hmacSha256Hex } from '../../lib/crypto.js';
 import { AppOwnership } from './app-owners.js';
 import * as store from '../deployments/index.js';
@@ -359,7 +359,7 @@ export class BerthRuntime {
         const p = await hostReads.projectStatusAnyOrg(this.ctx.db, projectId).finally(loaded);
         if (!p || p.status !== 'enabled') return null;
         if (app === projectId) return timed('wake.spec-for', () => this.releases.specFor(p.orgId, projectId));
-        const env = (await listEnvironments(this.ctx.db, p.orgId, projectId)).find((e) => e.type === 'preview' && appKeyOf(projectId, e.name) === app);
+        const env = (await projectQueries.listEnvironments(this.ctx.db, p.orgId, projectId)).find((e) => e.type === 'preview' && appKeyOf(projectId, e.name) === app);
         return env ? this.releases.specFor(p.orgId, projectId, env.name) : null;
       },
       this.healthTimeoutMs + 5000,

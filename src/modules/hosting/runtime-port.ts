@@ -1,4 +1,4 @@
-import { hostReads, listDomains, listEnvironments, type RuntimePort, type RuntimeState } from '../projects/index.js';
+import { projectQueries, hostReads, type RuntimePort, type RuntimeState } from '../projects/index.js';
 import * as store from '../deployments/index.js';
 import { appKeyOf } from '../../runtime/app-key.js';
 import type { RuntimeSnapshot } from '../../runtime/supervisor.js';
@@ -28,7 +28,7 @@ export function projectsRuntimePort(rt: BerthRuntime): RuntimePort {
     takeOffline: async (_ctx, orgId, projectId) => {
       rt.invalidate(projectId);
       // Several instances: the one running an app of the project stops it too (its lease moves here).
-      for (const app of [projectId, ...(await listEnvironments(ctx.db, orgId, projectId)).filter((e) => e.type === 'preview').map((e) => appKeyOf(projectId, e.name))]) await rt.evict(app);
+      for (const app of [projectId, ...(await projectQueries.listEnvironments(ctx.db, orgId, projectId)).filter((e) => e.type === 'preview').map((e) => appKeyOf(projectId, e.name))]) await rt.evict(app);
       await supervisor.stop(projectId, 'stopped');
       // Its previews' apps too (the edge answers 503 for every host of a disabled project).
       for (const app of supervisor.appsOf(projectId)) if (app !== projectId) await supervisor.stop(app, 'sleeping');
@@ -41,7 +41,7 @@ export function projectsRuntimePort(rt: BerthRuntime): RuntimePort {
       rt.invalidate(projectId);
       for (const id of await store.inFlightIdsOfProject(ctx.db, projectId)) rt.building.get(id)?.abort();
       // Its preview environments' apps go with it (the ones that ran here, and every one it has).
-      const previews = (await listEnvironments(ctx.db, orgId, projectId)).filter((e) => e.type === 'preview').map((e) => appKeyOf(projectId, e.name));
+      const previews = (await projectQueries.listEnvironments(ctx.db, orgId, projectId)).filter((e) => e.type === 'preview').map((e) => appKeyOf(projectId, e.name));
       for (const app of new Set([...supervisor.appsOf(projectId), ...previews])) {
         if (app === projectId) continue;
         await supervisor.stop(app, 'stopped');
@@ -65,7 +65,7 @@ export async function runtimeState(rt: BerthRuntime, orgId: string, projectId: s
   const { ctx, supervisor, driver } = rt;
   const p = await hostReads.projectRuntimeFacts(ctx.db, orgId, projectId);
   if (!p) return null;
-  const domains = await listDomains(ctx.db, orgId, projectId);
+  const domains = await projectQueries.listDomains(ctx.db, orgId, projectId);
   // The primary custom domain once verified (the edge routes nothing else), else the free domain.
   const host = domains.find((d) => d.isPrimary === 1 && d.verifiedAt !== null)?.domain ?? `${p.slug}.${ctx.config.appsDomain}`;
   const edgePort = rt.edgePort();

@@ -1,7 +1,7 @@
 import type { AppContext } from '../../context.js';
 import type { SettledDeployment } from '../deployments/index.js';
 import type { AppHealthChange } from '../hosting/index.js';
-import { findProject } from '../projects/index.js';
+import { projectQueries } from '../projects/index.js';
 import { notifyEvent } from './delivery.js';
 
 /**
@@ -10,7 +10,7 @@ import { notifyEvent } from './delivery.js';
  */
 export async function onDeploymentSettled(ctx: AppContext, d: SettledDeployment): Promise<void> {
   if (d.status !== 'failed' && d.status !== 'ready') return;
-  const project = await findProject(ctx.db, d.orgId, d.projectId);
+  const project = await projectQueries.findProject(ctx.db, d.orgId, d.projectId);
   const name = `${project?.name ?? d.projectId}${d.environment === 'production' ? '' : ` (${d.environment})`}`;
   const what = `Deployment ${d.id}${d.commit ? ` of commit ${d.commit.slice(0, 12)}` : ''}${d.ref ? ` (${d.ref})` : ''}`;
   if (d.status === 'failed') {
@@ -22,7 +22,7 @@ export async function onDeploymentSettled(ctx: AppContext, d: SettledDeployment)
 
 /** The hosting area's `appHealthChanged` port: `app.degraded` (with the rollback, when one ran) and `app.recovered`. */
 export async function onAppHealthChanged(ctx: AppContext, c: AppHealthChange): Promise<void> {
-  const project = await findProject(ctx.db, c.orgId, c.projectId);
+  const project = await projectQueries.findProject(ctx.db, c.orgId, c.projectId);
   const name = `${project?.name ?? c.projectId}${c.environment === 'production' ? '' : ` (${c.environment})`}`;
   if (c.state === 'degraded') {
     const back = c.rolledBackTo ? ` Its previous release ${c.rolledBackTo} serves again (autoRollback).` : '';

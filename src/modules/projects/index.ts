@@ -10,7 +10,7 @@ export type { ProjectRow } from './queries.js';
 export { buildConfigOf, ProjectSchema, type ProjectRecord } from './projects.presenters.js';
 
 // Reading projects (every lookup scoped by org unless named AnyOrg: queries.ts) and authorizing on them.
-export { findProject, projectByDomain, listDomains, verifiedDomainsAnyOrg, findEnvironment, listEnvironments, deleteEnvironmentRows, findService, cloudProjectIds } from './queries.js';
+export { projectQueries } from './queries.js';
 export { projectRef, projectGrantKeys } from './projects.resolvers.js';
 // The decrypted clone credential of a project, for the build only.
 export { resolveCloneCredential } from './git.service.js';

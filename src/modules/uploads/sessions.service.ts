@@ -8,7 +8,7 @@ import { AppError, conflict, notFound } from '../../lib/errors.js';
 import { clockIso } from '../../lib/clock.js';
 import { newId, newSecretToken } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/index.js';
-import { findProject, type ProjectRow } from '../projects/index.js';
+import { projectQueries, type ProjectRow } from '../projects/index.js';
 import { MAX_UPLOAD_BYTES, SESSION_TTL_MS, UPLOAD_TOKEN_HEADER } from './upload-layout.js';
 import { orgFull, othersInFlight, retryAfter } from './upload-quota.js';
 import * as store from './uploads.store.js';
@@ -41,7 +41,7 @@ export async function createSession(
   opts: { project?: ProjectRow; allowCloudProject?: boolean } = {},
 ): Promise<SessionAnswer> {
   if (input.projectId) {
-    const row = opts.project ?? (await findProject(ctx.db, actor.orgId, input.projectId));
+    const row = opts.project ?? (await projectQueries.findProject(ctx.db, actor.orgId, input.projectId));
     if (!row) throw notFound('project');
     // (A transfer back from the cloud receives the source into the record before it flips it.)
     if (row.location === 'cloud' && !opts.allowCloudProject) {

@@ -12,7 +12,7 @@ import { clockIso } from '../../lib/clock.js';
 import { randomString } from '../../lib/ids.js';
 import { scanProject, type ScanResult } from '../detect/index.js';
 import { insertAuditEvent } from '../audit/index.js';
-import { findProject, useUploadAsSource } from '../projects/index.js';
+import { projectQueries, useUploadAsSource } from '../projects/index.js';
 import { projectDir, stagedDir, type Deps } from './upload-layout.js';
 import * as store from './uploads.store.js';
 import type { UploadSessionRow } from './uploads.store.js';
@@ -65,7 +65,7 @@ export async function checkUploadSession({ db, clock }: Pick<Deps, 'db' | 'clock
 export async function attachUploadToProject(ctx: Deps, actorId: string | null, orgId: string, projectId: string, sessionId: string): Promise<void> {
   await transaction(ctx.db, async (tx) => {
     const row = await store.findSession(tx, orgId, sessionId);
-    const project = await findProject(tx, orgId, projectId);
+    const project = await projectQueries.findProject(tx, orgId, projectId);
     if (!row || !project) throw new AppError('NOT_FOUND', 'upload session not found', { field: 'sessionId' });
     if (!(await store.consume(tx, orgId, sessionId, projectId, clockIso(ctx.clock)))) throw conflict('this upload is no longer available (consumed or expired): upload again', 'sessionId');
     let scan: ScanResult | null = null;
