@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import { branchSlug, edgeUrlOf, previewHost } from '../projects/index.js';
+import { projectHosts } from '../projects/index.js';
 
 /**
  * The URL a preview environment is served at: `http(s)://<branch-slug>--<project-slug>.<apps
@@ -14,7 +14,7 @@ export function environmentUrl(
   project: { slug: string },
   env: { name: string; type: string; branch: string | null; domain?: string | null; slug?: string | null },
 ): string {
-  if (env.type !== 'preview') return edgeUrlOf(ctx, `${project.slug}.${ctx.config.appsDomain.toLowerCase()}`, false);
-  const host = env.domain ?? previewHost(ctx, project.slug, env.slug ?? branchSlug(env.branch ?? env.name, project.slug));
-  return edgeUrlOf(ctx, host, true);
+  if (env.type !== 'preview') return projectHosts.edgeUrlOf(ctx, `${project.slug}.${ctx.config.appsDomain.toLowerCase()}`, false);
+  const host = env.domain ?? projectHosts.previewHost(ctx, project.slug, env.slug ?? projectHosts.branchSlug(env.branch ?? env.name, project.slug));
+  return projectHosts.edgeUrlOf(ctx, host, true);
 }

@@ -1,6 +1,6 @@
 import type { AppContext } from '../../context.js';
 import type { SettledDeployment } from './ports.js';
-import { projectQueries, edgeUrlOf, servingDomain } from '../projects/index.js';
+import { projectHosts, projectQueries } from '../projects/index.js';
 import * as store from './deployments.store.js';
 import { environmentUrl } from './environment-url.js';
 
@@ -56,7 +56,7 @@ async function servedUrl(ctx: AppContext, orgId: string, projectId: string, envi
   if (!(await store.currentRelease(ctx.db, orgId, projectId, environment))) return null;
   const project = await projectQueries.findProject(ctx.db, orgId, projectId);
   if (!project) return null;
-  if (environment === 'production') return edgeUrlOf(ctx, servingDomain(ctx, project.slug, await projectQueries.listDomains(ctx.db, orgId, projectId)), false);
+  if (environment === 'production') return projectHosts.edgeUrlOf(ctx, projectHosts.servingDomain(ctx, project.slug, await projectQueries.listDomains(ctx.db, orgId, projectId)), false);
   const env = await projectQueries.findEnvironment(ctx.db, orgId, projectId, environment);
   return env ? environmentUrl(ctx, project, env) : null;
 }

@@ -3,7 +3,7 @@ import type { EdgeTarget } from '../../edge/proxy.js';
 import type { StaticSite } from '../../edge/backend.js';
 import { compileRules, type CompiledRule } from '../../edge/rules.js';
 import type { Supervisor } from '../../runtime/supervisor.js';
-import { hostReads, splitPreviewLabel, type EdgeProject } from '../projects/index.js';
+import { projectHosts, hostReads, type EdgeProject } from '../projects/index.js';
 import * as store from '../deployments/index.js';
 import { appKeyOf } from '../../runtime/app-key.js';
 
@@ -78,7 +78,7 @@ export class EdgeRoutes {
       const label = host.slice(0, -suffix.length);
       if (label && !label.includes('.')) {
         project = await hostReads.projectBySlug(this.ctx.db, label);
-        const preview = project ? null : splitPreviewLabel(label);
+        const preview = project ? null : projectHosts.splitPreviewLabel(label);
         if (preview) {
           const p = await hostReads.projectBySlug(this.ctx.db, preview.projectSlug);
           const env = p ? await hostReads.environmentBySlugAnyOrg(this.ctx.db, p.id, preview.slug) : undefined;

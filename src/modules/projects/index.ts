@@ -28,8 +28,9 @@ export { newVerificationValue } from './domains.service.js';
 
 // Preview environments (contract section 16): made and changed here, served and removed by build-and-run.
 export { ensureEnvironment, environmentRecords } from './environments.service.js';
-export { branchSlug, edgeUrlOf, previewHost, splitPreviewLabel } from './preview-domains.js';
-export { servingDomain, type EnvironmentRecord } from './projects.presenters.js';
+export type { EnvironmentRecord } from './projects.presenters.js';
+// Where projects and previews are served (the serving domain, the edge's URL of a host, preview hosts).
+export { projectHosts } from './project-hosts.js';
 
 // Env vars and services for build-and-run, backups and transfers.
 export { envAad, ENV_KEY_RE, resolveEnvForRuntime } from './env.service.js';
