@@ -12,7 +12,7 @@ import path from 'node:path';
 import { environmentUrl } from '../../src/modules/deployments/index.js';
 import { getRuntime } from '../../src/modules/hosting/index.js';
 import { appKeyOf } from '../../src/runtime/app-key.js';
-import { resolveEnvForRuntime } from '../../src/modules/projects/index.js';
+import { projectEnv } from '../../src/modules/projects/index.js';
 import { assertError } from '../support/http.js';
 import { usePreviewServer } from '../support/preview-server.js';
 import { waitFor } from '../support/wait.js';
@@ -63,7 +63,7 @@ describe('a preview environment next to production', () => {
     const copied = await envVars(project.id, 'feat');
     assert.deepEqual(copied, { API_TOKEN: { value: '********', isSecret: true }, GREETING: { value: 'from-production', isSecret: false } });
     // The secret is sealed again for the preview (its AAD names the environment) and decrypts to the same value.
-    assert.equal((await resolveEnvForRuntime(ps.server.ctx, project.id, 'feat')).env.API_TOKEN, 'prod-secret-4411');
+    assert.equal((await projectEnv.resolveEnvForRuntime(ps.server.ctx, project.id, 'feat')).env.API_TOKEN, 'prod-secret-4411');
     const edit = await ps.api.patch(`/api/projects/${project.id}/env`, { environment: 'feat', upserts: [{ key: 'GREETING', value: 'from-preview' }] });
     assert.equal(edit.status, 200, edit.text);
     assert.equal((await envVars(project.id, 'production')).GREETING!.value, 'from-production');

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
-import { resolveEnvForRuntime } from '../../src/modules/projects/index.js';
+import { projectEnv } from '../../src/modules/projects/index.js';
 import { assertFitsWidth, browserSuite, openPage, pageErrors, screenshot, useDashboard, type ViewOptions } from '../support/browser.js';
 import { startDnsStub, type DnsStub } from '../support/dns-stub.js';
 import { createDeployment, createProject, createUser, type TestProject, type TestUser } from '../support/factories.js';
@@ -90,7 +90,7 @@ describe('project settings pages (env, domains, route rules, settings)', browser
         ['SECRET_KEY', '********', true],
       ],
     );
-    assert.equal((await resolveEnvForRuntime(dash.server.ctx, project.id)).env.SECRET_KEY, secret, 'stored as typed');
+    assert.equal((await projectEnv.resolveEnvForRuntime(dash.server.ctx, project.id)).env.SECRET_KEY, secret, 'stored as typed');
 
     await page.reload();
     await page.getByRole('button', { name: 'Replace the value of SECRET_KEY' }).waitFor();
@@ -111,7 +111,7 @@ describe('project settings pages (env, domains, route rules, settings)', browser
     await fresh.fill(`${secret}-2`);
     await page.getByRole('button', { name: 'Save changes' }).click();
     await toast(page, 'Saved 1 change to production');
-    await waitFor(async () => (await resolveEnvForRuntime(dash.server.ctx, project.id)).env.SECRET_KEY === `${secret}-2`, 'the replaced secret');
+    await waitFor(async () => (await projectEnv.resolveEnvForRuntime(dash.server.ctx, project.id)).env.SECRET_KEY === `${secret}-2`, 'the replaced secret');
     assert.deepEqual(pageErrors(page), []);
     await context.close();
   });
@@ -192,7 +192,7 @@ describe('project settings pages (env, domains, route rules, settings)', browser
         ['LOG_LEVEL', 'debug', false],
       ],
     );
-    assert.equal((await resolveEnvForRuntime(dash.server.ctx, project.id)).env.API_TOKEN, 'tok-2');
+    assert.equal((await projectEnv.resolveEnvForRuntime(dash.server.ctx, project.id)).env.API_TOKEN, 'tok-2');
 
     await page.getByRole('button', { name: 'Redeploy now' }).click();
     const follow = page.getByRole('link', { name: /^Follow deployment / });

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Obj, Str } from '../../http/schemas.js';
-import { ENV_KEY_RE } from '../projects/index.js';
+import { projectEnv } from '../projects/index.js';
 
 /**
  * A project bundle: everything a transfer moves (config, source, env with secret values, domains,
@@ -48,7 +48,7 @@ export const BundleSchema = Obj({
   env: Type.Array(
     Obj({
       environment: Str({ min: 1, max: 64 }),
-      key: Str({ min: 1, max: 256, pattern: ENV_KEY_RE.source }),
+      key: Str({ min: 1, max: 256, pattern: projectEnv.ENV_KEY_RE.source }),
       value: Str({ max: 128 * 1024 }),
       isSecret: Type.Boolean(),
     }),

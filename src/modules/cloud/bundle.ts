@@ -3,7 +3,7 @@ import type { Db } from '../../db/client.js';
 import { invalid } from '../../lib/errors.js';
 import { decryptSecret, encryptSecret, type Keyring } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
-import { projectQueries, projectTransfers, buildConfigOf, envAad, newVerificationValue, type ProjectRows } from '../projects/index.js';
+import { projectEnv, projectQueries, projectTransfers, buildConfigOf, newVerificationValue, type ProjectRows } from '../projects/index.js';
 import { currentForProject } from '../uploads/index.js';
 import type { Bundle } from './bundle.schema.js';
 
@@ -61,7 +61,7 @@ export function bundleFromRows(keyring: Keyring, rows: BundleRows): Bundle {
     env: rows.envVars.map((v) => ({
       environment: v.environment,
       key: v.key,
-      value: decryptSecret(keyring, v.value, envAad(v.projectId, v.environment, v.key)),
+      value: decryptSecret(keyring, v.value, projectEnv.envAad(v.projectId, v.environment, v.key)),
       isSecret: v.isSecret === 1,
     })),
     domains: rows.domains.map((d) => ({ domain: d.domain, primary: d.isPrimary === 1 })),
@@ -209,7 +209,7 @@ export async function writeBundle(tx: Db, keyring: Keyring, b: Bundle, o: WriteB
       projectId: id,
       environment: v.environment,
       key: v.key,
-      value: encryptSecret(keyring, v.value, envAad(id, v.environment, v.key)),
+      value: encryptSecret(keyring, v.value, projectEnv.envAad(id, v.environment, v.key)),
       isSecret: v.isSecret ? 1 : 0,
       createdAt: o.now,
       updatedAt: o.now,

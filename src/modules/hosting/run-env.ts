@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import { resolveEnvForRuntime } from '../projects/index.js';
+import { projectEnv } from '../projects/index.js';
 import { managedServiceEnv } from '../services/index.js';
 
 /**
@@ -9,6 +9,6 @@ import { managedServiceEnv } from '../services/index.js';
  * of both to redact from build output and logs (the services' passwords and URLs among them).
  */
 export async function envForRun(ctx: AppContext, orgId: string, projectId: string, environment: string): Promise<{ env: Record<string, string>; secrets: string[] }> {
-  const [own, services] = await Promise.all([resolveEnvForRuntime(ctx, projectId, environment), managedServiceEnv(ctx, orgId, projectId)]);
+  const [own, services] = await Promise.all([projectEnv.resolveEnvForRuntime(ctx, projectId, environment), managedServiceEnv(ctx, orgId, projectId)]);
   return { env: { ...services.env, ...own.env }, secrets: [...new Set([...own.secrets, ...services.secrets])] };
 }

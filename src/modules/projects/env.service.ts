@@ -222,3 +222,9 @@ export async function resolveEnvForRuntime(ctx: AppContext, projectId: string, e
   }
   return { env, secrets };
 }
+
+/**
+ * For other areas, as one object: what a build and a release run with (`resolveEnvForRuntime`), and
+ * for a transfer's bundle the rule of a key and the sealing's associated data.
+ */
+export const projectEnv = { resolveEnvForRuntime, ENV_KEY_RE, envAad } as const;

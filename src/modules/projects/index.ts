@@ -33,7 +33,7 @@ export type { EnvironmentRecord } from './projects.presenters.js';
 export { projectHosts } from './project-hosts.js';
 
 // Env vars and services for build-and-run, backups and transfers.
-export { envAad, ENV_KEY_RE, resolveEnvForRuntime } from './env.service.js';
+export { projectEnv } from './env.service.js';
 export { attachedServices, dataVolume, resolveService } from './services.service.js';
 
 // The git provider's reads and changes of linked projects (push, uninstall, repository removed, webhook deleted).
