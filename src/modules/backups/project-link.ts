@@ -1,7 +1,7 @@
 import type { ResourceRef } from '../../authz/authorize.js';
 import type { AppContext } from '../../context.js';
 import type { Db } from '../../db/client.js';
-import { projectQueries, projectGrantKeys, resolveService } from '../projects/index.js';
+import { attachedServices, projectQueries, projectGrantKeys } from '../projects/index.js';
 import { managedBackups } from '../services/index.js';
 
 /**
@@ -10,10 +10,11 @@ import { managedBackups } from '../services/index.js';
  * whether a project still lives on this instance, and what runs it.
  */
 
-export { dataVolume } from '../projects/index.js';
+export { managedBackups } from '../services/index.js';
 /** The ids of the projects moved to the cloud, as a subquery (their backups run there). */
 export const cloudProjectIds = projectQueries.cloudProjectIds;
-export { managedBackups } from '../services/index.js';
+/** The project's `data` volume service (every project has it; made now for rows older than it). */
+export const dataVolume = attachedServices.dataVolume;
 
 /** What a policy backs up: the data volume, an attached database, or a managed service (`managed` its row). */
 export interface BackupTarget {
@@ -40,7 +41,7 @@ export function parentProjectRef(orgId: string, projectId: string): ResourceRef 
 
 /** A database service's connection URL, opened (the projects area seals it). */
 export async function serviceConnectionUrl(ctx: AppContext, orgId: string, projectId: string, serviceId: string): Promise<string | null> {
-  return (await resolveService(ctx, orgId, projectId, serviceId)).connectionUrl;
+  return (await attachedServices.resolve(ctx, orgId, projectId, serviceId)).connectionUrl;
 }
 
 /** Whether the project exists here and was not moved to the cloud (its backups run there then). */

@@ -34,7 +34,7 @@ export { projectHosts } from './project-hosts.js';
 
 // Env vars and services for build-and-run, backups and transfers.
 export { projectEnv } from './env.service.js';
-export { attachedServices, dataVolume, resolveService } from './services.service.js';
+export { attachedServices } from './services.service.js';
 
 // The git provider's reads and changes of linked projects (push, uninstall, repository removed, webhook deleted).
 export { gitLinks, type LinkedProject } from './git-links.js';

@@ -88,5 +88,9 @@ export async function dataVolume(ctx: Pick<AppContext, 'db'>, orgId: string, pro
   return serviceRecord((await store.findServiceByName(ctx.db, orgId, projectId, 'data'))!);
 }
 
-/** For the services area (its routes list and attach through these): outside databases and the data volume. */
-export const attachedServices = { attach: createService, list: listServices };
+/**
+ * A project's own services (outside databases and the data volume) for other areas, as one object:
+ * the services area lists and attaches through it, backups find the data volume and open a database's
+ * connection URL (`resolve`, never over HTTP).
+ */
+export const attachedServices = { attach: createService, list: listServices, resolve: resolveService, dataVolume } as const;
