@@ -1,7 +1,7 @@
 import type { ResourceRef } from '../../authz/authorize.js';
 import type { AppContext } from '../../context.js';
 import type { Db } from '../../db/client.js';
-import { attachedServices, projectQueries, projectGrantKeys } from '../projects/index.js';
+import { projectAuthz, attachedServices, projectQueries } from '../projects/index.js';
 import { managedBackups } from '../services/index.js';
 
 /**
@@ -36,7 +36,7 @@ export async function findTarget(db: Db, orgId: string, projectId: string, servi
 
 /** The authorization ref of a project: records under it carry its grant keys. */
 export function parentProjectRef(orgId: string, projectId: string): ResourceRef {
-  return { orgId, grantKeys: projectGrantKeys(projectId) };
+  return { orgId, grantKeys: projectAuthz.grantKeys(projectId) };
 }
 
 /** A database service's connection URL, opened (the projects area seals it). */

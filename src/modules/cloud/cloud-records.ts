@@ -3,7 +3,7 @@ import { authorize } from '../../authz/authorize.js';
 import type { AppContext } from '../../context.js';
 import { resourceInfo, type AnyRoute, type ModuleDef, type ResolvedResource, type ResourceInfo, type ResourceResolver } from '../../http/route.js';
 import { AppError } from '../../lib/errors.js';
-import { projectQueries, projectRef, type ProjectRow } from '../projects/index.js';
+import { projectAuthz, projectQueries, type ProjectRow } from '../projects/index.js';
 import { findCloudLinkByCloudId, orgHasCloudLinks } from './cloud.store.js';
 import { linkJson, unreachable } from './link.js';
 
@@ -134,7 +134,7 @@ export async function cloudRecordTarget(ctx: AppContext, actor: Actor, def: AnyR
   const project = await projectQueries.findProject(ctx.db, actor.orgId, mapping.projectId);
   if (!project || project.location !== 'cloud') return null;
 
-  const parent = projectRef(project);
+  const parent = projectAuthz.ref(project);
   const ref: ResolvedResource = { ...parent, kind: source.kind, id, record: { id, projectId: project.id, cloudProjectId, location: 'cloud' }, parents: { project: parent } };
   authorizeAsDeclared(actor, def, ref);
   return { project, ref };

@@ -3,7 +3,7 @@ import { DEPLOYMENTS_PORTS } from './ports.js';
 import type { AppContext } from '../../context.js';
 import { defineRoute, type ModuleDef, type ResolvedResource } from '../../http/route.js';
 import { Id, IdParams, Obj, Str } from '../../http/schemas.js';
-import { projectRef } from '../projects/index.js';
+import { projectAuthz } from '../projects/index.js';
 import { DeploymentSchema, DeploymentSessionSchema, IssuedTokenSchema } from './deployments.presenters.js';
 import * as service from './deployments.service.js';
 import * as store from './deployments.store.js';
@@ -23,7 +23,7 @@ declare module '../../http/route.js' {
 async function resolveDeployment(ctx: AppContext, orgId: string, id: string): Promise<ResolvedResource<'deployment'> | null> {
   const d = await store.findDeployment(ctx.db, orgId, id);
   if (!d) return null;
-  const project = projectRef({ id: d.projectId, orgId: d.orgId });
+  const project = projectAuthz.ref({ id: d.projectId, orgId: d.orgId });
   return { ...project, kind: 'deployment', id: d.id, record: d, parents: { project } };
 }
 

@@ -11,7 +11,7 @@ export { buildConfigOf, ProjectSchema, type ProjectRecord } from './projects.pre
 
 // Reading projects (every lookup scoped by org unless named AnyOrg: queries.ts) and authorizing on them.
 export { projectQueries } from './queries.js';
-export { projectRef, projectGrantKeys } from './projects.resolvers.js';
+export { projectAuthz } from './projects.resolvers.js';
 // The decrypted clone credential of a project, for the build only.
 export { resolveCloneCredential } from './git.service.js';
 export { slugify } from './validate.js';

@@ -11,12 +11,15 @@ export function projectGrantKeys(projectId: string): GrantKey[] {
 
 /**
  * A resource ref for a project row, for authorize()/can(). Other areas build refs for records under a
- * project with `{ ...projectRef(project), kind: 'backup_policy', id: policy.id, record: policy }`, so that a
+ * project with `{ ...projectAuthz.ref(project), kind: 'backup_policy', id: policy.id, record: policy }`, so that a
  * grant on the project covers them.
  */
 export function projectRef(row: { id: string; orgId: string }): ResolvedResource {
   return { kind: 'project', id: row.id, orgId: row.orgId, grantKeys: projectGrantKeys(row.id), record: row };
 }
+
+/** For other areas, as one object: a project's ref for authorize()/can(), and its grant keys. */
+export const projectAuthz = { ref: projectRef, grantKeys: projectGrantKeys } as const;
 
 declare module '../../http/route.js' {
   interface ResourceKinds {

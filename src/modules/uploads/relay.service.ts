@@ -14,7 +14,7 @@ import { randomString } from '../../lib/ids.js';
 import { ExtractError } from '../../lib/tar/extract-error.js';
 import { SafeExtractor } from '../../lib/tar/extractor.js';
 import { DEFAULT_LIMITS } from '../../lib/tar/limits.js';
-import { projectQueries, projectRef } from '../projects/index.js';
+import { projectAuthz, projectQueries } from '../projects/index.js';
 import { MAX_UPLOAD_BYTES, stagedDir, UPLOAD_CONTENT_TYPES, UPLOAD_TOKEN_HEADER, UPLOADED_TTL_MS, uploadsRoot, type Deps } from './upload-layout.js';
 import { orgFull, othersInFlight, REPORT_EVERY_BYTES, REPORT_EVERY_MS } from './upload-quota.js';
 import * as store from './uploads.store.js';
@@ -50,7 +50,7 @@ export async function authenticateUpload(ctx: AppContext, sessionId: string, tok
   const creator = await ctx.ports.auth.memberActor(ctx, row.orgId, row.createdBy);
   if (!creator) throw badToken();
   const project = row.projectId ? await projectQueries.findProject(ctx.db, row.orgId, row.projectId) : undefined;
-  if (row.projectId ? !project || !can(creator, 'project:write', projectRef(project)) : !can(creator, 'project:write')) {
+  if (row.projectId ? !project || !can(creator, 'project:write', projectAuthz.ref(project)) : !can(creator, 'project:write')) {
     throw forbidden('the member who opened this upload session may no longer write this project (project:write)');
   }
   if (row.status === 'uploaded' || row.status === 'consumed') throw conflict('this session already holds an upload: open a new session');
