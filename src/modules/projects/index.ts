@@ -1,7 +1,9 @@
 /**
  * The projects area's surface: the only file other areas import. Project rows and records, the
- * functions other areas use to read or change projects, and the ports the area defines (implemented
- * by other areas through their module's `provides`).
+ * functions other areas use to read or change projects (related ones grouped into one named object
+ * each: `projectQueries`, `projectAuthz`, `hostReads`, `projectHosts`, `projectEnv`, `attachedServices`,
+ * `gitLinks`, `projectTransfers`), and the ports the area defines (implemented by other areas through
+ * their module's `provides`; the types the ports' methods answer are reached through the ports).
  */
 export { projectsModule } from './projects.routes.js';
 
@@ -9,7 +11,8 @@ export { projectsModule } from './projects.routes.js';
 export type { ProjectRow } from './queries.js';
 export { buildConfigOf, ProjectSchema, type ProjectRecord } from './projects.presenters.js';
 
-// Reading projects (every lookup scoped by org unless named AnyOrg: queries.ts) and authorizing on them.
+// Reading projects (every lookup scoped by org unless named AnyOrg: queries.ts) and authorizing on them
+// (a project's ref and grant keys).
 export { projectQueries } from './queries.js';
 export { projectAuthz } from './projects.resolvers.js';
 // The decrypted clone credential of a project, for the build only.
@@ -32,7 +35,8 @@ export type { EnvironmentRecord } from './projects.presenters.js';
 // Where projects and previews are served (the serving domain, the edge's URL of a host, preview hosts).
 export { projectHosts } from './project-hosts.js';
 
-// Env vars and services for build-and-run, backups and transfers.
+// Env vars (what a run gets; a transfer's key rule and sealing) and a project's own services (the
+// services area lists and attaches; backups find the data volume and open a database's URL).
 export { projectEnv } from './env.service.js';
 export { attachedServices } from './services.service.js';
 
@@ -40,9 +44,9 @@ export { attachedServices } from './services.service.js';
 export { gitLinks, type LinkedProject } from './git-links.js';
 
 // Ports this area defines.
-export type { GitPort, GitRepository, GitBranch, GitWebhook } from './git-port.js';
+export type { GitPort } from './git-port.js';
 export { GitRepositorySchema } from './config.presenters.js';
-export type { RuntimePort, RuntimeState, RoutingResult } from './runtime-port.js';
+export type { RuntimePort, RuntimeState } from './runtime-port.js';
 export type { ProjectDependent } from './dependents.js';
 export type { DeploymentHistoryPort } from './history-port.js';
 export type { UploadSourcePort } from './upload-port.js';
