@@ -78,6 +78,8 @@ export interface BuildOptions {
 }
 
 /** Builds the Fastify instance with every module registered; does not listen (tests use it). */
+// Long on purpose: the server assembled in the order it must be (parsers, context, hooks, error handler,
+// modules), one registration after another; split, the order would be spread over files.
 export async function buildApp(config: Config, opts: BuildOptions = {}): Promise<FastifyInstance> {
   const log = opts.logger ?? createLogger(config.logLevel);
   const keyring = new Keyring(resolveSecretKey(config), config.previousSecretKeys);

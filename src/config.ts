@@ -172,6 +172,7 @@ export function parseSecretKey(value: string, name = 'BERTH_SECRET_KEY'): Buffer
 }
 
 /** Flags win over environment variables, which win over defaults (contract section 1). */
+// Long on purpose: every BERTH_* variable read in one place, one declaration after another.
 export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = process.env): Config {
   const host = flags.host ?? env.BERTH_HOST ?? '127.0.0.1';
   const port = parsePort(flags.port ?? env.BERTH_PORT, 'port', 7300);

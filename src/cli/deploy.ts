@@ -269,6 +269,41 @@ export async function followDeployment(client: ApiClient, project: { id: string;
 
 // ---------------------------------------------------------------- the command
 
+/**
+ * Packs the folder into `tmp`, uploads it, scans it and ensures the project (a new one takes the
+ * detected config; an existing one keeps its own settings, the server filling the ones it leaves
+ * empty from the scan); the folder is linked from then on, whatever the build does.
+ */
+async function uploadAndEnsure(client: ApiClient, root: string, tmp: string, target: Choice, opts: DeployOptions) {
+  const list = listFiles(root);
+  for (const s of list.skipped) note(`skipped ${s.path}: ${s.reason}`);
+  const archive = path.join(tmp, 'source.tar.gz');
+  const size = await packFiles(root, list, archive);
+  note(`packed ${list.files.length} files (${human(list.bytes)}, ${human(size)} compressed)`);
+  const session = await answer(
+    client.api.POST('/api/projects/folder/session', { body: { sizeBytes: size, ...(target.existing ? { projectId: target.existing.id } : { name: target.name }) } }),
+  );
+  await uploadFile(session, archive, size);
+  rmSync(tmp, { recursive: true, force: true });
+
+  const scan = await answer(client.api.POST('/api/projects/folder/scan/{sessionId}', { params: { path: { sessionId: session.sessionId } } }));
+  note(
+    `detected ${scan.framework ?? scan.runtime ?? 'nothing known'}${scan.packageManager ? ` (${scan.packageManager})` : ''}` +
+      `${scan.monorepo ? `, a ${scan.monorepo} workspace` : ''}; build: ${scan.buildCommand ?? '-'}; start: ${scan.startCommand ?? (scan.outputDirectory ? `static files in ${scan.outputDirectory}` : '-')}`,
+  );
+  const config: Record<string, unknown> = {};
+  for (const k of CONFIG_KEYS) if (scan[k] !== null && scan[k] !== undefined && scan[k] !== '') config[k] = scan[k];
+  const body = target.existing
+    ? { projectId: target.existing.id, gitProvider: 'upload', sessionId: session.sessionId }
+    : { name: target.name, ...config, gitProvider: 'upload', sessionId: session.sessionId };
+  const project = await answer(client.api.POST('/api/projects/ensure', { body }));
+  note(target.existing ? `updated project ${project.slug} (${project.id})` : `created project ${project.slug} (${project.id})`);
+  const orgId = project.orgId ?? (await answer(client.api.GET('/api/auth/me'))).org?.id;
+  if (orgId) writeLink(root, { projectId: project.id, orgId, server: client.server });
+  await saveCommandFlags(client, project, opts);
+  return { project, sessionId: session.sessionId };
+}
+
 export async function deploy(dir: string, opts: DeployOptions): Promise<number> {
   const root = path.resolve(dir);
   let isDir = false;
@@ -298,42 +333,14 @@ export async function deploy(dir: string, opts: DeployOptions): Promise<number> 
     // environment is created once the project exists (after the ensure).
     if (opts.env !== 'production') checkEnvironmentName(opts.env);
 
-    // Pack and upload.
-    const list = listFiles(root);
-    for (const s of list.skipped) note(`skipped ${s.path}: ${s.reason}`);
-    const archive = path.join(tmp, 'source.tar.gz');
-    const size = await packFiles(root, list, archive);
-    note(`packed ${list.files.length} files (${human(list.bytes)}, ${human(size)} compressed)`);
-    const session = await answer(
-      client.api.POST('/api/projects/folder/session', { body: { sizeBytes: size, ...(target.existing ? { projectId: target.existing.id } : { name: target.name }) } }),
-    );
-    await uploadFile(session, archive, size);
-    rmSync(tmp, { recursive: true, force: true });
-
-    // Scan, then ensure: a new project takes the detected config; an existing one keeps its own
-    // settings (the server fills the ones it leaves empty from the scan).
-    const scan = await answer(client.api.POST('/api/projects/folder/scan/{sessionId}', { params: { path: { sessionId: session.sessionId } } }));
-    note(
-      `detected ${scan.framework ?? scan.runtime ?? 'nothing known'}${scan.packageManager ? ` (${scan.packageManager})` : ''}` +
-        `${scan.monorepo ? `, a ${scan.monorepo} workspace` : ''}; build: ${scan.buildCommand ?? '-'}; start: ${scan.startCommand ?? (scan.outputDirectory ? `static files in ${scan.outputDirectory}` : '-')}`,
-    );
-    const config: Record<string, unknown> = {};
-    for (const k of CONFIG_KEYS) if (scan[k] !== null && scan[k] !== undefined && scan[k] !== '') config[k] = scan[k];
-    const body = target.existing
-      ? { projectId: target.existing.id, gitProvider: 'upload', sessionId: session.sessionId }
-      : { name: target.name, ...config, gitProvider: 'upload', sessionId: session.sessionId };
-    const project = await answer(client.api.POST('/api/projects/ensure', { body }));
-    note(target.existing ? `updated project ${project.slug} (${project.id})` : `created project ${project.slug} (${project.id})`);
-    // The folder is linked from now on, whatever the build does.
-    const orgId = project.orgId ?? (await answer(client.api.GET('/api/auth/me'))).org?.id;
-    if (orgId) writeLink(root, { projectId: project.id, orgId, server: client.server });
-    await saveCommandFlags(client, project, opts);
+    // Pack, upload, scan and ensure the project.
+    const { project, sessionId } = await uploadAndEnsure(client, root, tmp, target, opts);
     if (opts.env !== 'production') await ensureEnvironment(client, project.id, opts.env);
 
     // Deploy.
     // The session again, as the seed's flow does: the ensure already made it the source (a no-op for
     // the upload, contract section 12), and the deployment is recorded as triggered by an upload.
-    const queued = await answer(client.api.POST('/api/deployments', { body: { projectId: project.id, environment: opts.env, sessionId: session.sessionId, ...(opts.cache === false ? { noCache: true } : {}) } }));
+    const queued = await answer(client.api.POST('/api/deployments', { body: { projectId: project.id, environment: opts.env, sessionId, ...(opts.cache === false ? { noCache: true } : {}) } }));
     deploymentId = queued.id;
     if (!opts.wait) {
       if (opts.json) printJson({ project, deployment: queued, url: null });

@@ -121,6 +121,8 @@ export class EdgeServer {
    * request and response, passed as these types: this code keeps to what both offer, and writes no
    * connection-specific header when `req.httpVersionMajor` is 2).
    */
+  // Long on purpose: the edge's hot path, its decisions in the order they apply (cap, ACME, host, peer, HTTPS,
+  // rules, static, upstream), sharing the request's log state (answer, finish) that a split would pass around.
   async handleRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const started = performance.now();
     const h2 = req.httpVersionMajor === 2;
@@ -128,18 +130,7 @@ export class EdgeServer {
     // edge saw them; the other instance's connections carry many clients, so they are not capped.
     const hop = readHop(req, this.backend.hopToken);
     // Over the per-address connection cap: one 503, then the connection closes.
-    if (isOverCap(req.socket) && !hop) {
-      const body = page('Too many connections', OVER_CAP);
-      const headers: http.OutgoingHttpHeaders = { 'content-type': 'text/html; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), 'cache-control': 'no-store', 'retry-after': '5' };
-      if (!h2) {
-        res.shouldKeepAlive = false;
-        headers.connection = 'close';
-      }
-      res.writeHead(503, headers);
-      res.end(body);
-      if (h2) (req as unknown as { stream: { session?: { close(): void } } }).stream.session?.close();
-      return;
-    }
+    if (isOverCap(req.socket) && !hop) return refuseOverCap(req, res, h2);
     const secure = hop ? hop.secure : isSecure(req);
     // ACME HTTP-01 (plain HTTP, any host): before the host's project, its rules and any redirect.
     if (!secure && this.backend.acmeChallenge && req.url?.startsWith(ACME_CHALLENGE_PREFIX) && (req.method === 'GET' || req.method === 'HEAD')) {
@@ -222,17 +213,7 @@ export class EdgeServer {
       }
       // undici is loaded on the first proxied request (a server that proxies nothing never loads it).
       const undici = undiciIfLoaded() ?? (await loadUndici());
-      const headers: Record<string, string | string[]> = {};
-      for (const k in req.headers) {
-        const v = req.headers[k];
-        if (v !== undefined && !REQUEST_DROP.has(k) && k.charCodeAt(0) !== 58 /* ':' HTTP/2 pseudo-headers */) headers[k] = v;
-      }
-      // HTTP/2 names the host in `:authority`; the app gets it as `Host`.
-      if (headers.host === undefined && authority !== undefined) headers.host = authority;
-      headers['x-forwarded-for'] = ip;
-      headers['x-forwarded-proto'] = hop ? (hop.secure ? 'https' : 'http') : forwardedProto(req, this.limits.trustedProxies);
-      headers['x-forwarded-host'] = authority ?? host;
-      headers['x-real-ip'] = ip;
+      const headers = upstreamHeaders(req, authority, host, ip, hop ? (hop.secure ? 'https' : 'http') : forwardedProto(req, this.limits.trustedProxies));
       res.once('close', this.open.open(target.projectId));
       const hasBody = req.method !== 'GET' && req.method !== 'HEAD' && (req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined);
       if (hasBody) this.watchBody(req, res, h2);
@@ -287,4 +268,33 @@ export class EdgeServer {
       if (!res.writableFinished) socket.setTimeout(0);
     });
   }
+}
+
+/** Over the per-address connection cap: one 503, then the connection closes. */
+function refuseOverCap(req: http.IncomingMessage, res: http.ServerResponse, h2: boolean): void {
+  const body = page('Too many connections', OVER_CAP);
+  const headers: http.OutgoingHttpHeaders = { 'content-type': 'text/html; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), 'cache-control': 'no-store', 'retry-after': '5' };
+  if (!h2) {
+    res.shouldKeepAlive = false;
+    headers.connection = 'close';
+  }
+  res.writeHead(503, headers);
+  res.end(body);
+  if (h2) (req as unknown as { stream: { session?: { close(): void } } }).stream.session?.close();
+}
+
+/** The request's headers as the app gets them: hop-by-hop and HTTP/2 pseudo-headers dropped, the client named. */
+function upstreamHeaders(req: http.IncomingMessage, authority: string | undefined, host: string, ip: string, proto: string): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = {};
+  for (const k in req.headers) {
+    const v = req.headers[k];
+    if (v !== undefined && !REQUEST_DROP.has(k) && k.charCodeAt(0) !== 58 /* ':' HTTP/2 pseudo-headers */) headers[k] = v;
+  }
+  // HTTP/2 names the host in `:authority`; the app gets it as `Host`.
+  if (headers.host === undefined && authority !== undefined) headers.host = authority;
+  headers['x-forwarded-for'] = ip;
+  headers['x-forwarded-proto'] = proto;
+  headers['x-forwarded-host'] = authority ?? host;
+  headers['x-real-ip'] = ip;
+  return headers;
 }

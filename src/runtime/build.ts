@@ -143,6 +143,8 @@ export async function runBuild(input: BuildInput): Promise<BuildResult> {
   }
 }
 
+// Long on purpose: a build's phases in order (source, plan, host checks, steps in one box, output) share its
+// folders, redactor and process budget; the phases' work is in build-*.ts, what stays here is their order.
 async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Promise<BuildResult> {
   const redact = new Redactor(input.secrets);
   const note = (line: string) => input.log('stdout', `[berth] ${redact.redactString(line)}`);

@@ -47,6 +47,8 @@ async function findDestination(client: ApiClient, ref: string): Promise<Destinat
 }
 
 /** `berth backups list|run|destinations|policies|restore`. */
+// Long on purpose: the CLI's backup commands declared one after another (commander's chain); each
+// action is a few lines, and the list reads as the command's help.
 export function registerBackupCommands(program: Command): void {
   const backups = program.command('backups').description('backup destinations, policies, runs and restores');
 

@@ -60,6 +60,8 @@ async function findInvitation(client: ApiClient, ref: string): Promise<Invitatio
 
 const grantText = (g: { resourceType: string; resourceId: string; permissions: string[] }): string => `${g.resourceType}:${g.resourceId}:${g.permissions.join(',')}`;
 
+// Long on purpose: the CLI's member commands declared one after another (commander's chain); each
+// action is a few lines, and the list reads as the command's help.
 export function registerMemberCommands(program: Command): void {
   const members = program.command('members').description('the members of your org and their roles (owners and admins)');
   members

@@ -5,14 +5,14 @@ import type { AppContext } from '../../context.js';
 import { nowIso } from '../../lib/ids.js';
 import { backupsRuntime } from './backups.runtime.js';
 import * as store from './backups.store.js';
-import type { RestoreRow } from './backups.store.js';
+import type { RestoreRow, RunRow } from './backups.store.js';
 import { downloadTo, extractArtifact } from './artifacts.js';
 import { storageOf } from './destination-storage.js';
 import { Cancelled, serviceTarget, STOPPING, stoppedBy, volumeDir, watch } from './execution.js';
 import { describeFailure, logDetail } from './failures.js';
 import { pgRestoreFile } from './pg-tools.js';
 import { findTarget, managedBackups, projectRuntime } from './project-link.js';
-import { ArtifactChangedError } from './storage.js';
+import { ArtifactChangedError, type Storage } from './storage.js';
 import { assertVolumeHere, repairVolume, stagingFor, swapIn } from './volume-archive.js';
 
 /**
@@ -30,6 +30,68 @@ async function moveRestore(ctx: Ctx, r: RestoreRow, from: string, to: string, ex
   const ok = await store.moveRestore(ctx.db, r.orgId, r.id, [from], { ...extra, status: to, updatedAt: at });
   if (ok) events.publish(`restore:${r.id}`, { type: 'transition', data: { from, to, at } });
   return ok;
+}
+
+type Target = NonNullable<Awaited<ReturnType<typeof findTarget>>>;
+type Progress = (phase: string, totalBytes?: number) => (bytes: number) => void;
+/** What a restore leaves to remove: the downloaded artifact, a managed service's fresh data folder (until swapped in). */
+interface Leftovers {
+  staging: string | null;
+  freshDir: string | null;
+}
+
+/**
+ * Downloads the artifact beside the target and checks it against its recorded hash (or, for a
+ * volume prepare pinned, that it is still the same file); a managed service's fresh instance is made
+ * from it and checked. Nothing the project uses has changed yet.
+ */
+async function stageArtifact(ctx: Ctx, r: RestoreRow, run: RunRow, svc: Target, storage: Storage, progress: Progress, signal: AbortSignal, left: Leftovers): Promise<void> {
+  const { events } = backupsRuntime(ctx);
+  const total = run.sizeBytes == null ? undefined : Number(run.sizeBytes);
+  if (svc.managed) {
+    // A fresh instance of the same kind and version is made from the artifact beside the service's
+    // data and checked (it answers, it holds the artifact's tables or keys) before anything changes.
+    left.staging = path.join(ctx.config.dataDir, 'tmp', `restore-${r.id}${managedBackups.extension(svc.kind)}`);
+    const got = await downloadTo(storage, run.artifactKey!, left.staging, progress('download', total), signal);
+    if (got.sha256 !== run.sha256) throw new Error('the artifact does not match its recorded sha256');
+    if (signal.aborted) throw new Cancelled();
+    events.publish(`restore:${r.id}`, { type: 'progress', data: { phase: 'restore', bytes: total ?? 0, ...(total !== undefined ? { totalBytes: total } : {}) } });
+    left.freshDir = managedBackups.paths(ctx, svc.managed, r.id).staging;
+    await managedBackups.prepareFresh(ctx, svc.managed, left.staging, left.freshDir, `restore-${r.id}`);
+  } else if (svc.kind === 'postgres') {
+    left.staging = path.join(ctx.config.dataDir, 'tmp', `restore-${r.id}.dump`);
+    const got = await downloadTo(storage, run.artifactKey!, left.staging, progress('download', total), signal);
+    if (got.sha256 !== run.sha256) throw new Error('the artifact does not match its recorded sha256');
+  } else {
+    const target = volumeDir(ctx, run.projectId, svc.name);
+    assertVolumeHere(target);
+    left.staging = await stagingFor(target, r.id);
+    // Prepare hashed the artifact; where it also pinned the exact file, apply reads that file
+    // without a second hash pass and checks it is still the same file afterwards.
+    const pinned = r.artifactIdentity && storage.getPinned && storage.identity ? r.artifactIdentity : undefined;
+    const got = await extractArtifact(storage, run.artifactKey!, left.staging, progress('download', total), signal, pinned);
+    if (pinned) {
+      if ((total !== undefined && got.sizeBytes !== total) || (await storage.identity!(run.artifactKey!)) !== pinned) throw new ArtifactChangedError();
+    } else if (got.sha256 !== run.sha256) throw new Error('the artifact does not match its recorded sha256');
+  }
+}
+
+/** Puts the staged data in place (the project offline); returns the folder of the data it replaced, if any. */
+async function swapInStaged(ctx: Ctx, r: RestoreRow, run: RunRow, svc: Target, staging: string, signal: AbortSignal): Promise<string | null> {
+  const { events } = backupsRuntime(ctx);
+  const total = run.sizeBytes == null ? undefined : Number(run.sizeBytes);
+  if (svc.managed) {
+    return await managedBackups.swapFresh(ctx, svc.managed, r.id);
+  } else if (svc.kind === 'postgres') {
+    events.publish(`restore:${r.id}`, { type: 'progress', data: { phase: 'restore', bytes: total ?? 0, ...(total !== undefined ? { totalBytes: total } : {}) } });
+    const target = await serviceTarget(ctx, svc);
+    await pgRestoreFile(target.url, staging, signal, target.hostaddr);
+    return null;
+  } else {
+    const target = volumeDir(ctx, run.projectId, svc.name);
+    await mkdir(path.dirname(target), { recursive: true });
+    return (await swapIn(staging, target, r.id)).old;
+  }
 }
 
 export async function executeRestore(ctx: Ctx, restoreId: string, orgId: string, jobSignal?: AbortSignal): Promise<void> {
@@ -50,11 +112,9 @@ export async function executeRestore(ctx: Ctx, restoreId: string, orgId: string,
   const signal = abort.signal;
   const progress = (phase: string, totalBytes?: number) => (bytes: number) =>
     events.publish(`restore:${r.id}`, { type: 'progress', data: { phase, bytes, ...(totalBytes !== undefined ? { totalBytes } : {}) } });
-  let staging: string | null = null;
+  const left: Leftovers = { staging: null, freshDir: null };
   let restartProject = false;
   let oldDir: string | null = null;
-  /** A managed service's fresh data folder, until it was swapped in. */
-  let freshDir: string | null = null;
   let outcome: { to: string; error?: string } = { to: 'failed', error: 'interrupted' };
   const runtime = projectRuntime(ctx);
   try {
@@ -65,33 +125,7 @@ export async function executeRestore(ctx: Ctx, restoreId: string, orgId: string,
     const svc = await findTarget(ctx.db, orgId, run.projectId, run.serviceId);
     if (!svc) throw new Error('the service no longer exists');
     const storage = await storageOf(ctx, dest);
-    const total = run.sizeBytes == null ? undefined : Number(run.sizeBytes);
-    if (svc.managed) {
-      // A fresh instance of the same kind and version is made from the artifact beside the service's
-      // data and checked (it answers, it holds the artifact's tables or keys) before anything changes.
-      staging = path.join(ctx.config.dataDir, 'tmp', `restore-${r.id}${managedBackups.extension(svc.kind)}`);
-      const got = await downloadTo(storage, run.artifactKey, staging, progress('download', total), signal);
-      if (got.sha256 !== run.sha256) throw new Error('the artifact does not match its recorded sha256');
-      if (signal.aborted) throw new Cancelled();
-      events.publish(`restore:${r.id}`, { type: 'progress', data: { phase: 'restore', bytes: total ?? 0, ...(total !== undefined ? { totalBytes: total } : {}) } });
-      freshDir = managedBackups.paths(ctx, svc.managed, r.id).staging;
-      await managedBackups.prepareFresh(ctx, svc.managed, staging, freshDir, `restore-${r.id}`);
-    } else if (svc.kind === 'postgres') {
-      staging = path.join(ctx.config.dataDir, 'tmp', `restore-${r.id}.dump`);
-      const got = await downloadTo(storage, run.artifactKey, staging, progress('download', total), signal);
-      if (got.sha256 !== run.sha256) throw new Error('the artifact does not match its recorded sha256');
-    } else {
-      const target = volumeDir(ctx, run.projectId, svc.name);
-      assertVolumeHere(target);
-      staging = await stagingFor(target, r.id);
-      // Prepare hashed the artifact; where it also pinned the exact file, apply reads that file
-      // without a second hash pass and checks it is still the same file afterwards.
-      const pinned = r.artifactIdentity && storage.getPinned && storage.identity ? r.artifactIdentity : undefined;
-      const got = await extractArtifact(storage, run.artifactKey, staging, progress('download', total), signal, pinned);
-      if (pinned) {
-        if ((total !== undefined && got.sizeBytes !== total) || (await storage.identity!(run.artifactKey)) !== pinned) throw new ArtifactChangedError();
-      } else if (got.sha256 !== run.sha256) throw new Error('the artifact does not match its recorded sha256');
-    }
+    await stageArtifact(ctx, r, run, svc, storage, progress, signal, left);
     if (signal.aborted) throw new Cancelled();
     // From here on the target changes: stop the project's process first (if it runs).
     if (runtime) {
@@ -101,17 +135,7 @@ export async function executeRestore(ctx: Ctx, restoreId: string, orgId: string,
         restartProject = true;
       }
     }
-    if (svc.managed) {
-      oldDir = await managedBackups.swapFresh(ctx, svc.managed, r.id);
-    } else if (svc.kind === 'postgres') {
-      events.publish(`restore:${r.id}`, { type: 'progress', data: { phase: 'restore', bytes: total ?? 0, ...(total !== undefined ? { totalBytes: total } : {}) } });
-      const target = await serviceTarget(ctx, svc);
-      await pgRestoreFile(target.url, staging, signal, target.hostaddr);
-    } else {
-      const target = volumeDir(ctx, run.projectId, svc.name);
-      await mkdir(path.dirname(target), { recursive: true });
-      oldDir = (await swapIn(staging, target, r.id)).old;
-    }
+    oldDir = await swapInStaged(ctx, r, run, svc, left.staging!, signal);
     outcome = { to: 'succeeded' };
   } catch (e) {
     const stopped = stoppedBy(signal);
@@ -122,8 +146,7 @@ export async function executeRestore(ctx: Ctx, restoreId: string, orgId: string,
     if (!cancelled) ctx.log.warn({ restoreId: r.id, ...logDetail(e) }, 'restore failed; the previous data is untouched');
   } finally {
     // Clean up and restart the project before the terminal status is visible.
-    if (staging && existsSync(staging)) await rm(staging, { recursive: true, force: true }).catch(() => {});
-    if (freshDir && existsSync(freshDir)) await rm(freshDir, { recursive: true, force: true }).catch(() => {});
+    for (const dir of [left.staging, left.freshDir]) if (dir && existsSync(dir)) await rm(dir, { recursive: true, force: true }).catch(() => {});
     if (restartProject && runtime) await runtime.bringOnline(ctx, orgId, r.projectId).catch((e) => ctx.log.warn({ err: describeFailure(e) }, 'could not restart the project after a restore'));
     stopWatch();
     jobSignal?.removeEventListener('abort', onJobAbort);

@@ -34,6 +34,53 @@ async function moveRun(ctx: Ctx, run: RunRow, from: string, to: string, extra: P
   return ok;
 }
 
+type Target = NonNullable<Awaited<ReturnType<typeof findTarget>>>;
+
+/**
+ * What a run reads: a managed service's native dump (pg_dump -Fc, mysqldump, Redis BGSAVE + RDB:
+ * services area), a PostgreSQL service's pg_dump, or a volume's tar; with an upper estimate of the
+ * artifact's size, so that an S3 upload picks parts big enough for it: the volume's tar size, or for
+ * a dump twice the last successful one of this policy.
+ */
+async function openSource(ctx: Ctx, run: RunRow, svc: Target, destKind: string, signal: AbortSignal) {
+  if (svc.managed || svc.kind === 'postgres') {
+    const last = await store.lastSucceededSize(ctx.db, run.orgId, run.policyId);
+    const sizeHint = last ? last * 2 : undefined;
+    if (svc.managed) return { source: await managedBackups.dump(ctx, svc.managed, signal), sizeHint };
+    const target = await serviceTarget(ctx, svc);
+    return { source: pgDumpSource(target.url, signal, target.hostaddr), sizeHint };
+  }
+  const dir = volumeDir(ctx, run.projectId, svc.name);
+  assertVolumeHere(dir);
+  await mkdir(dir, { recursive: true });
+  const sizeHint = destKind === 's3' ? await volumeSizeHint(dir) : undefined;
+  return { source: volumeSource(dir), sizeHint };
+}
+
+/**
+ * A run that threw: its partial artifacts removed and, if still in flight, moved to `server_error`
+ * (the server stopping), `cancelled` or `failed` (noticed to the org). Returns the run as read again.
+ */
+async function endFailedRun(ctx: Ctx, before: RunRow, e: unknown, signal: AbortSignal, storage: Storage | null, keys: (string | null)[]): Promise<RunRow> {
+  const { events } = backupsRuntime(ctx);
+  const stopped = stoppedBy(signal);
+  const cancelled = !stopped && (e instanceof Cancelled || signal.aborted);
+  const run = (await store.findRun(ctx.db, before.orgId, before.id)) ?? before;
+  if (storage) {
+    for (const k of keys) if (k) await storage.delete(k).catch(() => {});
+  }
+  if (store.RUN_IN_FLIGHT.includes(run.status)) {
+    const at = clockIso(ctx.clock);
+    const to = stopped ? 'server_error' : cancelled ? 'cancelled' : 'failed';
+    const error = stopped ? 'the server stopped while this run was in progress' : cancelled ? 'cancelled' : describeFailure(e);
+    const ok = await store.moveRun(ctx.db, run.orgId, run.id, [run.status], { status: to, finishedAt: at, activeKey: null, tempKey: null, artifactKey: null, error, updatedAt: at });
+    if (ok) events.publish(`run:${run.id}`, { type: 'transition', data: { from: run.status, to, at } });
+    if (ok && to === 'failed') await noticeRunFailed(ctx, run, run.status, error);
+  }
+  if (!cancelled && !stopped) ctx.log.warn({ runId: run.id, ...logDetail(e) }, 'backup run failed');
+  return run;
+}
+
 export async function executeRun(ctx: Ctx, runId: string, orgId: string, jobSignal?: AbortSignal): Promise<void> {
   let run = await store.findRun(ctx.db, orgId, runId);
   if (!run) return;
@@ -70,27 +117,7 @@ export async function executeRun(ctx: Ctx, runId: string, orgId: string, jobSign
     if (signal.aborted) throw new Cancelled();
 
     if (!(await moveRun(ctx, run, 'running', 'uploading'))) throw new Cancelled();
-    let source;
-    // An upper estimate of the artifact's size, so that an S3 upload picks parts big enough for it:
-    // the volume's tar size, or for a dump twice the last successful one of this policy.
-    let sizeHint: number | undefined;
-    if (svc.managed) {
-      // A managed service's native dump (pg_dump -Fc, mysqldump, Redis BGSAVE + RDB): services area.
-      const last = await store.lastSucceededSize(ctx.db, orgId, run.policyId);
-      sizeHint = last ? last * 2 : undefined;
-      source = await managedBackups.dump(ctx, svc.managed, signal);
-    } else if (svc.kind === 'postgres') {
-      const last = await store.lastSucceededSize(ctx.db, orgId, run.policyId);
-      sizeHint = last ? last * 2 : undefined;
-      const target = await serviceTarget(ctx, svc);
-      source = pgDumpSource(target.url, signal, target.hostaddr);
-    } else {
-      const dir = volumeDir(ctx, run.projectId, svc.name);
-      assertVolumeHere(dir);
-      await mkdir(dir, { recursive: true });
-      if (dest.kind === 's3') sizeHint = await volumeSizeHint(dir);
-      source = volumeSource(dir);
-    }
+    const { source, sizeHint } = await openSource(ctx, run, svc, dest.kind, signal);
     const written = await writeArtifact(storage, tempKey, source, progress('upload'), signal, sizeHint);
     if (signal.aborted) throw new Cancelled();
     if (!(await moveRun(ctx, run, 'uploading', 'verifying', { sha256: written.sha256, sizeBytes: written.sizeBytes }))) throw new Cancelled();
@@ -107,21 +134,7 @@ export async function executeRun(ctx: Ctx, runId: string, orgId: string, jobSign
     await store.setLastSuccess(ctx.db, orgId, run.policyId, at);
     if (svc.managed) await enqueueVerify(ctx, run);
   } catch (e) {
-    const stopped = stoppedBy(signal);
-    const cancelled = !stopped && (e instanceof Cancelled || signal.aborted);
-    run = (await store.findRun(ctx.db, orgId, runId)) ?? run;
-    if (storage) {
-      for (const k of [tempKey, finalKey]) if (k) await storage.delete(k).catch(() => {});
-    }
-    if (store.RUN_IN_FLIGHT.includes(run.status)) {
-      const at = clockIso(ctx.clock);
-      const to = stopped ? 'server_error' : cancelled ? 'cancelled' : 'failed';
-      const error = stopped ? 'the server stopped while this run was in progress' : cancelled ? 'cancelled' : describeFailure(e);
-      const ok = await store.moveRun(ctx.db, orgId, runId, [run.status], { status: to, finishedAt: at, activeKey: null, tempKey: null, artifactKey: null, error, updatedAt: at });
-      if (ok) events.publish(`run:${runId}`, { type: 'transition', data: { from: run.status, to, at } });
-      if (ok && to === 'failed') await noticeRunFailed(ctx, run, run.status, error);
-    }
-    if (!cancelled && !stopped) ctx.log.warn({ runId, ...logDetail(e) }, 'backup run failed');
+    run = await endFailedRun(ctx, run, e, signal, storage, [tempKey, finalKey]);
   } finally {
     stopWatch();
     jobSignal?.removeEventListener('abort', onJobAbort);

@@ -167,10 +167,9 @@ export interface WriteBundleOptions {
   domainVerification: 'none' | 'dns';
 }
 
-/** Writes a bundle's rows, encrypting every secret under this instance's key. Call inside a transaction. */
-export async function writeBundle(tx: Db, keyring: Keyring, b: Bundle, o: WriteBundleOptions): Promise<void> {
-  const p = b.project;
-  const columns = {
+/** The project row's columns a bundle sets (kept apart from who owns it and when it was made). */
+function projectColumns(p: Bundle['project'], o: WriteBundleOptions) {
+  return {
     name: p.name,
     status: p.status,
     location: o.location,
@@ -196,6 +195,11 @@ export async function writeBundle(tx: Db, keyring: Keyring, b: Bundle, o: WriteB
     resources: JSON.stringify(p.resources),
     updatedAt: o.now,
   };
+}
+
+/** Writes a bundle's rows, encrypting every secret under this instance's key. Call inside a transaction. */
+export async function writeBundle(tx: Db, keyring: Keyring, b: Bundle, o: WriteBundleOptions): Promise<void> {
+  const columns = projectColumns(b.project, o);
   const claims = new Map(o.replace ? (await projectQueries.listDomains(tx, o.orgId, o.projectId)).map((d) => [d.domain, d]) : []);
   const target = o.replace
     ? { replace: true as const, orgId: o.orgId, projectId: o.projectId, columns }

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { AppContext } from '../../context.js';
 import { nowIso } from '../../lib/ids.js';
 import { ignoredLine } from '../../lib/tenant-file.js';
-import { BuildError, runBuild, type BuildSource } from '../../runtime/build.js';
+import { BuildError, runBuild, type BuildResult, type BuildSource } from '../../runtime/build.js';
 import { redactText } from '../../runtime/redact.js';
 import { closeBuildCache, openBuildCache, type BuildCacheSpec } from '../../runtime/build-cache.js';
 import { linkTree, rememberOutput, type KeptOutput } from '../../runtime/build-output.js';
@@ -69,6 +69,105 @@ export function imageTagOf(projectSlug: string, deploymentId: string): string {
   return `berth/${projectSlug.toLowerCase()}:${deploymentId}`;
 }
 
+type BuildLog = (stream: 'stdout' | 'stderr', line: string) => void;
+
+/**
+ * Runs the build of a deployment (runtime/build.ts) with the project's commands, its limits and the
+ * environment's own build cache (previews start from production's), outside the build's folders. A
+ * cache that cannot be opened (a full disk) never fails the build: it runs without one. `preBuilt`
+ * ends the job's pre-build span, as the build starts.
+ */
+async function buildRelease(ctx: AppContext, job: { orgId: string; id: string; environment: string; noCache: boolean; preBuilt: () => void }, project: ProjectRow, source: BuildSource, env: Record<string, string>, secrets: string[], signal: AbortSignal, log: BuildLog) {
+  const rt = runtimeOf(ctx);
+  const timeoutSeconds = Number(process.env.BERTH_BUILD_TIMEOUT_SECONDS ?? 900);
+  const identity = await rt.releases.identityOf(job.orgId, project.id);
+  // The environment's own build cache (previews start from production's), outside the build's folders.
+  const cacheSpec: BuildCacheSpec = { dataDir: ctx.config.dataDir, projectId: project.id, environment: job.environment, identity, capMb: ctx.config.buildCacheMb, noCache: job.noCache };
+  const cacheNote = (line: string) => log('stdout', `[berth] ${line}`);
+  // A cache that cannot be opened (a full disk) never fails the build: it runs without one.
+  const cache = await openBuildCache(cacheSpec, cacheNote).catch((err: Error) => {
+    ctx.log.warn({ projectId: project.id, err: err.message }, 'could not open the build cache');
+    cacheNote('cache: not used: it could not be opened (the server log says why)');
+    return null;
+  });
+  job.preBuilt();
+  const result = await timed('job.build', async () => runBuild({
+    deploymentId: job.id,
+    projectId: project.id,
+    workDir: buildDir(ctx, project.id, job.id),
+    source,
+    commands: { installCommand: project.installCommand, buildCommand: project.buildCommand, startCommand: project.startCommand, rootDirectory: project.rootDirectory, outputDirectory: project.outputDirectory },
+    rootDirectoryOf: sourceRootDirectory,
+    plan: (appDir) => planBuild(path.join(buildDir(ctx, project.id, job.id), 'src'), appDir, (rel, why) => log('stdout', `[berth] ${ignoredLine(rel, why)}`)),
+    nodeVersion: project.nodeVersion,
+    imageTag: rt.driver.images ? imageTagOf(project.slug, job.id) : undefined,
+    dockerfile: project.dockerfile,
+    port: Number(project.port) > 0 ? Number(project.port) : 3000,
+    env,
+    secrets,
+    baseEnv: rt.baseEnv(),
+    timeoutMs: (Number.isFinite(timeoutSeconds) && timeoutSeconds > 0 ? timeoutSeconds : 900) * 1000,
+    limits: rt.releases.limitsOf(project.resources, 'build'),
+    diskMb: rt.releases.diskLimits.enforced ? rt.releases.diskMbOf(project.resources, 'build') : undefined,
+    driver: rt.driver,
+    identity,
+    cacheDir: cache?.dir ?? null,
+    noCache: job.noCache,
+    signal,
+    log,
+  }).finally(() => closeBuildCache(cache, cacheSpec, cacheNote).catch((err) => ctx.log.warn({ projectId: project.id, err: (err as Error).message }, 'could not cut the build cache back'))));
+  // Once ready, this build's output is the environment's last (an unchanged next build reuses it: build-output.ts).
+  const remember = async (output: Omit<KeptOutput, 'key' | 'deploymentId'>): Promise<void> => {
+    if (cache && result.outputKey) await rememberOutput(cache.dir, { key: result.outputKey, deploymentId: job.id, ...output }).catch((err: Error) => ctx.log.warn({ projectId: project.id, err: err.message }, 'could not remember the build output'));
+  };
+  return { result, remember };
+}
+
+/**
+ * Production's new release started beside the serving one and swapped in once healthy (one swap at a
+ * time per project: a rollback waits). False when the deployment was cancelled or superseded while it
+ * started (the release that should serve is put back).
+ */
+async function releaseProduction(ctx: AppContext, d: store.DeploymentRow, current: ProjectRow, result: BuildResult, log: BuildLog, onReady: () => Promise<void>): Promise<boolean> {
+  const rt = runtimeOf(ctx);
+  log('stdout', '[berth] starting the new release and waiting for its health check');
+  const fresh = await envForRun(ctx, d.orgId, d.projectId, 'production');
+  const releaseSpec = await rt.releases.releaseSpec(d.orgId, d.projectId, d.id, result.appDir, result.startCommand, current, { ...result.variables, ...fresh.env }, fresh.secrets, { image: result.image, imageCommand: result.imageCommand }, 'production', (line) => log('stdout', `[berth] ${line}`));
+  // One swap at a time per project (a rollback waits): the app started here and the current pointer agree.
+  const ok = await rt.releaseSwap(d.projectId, async () => {
+    try {
+      await timed('job.deploy', () => rt.supervisor.deploy(releaseSpec, { step: `start: ${result.startCommand ?? "the image's own command"}`, log: (line) => log('stdout', line) }));
+    } catch (e) {
+      throw new BuildError(`the new release did not start: ${(e as Error).message}; the previous release keeps serving`);
+    }
+    if (await store.markReady(ctx.db, d, ['deploying'])) return true;
+    // Cancelled or superseded while it started: put the release that should serve back.
+    const back = await rt.releases.specFor(d.orgId, d.projectId);
+    if (back) await rt.supervisor.deploy(back).catch(() => {});
+    else await rt.supervisor.stop(d.projectId);
+    return false;
+  });
+  if (!ok) return false;
+  await onReady();
+  rt.invalidate(d.projectId);
+  log('stdout', '[berth] ready: the new release is serving');
+  return true;
+}
+
+/** A cancel or a newer deployment recorded by another instance sharing the database also stops the build. */
+function watchForStop(ctx: AppContext, orgId: string, id: string, abort: AbortController): NodeJS.Timeout {
+  const watch = setInterval(() => {
+    void store
+      .findDeployment(ctx.db, orgId, id)
+      .then((now) => {
+        if (now && !(store.IN_FLIGHT as readonly string[]).includes(now.status)) abort.abort();
+      })
+      .catch(() => {});
+  }, 1000);
+  watch.unref();
+  return watch;
+}
+
 /**
  * Builds and deploys one deployment (the job of kind BUILD_JOB). `attempt` above 1 means the job was
  * claimed again because the process that ran it stopped renewing its lock (it died: kill -9, a lost
@@ -97,16 +196,7 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
   rt.building.set(id, abort);
   const onJobAbort = () => abort.abort();
   jobSignal.addEventListener('abort', onJobAbort, { once: true });
-  // A cancel or a newer deployment recorded by another instance sharing the database also stops the build.
-  const watch = setInterval(() => {
-    void store
-      .findDeployment(ctx.db, orgId, id)
-      .then((now) => {
-        if (now && !(store.IN_FLIGHT as readonly string[]).includes(now.status)) abort.abort();
-      })
-      .catch(() => {});
-  }, 1000);
-  watch.unref();
+  const watch = watchForStop(ctx, orgId, id, abort);
   const logFile = rt.logs.build(project.id, id);
   const log = (stream: 'stdout' | 'stderr', line: string) => logFile.append({ ts: nowIso(), stream, line });
   let secrets: string[] = [];
@@ -118,47 +208,7 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
     secrets = [...resolved.secrets];
     const source = await buildSource(ctx, orgId, project, build, secrets, d.ref);
     log('stdout', `[berth] building ${id} of ${project.slug} (${d.environment})`);
-    const timeoutSeconds = Number(process.env.BERTH_BUILD_TIMEOUT_SECONDS ?? 900);
-    const identity = await rt.releases.identityOf(orgId, project.id);
-    // The environment's own build cache (previews start from production's), outside the build's folders.
-    const cacheSpec: BuildCacheSpec = { dataDir: ctx.config.dataDir, projectId: project.id, environment: d.environment, identity, capMb: ctx.config.buildCacheMb, noCache: payload.noCache === true };
-    const cacheNote = (line: string) => log('stdout', `[berth] ${line}`);
-    // A cache that cannot be opened (a full disk) never fails the build: it runs without one.
-    const cache = await openBuildCache(cacheSpec, cacheNote).catch((err: Error) => {
-      ctx.log.warn({ projectId: project.id, err: err.message }, 'could not open the build cache');
-      cacheNote('cache: not used: it could not be opened (the server log says why)');
-      return null;
-    });
-    pre();
-    const result = await timed('job.build', async () => runBuild({
-      deploymentId: id,
-      projectId: project.id,
-      workDir: buildDir(ctx, project.id, id),
-      source,
-      commands: { installCommand: project.installCommand, buildCommand: project.buildCommand, startCommand: project.startCommand, rootDirectory: project.rootDirectory, outputDirectory: project.outputDirectory },
-      rootDirectoryOf: sourceRootDirectory,
-      plan: (appDir) => planBuild(path.join(buildDir(ctx, project.id, id), 'src'), appDir, (rel, why) => log('stdout', `[berth] ${ignoredLine(rel, why)}`)),
-      nodeVersion: project.nodeVersion,
-      imageTag: rt.driver.images ? imageTagOf(project.slug, id) : undefined,
-      dockerfile: project.dockerfile,
-      port: Number(project.port) > 0 ? Number(project.port) : 3000,
-      env: resolved.env,
-      secrets,
-      baseEnv: rt.baseEnv(),
-      timeoutMs: (Number.isFinite(timeoutSeconds) && timeoutSeconds > 0 ? timeoutSeconds : 900) * 1000,
-      limits: rt.releases.limitsOf(project.resources, 'build'),
-      diskMb: rt.releases.diskLimits.enforced ? rt.releases.diskMbOf(project.resources, 'build') : undefined,
-      driver: rt.driver,
-      identity,
-      cacheDir: cache?.dir ?? null,
-      noCache: payload.noCache === true,
-      signal: abort.signal,
-      log,
-    }).finally(() => closeBuildCache(cache, cacheSpec, cacheNote).catch((err) => ctx.log.warn({ projectId: project.id, err: (err as Error).message }, 'could not cut the build cache back'))));
-    // Once ready, this build's output is the environment's last (an unchanged next build reuses it: build-output.ts).
-    const remember = (output: Omit<KeptOutput, 'key' | 'deploymentId'>) => {
-      if (cache && result.outputKey) return rememberOutput(cache.dir, { key: result.outputKey, deploymentId: id, ...output }).catch((err: Error) => ctx.log.warn({ projectId: project.id, err: err.message }, 'could not remember the build output'));
-    };
+    const { result, remember } = await buildRelease(ctx, { orgId, id, environment: d.environment, noCache: payload.noCache === true, preBuilt: pre }, project, source, resolved.env, secrets, abort.signal, log);
     if (result.static) {
       if (await releaseStaticSite(ctx, orgId, project, id, d.environment, result.commit, result.static, log)) await remember({ kind: 'static', dir: path.join(buildDir(ctx, project.id, id), 'static') });
       return;
@@ -175,27 +225,7 @@ export async function runDeploymentJob(ctx: AppContext, payload: { deploymentId:
 
     const current = await projectQueries.findProject(ctx.db, orgId, project.id);
     if (d.environment === 'production' && current && current.status === 'enabled') {
-      log('stdout', '[berth] starting the new release and waiting for its health check');
-      const fresh = await envForRun(ctx, orgId, project.id, 'production');
-      const releaseSpec = await rt.releases.releaseSpec(orgId, project.id, id, result.appDir, result.startCommand, current, { ...result.variables, ...fresh.env }, fresh.secrets, { image: result.image, imageCommand: result.imageCommand }, 'production', (line) => log('stdout', `[berth] ${line}`));
-      // One swap at a time per project (a rollback waits): the app started here and the current pointer agree.
-      const ok = await rt.releaseSwap(project.id, async () => {
-        try {
-          await timed('job.deploy', () => rt.supervisor.deploy(releaseSpec, { step: `start: ${result.startCommand ?? "the image's own command"}`, log: (line) => log('stdout', line) }));
-        } catch (e) {
-          throw new BuildError(`the new release did not start: ${(e as Error).message}; the previous release keeps serving`);
-        }
-        if (await store.markReady(ctx.db, d, ['deploying'])) return true;
-        // Cancelled or superseded while it started: put the release that should serve back.
-        const back = await rt.releases.specFor(orgId, project.id);
-        if (back) await rt.supervisor.deploy(back).catch(() => {});
-        else await rt.supervisor.stop(project.id);
-        return false;
-      });
-      if (!ok) return;
-      await remember(output);
-      rt.invalidate(project.id);
-      log('stdout', '[berth] ready: the new release is serving');
+      if (!(await releaseProduction(ctx, d, current, result, log, () => remember(output)))) return;
       whole();
       deploymentSettled(ctx, orgId, id);
     } else if (d.environment !== 'production') {

@@ -82,6 +82,18 @@ function closeStream(ws: WriteStream): Promise<void> {
   });
 }
 
+/** Moves a received upload (archive and extracted files) to its staged place and records it uploaded. */
+async function stageUpload(ctx: Deps, row: UploadSessionRow, tmp: string, size: number, sha256: string, out: Awaited<ReturnType<SafeExtractor['end']>>): Promise<UploadAnswer> {
+  const staged = stagedDir(ctx, row.id);
+  await fsp.rm(staged, { recursive: true, force: true });
+  await fsp.mkdir(path.dirname(staged), { recursive: true });
+  await fsp.rename(tmp, staged);
+  const uploadedAt = clockIso(ctx.clock);
+  const expiresAt = clockIso(ctx.clock, UPLOADED_TTL_MS);
+  await store.markUploaded(ctx.db, row.orgId, row.id, { sizeBytes: size, sha256, files: out.files, uploadedAt, expiresAt, storedBytes: size + out.bytes });
+  return { sessionId: row.id, status: 'uploaded', sizeBytes: size, sha256, files: out.files, directories: out.directories, skipped: out.skipped, expiresAt };
+}
+
 /**
  * Receives the gzipped tarball of an authenticated session: writes it to disk while counting and
  * hashing, and extracts it as it arrives (safe extraction into a fresh directory). Any failure
@@ -144,15 +156,7 @@ export async function receiveUpload(ctx: Deps, row: UploadSessionRow, body: Asyn
     const latest = await store.storedBytesOfOrg(ctx.db, row.orgId, clockIso(ctx.clock));
     elsewhere = await othersInFlight(ctx, ctx.db, row.orgId, row.id);
     if (size + out.bytes > cap - latest.bytes - inFlight.of(row.orgId, row.id) - elsewhere) throw orgFull(cap, latest.soonest, ctx.clock.now());
-    const staged = stagedDir(ctx, row.id);
-    await fsp.rm(staged, { recursive: true, force: true });
-    await fsp.mkdir(path.dirname(staged), { recursive: true });
-    await fsp.rename(tmp, staged);
-    const uploadedAt = clockIso(ctx.clock);
-    const expiresAt = clockIso(ctx.clock, UPLOADED_TTL_MS);
-    const sha256 = hash.digest('hex');
-    await store.markUploaded(ctx.db, row.orgId, row.id, { sizeBytes: size, sha256, files: out.files, uploadedAt, expiresAt, storedBytes: size + out.bytes });
-    return { sessionId: row.id, status: 'uploaded', sizeBytes: size, sha256, files: out.files, directories: out.directories, skipped: out.skipped, expiresAt };
+    return await stageUpload(ctx, row, tmp, size, hash.digest('hex'), out);
   } catch (e) {
     const committed = extractor?.committedBytes ?? 0;
     extractor?.abort();
