@@ -1785,7 +1785,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the project's services (the data volume, attached and managed databases) */
+        /** List the project's services (the data volume, attached and managed databases); `environment` names a preview to list its own instances */
         get: operations["getProjectsByIdServices"];
         put?: never;
         /** Create and start a managed database (kind, name, version?), or attach an outside PostgreSQL (connectionUrl) */
@@ -8304,7 +8304,9 @@ export interface operations {
     };
     getProjectsByIdServices: {
         parameters: {
-            query?: never;
+            query?: {
+                environment?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -8322,6 +8324,7 @@ export interface operations {
                     "application/json": {
                         data: {
                             createdAt: string;
+                            environment?: string;
                             error?: string;
                             id: string;
                             internalHost: string | null;
@@ -8335,6 +8338,7 @@ export interface operations {
                                 diskMb: number;
                                 memoryMb: number;
                             } | null;
+                            seedFrom?: "production" | null;
                             status: ("starting" | "running" | "stopped" | "failed") | null;
                             version: string | null;
                         }[];
@@ -8369,6 +8373,7 @@ export interface operations {
                         diskMb?: number;
                         memoryMb?: number;
                     };
+                    seedFrom?: "production" | null;
                     version?: string;
                 };
             };
@@ -8383,6 +8388,7 @@ export interface operations {
                     "application/json": {
                         data: {
                             createdAt: string;
+                            environment?: string;
                             error?: string;
                             id: string;
                             internalHost: string | null;
@@ -8396,6 +8402,7 @@ export interface operations {
                                 diskMb: number;
                                 memoryMb: number;
                             } | null;
+                            seedFrom?: "production" | null;
                             status: ("starting" | "running" | "stopped" | "failed") | null;
                             version: string | null;
                         };
@@ -8430,6 +8437,7 @@ export interface operations {
                     "application/json": {
                         data: {
                             createdAt: string;
+                            environment?: string;
                             error?: string;
                             id: string;
                             internalHost: string | null;
@@ -8443,6 +8451,7 @@ export interface operations {
                                 diskMb: number;
                                 memoryMb: number;
                             } | null;
+                            seedFrom?: "production" | null;
                             status: ("starting" | "running" | "stopped" | "failed") | null;
                             version: string | null;
                         };
@@ -8511,6 +8520,7 @@ export interface operations {
                         diskMb?: number;
                         memoryMb?: number;
                     };
+                    seedFrom?: "production" | null;
                     stopped?: boolean;
                 };
             };
@@ -8525,6 +8535,7 @@ export interface operations {
                     "application/json": {
                         data: {
                             createdAt: string;
+                            environment?: string;
                             error?: string;
                             id: string;
                             internalHost: string | null;
@@ -8538,6 +8549,7 @@ export interface operations {
                                 diskMb: number;
                                 memoryMb: number;
                             } | null;
+                            seedFrom?: "production" | null;
                             status: ("starting" | "running" | "stopped" | "failed") | null;
                             version: string | null;
                         };
@@ -8674,6 +8686,7 @@ export interface operations {
                     "application/json": {
                         data: {
                             createdAt: string;
+                            environment?: string;
                             error?: string;
                             id: string;
                             internalHost: string | null;
@@ -8687,6 +8700,7 @@ export interface operations {
                                 diskMb: number;
                                 memoryMb: number;
                             } | null;
+                            seedFrom?: "production" | null;
                             status: ("starting" | "running" | "stopped" | "failed") | null;
                             version: string | null;
                         };

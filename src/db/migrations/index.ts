@@ -33,6 +33,7 @@ import * as m031 from './031_notifications.js';
 import * as m032 from './032_metrics.js';
 import * as m033 from './033_app_health.js';
 import * as m034 from './034_backup_verify_restore.js';
+import * as m035 from './035_service_environments.js';
 import * as m040 from './040_certificate_expiry_notice.js';
 
 /**
@@ -74,5 +75,6 @@ export const migrations: Record<string, Migration> = {
   '032_metrics': m032,
   '033_app_health': m033,
   '034_backup_verify_restore': m034,
+  '035_service_environments': m035,
   '040_certificate_expiry_notice': m040,
 };

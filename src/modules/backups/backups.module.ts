@@ -1,3 +1,4 @@
+import { serviceSeeds } from './service-seeds.js';
 import type { ModuleDef } from '../../http/route.js';
 import { recoverAtStart, registerBackupJobs } from './backups.jobs.js';
 import { resolvers } from './backups.resolvers.js';
@@ -21,6 +22,8 @@ export const backupsModule: ModuleDef = {
 
   state: (ctx) => ({ backups: createBackupsRuntime(ctx) }),
   provides: () => ({
+    // A preview's instance of a managed service seeded from production's last backup (services area).
+    serviceSeeds,
     // The `backup_destination` resources of grants (catalog and RESOURCE_NOT_IN_ORG checks).
     catalogs: {
       backup_destination: {

@@ -242,3 +242,18 @@ export async function lastSucceededSize(db: Db, orgId: string, policyId: string)
     .executeTakeFirst();
   return row?.sizeBytes ?? null;
 }
+
+/** The newest succeeded run of a service with an artifact (a preview's seed; services' `seedFrom`). */
+export function lastSucceededRunOfService(db: Db, orgId: string, projectId: string, serviceId: string): Promise<RunRow | undefined> {
+  return db
+    .selectFrom('backupRuns')
+    .selectAll()
+    .where(inProject(orgId, projectId))
+    .where('serviceId', '=', serviceId)
+    .where('status', '=', 'succeeded')
+    .where('artifactKey', 'is not', null)
+    .orderBy('finishedAt', 'desc')
+    .orderBy('createdAt', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}

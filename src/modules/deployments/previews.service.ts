@@ -13,6 +13,7 @@ import { invalid, notFound } from '../../lib/errors.js';
 import { nowIso } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/index.js';
 import { projectQueries, ensureEnvironment, environmentRecords, type EnvironmentRecord } from '../projects/index.js';
+import { removeEnvironmentServices } from '../services/index.js';
 import * as store from './deployments.store.js';
 import { appKeyOf } from '../../runtime/app-key.js';
 import { releaseVolumes } from '../../runtime/disk-limits.js';
@@ -41,7 +42,7 @@ export async function ensurePreviewEnvironment(ctx: AppContext, actor: Actor, pr
 
 /**
  * Stops the environment's processes, deletes its releases (deployments, build outputs, images) and
- * the environment with its env vars and its own volume. Idempotent (a missing environment is fine).
+ * the environment with its env vars, its own volume and its own instances of managed services. Idempotent (a missing environment is fine).
  * A build of it in flight is cancelled first (its listeners told), and a build output a production
  * deployment promoted from it still runs stays.
  */
@@ -101,6 +102,8 @@ export async function removePreviewEnvironment(ctx: AppContext, actor: Actor, pr
     if (images.length) await rt.driver.images?.remove(images).catch((err) => ctx.log.warn({ err: (err as Error).message, projectId }, "could not remove the preview's images"));
   });
   await stopApp();
+  // Its own instances of the project's managed services stop and go with their data (docs/services.md).
+  await removeEnvironmentServices(ctx, orgId, projectId, name).catch((err) => ctx.log.warn({ projectId, environment: name, err: (err as Error).message }, "could not remove the preview's services"));
   await releaseVolumes(rt.releases.previewVolumeDir(projectId, name)).catch((err) => ctx.log.warn({ err, projectId }, "could not unmount the preview's volume"));
   await rm(rt.releases.previewVolumeDir(projectId, name), { recursive: true, force: true }).catch((err) => ctx.log.warn({ err, projectId }, "could not remove the preview's volume"));
   for (const dir of [environmentCacheDir(ctx.config.dataDir, projectId, name), installsDir(environmentCacheDir(ctx.config.dataDir, projectId, name))]) {

@@ -8,3 +8,7 @@ export type { ServicesTables } from './services.tables.js';
 export { managedServiceEnv, serviceVariables, urlVariableOf } from './wiring.js';
 /** Native dumps and restores of managed services, for the backups area. */
 export { managedBackups } from './backup-surface.js';
+/** The port this area declares (./ports.ts): the backups area provides it. */
+export type { ServiceSeedPort } from './ports.js';
+/** A preview environment's own instances of the project's managed services, removed with it. */
+export { removeEnvironmentServices } from './previews.js';

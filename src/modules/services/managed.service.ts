@@ -10,7 +10,8 @@ import { isUniqueViolation, transaction } from '../../db/client.js';
 import { conflict, invalid, notFound } from '../../lib/errors.js';
 import { newId, nowIso } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/index.js';
-import { attachedServices, type ProjectRow } from '../projects/index.js';
+import { attachedServices, projectQueries, type ProjectRow } from '../projects/index.js';
+import { PRODUCTION, removeInstances } from './previews.js';
 import { connectionUrl, generateCredentials, openCredentials, sealCredentials } from './credentials.js';
 import { chooseVersion, runtimeOffers, type RuntimeOffer, type ServiceKind, type ServiceRuntime } from './kinds.js';
 import * as store from './services.store.js';
@@ -38,7 +39,13 @@ export interface ServiceRecord {
   createdAt: string;
   /** Why it failed (managed, `failed` only). */
   error?: string;
+  /** Managed: `production`, or the preview environment whose own instance it is. */
+  environment?: string;
+  /** Managed, production's: what previews' instances start with (null: empty; `production`: its last backup). */
+  seedFrom?: SeedFrom;
 }
+
+export type SeedFrom = 'production' | null;
 
 export interface CreateInput {
   kind: ServiceKind;
@@ -46,11 +53,13 @@ export interface CreateInput {
   version?: string;
   connectionUrl?: string;
   resources?: Partial<ServiceResources>;
+  seedFrom?: SeedFrom;
 }
 
 export interface PatchInput {
   resources?: Partial<ServiceResources>;
   stopped?: boolean;
+  seedFrom?: SeedFrom;
 }
 
 const NAME_RE = /^[a-z][a-z0-9_-]{0,62}$/;
@@ -84,6 +93,8 @@ export function managedRecord(ctx: AppContext, r: ManagedServiceRow): ServiceRec
     port: r.port,
     createdAt: r.createdAt,
     ...(r.status === 'failed' && r.lastError ? { error: r.lastError } : {}),
+    environment: r.environment,
+    ...(r.environment === PRODUCTION ? { seedFrom: (r.seedFrom as SeedFrom) ?? null } : {}),
   };
 }
 
@@ -91,8 +102,12 @@ export async function serviceKinds(ctx: AppContext): Promise<{ runtime: ServiceR
   return { runtime: runtimeOf(ctx), runtimes: await runtimeOffers(ctx.state.services) };
 }
 
-/** The data volume, attached databases and managed services of a project, oldest first. */
-export async function listServices(ctx: AppContext, project: ProjectRow): Promise<ServiceRecord[]> {
+/** The data volume, attached databases and managed services of a project, oldest first; a preview's own instances with `environment`. */
+export async function listServices(ctx: AppContext, project: ProjectRow, environment = PRODUCTION): Promise<ServiceRecord[]> {
+  if (environment !== PRODUCTION) {
+    if (!(await projectQueries.findEnvironment(ctx.db, project.orgId, project.id, environment))) throw notFound('environment');
+    return (await store.listManaged(ctx.db, project.orgId, project.id, environment)).map((r) => managedRecord(ctx, r));
+  }
   const attached = (await attachedServices.list(ctx, project)).map(
     (s): ServiceRecord => ({ id: s.id, kind: s.kind, name: s.name, version: null, managed: false, status: null, resources: null, internalHost: null, port: null, createdAt: s.createdAt }),
   );
@@ -119,6 +134,7 @@ export async function createService(ctx: AppContext, actor: Actor, project: Proj
   if (input.connectionUrl !== undefined) {
     if (input.kind !== 'postgres') throw invalid('kind', 'kind: connectionUrl attaches an outside PostgreSQL database only (kind "postgres")');
     if (input.version !== undefined || input.resources !== undefined) throw invalid(input.version !== undefined ? 'version' : 'resources', 'an attached database (connectionUrl) has no version or resources: Berth does not run it');
+    if (input.seedFrom !== undefined) throw invalid('seedFrom', 'an attached database (connectionUrl) has no preview instances to seed: Berth does not run it');
     const s = await attachedServices.attach(ctx, actor, project, { kind: 'postgres', name: input.name, connectionUrl: input.connectionUrl });
     return { ...s, kind: 'postgres', version: null, managed: false, status: null, resources: null, internalHost: null, port: null };
   }
@@ -148,6 +164,10 @@ export async function createService(ctx: AppContext, actor: Actor, project: Proj
     port: offer.port,
     credentials: sealCredentials(ctx.keyring, id, generateCredentials(input.kind, name)),
     lastError: runtime === 'docker' ? 'the docker runtime does not run managed services yet' : null,
+    environment: PRODUCTION,
+    sourceId: null,
+    seedFrom: input.seedFrom ?? null,
+    address: null,
     createdAt: at,
     updatedAt: at,
   };
@@ -173,10 +193,12 @@ export async function updateService(ctx: AppContext, actor: Actor, project: Proj
   const desired = patch.stopped === undefined ? row.desired : patch.stopped ? 'stopped' : 'running';
   const resized = res.cpuCores !== Number(row.cpuCores) || res.memoryMb !== row.memoryMb || res.diskMb !== row.diskMb;
   const status = desired === 'stopped' ? 'stopped' : row.desired === 'stopped' || resized ? 'starting' : row.status;
-  const next: ManagedServiceRow = { ...row, ...res, desired, status, lastError: status === 'starting' ? null : row.lastError, updatedAt: nowIso() };
+  if (patch.seedFrom !== undefined && row.environment !== PRODUCTION) throw invalid('seedFrom', "seedFrom is production's service's choice: this is a preview environment's own instance");
+  const seedFrom = patch.seedFrom === undefined ? row.seedFrom : patch.seedFrom;
+  const next: ManagedServiceRow = { ...row, ...res, desired, status, seedFrom, lastError: status === 'starting' ? null : row.lastError, updatedAt: nowIso() };
   await transaction(ctx.db, async (tx) => {
-    await store.updateManaged(tx, row.orgId, row.id, { cpuCores: next.cpuCores, memoryMb: next.memoryMb, diskMb: next.diskMb, desired, status, lastError: next.lastError, updatedAt: next.updatedAt });
-    await insertAuditEvent(tx, { orgId: row.orgId, actorId: actor.userId, action: 'project.service.update', resourceType: 'project', resourceId: project.id, details: { serviceId: row.id, ...(patch.resources ? { resources: res } : {}), ...(patch.stopped !== undefined ? { stopped: patch.stopped } : {}) } });
+    await store.updateManaged(tx, row.orgId, row.id, { cpuCores: next.cpuCores, memoryMb: next.memoryMb, diskMb: next.diskMb, desired, status, seedFrom, lastError: next.lastError, updatedAt: next.updatedAt });
+    await insertAuditEvent(tx, { orgId: row.orgId, actorId: actor.userId, action: 'project.service.update', resourceType: 'project', resourceId: project.id, details: { serviceId: row.id, ...(patch.resources ? { resources: res } : {}), ...(patch.stopped !== undefined ? { stopped: patch.stopped } : {}), ...(patch.seedFrom !== undefined ? { seedFrom } : {}) } });
   });
   const runner = ctx.state.services.runner;
   if (runner) {
@@ -210,6 +232,8 @@ export async function deleteService(ctx: AppContext, actor: Actor, project: Proj
   });
   runner?.forget(row.id);
   if (!keepVolume && runner) await rm(runner.volumeDir(row), { recursive: true, force: true }).catch((e) => ctx.log.warn({ err: e, serviceId: row.id }, 'could not remove the service data'));
+  // Previews' instances of it go with it (with their data, unless keepVolume).
+  if (row.environment === PRODUCTION) await removeInstances(ctx, await store.listInstancesOf(ctx.db, row.orgId, row.projectId, row.id), keepVolume);
   return { id: row.id, deleted: true, keptVolume: keepVolume };
 }
 

@@ -42,6 +42,8 @@ export interface ServicesState {
   runner: ServiceRunner | null;
   /** What each runtime offers, looked up once per server (GET /api/services/kinds). */
   offers: Promise<RuntimeOffer[]> | null;
+  /** Preview instances being made on this server (`<projectId>/<environment>/<sourceId>`): a second caller waits for the first. */
+  seeding: Map<string, Promise<void>>;
 }
 
 declare module '../../state.js' {

@@ -4,6 +4,7 @@ import { nowIso } from '../../lib/ids.js';
 import { HostServiceRunner } from './host-runner.js';
 import type { ServiceRunner } from './runner.js';
 import { serviceRoutes } from './services.routes.js';
+import { SERVICES_PORTS } from './ports.js';
 import * as store from './services.store.js';
 
 /** The runner of this server's runtime: the host's binaries in the driver's boxes (sandbox, process); none yet for docker. */
@@ -20,7 +21,8 @@ function makeRunner(ctx: AppContext): ServiceRunner | null {
 export const servicesModule: ModuleDef = {
   name: 'services',
   routes: serviceRoutes,
-  state: () => ({ services: { runner: null, offers: null } }),
+  declares: SERVICES_PORTS,
+  state: () => ({ services: { runner: null, offers: null, seeding: new Map() } }),
   provides: (ctx) => ({
     // Managed services running here, for the metrics sampler.
     usageSources: [() => ctx.state.services.runner?.usageTargets() ?? []],
@@ -34,7 +36,7 @@ export const servicesModule: ModuleDef = {
         remove: (tx, orgId, projectId) => store.deleteProjectManaged(tx, orgId, projectId),
         async stop(ctx, orgId, projectId) {
           const runner = ctx.state.services.runner;
-          if (runner) for (const r of await store.listManaged(ctx.db, orgId, projectId)) await runner.stop(r.id);
+          if (runner) for (const r of await store.listProjectManaged(ctx.db, orgId, projectId)) await runner.stop(r.id);
         },
       },
     ],

@@ -21,6 +21,10 @@ export const ServiceSchema = Type.Object({
   port: Nullable(Type.Integer()),
   createdAt: Type.String(),
   error: Type.Optional(Type.String()),
+  /** Managed: `production`, or the preview environment whose own instance it is. */
+  environment: Type.Optional(Type.String()),
+  /** Managed, production's: what previews' own instances start with (null: empty; `production`: its last succeeded backup). */
+  seedFrom: Type.Optional(Type.Union([OneOf(['production'] as const), Type.Null()])),
 });
 
 const KindOfferSchema = Type.Object({
@@ -62,6 +66,9 @@ const ResourcesBody = Obj({
 
 export const ServiceParams = Obj({ id: Id, sid: Id });
 
+/** What a preview environment's own instance starts with: `production` (its last succeeded backup) or null (empty). */
+const SeedFromBody = Type.Union([OneOf(['production'] as const), Type.Null()]);
+
 export const CreateServiceBody = Obj({
   kind: OneOf(KINDS),
   name: Str({ min: 1, max: 63 }),
@@ -69,9 +76,12 @@ export const CreateServiceBody = Obj({
   /** Attaches an outside PostgreSQL instead (kind `postgres`); stored encrypted, never returned. */
   connectionUrl: Type.Optional(Str({ min: 1, max: 2048 })),
   resources: Type.Optional(ResourcesBody),
+  seedFrom: Type.Optional(SeedFromBody),
 });
 
-export const PatchServiceBody = Obj({ resources: Type.Optional(ResourcesBody), stopped: Type.Optional(Type.Boolean()) }, { minProperties: 1 });
+export const PatchServiceBody = Obj({ resources: Type.Optional(ResourcesBody), stopped: Type.Optional(Type.Boolean()), seedFrom: Type.Optional(SeedFromBody) }, { minProperties: 1 });
+
+export const ListServicesQuery = Obj({ environment: Type.Optional(Str({ min: 1, max: 63 })) });
 
 export const DeleteServiceQuery = Obj({ keepVolume: Type.Optional(Type.Boolean()) });
 

@@ -7,7 +7,7 @@ import { invalid } from '../../lib/errors.js';
 import { Obj, Id } from '../../http/schemas.js';
 import * as managed from './managed.service.js';
 import { connectService, relay, TUNNEL_PROTOCOL } from './tunnel.js';
-import { CreateServiceBody, CredentialsSchema, LogLinesSchema, LogsQuery, LogStreamQuery, DeletedServiceSchema, DeleteServiceQuery, KindsSchema, PatchServiceBody, ServiceParams, ServiceSchema } from './services.presenters.js';
+import { CreateServiceBody, CredentialsSchema, LogLinesSchema, LogsQuery, LogStreamQuery, DeletedServiceSchema, DeleteServiceQuery, KindsSchema, ListServicesQuery, PatchServiceBody, ServiceParams, ServiceSchema } from './services.presenters.js';
 
 const P = { kind: 'project', param: 'id' } as const;
 const ProjectParams = Obj({ id: Id });
@@ -26,11 +26,11 @@ export const serviceRoutes = [
   defineRoute({
     method: 'GET',
     url: '/api/projects/:id/services',
-    summary: "List the project's services (the data volume, attached and managed databases)",
+    summary: "List the project's services (the data volume, attached and managed databases); `environment` names a preview to list its own instances",
     tag: 'project:read',
     resource: P,
-    schema: { params: ProjectParams, response: Type.Array(ServiceSchema) },
-    handler: ({ resource }, ctx) => managed.listServices(ctx, resource.record),
+    schema: { params: ProjectParams, querystring: ListServicesQuery, response: Type.Array(ServiceSchema) },
+    handler: ({ query, resource }, ctx) => managed.listServices(ctx, resource.record, query.environment),
   }),
   defineRoute({
     method: 'POST',

@@ -6,16 +6,31 @@ import type { ManagedServicesTable } from './services.tables.js';
 
 export type ManagedServiceRow = Selectable<ManagedServicesTable>;
 
-export async function listManaged(db: Db, orgId: string, projectId: string): Promise<ManagedServiceRow[]> {
-  return db.selectFrom('managedServices').selectAll().where(inProject(orgId, projectId)).orderBy('createdAt', 'asc').orderBy('name', 'asc').execute();
+/** The managed services of one environment of the project (production's by default), oldest first. */
+export async function listManaged(db: Db, orgId: string, projectId: string, environment = 'production'): Promise<ManagedServiceRow[]> {
+  return db.selectFrom('managedServices').selectAll().where(inProject(orgId, projectId)).where('environment', '=', environment).orderBy('createdAt', 'asc').orderBy('name', 'asc').execute();
+}
+
+/** Every managed service of the project, previews' instances included. */
+export async function listProjectManaged(db: Db, orgId: string, projectId: string): Promise<ManagedServiceRow[]> {
+  return db.selectFrom('managedServices').selectAll().where(inProject(orgId, projectId)).orderBy('createdAt', 'asc').execute();
+}
+
+/** The preview instances of a production service (they go with it). */
+export async function listInstancesOf(db: Db, orgId: string, projectId: string, sourceId: string): Promise<ManagedServiceRow[]> {
+  return db.selectFrom('managedServices').selectAll().where(inProject(orgId, projectId)).where('sourceId', '=', sourceId).execute();
+}
+
+export async function deleteEnvironmentManaged(db: Db, orgId: string, projectId: string, environment: string): Promise<void> {
+  await db.deleteFrom('managedServices').where(inProject(orgId, projectId)).where('environment', '=', environment).execute();
 }
 
 export async function findManaged(db: Db, orgId: string, projectId: string, id: string): Promise<ManagedServiceRow | undefined> {
   return db.selectFrom('managedServices').selectAll().where(inProject(orgId, projectId)).where('id', '=', id).executeTakeFirst();
 }
 
-export async function findManagedByName(db: Db, orgId: string, projectId: string, name: string): Promise<ManagedServiceRow | undefined> {
-  return db.selectFrom('managedServices').selectAll().where(inProject(orgId, projectId)).where('name', '=', name).executeTakeFirst();
+export async function findManagedByName(db: Db, orgId: string, projectId: string, name: string, environment = 'production'): Promise<ManagedServiceRow | undefined> {
+  return db.selectFrom('managedServices').selectAll().where(inProject(orgId, projectId)).where('environment', '=', environment).where('name', '=', name).executeTakeFirst();
 }
 
 export async function insertManaged(db: Db, row: Insertable<ManagedServicesTable>): Promise<void> {

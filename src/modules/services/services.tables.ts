@@ -24,6 +24,14 @@ export interface ManagedServicesTable {
   credentials: string;
   /** Why it is `failed` (no secret in it). */
   lastError: string | null;
+  /** `production`, or the preview environment this instance serves (issue 37 point 3). */
+  environment: string;
+  /** A preview's instance: the production service it stands for; null for production's own. */
+  sourceId: string | null;
+  /** Production's: what a preview's instance starts with: null (empty) or `production` (its last backup). */
+  seedFrom: string | null;
+  /** The address it last ran on (its box's), asked for again at its next start; null before the first. */
+  address: string | null;
   createdAt: string;
   updatedAt: string;
 }

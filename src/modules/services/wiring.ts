@@ -7,6 +7,7 @@
 import type { AppContext } from '../../context.js';
 import { connectionUrl, openCredentials, type Credentials } from './credentials.js';
 import type { ServiceKind } from './kinds.js';
+import { previewInstances, PRODUCTION } from './previews.js';
 import * as store from './services.store.js';
 
 export interface WiredService {
@@ -47,20 +48,23 @@ export function serviceVariables(services: WiredService[]): { env: Record<string
 const WAIT_FOR_START_MS = 60_000;
 
 /**
- * The variables of a project's managed services on this server, for its app and builds (every
- * environment): a service that should run and is starting is waited for (up to a minute), one that is
- * stopped or failed is left out. The address is the service's now: a service stopped and started again
- * has a new one, which the app gets at its next start (docs/services.md).
+ * The variables of a project's managed services on this server, for its app and builds in
+ * `environment`: production's services, or a preview's own instances (made on its first call,
+ * previews.ts). A service that should run and is starting is waited for (up to a minute), one that
+ * is stopped or failed is left out.
  */
-export async function managedServiceEnv(ctx: AppContext, orgId: string, projectId: string): Promise<{ env: Record<string, string>; secrets: string[] }> {
-  const rows = (await store.listManaged(ctx.db, orgId, projectId)).filter((r) => r.desired === 'running');
-  if (rows.length === 0) return { env: {}, secrets: [] };
+export async function managedServiceEnv(ctx: AppContext, orgId: string, projectId: string, environment = PRODUCTION): Promise<{ env: Record<string, string>; secrets: string[] }> {
+  const production = (await store.listManaged(ctx.db, orgId, projectId)).filter((r) => r.desired === 'running');
+  if (production.length === 0 && environment === PRODUCTION) return { env: {}, secrets: [] };
   const deadline = Date.now() + WAIT_FOR_START_MS;
   // The server's own start: the services area starts its runner just after the hosting area's apps begin.
   while (!ctx.state.services.runner && ctx.config.runtime !== 'docker' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   const runner = ctx.state.services.runner;
   if (!runner) return { env: {}, secrets: [] };
-  const addrs = await Promise.all(rows.map((r) => runner.address(r.id) ?? runner.whenRunning(r.id, Math.max(0, deadline - Date.now()))));
+  const rows = environment === PRODUCTION ? production : await previewInstances(ctx, orgId, projectId, environment);
+  // A preview's instance just made (a seed loaded) gets its own minute to answer.
+  const until = environment === PRODUCTION ? deadline : Date.now() + WAIT_FOR_START_MS;
+  const addrs = await Promise.all(rows.map((r) => runner.address(r.id) ?? runner.whenRunning(r.id, Math.max(0, until - Date.now()))));
   const wired: WiredService[] = [];
   rows.forEach((r, i) => {
     const addr = addrs[i];
