@@ -65,6 +65,8 @@ export interface BoxSpec {
   port?: number;
   /** A managed service's box (kind `app`): its port is reached by the same project's app and build boxes only, never the host nor the edge (sandbox runtime). */
   service?: boolean;
+  /** A managed service's address of before (`Box.host`): the sandbox gives it again when no other box holds it, so apps' URLs stay valid. */
+  address?: string;
   /** The build plan's runtime (`node`, `python`, ...): the docker driver runs build steps on its base image (BERTH_IMAGE_<RUNTIME>). */
   runtime?: string;
 }

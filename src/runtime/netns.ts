@@ -68,6 +68,16 @@ function addrOf(index: number, host: boolean): string {
   return `${SUBNET_PREFIX}.${base >> 8}.${(base & 255) + (host ? 1 : 2)}`;
 }
 
+/** The pool index whose box (sandbox side) has `addr`, or null when it is none of the pool's. */
+export function indexOfAddress(addr: string): number | null {
+  const m = /^(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(addr);
+  if (!m || `${m[1]}.${m[2]}` !== SUBNET_PREFIX) return null;
+  const n = Number(m[3]) * 256 + Number(m[4]) - 2;
+  if (Number(m[3]) > 255 || Number(m[4]) > 255 || n % 4 !== 0) return null;
+  const index = n / 4;
+  return index > 0 && index < POOL_SIZE ? index : null;
+}
+
 function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -231,7 +241,16 @@ export class NetworkPool {
     return { index, name, path: `/run/netns/${name}`, hostIf: `bth${index}`, hostAddr: addrOf(index, true), sandboxAddr: addrOf(index, false) };
   }
 
-  private claim(): number {
+  /** Claims a free /30: `prefer` (a service's address of before) when it is free, else any. */
+  private claim(prefer?: number | null): number {
+    if (prefer) {
+      try {
+        writeFileSync(path.join(CLAIMS_DIR, String(prefer)), `${this.instanceKey} ${process.pid}\n`, { flag: 'wx', mode: 0o600 });
+        return prefer;
+      } catch {
+        /* another box holds it now: the service gets another address */
+      }
+    }
     const start = Math.floor(Math.random() * POOL_SIZE);
     for (let i = 0; i < POOL_SIZE; i++) {
       const index = (start + i) % POOL_SIZE;
@@ -248,9 +267,10 @@ export class NetworkPool {
 
   /**
    * A namespace whose `input` admits the host side on `port` only (no port: nothing inbound): a spare
-   * made for that port earlier when there is one (`prepareSpare`), else a new one.
+   * made for that port earlier when there is one (`prepareSpare`), else a new one. A service's
+   * (`prefer`: the pool index of its address of before) gets that address again when it is free.
    */
-  async create(port: number | null, service = false): Promise<NetNamespace> {
+  async create(port: number | null, service = false, prefer: number | null = null): Promise<NetNamespace> {
     await this.init();
     // Another Berth on this machine that stopped just as this one started may have taken the host
     // rules away (it found no other server registered yet), or a firewall reload flushed them: a box
@@ -261,7 +281,7 @@ export class NetworkPool {
     // A spare still being made for this port (a box released a moment ago) is nearer done than a new one.
     const inFlight = service ? undefined : this.making.get(port);
     if (inFlight && !this.spares.some((s) => s.port === port)) await inFlight;
-    const ns = (service ? null : this.takeSpare(port)) ?? (await this.make(port, service));
+    const ns = (service ? null : this.takeSpare(port)) ?? (await this.make(port, service, prefer));
     try {
       if (listed && !(await timed('netns.nft-list-wait', () => listed))) await this.ensureRules();
     } catch (e) {
@@ -272,8 +292,8 @@ export class NetworkPool {
   }
 
   /** A new namespace, set up whole (veth pair, addresses, route, its own input rules), or it is released. */
-  private async make(port: number | null, service = false): Promise<NetNamespace> {
-    const ns = { ...this.describe(this.claim()), port, ...(service ? { service } : {}) };
+  private async make(port: number | null, service = false, prefer: number | null = null): Promise<NetNamespace> {
+    const ns = { ...this.describe(this.claim(prefer)), port, ...(service ? { service } : {}) };
     try {
       await timed('netns.ip-host', () => run(this.bins.ip, ['-batch', '-'], [`netns add ${ns.name}`, `link add ${ns.hostIf} type veth peer name eth0 netns ${ns.name}`, `addr add ${ns.hostAddr}/30 dev ${ns.hostIf}`, `link set ${ns.hostIf} up`].join('\n') + '\n'));
       await timed('netns.ip-ns', () => run(this.bins.ip, ['-n', ns.name, '-batch', '-'], ['link set lo up', `addr add ${ns.sandboxAddr}/30 dev eth0`, 'link set eth0 up', `route add default via ${ns.hostAddr}`].join('\n') + '\n'));

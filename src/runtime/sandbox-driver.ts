@@ -7,7 +7,7 @@ import { createCgroup, reclaimCgroups, type CgroupHandle, type CgroupSupport } f
 import type { Box, BoxProcess, BoxSpec, DriverStatus, ExecOptions, RuntimeDriver } from './driver.js';
 import { DriverUnavailableError } from './driver.js';
 import { groupAlive, killGroup, spawnBoxProcess } from './box-process.js';
-import { boxResolvConf, NetworkPool, type NetNamespace } from './netns.js';
+import { boxResolvConf, indexOfAddress, NetworkPool, type NetNamespace } from './netns.js';
 import { freePort } from './proc.js';
 import { seccompFilter, SeccompUnsupportedError } from './seccomp.js';
 import type { UidRange } from './uid-range.js';
@@ -208,7 +208,8 @@ export class SandboxDriver implements RuntimeDriver {
     try {
       if (this.net) {
         port = spec.kind === 'app' ? (spec.port ?? 3000) : null;
-        ns = await timed('box.netns', () => this.net!.create(port, spec.service === true));
+        const prefer = spec.service && spec.address ? indexOfAddress(spec.address) : null;
+        ns = await timed('box.netns', () => this.net!.create(port, spec.service === true, prefer));
         // Pairs it with the same project's services (a client) or apps and builds (a service): service-links.ts.
         const made = ns;
         await this.net.links.attach(spec.projectId, made.sandboxAddr, spec.service ? port : null).catch(async (e: Error) => {

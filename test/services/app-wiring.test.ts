@@ -197,7 +197,7 @@ describe('the app and builds of a project use its managed services; nothing else
     assert.equal(await hostProbe(dbRec.internalHost, dbRec.port), 'unreachable');
     assert.equal(await hostProbe(cacheRec.internalHost, cacheRec.port), 'unreachable');
 
-    // Stopped and started, a service gets a new address: the app's next start (here a redeploy) gets it, and the data is kept.
+    // Stopped and started, a service keeps its address and its data; a redeploy finds both.
     await api().patch(`/api/projects/${a.id}/services/${db.id}`, { stopped: true });
     await api().patch(`/api/projects/${a.id}/services/${db.id}`, { stopped: false });
     await running(a.id, db.id);

@@ -1,7 +1,8 @@
 /**
  * Runs managed services with the host's binaries in boxes of the runtime driver (`sandbox`: the
  * project's uid, namespaces, cgroup; `process`: none of that, for development). One box per service,
- * kept across crash restarts so its address stays; a crash restarts the server with backoff.
+ * kept across crash restarts; a new box (stop and start, server restart) asks for the address the
+ * service had (`address`), so it stays; a crash restarts the server with backoff.
  */
 import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -222,8 +223,15 @@ export class HostServiceRunner implements ServiceRunner {
       dataDir,
       port: r.row.port,
       service: true,
+      // Its address of before, so that apps' DATABASE_URL stays valid across a stop and a server restart.
+      ...(r.row.address ? { address: r.row.address } : {}),
     });
     r.box = box;
+    if (box.host !== r.row.address) {
+      if (r.row.address) this.note(r, `its address ${r.row.address} was taken by another box: it is ${box.host} now (restart the project's app)`);
+      r.row.address = box.host;
+      await store.updateManaged(this.ctx.db, r.row.orgId, r.row.id, { address: box.host });
+    }
     return { box, confDir };
   }
 
