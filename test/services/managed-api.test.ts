@@ -45,7 +45,8 @@ describe('managed services: the API', () => {
     const r = await api(team.member).post(`/api/projects/${p.id}/services`, { kind: 'postgres', name: 'main-db', resources: { memoryMb: 256 } });
     assert.equal(r.status, 201, r.text);
     const s = r.body.data;
-    assert.deepEqual(Object.keys(s).sort(), ['createdAt', 'id', 'internalHost', 'kind', 'managed', 'name', 'port', 'resources', 'status', 'version']);
+    assert.deepEqual(Object.keys(s).sort(), ['createdAt', 'environment', 'id', 'internalHost', 'kind', 'managed', 'name', 'port', 'resources', 'seedFrom', 'status', 'version']);
+    assert.deepEqual([s.environment, s.seedFrom], ['production', null], "production's, previews get empty instances");
     assert.equal(s.kind, 'postgres');
     assert.equal(s.version, '15');
     assert.equal(s.managed, true);
