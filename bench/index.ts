@@ -25,6 +25,7 @@ const BENCHES: Record<string, [string, string]> = {
   postgres: ['postgres.ts', 'postgresBench'],
   builds: ['builds.ts', 'buildsBench'],
   services: ['services.ts', 'servicesBench'],
+  logs: ['logs.ts', 'logsBench'],
 };
 
 const args = process.argv.slice(2);

@@ -76,6 +76,8 @@ export interface Config {
   smtpUrl: string | null;
   /** BERTH_METRICS_INTERVAL_SECONDS: how often apps and services are sampled (docs/observability.md; 0: off; default 10). */
   metricsIntervalSeconds: number;
+  /** Kept logs (docs/logs.md): BERTH_LOG_RETENTION_DAYS (default 7) and BERTH_LOG_MAX_MB per app (default 1024). */
+  logs: { retentionDays: number; maxMb: number };
 }
 
 export interface PgConfig {
@@ -303,6 +305,7 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
     pg,
     smtpUrl,
     metricsIntervalSeconds: wholeSetting(env, 'BERTH_METRICS_INTERVAL_SECONDS', 10, 0, 3600),
+    logs: { retentionDays: wholeSetting(env, 'BERTH_LOG_RETENTION_DAYS', 7, 1, 3650), maxMb: wholeSetting(env, 'BERTH_LOG_MAX_MB', 1024, 10, 1_048_576) },
   };
 }
 

@@ -1577,8 +1577,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Runtime logs of the project's app (stdout and stderr); `environment` names a preview's app */
+        /** Search the project's kept logs (runtime by default; `stream=runtime,build,request,stdout,stderr`): `q` text, `since`/`until` times, newest `limit` lines before `cursor`, oldest first; `environment` names a preview's app */
         get: operations["getProjectsByIdLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{id}/logs/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Download the lines of the project's kept logs a search matches (same `q`, `since`, `until`, `stream`, `environment`), oldest first, as JSON lines (at most 200,000, the newest: `X-Berth-Truncated: true` when more matched) */
+        get: operations["getProjectsByIdLogsDownload"];
         put?: never;
         post?: never;
         delete?: never;
@@ -7556,9 +7573,13 @@ export interface operations {
     getProjectsByIdLogs: {
         parameters: {
             query?: {
+                cursor?: string;
                 environment?: string;
                 limit?: number;
+                q?: string;
                 since?: string;
+                stream?: string;
+                until?: string;
             };
             header?: never;
             path: {
@@ -7576,11 +7597,51 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: {
+                            /** @description the deployment whose build printed it */
+                            deploymentId?: string;
+                            /** @description for a request: `METHOD PATH STATUS DURATIONms BYTESB IP` */
                             line: string;
-                            stream: "stdout" | "stderr";
+                            /** @description which log: the app's output, a build's, or the edge's requests */
+                            source: "runtime" | "build" | "request";
+                            stream?: "stdout" | "stderr";
                             ts: string;
                         }[];
+                        /** @description pass back as `cursor` for the next (older) page; null: no more */
+                        nextCursor: string | null;
                     };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getProjectsByIdLogsDownload: {
+        parameters: {
+            query?: {
+                environment?: string;
+                q?: string;
+                since?: string;
+                stream?: string;
+                until?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success: application/x-ndjson */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -16,7 +16,8 @@ type Listener = (e: RequestEntry) => void;
 
 /**
  * The recent requests of every project: a bounded ring per project (newest last) and live
- * subscribers for the server-log stream. In memory: a restart starts the rings empty.
+ * subscribers for the server-log stream. In memory: a restart starts the rings empty (the kept
+ * request log on disk is written through `onRecord`).
  */
 export class RequestLog {
   /** Per project: a fixed-size circular buffer and the index of the next write. */
@@ -24,11 +25,14 @@ export class RequestLog {
   private readonly listeners = new Map<string, Set<Listener>>();
   /** The per-app counts and durations the metrics sampler drains (request-stats.ts). */
   readonly stats = new RequestStats();
+  /** Told of every entry recorded (the hosting area keeps them on disk: docs/logs.md). */
+  onRecord: ((projectId: string, e: RequestEntry) => void) | null = null;
 
   constructor(private readonly capacity = 1000) {}
 
   record(projectId: string, e: RequestEntry): void {
     this.stats.add(projectId, e.status, e.durationMs, e.bytes);
+    this.onRecord?.(projectId, e);
     let ring = this.rings.get(projectId);
     if (!ring) {
       ring = { buf: [], next: 0 };

@@ -1,4 +1,4 @@
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import path from 'node:path';
 
 export type LogStream = 'stdout' | 'stderr';
@@ -9,6 +9,23 @@ export interface LogLine {
   line: string;
 }
 
+/** What a log file holds, one JSON object a line, each starting with its time: `{"ts":"<ISO>",...}`. */
+export interface LogRecord {
+  ts: string;
+}
+
+export interface LogFileOptions {
+  /** Told after each line written to disk (the log relay: other instances' streams read the file). */
+  onWrite?: () => void;
+  /**
+   * Kept logs (runtime and request logs): past `maxBytes`, or when the day (UTC) changes, the file is
+   * moved to a segment `<file>.<yyyymmddThhmmssmmmZ>` (the time it ended) and a new file started;
+   * retention (log-retention.ts) removes old segments. Without it the file moves to `<file>.1`,
+   * replacing the previous one (build logs: at most 2 x maxBytes each).
+   */
+  keep?: boolean;
+}
+
 export interface ReadOptions {
   /** The last `limit` lines (default 200). */
   limit?: number;
@@ -16,27 +33,26 @@ export interface ReadOptions {
   since?: string;
 }
 
-type Listener = (l: LogLine) => void;
-
 /**
  * One bounded on-disk log: JSON lines appended to `<file>`; when it passes `maxBytes` it is moved
  * to `<file>.1` (replacing the previous one), so at most 2 x maxBytes stay on disk. Live
  * subscribers get every line as it is appended (SSE streams).
  */
-export class LogFile {
+export class LogFile<T extends LogRecord = LogLine> {
   private fd: number | null = null;
   private size = 0;
-  private readonly listeners = new Set<Listener>();
+  /** The UTC day (`yyyy-mm-dd`) of the open file's first line (kept logs rotate when it changes). */
+  private day = '';
+  private readonly listeners = new Set<(l: T) => void>();
   private closedForGood = false;
 
   constructor(
     readonly file: string,
     private readonly maxBytes: number,
-    /** Told after each line written to disk (the log relay: other instances' streams read the file). */
-    private readonly onWrite?: () => void,
+    private readonly opts: LogFileOptions = {},
   ) {}
 
-  append(entry: LogLine): void {
+  append(entry: T): void {
     if (this.closedForGood) return;
     const text = JSON.stringify(entry) + '\n';
     try {
@@ -44,15 +60,18 @@ export class LogFile {
         mkdirSync(path.dirname(this.file), { recursive: true });
         this.fd = openSync(this.file, 'a', 0o600);
         this.size = statSync(this.file).size;
+        this.day = this.size > 0 ? firstDay(this.fd) : entry.ts.slice(0, 10);
       }
-      if (this.size + text.length > this.maxBytes && this.size > 0) {
+      const newDay = this.opts.keep && this.size > 0 && entry.ts.slice(0, 10) !== this.day;
+      if ((this.size + text.length > this.maxBytes && this.size > 0) || newDay) {
         closeSync(this.fd);
-        renameSync(this.file, this.file + '.1');
+        renameSync(this.file, this.opts.keep ? segmentName(this.file) : this.file + '.1');
         this.fd = openSync(this.file, 'a', 0o600);
         this.size = 0;
       }
+      if (this.size === 0) this.day = entry.ts.slice(0, 10);
       this.size += writeSync(this.fd, text);
-      this.onWrite?.();
+      this.opts.onWrite?.();
     } catch {
       /* a full disk must not take the app or the build down; the line is still streamed */
     }
@@ -65,10 +84,10 @@ export class LogFile {
     }
   }
 
-  read(opts: ReadOptions = {}): LogLine[] {
+  read(opts: ReadOptions = {}): T[] {
     const limit = Math.max(1, Math.min(opts.limit ?? 200, 10000));
-    const out: LogLine[] = [];
-    for (const f of [this.file + '.1', this.file]) {
+    const out: T[] = [];
+    for (const f of [this.opts.keep ? (segmentsOf(this.file).at(-1) ?? '') : this.file + '.1', this.file]) {
       if (!existsSync(f)) continue;
       let text: string;
       try {
@@ -79,7 +98,7 @@ export class LogFile {
       for (const raw of text.split('\n')) {
         if (!raw) continue;
         try {
-          const l = JSON.parse(raw) as LogLine;
+          const l = JSON.parse(raw) as T;
           if (opts.since && !(l.ts > opts.since)) continue;
           out.push(l);
         } catch {
@@ -90,7 +109,7 @@ export class LogFile {
     return out.length > limit ? out.slice(out.length - limit) : out;
   }
 
-  subscribe(fn: Listener): () => void {
+  subscribe(fn: (l: T) => void): () => void {
     this.listeners.add(fn);
     return () => this.listeners.delete(fn);
   }
@@ -113,53 +132,99 @@ export class LogFile {
     this.listeners.clear();
     rmSync(this.file, { force: true });
     rmSync(this.file + '.1', { force: true });
+    for (const f of segmentsOf(this.file)) rmSync(f, { force: true });
   }
 }
 
+/** The day (`yyyy-mm-dd`) of the first line of an open log file (`{"ts":"<ISO>"`), '' when unreadable. */
+function firstDay(fd: number): string {
+  const buf = Buffer.alloc(17);
+  const n = readSync(fd, buf, 0, 17, 0);
+  return n === 17 && buf.toString('latin1', 0, 7) === '{"ts":"' ? buf.toString('latin1', 7, 17) : '';
+}
+
+/** A free name for the segment of a kept log that ends now: `<file>.<yyyymmddThhmmssmmmZ>`. */
+function segmentName(file: string): string {
+  const stamp = new Date().toISOString().replace(/[-:.]/g, '');
+  let name = `${file}.${stamp}`;
+  for (let i = 1; existsSync(name); i++) name = `${file}.${stamp}-${i}`;
+  return name;
+}
+
 /**
- * Runtime logs per app (`<dataDir>/logs/projects/<app>/runtime.log`: a project's id for its production
- * app, `<projectId>-<hash>` for a preview environment's) and build logs per
- * deployment (`<dataDir>/logs/projects/<projectId>/builds/<deploymentId>.log`), each bounded.
+ * The older parts of a log, oldest first: its segments (kept logs) or `<file>.1`, as full paths.
+ * Segment names sort in time order, and `.1` (written before logs were kept) before every segment.
+ */
+export function segmentsOf(file: string): string[] {
+  const dir = path.dirname(file);
+  const base = path.basename(file) + '.';
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  return names
+    .filter((n) => n.startsWith(base) && /^(1|\d{8}T\d{9}Z(-\d+)?)$/.test(n.slice(base.length)))
+    .sort()
+    .map((n) => path.join(dir, n));
+}
+
+/**
+ * Runtime and request logs per app (`<dataDir>/logs/projects/<app>/runtime.log`, `requests.log`: a
+ * project's id for its production app, `<projectId>-<hash>` for a preview environment's), kept in
+ * segments until retention removes them (log-retention.ts), and build logs per deployment
+ * (`<dataDir>/logs/projects/<projectId>/builds/<deploymentId>.log`), each bounded.
  */
 export class LogStore {
-  private readonly files = new Map<string, LogFile>();
-  /** Told of each line written, by the file's key (`p:<app>`, `d:<deploymentId>`): the log relay. */
+  private readonly files = new Map<string, LogFile<LogRecord>>();
+  /** Told of each line written, by the file's key (`p:<app>`, `d:<deploymentId>`, `r:<app>`): the log relay. */
   onAppend: ((key: string) => void) | null = null;
 
   constructor(
-    private readonly dataDir: string,
+    readonly dataDir: string,
     private readonly limits: { runtimeBytes: number; buildBytes: number } = { runtimeBytes: 5 * 1024 * 1024, buildBytes: 5 * 1024 * 1024 },
   ) {}
 
+  /** The folder of an app's logs (its runtime and request logs; a project's id: its build logs too). */
+  dirOf(app: string): string {
+    return path.join(this.dataDir, 'logs', 'projects', safeName(app));
+  }
+
   runtime(projectId: string): LogFile {
-    return this.get(`p:${projectId}`, path.join(this.dataDir, 'logs', 'projects', safeName(projectId), 'runtime.log'), this.limits.runtimeBytes);
+    return this.get(`p:${projectId}`, path.join(this.dirOf(projectId), 'runtime.log'), this.limits.runtimeBytes, true) as unknown as LogFile;
+  }
+
+  /** The edge's requests of an app (kept like its runtime log). */
+  requests<T extends LogRecord>(app: string): LogFile<T> {
+    return this.get(`r:${app}`, path.join(this.dirOf(app), 'requests.log'), this.limits.runtimeBytes, true) as unknown as LogFile<T>;
   }
 
   build(projectId: string, deploymentId: string): LogFile {
-    return this.get(`d:${deploymentId}`, path.join(this.dataDir, 'logs', 'projects', safeName(projectId), 'builds', `${safeName(deploymentId)}.log`), this.limits.buildBytes);
+    return this.get(`d:${deploymentId}`, path.join(this.dirOf(projectId), 'builds', `${safeName(deploymentId)}.log`), this.limits.buildBytes, false) as unknown as LogFile;
+  }
+
+  /** The open log file at `file`, if any (retention closes one before removing it). */
+  openAt(file: string): LogFile<LogRecord> | undefined {
+    for (const f of this.files.values()) if (f.file === file) return f;
+    return undefined;
   }
 
   /** Removes the project's runtime log and every build log of its deployments. */
   removeProject(projectId: string): void {
-    const key = `p:${projectId}`;
-    this.runtime(projectId).remove();
-    this.files.delete(key);
-    const dir = path.join(this.dataDir, 'logs', 'projects', safeName(projectId));
+    const dir = this.dirOf(projectId);
     for (const [k, f] of this.files) {
-      if (k.startsWith('d:') && f.file.startsWith(dir + path.sep)) {
+      if (f.file.startsWith(dir + path.sep)) {
         f.remove();
         this.files.delete(k);
       }
     }
-    rmSync(path.join(this.dataDir, 'logs', 'projects', safeName(projectId)), { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true });
   }
 
-  /** Removes an app's own runtime log and its folder (a preview environment's app, `<projectId>-<hash>`, on its removal). */
+  /** Removes an app's own logs and its folder (a preview environment's app, `<projectId>-<hash>`, on its removal). */
   removeApp(app: string): void {
-    const key = `p:${app}`;
-    this.runtime(app).remove();
-    this.files.delete(key);
-    rmSync(path.join(this.dataDir, 'logs', 'projects', safeName(app)), { recursive: true, force: true });
+    this.removeProject(app);
   }
 
   closeAll(): void {
@@ -167,17 +232,17 @@ export class LogStore {
     this.files.clear();
   }
 
-  private get(key: string, file: string, max: number): LogFile {
+  private get(key: string, file: string, max: number, keep: boolean): LogFile<LogRecord> {
     let f = this.files.get(key);
     if (!f) {
-      f = new LogFile(file, max, () => this.onAppend?.(key));
+      f = new LogFile<LogRecord>(file, max, { keep, onWrite: () => this.onAppend?.(key) });
       this.files.set(key, f);
     }
     return f;
   }
 }
 
-function safeName(id: string): string {
+export function safeName(id: string): string {
   if (!/^[A-Za-z0-9_-]{1,80}$/.test(id)) throw new Error('bad log id');
   return id;
 }

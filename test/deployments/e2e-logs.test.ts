@@ -119,3 +119,55 @@ test('deployment-session and build/access mint read-only tokens for one deployme
   assert.equal((await anon.get(`/api/deployments/${other}/logs?token=${acc.body.data.token}`)).status, 200);
   assert.equal((await api.post('/api/deployments/build/access', { deploymentId: 'dpl_missing' })).status, 404);
 });
+
+test('the kept logs are searched by text, time and stream, paged, downloadable; a printed secret is not found', async () => {
+  const { api, projectId, slug, edge, secret: SECRET } = tiny;
+  await edge(`${slug}.localhost`, '/log');
+  await edge(`${slug}.localhost`, '/env/SEARCHME');
+  const found = await waitFor(async () => {
+    const r = await api.get(`/api/projects/${projectId}/logs?q=${encodeURIComponent('hello from the app')}`);
+    return r.body.data?.length ? r : null;
+  }, 'a search hit');
+  assert.equal(found.status, 200);
+  assert.ok(found.body.data.every((l: any) => l.source === 'runtime' && l.line.includes('hello from the app')));
+  assert.ok('nextCursor' in found.body);
+  // The secret the app printed was redacted as it was written: searching for it finds nothing.
+  const secret = await api.get(`/api/projects/${projectId}/logs?q=${encodeURIComponent(SECRET)}&stream=runtime,build,request`);
+  assert.equal(secret.status, 200);
+  assert.deepEqual(secret.body.data, []);
+  const redacted = await api.get(`/api/projects/${projectId}/logs?q=${encodeURIComponent('API_KEY=********')}`);
+  assert.ok(redacted.body.data.length >= 1);
+  // The edge's requests are kept too.
+  const requests = await waitFor(async () => {
+    const r = await api.get(`/api/projects/${projectId}/logs?stream=request&q=SEARCHME`);
+    return r.body.data?.length ? r : null;
+  }, 'the request line');
+  assert.match(requests.body.data[0].line, /^GET \/env\/SEARCHME 200 /);
+  // Paged: one line a page, older each time, no line twice.
+  const seen: string[] = [];
+  let cursor: string | null = null;
+  for (let i = 0; i < 3; i++) {
+    const r: any = await api.get(`/api/projects/${projectId}/logs?limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+    assert.equal(r.body.data.length, 1);
+    seen.push(JSON.stringify(r.body.data[0]));
+    cursor = r.body.nextCursor;
+    assert.ok(cursor);
+  }
+  assert.equal(new Set(seen).size, 3);
+  // A time range in the future holds nothing; bad times and streams name their field.
+  const future = new Date(Date.now() + 3_600_000).toISOString();
+  assert.deepEqual((await api.get(`/api/projects/${projectId}/logs?since=${future}`)).body.data, []);
+  for (const [qs, field] of [['until=tomorrow', 'query.until'], ['since=x', 'query.since'], ['stream=stdin', 'query.stream'], ['cursor=nope', 'query.cursor']]) {
+    const bad = await api.get(`/api/projects/${projectId}/logs?${qs}`);
+    assert.equal(bad.status, 400, qs);
+    assert.equal(bad.body.error.field, field);
+  }
+  // The download holds the same lines as JSON lines.
+  const dl = await api.get(`/api/projects/${projectId}/logs/download?q=${encodeURIComponent('hello from the app')}`);
+  assert.equal(dl.status, 200);
+  assert.match(String(dl.headers.get('content-disposition')), /attachment; filename="[^"]+-logs\.jsonl"/);
+  const text = dl.text;
+  const lines = text.trim().split('\n').map((l: string) => JSON.parse(l));
+  assert.ok(lines.length >= found.body.data.length);
+  assert.ok(!text.includes(SECRET));
+});

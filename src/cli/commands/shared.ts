@@ -17,14 +17,14 @@ const ISO_TIME = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|
  * `--since`: an ISO-8601 time (`2024-05-01`, `2024-05-01T12:00:00Z`) or a time before now
  * (`30s`, `10m`, `2h`, `1d`); answers the ISO time. Anything else is a usage error.
  */
-export function parseSince(value: string, now = Date.now()): string {
+export function parseSince(value: string, now = Date.now(), option = '--since'): string {
   const rel = /^(\d+)([smhd])$/.exec(value.trim());
   if (rel) return new Date(now - Number(rel[1]) * UNIT_MS[rel[2]!]!).toISOString();
   if (ISO_TIME.test(value.trim())) {
     const t = Date.parse(value.trim());
     if (Number.isFinite(t)) return new Date(t).toISOString();
   }
-  throw new UsageError(`--since takes an ISO time (2024-05-01T12:00:00Z) or a duration before now (30s, 10m, 2h, 1d), not "${value}"`);
+  throw new UsageError(`${option} takes an ISO time (2024-05-01T12:00:00Z) or a duration before now (30s, 10m, 2h, 1d), not "${value}"`);
 }
 
 /** How long ago `iso` was, shortly: `42s`, `5m`, `3h`, `2d`. */

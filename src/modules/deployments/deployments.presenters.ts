@@ -64,6 +64,21 @@ export const LogLineSchema = Type.Object({
   line: Type.String(),
 });
 
+/** One line of a project's kept logs as search answers it (docs/logs.md). */
+export const FoundLineSchema = Type.Object({
+  ts: Type.String(),
+  source: Type.Union([Type.Literal('runtime'), Type.Literal('build'), Type.Literal('request')], { description: "which log: the app's output, a build's, or the edge's requests" }),
+  stream: Type.Optional(Type.Union([Type.Literal('stdout'), Type.Literal('stderr')])),
+  line: Type.String({ description: 'for a request: `METHOD PATH STATUS DURATIONms BYTESB IP`' }),
+  deploymentId: Type.Optional(Type.String({ description: 'the deployment whose build printed it' })),
+});
+
+/** A page of search results beside the envelope's `data`: `{ data: [line], nextCursor }`. */
+export const LogPageSchema = Type.Object({
+  data: Type.Array(FoundLineSchema),
+  nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'pass back as `cursor` for the next (older) page; null: no more' }),
+});
+
 /** One request the edge served for a project (the path without its query). */
 export const RequestEntrySchema = Type.Object({
   ts: Type.String(),

@@ -5,7 +5,8 @@ import { gateAccess } from '../../http/stream-access.js';
 import type { AppContext } from '../../context.js';
 import { AppError, invalid } from '../../lib/errors.js';
 import { projectQueries, type ProjectRow } from '../projects/index.js';
-import { EVENT_STREAM, IssuedTokenSchema, LogLineSchema, RequestEntrySchema } from './deployments.presenters.js';
+import { EVENT_STREAM, IssuedTokenSchema, LogLineSchema, LogPageSchema, RequestEntrySchema } from './deployments.presenters.js';
+import { downloadAppLogs, searchAppLogs } from './log-search.service.js';
 import { isTerminal, readBuildLogs } from './deployments.service.js';
 import * as store from './deployments.store.js';
 import { checkSince, streamLogs } from './log-stream.js';
@@ -33,6 +34,14 @@ async function appOfQuery(ctx: AppContext, project: ProjectRow, environment: str
   return appKeyOf(project.id, env.name);
 }
 const Since = Type.Optional(Str({ max: 64 }));
+/** What a search of the kept logs takes (log-search.service.ts). */
+const SearchQuery = {
+  q: Type.Optional(Str({ max: 200 })),
+  since: Since,
+  until: Type.Optional(Str({ max: 64 })),
+  stream: Type.Optional(Str({ max: 64 })),
+  environment: Environment,
+};
 const Token = Type.Optional(Str({ max: 200 }));
 /** `false`: send what is there and close (no live tail). */
 const Follow = Type.Optional(Type.Boolean());
@@ -85,13 +94,36 @@ export const logRoutes = [
   defineRoute({
     method: 'GET',
     url: '/api/projects/:id/logs',
-    summary: "Runtime logs of the project's app (stdout and stderr); `environment` names a preview's app",
+    summary: "Search the project's kept logs (runtime by default; `stream=runtime,build,request,stdout,stderr`): `q` text, `since`/`until` times, newest `limit` lines before `cursor`, oldest first; `environment` names a preview's app",
     tag: 'project:read',
     resource: { kind: 'project', param: 'id' },
-    schema: { params: IdParams, querystring: Obj({ limit: Limit(10000), since: Since, environment: Environment }), response: Type.Array(LogLineSchema) },
+    // The page's cursor sits beside `data`: the handler answers the whole body.
+    envelope: false,
+    schema: { params: IdParams, querystring: Obj({ ...SearchQuery, limit: Limit(10000), cursor: Type.Optional(Str({ min: 1, max: 400 })) }), response: LogPageSchema },
     handler: async ({ query, resource }, ctx) => {
       const app = await appOfQuery(ctx, resource.record, query.environment);
-      return hostOf(ctx).logs.runtime(app).read({ limit: query.limit ?? 200, since: checkSince(query.since) });
+      return searchAppLogs(ctx, resource.record.id, app, query);
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    url: '/api/projects/:id/logs/download',
+    summary: "Download the lines of the project's kept logs a search matches (same `q`, `since`, `until`, `stream`, `environment`), oldest first, as JSON lines (at most 200,000, the newest: `X-Berth-Truncated: true` when more matched)",
+    tag: 'project:read',
+    resource: { kind: 'project', param: 'id' },
+    raw: true,
+    produces: 'application/x-ndjson',
+    schema: { params: IdParams, querystring: Obj(SearchQuery) },
+    handler: async ({ query, resource, reply }, ctx) => {
+      const app = await appOfQuery(ctx, resource.record, query.environment);
+      const { text, truncated } = await downloadAppLogs(ctx, resource.record.id, app, query);
+      const name = `${resource.record.slug}-logs.jsonl`;
+      return reply
+        .header('content-type', 'application/x-ndjson; charset=utf-8')
+        .header('content-disposition', `attachment; filename="${name}"`)
+        .header('cache-control', 'no-store')
+        .header('x-berth-truncated', String(truncated))
+        .send(text);
     },
   }),
   defineRoute({

@@ -10,7 +10,6 @@ import { Supervisor, type RuntimeSnapshot, type Upstream } from '../../runtime/s
 import type { DriverStatus } from '../../runtime/driver.js';
 import { startEgressCheck, type EgressCheck } from '../../runtime/egress.js';
 import { uidBase } from '../../runtime/identity.js';
-
 import { projectQueries, hostReads } from '../projects/index.js';
 import { hmacSha256Hex } from '../../lib/crypto.js';
 import { AppOwnership } from './app-owners.js';
@@ -23,6 +22,7 @@ import { baseEnv, envNumber, Releases } from './releases.js';
 import { LogRelay } from './log-relay.js';
 import { span, timed } from '../../lib/spans.js';
 import { AppHealthWatch } from './app-health-watch.js';
+import { KeptLogs } from './kept-logs.js';
 
 /** Seconds an `auto_sleep` app may be idle before it is stopped (BERTH_SLEEP_IDLE_SECONDS, default 300). */
 function sleepIdleMs(): number {
@@ -65,6 +65,7 @@ export class BerthRuntime {
   readonly healthTimeoutMs = envNumber('BERTH_HEALTH_TIMEOUT_SECONDS', 30) * 1000;
   /** Health after go-live: running apps checked, degraded and recovered (app-health-watch.ts). */
   readonly health: AppHealthWatch = new AppHealthWatch(this);
+  readonly keptLogs = new KeptLogs(this); // request logs on disk, log retention
 
   constructor(readonly ctx: AppContext) {
     this.logs = new LogStore(ctx.config.dataDir);
@@ -194,6 +195,7 @@ export class BerthRuntime {
     this.sweeper = setInterval(() => void this.sweep().catch((err) => this.ctx.log.warn({ err }, 'sleep sweep failed')), tick);
     this.sweeper.unref();
     this.health.start();
+    this.keptLogs.start();
     this.restored = this.restore().catch((err) => this.ctx.log.error({ err }, 'could not restore running apps'));
   }
 
@@ -201,7 +203,6 @@ export class BerthRuntime {
   get logRelay(): LogRelay {
     return (this.#relay ??= new LogRelay(this.ctx.bus, this.logs, this.requests));
   }
-
   #relay: LogRelay | undefined;
 
   /** The driver's status with the last egress check (GET /api/health `runtime`). */
@@ -210,14 +211,13 @@ export class BerthRuntime {
     return egress ? { ...this.driver.status(), egress } : this.driver.status();
   }
 
-  get isShuttingDown(): boolean {
-    return this.shuttingDown;
-  }
+  get isShuttingDown(): boolean { return this.shuttingDown; } // prettier-ignore
 
   async stop(): Promise<void> {
     this.shuttingDown = true;
     if (this.sweeper) clearInterval(this.sweeper);
     this.health.stop();
+    this.keptLogs.stop();
     for (const c of this.building.values()) c.abort();
     await Promise.all([this.https?.close(), this.edge?.close()]);
     // The other instances take this one's apps over at their next tick (their runtime states say what ran).

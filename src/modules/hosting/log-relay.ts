@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import type { Bus } from '../../db/notify.js';
-import type { LogFile, LogLine, LogStore } from '../../runtime/logs.js';
+import { segmentsOf, type LogFile, type LogLine, type LogStore } from '../../runtime/logs.js';
 import type { RequestEntry, RequestLog } from '../../edge/requests.js';
 
 /**
@@ -14,7 +14,7 @@ import type { RequestEntry, RequestLog } from '../../edge/requests.js';
  * - the instance that writes a watched log says that it grew (`log:<key> {}`, at most every
  *   NOTIFY_EVERY_MS per log, the last write always followed by one);
  * - the stream then reads the file from where it stopped to its end (following a rotation to
- *   `<file>.1`) and sends the new lines, in file order. It also looks every FALLBACK_POLL_MS, so a
+ *   `<file>.1` or a kept log's newest segment) and sends the new lines, in file order. It also looks every FALLBACK_POLL_MS, so a
  *   notification lost while the bus reconnected delays lines, never drops them.
  *
  * The edge's request log (`server-logs/stream`) lives in the memory of the instance whose edge served
@@ -223,9 +223,14 @@ class Tail {
     const st = statOf(this.file);
     if (!st) return;
     if (st.ino !== this.ino) {
-      // Rotated: the rest of the old file is `<file>.1` now (when it is still that file).
-      const old = statOf(this.file + '.1');
-      if (old && old.ino === this.ino) this.emit(readRange(this.file + '.1', this.pos, old.size));
+      // Rotated: the rest of the old file is in `<file>.1` or the newest segment now (when it is still that file).
+      for (const f of segmentsOf(this.file).reverse().slice(0, 2)) {
+        const old = statOf(f);
+        if (old && old.ino === this.ino) {
+          this.emit(readRange(f, this.pos, old.size));
+          break;
+        }
+      }
       this.partial = '';
       this.ino = st.ino;
       this.pos = 0;

@@ -64,6 +64,7 @@ export const rows: MatrixRow[] = [
   { method: 'POST', path: '/api/projects/:id/deployment-session', fixture: 'project', note: '409 while the project has no deployment' },
   { method: 'GET', path: '/api/projects/:id/logs', fixture: 'project' },
   { method: 'GET', path: '/api/projects/:id/logs/stream', fixture: 'project', query: 'follow=false' },
+  { method: 'GET', path: '/api/projects/:id/logs/download', fixture: 'project' },
   { method: 'GET', path: '/api/projects/:id/server-logs/recent', fixture: 'project' },
   { method: 'GET', path: '/api/projects/:id/server-logs/stream-token', fixture: 'project' },
   { method: 'GET', path: '/api/projects/:id/server-logs/stream', fixture: 'project', query: 'follow=false', note: 'also takes ?token= from stream-token' },
