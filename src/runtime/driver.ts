@@ -67,6 +67,11 @@ export interface BoxSpec {
   service?: boolean;
   /** A managed service's address of before (`Box.host`): the sandbox gives it again when no other box holds it, so apps' URLs stay valid. */
   address?: string;
+  /**
+   * A managed service's box under the docker runtime: the image its processes run from (one container
+   * kept running, each process a `docker exec` in it), and what to do when the image is missing.
+   */
+  image?: { ref: string; fix: string };
   /** The build plan's runtime (`node`, `python`, ...): the docker driver runs build steps on its base image (BERTH_IMAGE_<RUNTIME>). */
   runtime?: string;
 }

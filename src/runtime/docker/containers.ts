@@ -29,7 +29,7 @@ export const DEFAULT_USER = '1000:1000';
 /** How much of an app's output the engine keeps on disk (json-file, rotated): enough to adopt it. */
 const LOG_CONFIG = { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '2' } };
 
-export type ContainerKind = 'build' | 'app' | 'step';
+export type ContainerKind = 'build' | 'app' | 'step' | 'service';
 
 /** Whatever the driver's parts share: the engine, this Berth's key, the project networks. */
 export interface DockerContext {

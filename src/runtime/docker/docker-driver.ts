@@ -25,6 +25,7 @@ import {
 import { baseImageFromEnv, ensureBaseImage, missingBaseImage } from './base-images.js';
 import { DockerEngine } from './engine.js';
 import { EngineProbe } from './probe.js';
+import { openServiceBox } from './service-containers.js';
 
 /** How long reclaim() waits for the first engine probe. */
 const FIRST_PROBE_MS = 5000;
@@ -142,6 +143,13 @@ export class DockerDriver implements RuntimeDriver {
   }
 
   async open(spec: BoxSpec): Promise<Box> {
+    if (spec.image) {
+      // A managed service: a container of its kind's image (service-containers.ts).
+      if (!this.ctx) throw new DriverUnavailableError(this.configError!);
+      const st = await this.recheck();
+      if (!st.ready) throw new DriverUnavailableError(st.reason!);
+      return openServiceBox(this.ctx, spec);
+    }
     if (spec.kind === 'app') throw new DriverUnavailableError('the docker runtime runs apps from their release image (driver.apps), not in boxes');
     if (!this.ctx) throw new DriverUnavailableError(this.configError!);
     const st = await this.recheck();
