@@ -7,6 +7,10 @@
 #   ruby    berth-base/ruby:X.Y       the host's ruby, gem and bundler at the host's paths
 #   php     berth-base/php:X.Y        the host's php CLI, its extensions and ini files
 #   all     every runtime above that the host has (those it lacks are named and passed over)
+# and the images of managed services the docker runtime's tests run (docs/services.md), from the
+# host's Debian packages, named only (not part of `all`):
+#   postgres  berth-test/postgres:15    postgresql-15's server and clients (without JIT)
+#   redis     berth-test/redis:7        redis-server, redis-cli, redis-check-rdb
 # Every image also has: busybox (sh and the usual tools), CA certificates, a non-root user `app`
 # (uid/gid 1000) it runs as, /tmp 1777, and the shared libraries native packages commonly load
 # (librt, libstdc++, libgcc_s, libatomic, libgomp, libz, libssl, libcrypto, libresolv, ...), plus every
@@ -25,9 +29,9 @@ named=()
 for arg in "$@"; do
   case "$arg" in
     --force) force=1 ;;
-    node | python | go | ruby | php) wanted+=("$arg"); named+=("$arg") ;;
+    node | python | go | ruby | php | postgres | redis) wanted+=("$arg"); named+=("$arg") ;;
     all) wanted+=(node python go ruby php) ;;
-    *) echo "usage: $0 [--force] [node|python|go|ruby|php|all]..." >&2; exit 2 ;;
+    *) echo "usage: $0 [--force] [node|python|go|ruby|php|all|postgres|redis]..." >&2; exit 2 ;;
   esac
 done
 [ ${#wanted[@]} -gt 0 ] || { wanted=(node); named=(node); }
@@ -289,6 +293,38 @@ build_php() {
   mapfile -t elves < <(elf_files "$extdir")
   copy_needed "$root" "$exe" "${elves[@]}"
   import_root "$image" "$inputs" php '["php", "-a"]'
+}
+
+# PostgreSQL 15 (Debian's postgresql-15): bin, lib (without the LLVM JIT) and share at Debian's paths,
+# the C.UTF-8 locale initdb uses; on PATH by name, as the official image has it.
+build_postgres() {
+  local pg=/usr/lib/postgresql/15 share=/usr/share/postgresql/15
+  [ -x "$pg/bin/postgres" ] && [ -x "$pg/bin/initdb" ] || { echo "docker-base-images: the host has no PostgreSQL 15 (apt-get install postgresql-15)" >&2; return 3; }
+  local full
+  full=$("$pg/bin/postgres" --version | sed -E 's/^[^0-9]*([0-9.]+).*/\1/')
+  local image=berth-test/postgres:15 inputs="rev $base_rev postgres $full"
+  is_current "$image" "$inputs" && return 0
+  new_root postgres
+  mkdir -p "$root$pg" "$root$share" "$root/usr/lib/locale"
+  tar -C "$pg" --exclude=./lib/bitcode --exclude=./lib/llvmjit.so --exclude=./lib/llvmjit_types.bc -cf - . | tar -C "$root$pg" -xf -
+  cp -a "$share/." "$root$share/"
+  [ -d /usr/lib/locale/C.utf8 ] && cp -a /usr/lib/locale/C.utf8 "$root/usr/lib/locale/"
+  mapfile -t elves < <(elf_files "$root$pg")
+  copy_needed "$root" "${elves[@]/#$root/}"
+  import_root "$image" "$inputs" postgres '["postgres", "--version"]' "ENV PATH=/usr/local/bin:$pg/bin:/usr/bin:/bin" 'ENV LANG=C.UTF-8'
+}
+
+# Redis 7 (Debian's redis-server): the server (redis-check-rdb is the same program by another name) and redis-cli.
+build_redis() {
+  [ -x /usr/bin/redis-server ] && [ -x /usr/bin/redis-cli ] || { echo "docker-base-images: the host has no Redis (apt-get install redis-server)" >&2; return 3; }
+  local full
+  full=$(/usr/bin/redis-server --version | sed -E 's/.* v=([0-9.]+).*/\1/')
+  local image="berth-test/redis:${full%%.*}" inputs="rev $base_rev redis $full"
+  is_current "$image" "$inputs" && return 0
+  new_root redis
+  for p in redis-server redis-cli redis-check-rdb; do copy_lib "$root" "/usr/bin/$p"; done
+  copy_needed "$root" /usr/bin/redis-server /usr/bin/redis-cli
+  import_root "$image" "$inputs" redis '["redis-server", "--version"]'
 }
 
 status=0

@@ -36,7 +36,11 @@ describe('managed services: the API', () => {
     assert.ok(byRuntime.sandbox.kinds.find((k: any) => k.kind === 'postgres').versions.includes('15'));
     assert.equal(byRuntime.sandbox.kinds.find((k: any) => k.kind === 'mysql').engine, 'MariaDB');
     assert.match(byRuntime.sandbox.unavailable.find((u: any) => u.kind === 'mongodb').reason, /docker/);
-    assert.ok(byRuntime.docker.kinds.some((k: any) => k.kind === 'mongodb'));
+    // The docker runtime: each kind in the one version its image runs (the official images unless BERTH_IMAGE_<KIND> says).
+    assert.deepEqual(
+      byRuntime.docker.kinds.map((k: any) => [k.kind, k.versions, k.image]),
+      [['postgres', ['15'], 'postgres:15'], ['mysql', ['11.4'], 'mariadb:11.4'], ['redis', ['7'], 'redis:7'], ['mongodb', ['7'], 'mongo:7']],
+    );
     assert.equal((await server.api().get('/api/services/kinds')).status, 401);
   });
 

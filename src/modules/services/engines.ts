@@ -42,13 +42,29 @@ export interface PlanInput {
   port: number;
   memoryMb: number;
   credentials: Credentials;
+  /** The docker runtime: programs by name from the image's PATH, and no nss_wrapper (the box names the uid). */
+  inImage?: boolean;
+}
+
+/**
+ * Where a kind's program is: on the host, the Debian path (PostgreSQL's of its major version); in an
+ * image (docker runtime), its name, found on the image's PATH.
+ */
+export function programOf(kind: ServiceKind, version: string, name: string, inImage = false): string {
+  if (inImage) return name;
+  if (kind === 'postgres') return path.join(hostBinaries().postgresRoot, path.basename(version), 'bin', name);
+  const b = hostBinaries();
+  if (name === 'mariadbd') return b.mariadbd;
+  if (name === 'mariadb-install-db') return b.mariadbInstallDb;
+  if (name === 'redis-server') return b.redisServer;
+  return `/usr/bin/${name}`;
 }
 
 const PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
 const sqlIdent = (s: string) => s.replace(/[^A-Za-z0-9_]/g, '');
 
 function postgres(i: PlanInput): EnginePlan {
-  const bin = (p: string) => path.join(hostBinaries().postgresRoot, i.version, 'bin', p);
+  const bin = (p: string) => programOf('postgres', i.version, p, i.inImage);
   const c = i.credentials;
   const db = sqlIdent(c.database);
   const user = sqlIdent(c.username);
@@ -62,7 +78,8 @@ function postgres(i: PlanInput): EnginePlan {
   const sharedMb = Math.max(16, Math.floor(i.memoryMb / 4));
   // initdb and postgres look their uid up (getpwuid): the project's uid has no entry in the host's
   // /etc/passwd, so nss_wrapper (Debian: libnss-wrapper) gives it one from /app.
-  const nss = { LD_PRELOAD: hostBinaries().nssWrapper, NSS_WRAPPER_PASSWD: '/app/passwd', NSS_WRAPPER_GROUP: '/app/group' };
+  // In an image the box itself names the uid (service-containers.ts).
+  const nss: Record<string, string> = i.inImage ? {} : { LD_PRELOAD: hostBinaries().nssWrapper, NSS_WRAPPER_PASSWD: '/app/passwd', NSS_WRAPPER_GROUP: '/app/group' };
   return {
     files: {
       passwd: `postgres:x:${i.uid}:${i.gid}:PostgreSQL:/data:/usr/sbin/nologin\n`,
@@ -95,7 +112,7 @@ function postgres(i: PlanInput): EnginePlan {
 }
 
 function mariadb(i: PlanInput): EnginePlan {
-  const b = hostBinaries();
+  const bin = (p: string) => programOf('mysql', i.version, p, i.inImage);
   const c = i.credentials;
   const db = sqlIdent(c.database);
   const user = sqlIdent(c.username);
@@ -110,11 +127,11 @@ function mariadb(i: PlanInput): EnginePlan {
   return {
     files: { 'init.sql': init },
     secretFiles: ['init.sql'],
-    init: [{ argv: [b.mariadbInstallDb, '--no-defaults', '--datadir=/data/mysql', '--auth-root-authentication-method=normal', '--skip-test-db', '--skip-name-resolve'] }],
+    init: [{ argv: [bin('mariadb-install-db'), '--no-defaults', '--datadir=/data/mysql', '--auth-root-authentication-method=normal', '--skip-test-db', '--skip-name-resolve'] }],
     initialisedMarker: 'mysql/mysql',
     server: {
       argv: [
-        b.mariadbd,
+        bin('mariadbd'),
         '--no-defaults',
         '--datadir=/data/mysql',
         '--socket=/data/run/mysqld.sock',
@@ -128,7 +145,7 @@ function mariadb(i: PlanInput): EnginePlan {
         '--init-file=/app/init.sql',
       ],
     },
-    ready: { argv: ['/usr/bin/mariadb-admin', '--no-defaults', '--socket=/data/run/mysqld.sock', '-uroot', 'ping'] },
+    ready: { argv: [bin('mariadb-admin'), '--no-defaults', '--socket=/data/run/mysqld.sock', '-uroot', 'ping'] },
     after: [],
   };
 }
@@ -152,9 +169,37 @@ function redis(i: PlanInput): EnginePlan {
     secretFiles: ['redis.conf'],
     init: [],
     initialisedMarker: '',
-    server: { argv: [hostBinaries().redisServer, '/app/redis.conf'] },
-    ready: { argv: ['/usr/bin/redis-cli', '--no-auth-warning', '-h', '127.0.0.1', '-p', String(i.port), 'ping'], env: { REDISCLI_AUTH: i.credentials.password }, expect: /PONG/ },
+    server: { argv: [programOf('redis', i.version, 'redis-server', i.inImage), '/app/redis.conf'] },
+    ready: { argv: [programOf('redis', i.version, 'redis-cli', i.inImage), '--no-auth-warning', '-h', '127.0.0.1', '-p', String(i.port), 'ping'], env: { REDISCLI_AUTH: i.credentials.password }, expect: /PONG/ },
     after: [],
+  };
+}
+
+/**
+ * MongoDB (docker runtime only): `mongod` with authorization on; the user is made through the
+ * localhost exception on the first start (no user yet) by a script of `/app` holding the password,
+ * removed once ready; on later starts the script authenticates as that user instead.
+ */
+function mongodb(i: PlanInput): EnginePlan {
+  const c = i.credentials;
+  const js = (v: string) => JSON.stringify(v);
+  const init = [
+    "const admin = db.getSiblingDB('admin');",
+    'let authed = false;',
+    `try { authed = admin.auth(${js(c.username)}, ${js(c.password)}).ok === 1; } catch (e) { authed = false; }`,
+    `if (!authed) admin.createUser({ user: ${js(c.username)}, pwd: ${js(c.password)}, roles: [{ role: 'root', db: 'admin' }] });`,
+    '',
+  ].join('\n');
+  const cacheGb = Math.max(0.25, Math.floor((i.memoryMb / 2 / 1024) * 100) / 100);
+  const shell = ['mongosh', '--quiet', '--norc', '--host', '127.0.0.1', '--port', String(i.port)];
+  return {
+    files: { 'init.js': init },
+    secretFiles: ['init.js'],
+    init: [{ argv: ['mkdir', '-p', '/data/db'] }],
+    initialisedMarker: 'db',
+    server: { argv: ['mongod', '--dbpath', '/data/db', '--port', String(i.port), '--bind_ip_all', '--auth', '--wiredTigerCacheSizeGB', String(cacheGb), '--unixSocketPrefix', '/data/run'] },
+    ready: { argv: [...shell, '--eval', "db.adminCommand('ping').ok"], expect: /1/ },
+    after: [{ argv: [...shell, '--file', '/app/init.js'] }],
   };
 }
 
@@ -167,7 +212,8 @@ export function enginePlan(i: PlanInput): EnginePlan {
     case 'redis':
       return redis(i);
     case 'mongodb':
-      throw new Error('MongoDB runs only under the docker runtime');
+      if (!i.inImage) throw new Error('MongoDB runs only under the docker runtime');
+      return mongodb(i);
   }
 }
 

@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { AppContext } from '../../context.js';
 import { nowIso } from '../../lib/ids.js';
 import { redactedLines } from '../../runtime/app-output.js';
-import type { Box, Identity, RuntimeDriver } from '../../runtime/driver.js';
+import type { Box, BoxProcess, Identity, RuntimeDriver } from '../../runtime/driver.js';
 import { chownTree } from '../../runtime/identity.js';
 import type { UsageTarget } from '../../runtime/usage.js';
 import { MAX_CONSECUTIVE_FAILURES, restartDelayMs } from '../../runtime/restart-backoff.js';
@@ -29,6 +29,8 @@ const HEALTHY_AFTER_MS = 60_000;
 export interface HostRunnerDeps {
   driver: RuntimeDriver;
   identityOf(orgId: string, projectId: string): Promise<Identity | null>;
+  /** The docker runtime: the image of each kind (BERTH_IMAGE_<KIND>); its programs run by name in a container of it. */
+  image?(kind: ServiceKind): { ref: string; fix: string };
 }
 
 interface Running {
@@ -93,6 +95,13 @@ export class HostServiceRunner implements ServiceRunner {
   /** The processes of its box now (host pids). */
   pids(id: string): number[] {
     return this.services.get(id)?.box?.pids() ?? [];
+  }
+
+  /** A client program run inside the service's own box (the docker runtime's dumps), or null where dumps run from the host. */
+  inService(id: string, argv: string[], env: Record<string, string>): BoxProcess | null {
+    const r = this.services.get(id);
+    if (!this.deps.image || !r?.box || r.row.status !== 'running') return null;
+    return r.box.exec(argv, { cwd: path.join(this.volumeDir(r.row), 'conf'), env: engineEnv(env) });
   }
 
   scratch(row: ManagedServiceRow, dataDir: string, name: string, adapt?: (plan: EnginePlan) => EnginePlan): Promise<ScratchInstance> {
@@ -225,6 +234,7 @@ export class HostServiceRunner implements ServiceRunner {
       service: true,
       // Its address of before, so that apps' DATABASE_URL stays valid across a stop and a server restart.
       ...(r.row.address ? { address: r.row.address } : {}),
+      ...(this.deps.image ? { image: this.deps.image(r.row.kind as ServiceKind) } : {}),
     });
     r.box = box;
     if (box.host !== r.row.address) {
@@ -245,10 +255,11 @@ export class HostServiceRunner implements ServiceRunner {
       // The port: the kind's, in a network of the box's own; a free one of the host otherwise (no root).
       const gen = r.gen;
       const ids = { uid: identity?.uid ?? process.getuid?.() ?? 0, gid: identity?.gid ?? process.getgid?.() ?? 0 };
-      const probe = enginePlan({ ...ids, kind: row.kind as ServiceKind, version: row.version, port: row.port, memoryMb: row.memoryMb, credentials: creds });
+      const inImage = !!this.deps.image;
+      const probe = enginePlan({ ...ids, kind: row.kind as ServiceKind, version: row.version, port: row.port, memoryMb: row.memoryMb, credentials: creds, inImage });
       const { box, confDir } = await this.prepare(r, probe, identity);
       const port = box.port ?? row.port;
-      const plan = port === row.port ? probe : enginePlan({ ...ids, kind: row.kind as ServiceKind, version: row.version, port, memoryMb: row.memoryMb, credentials: creds });
+      const plan = port === row.port ? probe : enginePlan({ ...ids, kind: row.kind as ServiceKind, version: row.version, port, memoryMb: row.memoryMb, credentials: creds, inImage });
       r.secretFiles = plan.secretFiles;
       if (plan !== probe) for (const [name, text] of Object.entries(plan.files)) writeFileSync(path.join(confDir, name), text, { mode: 0o600 });
       if (identity) await chownTree(confDir, identity);
@@ -293,8 +304,8 @@ export class HostServiceRunner implements ServiceRunner {
       r.gen++;
       for (const f of r.secretFiles) rmSync(path.join(this.volumeDir(row), 'conf', f), { force: true });
       if (r.stopping) return;
-      // A data folder that cannot be made will not be made by trying again.
-      if (e instanceof InitError) r.failures = MAX_CONSECUTIVE_FAILURES - 1;
+      // A data folder that cannot be made, or an image that is not there, will not be by trying again.
+      if (e instanceof InitError || (e as Error).name === 'ServiceImageMissing') r.failures = MAX_CONSECUTIVE_FAILURES - 1;
       await this.fail(r, message);
     }
   }

@@ -22,6 +22,8 @@ export interface KindOffer {
   defaultVersion: string;
   /** The port it listens on inside the project's network. */
   port: number;
+  /** The image it runs from (docker runtime only: BERTH_IMAGE_<KIND>). */
+  image?: string;
 }
 
 export interface RuntimeOffer {
@@ -34,8 +36,33 @@ export interface RuntimeOffer {
 export const DEFAULT_PORTS: Record<ServiceKind, number> = { postgres: 5432, mysql: 3306, redis: 6379, mongodb: 27017 };
 const ENGINES: Record<ServiceKind, string> = { postgres: 'PostgreSQL', mysql: 'MariaDB', redis: 'Redis', mongodb: 'MongoDB' };
 
-/** The docker runtime's images: the official ones unless BERTH_IMAGE_<KIND> names another. */
-const DOCKER_VERSIONS: Record<ServiceKind, string[]> = { postgres: ['16', '15'], mysql: ['11.4', '10.11'], redis: ['7.2'], mongodb: ['7.0'] };
+/** The variable naming a kind's image under the docker runtime (`mysql` is MariaDB's). */
+export const IMAGE_VARIABLES: Record<ServiceKind, string> = { postgres: 'BERTH_IMAGE_POSTGRES', mysql: 'BERTH_IMAGE_MYSQL', redis: 'BERTH_IMAGE_REDIS', mongodb: 'BERTH_IMAGE_MONGODB' };
+/** The official images the docker runtime runs unless BERTH_IMAGE_<KIND> names another. */
+export const DEFAULT_IMAGES: Record<ServiceKind, string> = { postgres: 'postgres:15', mysql: 'mariadb:11.4', redis: 'redis:7', mongodb: 'mongo:7' };
+
+/** The image of a kind under the docker runtime. */
+export function serviceImage(kind: ServiceKind, env: NodeJS.ProcessEnv): string {
+  return env[IMAGE_VARIABLES[kind]]?.trim() || DEFAULT_IMAGES[kind];
+}
+
+/** What to do when a kind's image is missing and cannot be pulled (the service's error names it). */
+export function imageFix(kind: ServiceKind): string {
+  const local = kind === 'mongodb' ? '' : `; offline, scripts/docker-base-images.sh ${kind === 'mysql' ? 'mariadb' : kind} builds one from this host's Debian packages`;
+  return `set ${IMAGE_VARIABLES[kind]} to an image of ${ENGINES[kind]} the Docker Engine has (default ${DEFAULT_IMAGES[kind]}${local})`;
+}
+
+/**
+ * The version an image runs, from its tag: its leading number (`postgres:15` and `postgres:15.4-bookworm`
+ * are `15`, `mariadb:11.4` is `11.4`); a tag without one (`latest`, none, a digest) is `latest`.
+ */
+export function imageVersion(image: string): string {
+  const noDigest = image.split('@')[0]!;
+  const slash = noDigest.lastIndexOf('/');
+  const colon = noDigest.lastIndexOf(':');
+  const tag = colon > slash ? noDigest.slice(colon + 1) : '';
+  return /^\d+(?:\.\d+)*/.exec(tag)?.[0] ?? 'latest';
+}
 
 /** Where the host's binaries are (overridable for tests and unusual layouts). */
 export function hostBinaries(env: NodeJS.ProcessEnv = process.env) {
@@ -92,19 +119,20 @@ function offer(kind: ServiceKind, versions: string[]): KindOffer {
   return { kind, engine: ENGINES[kind], versions, defaultVersion: versions[0]!, port: DEFAULT_PORTS[kind] };
 }
 
-function dockerOffer(): RuntimeOffer {
-  return { runtime: 'docker', kinds: SERVICE_KINDS.map((k) => offer(k, DOCKER_VERSIONS[k])), unavailable: [] };
+/** The docker runtime offers each kind in the one version its configured image runs (BERTH_IMAGE_<KIND>). */
+export function dockerOffer(env: NodeJS.ProcessEnv): RuntimeOffer {
+  return { runtime: 'docker', kinds: SERVICE_KINDS.map((k) => ({ ...offer(k, [imageVersion(serviceImage(k, env))]), image: serviceImage(k, env) })), unavailable: [] };
 }
 
 /** Every runtime's offer (the host's binaries are looked at once per server: `holder` is the area's state). */
-export function runtimeOffers(holder: { offers: Promise<RuntimeOffer[]> | null }): Promise<RuntimeOffer[]> {
-  holder.offers ??= Promise.all([hostOffer('sandbox'), hostOffer('process')]).then(([s, p]) => [s, dockerOffer(), p]);
+export function runtimeOffers(holder: { offers: Promise<RuntimeOffer[]> | null }, images: NodeJS.ProcessEnv = {}): Promise<RuntimeOffer[]> {
+  holder.offers ??= Promise.all([hostOffer('sandbox'), hostOffer('process')]).then(([s, p]) => [s, dockerOffer(images), p]);
   return holder.offers;
 }
 
 /** The kind and version a create asks for, checked against what `runtime` offers: a 400 naming the field otherwise. */
-export async function chooseVersion(holder: { offers: Promise<RuntimeOffer[]> | null }, runtime: ServiceRuntime, kind: ServiceKind, version: string | undefined): Promise<KindOffer & { version: string }> {
-  const offers = (await runtimeOffers(holder)).find((o) => o.runtime === runtime)!;
+export async function chooseVersion(holder: { offers: Promise<RuntimeOffer[]> | null }, images: NodeJS.ProcessEnv, runtime: ServiceRuntime, kind: ServiceKind, version: string | undefined): Promise<KindOffer & { version: string }> {
+  const offers = (await runtimeOffers(holder, images)).find((o) => o.runtime === runtime)!;
   const k = offers.kinds.find((o) => o.kind === kind);
   if (!k) {
     const why = offers.unavailable.find((u) => u.kind === kind)?.reason ?? `${kind} is not offered by the ${runtime} runtime`;

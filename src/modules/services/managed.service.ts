@@ -99,7 +99,7 @@ export function managedRecord(ctx: AppContext, r: ManagedServiceRow): ServiceRec
 }
 
 export async function serviceKinds(ctx: AppContext): Promise<{ runtime: ServiceRuntime; runtimes: RuntimeOffer[] }> {
-  return { runtime: runtimeOf(ctx), runtimes: await runtimeOffers(ctx.state.services) };
+  return { runtime: runtimeOf(ctx), runtimes: await runtimeOffers(ctx.state.services, ctx.config.docker.baseImages) };
 }
 
 /** The data volume, attached databases and managed services of a project, oldest first; a preview's own instances with `environment`. */
@@ -141,7 +141,7 @@ export async function createService(ctx: AppContext, actor: Actor, project: Proj
   const name = input.name.trim();
   if (!NAME_RE.test(name)) throw invalid('name', 'name must start with a lowercase letter and hold lowercase letters, digits, "_" and "-" (at most 63 characters)');
   const runtime = runtimeOf(ctx);
-  const offer = await chooseVersion(ctx.state.services, runtime, input.kind, input.version);
+  const offer = await chooseVersion(ctx.state.services, ctx.config.docker.baseImages, runtime, input.kind, input.version);
   checkResources(input.resources ?? {});
   if ((await attachedServices.list(ctx, project)).some((s) => s.name === name)) throw conflict(`this project already has a service named "${name}"`, 'name');
   const id = newId('svc');
@@ -156,14 +156,13 @@ export async function createService(ctx: AppContext, actor: Actor, project: Proj
     version: offer.version,
     runtime,
     desired: 'running',
-    // The docker runtime has no runner of services yet: said at once rather than `starting` for ever.
-    status: runtime === 'docker' ? 'failed' : 'starting',
+    status: 'starting',
     cpuCores: res.cpuCores,
     memoryMb: res.memoryMb,
     diskMb: res.diskMb,
     port: offer.port,
     credentials: sealCredentials(ctx.keyring, id, generateCredentials(input.kind, name)),
-    lastError: runtime === 'docker' ? 'the docker runtime does not run managed services yet' : null,
+    lastError: null,
     environment: PRODUCTION,
     sourceId: null,
     seedFrom: input.seedFrom ?? null,

@@ -11,7 +11,7 @@ import { createInterface } from 'node:readline';
 import path from 'node:path';
 import type { AppContext } from '../../context.js';
 import type { EnginePlan } from './engines.js';
-import { hostBinaries, type ServiceKind } from './kinds.js';
+import type { ServiceKind } from './kinds.js';
 import type { ScratchInstance } from './scratch.js';
 import * as store from './services.store.js';
 import type { ManagedServiceRow } from './services.store.js';
@@ -57,8 +57,8 @@ function fail(what: string, out: string): Error {
   return e;
 }
 
-async function loadPostgres(i: ScratchInstance, row: ManagedServiceRow): Promise<void> {
-  const bin = (p: string) => path.join(hostBinaries().postgresRoot, path.basename(row.version), 'bin', p);
+async function loadPostgres(i: ScratchInstance): Promise<void> {
+  const bin = (p: string) => i.program(p);
   const env = i.plan.ready.env;
   const file = `/data/${ARTIFACT.postgres}`;
   const listed = await i.exec({ argv: [bin('pg_restore'), '--list', file], env }, /^\d+; \d+ \d+ TABLE (?!DATA )/);
@@ -76,23 +76,23 @@ async function loadMariadb(i: ScratchInstance, artifact: string): Promise<void> 
   const expected = await countLines(artifact, /^CREATE TABLE /);
   const conn = ['--no-defaults', '--protocol=TCP', '-h', '127.0.0.1', '-P', String(i.port), '-u', i.credentials.username, '-D', i.credentials.database];
   const env = { MYSQL_PWD: i.credentials.password };
-  const loaded = await i.exec({ argv: ['/usr/bin/mariadb', ...conn, '--batch', '-e', `source /data/${ARTIFACT.mysql}`], env });
+  const loaded = await i.exec({ argv: [i.program('mariadb'), ...conn, '--batch', '-e', `source /data/${ARTIFACT.mysql}`], env });
   if (!loaded.ok) throw fail('loading the dump into the fresh MariaDB failed; the server log has its output', loaded.out);
   const q = "select count(*) from information_schema.tables where table_schema = database() and table_type = 'BASE TABLE'";
-  const counted = await i.exec({ argv: ['/usr/bin/mariadb', ...conn, '-N', '-e', q], env });
+  const counted = await i.exec({ argv: [i.program('mariadb'), ...conn, '-N', '-e', q], env });
   const tables = Number(counted.out.trim().split('\n').pop());
   if (!counted.ok || tables !== expected) throw fail(`the fresh instance holds ${counted.ok ? tables : 'no readable'} tables where the artifact has ${expected}`, counted.out);
 }
 
 async function redisInfo(i: ScratchInstance, section: string): Promise<Record<string, string>> {
-  const res = await i.exec({ argv: ['/usr/bin/redis-cli', '--no-auth-warning', '-h', '127.0.0.1', '-p', String(i.port), 'info', section], env: { REDISCLI_AUTH: i.credentials.password } });
+  const res = await i.exec({ argv: [i.program('redis-cli'), '--no-auth-warning', '-h', '127.0.0.1', '-p', String(i.port), 'info', section], env: { REDISCLI_AUTH: i.credentials.password } });
   if (!res.ok) throw fail('the fresh Redis did not answer INFO', res.out);
   return Object.fromEntries(res.out.split('\n').filter((l) => l.includes(':')).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()]));
 }
 
 /** Redis loaded the RDB at start (append-only off); its keys are checked, then the append-only file is written from memory. */
 async function loadRedis(i: ScratchInstance): Promise<void> {
-  const checked = await i.exec({ argv: ['/usr/bin/redis-check-rdb', `/data/${ARTIFACT.redis}`] });
+  const checked = await i.exec({ argv: [i.program('redis-check-rdb'), `/data/${ARTIFACT.redis}`] });
   const read = /(\d+) keys read/.exec(checked.out);
   const withTtl = Number(/(\d+) expires/.exec(checked.out)?.[1] ?? 0);
   if (!checked.ok || !read) throw fail('the artifact is not a Redis RDB file (redis-check-rdb failed)', checked.out);
@@ -100,7 +100,7 @@ async function loadRedis(i: ScratchInstance): Promise<void> {
   const keys = Object.values(keyspace).reduce((n, v) => n + Number(/keys=(\d+)/.exec(v)?.[1] ?? 0), 0);
   const expected = Number(read[1]);
   if (keys > expected || keys < expected - withTtl) throw fail(`the fresh instance holds ${keys} keys where the artifact has ${expected}`, checked.out);
-  const on = await i.exec({ argv: ['/usr/bin/redis-cli', '--no-auth-warning', '-h', '127.0.0.1', '-p', String(i.port), 'config', 'set', 'appendonly', 'yes'], env: { REDISCLI_AUTH: i.credentials.password }, expect: /OK/ });
+  const on = await i.exec({ argv: [i.program('redis-cli'), '--no-auth-warning', '-h', '127.0.0.1', '-p', String(i.port), 'config', 'set', 'appendonly', 'yes'], env: { REDISCLI_AUTH: i.credentials.password }, expect: /OK/ });
   if (!on.ok) throw fail('the fresh Redis could not start its append-only file', on.out);
   for (let n = 0; ; n++) {
     const p = await redisInfo(i, 'persistence');
@@ -135,7 +135,7 @@ export async function prepareFresh(ctx: AppContext, row: ManagedServiceRow, arti
     await moveFile(artifact, inside);
     const instance = await runnerOf(ctx).scratch(row, staging, name, adaptFor(kind));
     try {
-      if (kind === 'postgres') await loadPostgres(instance, row);
+      if (kind === 'postgres') await loadPostgres(instance);
       else if (kind === 'mysql') await loadMariadb(instance, inside);
       else await loadRedis(instance);
     } finally {

@@ -6,6 +6,7 @@ import type { EnginePlan } from './engines.js';
 import type { RuntimeOffer } from './kinds.js';
 import type { ScratchInstance } from './scratch.js';
 
+import type { BoxProcess } from '../../runtime/driver.js';
 import type { UsageTarget } from '../../runtime/usage.js';
 import type { ManagedServiceRow } from './services.store.js';
 
@@ -32,6 +33,8 @@ export interface ServiceRunner {
   usageTargets(): UsageTarget[];
   /** It was deleted: nothing of it is kept (its log). */
   forget(id: string): void;
+  /** A client program (a dump) run inside the service's own box, where the server cannot reach it from the host (docker runtime); null elsewhere or when it does not run. */
+  inService(id: string, argv: string[], env: Record<string, string>): BoxProcess | null;
   /** A throwaway instance of the service on `dataDir` (restores and restore tests; scratch.ts). */
   scratch(row: ManagedServiceRow, dataDir: string, name: string, adapt?: (plan: EnginePlan) => EnginePlan): Promise<ScratchInstance>;
   /** Server shutdown: stops every service. */

@@ -12,7 +12,7 @@ import type { Box, Identity, RuntimeDriver } from '../../runtime/driver.js';
 import { chownTree } from '../../runtime/identity.js';
 import { LineSplitter } from '../../runtime/redact.js';
 import { openCredentials, type Credentials } from './credentials.js';
-import { enginePlan, engineEnv, type EnginePlan, type EngineStep } from './engines.js';
+import { enginePlan, engineEnv, programOf, type EnginePlan, type EngineStep } from './engines.js';
 import type { ServiceKind } from './kinds.js';
 import type { ManagedServiceRow } from './services.store.js';
 
@@ -34,6 +34,8 @@ export interface ScratchInstance {
   credentials: Credentials;
   /** The plan it runs (the kind's client programs' environment: `ready.env`). */
   plan: EnginePlan;
+  /** A client program of the kind as its box runs it (a host path, or a name on the image's PATH). */
+  program(name: string): string;
   exec(step: EngineStep, count?: RegExp): Promise<ScratchResult>;
   /** Stops the server (cleanly: its data folder is whole afterwards) and frees the box. */
   close(): Promise<void>;
@@ -42,6 +44,7 @@ export interface ScratchInstance {
 export interface ScratchDeps {
   driver: RuntimeDriver;
   identityOf(orgId: string, projectId: string): Promise<Identity | null>;
+  image?(kind: ServiceKind): { ref: string; fix: string };
 }
 
 function redact(text: string, secret: string): string {
@@ -89,6 +92,7 @@ export async function openScratch(ctx: AppContext, deps: ScratchDeps, row: Manag
     appDir: confDir,
     dataDir,
     port: row.port,
+    ...(deps.image ? { image: deps.image(row.kind as ServiceKind) } : {}),
   });
   let exited: Promise<unknown> | null = null;
   const close = async () => {
@@ -99,7 +103,7 @@ export async function openScratch(ctx: AppContext, deps: ScratchDeps, row: Manag
   };
   try {
     const port = box.port ?? row.port;
-    const base = enginePlan({ ...ids, kind: row.kind as ServiceKind, version: row.version, port, memoryMb: row.memoryMb, credentials });
+    const base = enginePlan({ ...ids, kind: row.kind as ServiceKind, version: row.version, port, memoryMb: row.memoryMb, credentials, inImage: !!deps.image });
     const plan = adapt ? adapt(base) : base;
     for (const [file, text] of Object.entries(plan.files)) writeFileSync(path.join(confDir, file), text, { mode: 0o600 });
     if (identity) {
@@ -130,7 +134,7 @@ export async function openScratch(ctx: AppContext, deps: ScratchDeps, row: Manag
       if (!res.ok) throw new Error(`the fresh ${row.kind} instance's users and database could not be made (exit ${res.code})`);
     }
     for (const f of plan.secretFiles) rmSync(path.join(confDir, f), { force: true });
-    return { port, credentials, plan, exec: (step, count) => run(box, step, confDir, secret, count), close };
+    return { port, credentials, plan, program: (p) => programOf(row.kind as ServiceKind, row.version, p, !!deps.image), exec: (step, count) => run(box, step, confDir, secret, count), close };
   } catch (e) {
     await close();
     throw e;

@@ -2,16 +2,22 @@ import type { AppContext } from '../../context.js';
 import type { ModuleDef } from '../../http/route.js';
 import { nowIso } from '../../lib/ids.js';
 import { HostServiceRunner } from './host-runner.js';
+import { imageFix, serviceImage, type ServiceKind } from './kinds.js';
 import type { ServiceRunner } from './runner.js';
 import { serviceRoutes } from './services.routes.js';
 import { SERVICES_PORTS } from './ports.js';
 import * as store from './services.store.js';
 
-/** The runner of this server's runtime: the host's binaries in the driver's boxes (sandbox, process); none yet for docker. */
+/**
+ * The runner of this server's runtime: the host's binaries in the driver's boxes (sandbox, process), or
+ * under docker a container per service of its kind's image (BERTH_IMAGE_POSTGRES, ...).
+ */
 function makeRunner(ctx: AppContext): ServiceRunner | null {
   const host = ctx.ports.runtimeHost;
-  if (!host || ctx.config.runtime === 'docker') return null;
-  return new HostServiceRunner(ctx, { driver: host.driver, identityOf: (orgId, projectId) => host.releases.identityOf(orgId, projectId) });
+  if (!host) return null;
+  const images = ctx.config.docker.baseImages;
+  const image = ctx.config.runtime === 'docker' ? (kind: ServiceKind) => ({ ref: serviceImage(kind, images), fix: imageFix(kind) }) : undefined;
+  return new HostServiceRunner(ctx, { driver: host.driver, identityOf: (orgId, projectId) => host.releases.identityOf(orgId, projectId), ...(image ? { image } : {}) });
 }
 
 /**

@@ -33,6 +33,8 @@ const KindOfferSchema = Type.Object({
   versions: Type.Array(Type.String()),
   defaultVersion: Type.String(),
   port: Type.Integer(),
+  /** The image it runs from (docker runtime: BERTH_IMAGE_POSTGRES, ...). */
+  image: Type.Optional(Type.String()),
 });
 
 export const KindsSchema = Type.Object({

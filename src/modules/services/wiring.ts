@@ -58,7 +58,7 @@ export async function managedServiceEnv(ctx: AppContext, orgId: string, projectI
   if (production.length === 0 && environment === PRODUCTION) return { env: {}, secrets: [] };
   const deadline = Date.now() + WAIT_FOR_START_MS;
   // The server's own start: the services area starts its runner just after the hosting area's apps begin.
-  while (!ctx.state.services.runner && ctx.config.runtime !== 'docker' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  while (!ctx.state.services.runner && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   const runner = ctx.state.services.runner;
   if (!runner) return { env: {}, secrets: [] };
   const rows = environment === PRODUCTION ? production : await previewInstances(ctx, orgId, projectId, environment);
