@@ -9962,6 +9962,7 @@ export interface operations {
                                 kinds: {
                                     defaultVersion: string;
                                     engine: string;
+                                    image?: string;
                                     /** @enum {string} */
                                     kind: "postgres" | "mysql" | "redis" | "mongodb";
                                     port: number;

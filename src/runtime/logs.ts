@@ -24,7 +24,16 @@ export interface LogFileOptions {
    * replacing the previous one (build logs: at most 2 x maxBytes each).
    */
   keep?: boolean;
+  /**
+   * Lines are gathered for up to this many milliseconds (or 64 KiB) and written with one call: the
+   * edge's request log, one line per proxied request, would otherwise cost a synchronous write on the
+   * request path. Reads and searches write what is gathered first; a crash loses at most that window.
+   */
+  bufferMs?: number;
 }
+
+/** A gathered batch is written at once past this size. */
+const BUFFER_BYTES = 64 * 1024;
 
 export interface ReadOptions {
   /** The last `limit` lines (default 200). */
@@ -52,29 +61,24 @@ export class LogFile<T extends LogRecord = LogLine> {
     private readonly opts: LogFileOptions = {},
   ) {}
 
+  private pending: string[] = [];
+  private pendingBytes = 0;
+  private pendingTs = '';
+  private flushTimer: NodeJS.Timeout | null = null;
+
   append(entry: T): void {
     if (this.closedForGood) return;
     const text = JSON.stringify(entry) + '\n';
-    try {
-      if (this.fd === null) {
-        mkdirSync(path.dirname(this.file), { recursive: true });
-        this.fd = openSync(this.file, 'a', 0o600);
-        this.size = statSync(this.file).size;
-        this.day = this.size > 0 ? firstDay(this.fd) : entry.ts.slice(0, 10);
+    if (this.opts.bufferMs) {
+      if (this.pending.length === 0) this.pendingTs = entry.ts;
+      this.pending.push(text);
+      this.pendingBytes += text.length;
+      if (this.pendingBytes >= BUFFER_BYTES) this.flush();
+      else if (!this.flushTimer) {
+        this.flushTimer = setTimeout(() => this.flush(), this.opts.bufferMs);
+        this.flushTimer.unref();
       }
-      const newDay = this.opts.keep && this.size > 0 && entry.ts.slice(0, 10) !== this.day;
-      if ((this.size + text.length > this.maxBytes && this.size > 0) || newDay) {
-        closeSync(this.fd);
-        renameSync(this.file, this.opts.keep ? segmentName(this.file) : this.file + '.1');
-        this.fd = openSync(this.file, 'a', 0o600);
-        this.size = 0;
-      }
-      if (this.size === 0) this.day = entry.ts.slice(0, 10);
-      this.size += writeSync(this.fd, text);
-      this.opts.onWrite?.();
-    } catch {
-      /* a full disk must not take the app or the build down; the line is still streamed */
-    }
+    } else this.write(text, entry.ts);
     for (const fn of this.listeners) {
       try {
         fn(entry);
@@ -84,7 +88,43 @@ export class LogFile<T extends LogRecord = LogLine> {
     }
   }
 
+  /** Writes the lines gathered so far (`bufferMs`), if any. */
+  flush(): void {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    if (this.pending.length === 0) return;
+    const text = this.pending.join('');
+    this.pending = [];
+    this.pendingBytes = 0;
+    if (!this.closedForGood) this.write(text, this.pendingTs);
+  }
+
+  /** One write of `text` (whole lines; `ts` the first one's time), rotating the file first when due. */
+  private write(text: string, ts: string): void {
+    try {
+      if (this.fd === null) {
+        mkdirSync(path.dirname(this.file), { recursive: true });
+        this.fd = openSync(this.file, 'a', 0o600);
+        this.size = statSync(this.file).size;
+        this.day = this.size > 0 ? firstDay(this.fd) : ts.slice(0, 10);
+      }
+      const newDay = this.opts.keep && this.size > 0 && ts.slice(0, 10) !== this.day;
+      if ((this.size + text.length > this.maxBytes && this.size > 0) || newDay) {
+        closeSync(this.fd);
+        renameSync(this.file, this.opts.keep ? segmentName(this.file) : this.file + '.1');
+        this.fd = openSync(this.file, 'a', 0o600);
+        this.size = 0;
+      }
+      if (this.size === 0) this.day = ts.slice(0, 10);
+      this.size += writeSync(this.fd, text);
+      this.opts.onWrite?.();
+    } catch {
+      /* a full disk must not take the app or the build down; the line is still streamed */
+    }
+  }
+
   read(opts: ReadOptions = {}): T[] {
+    this.flush();
     const limit = Math.max(1, Math.min(opts.limit ?? 200, 10000));
     const out: T[] = [];
     for (const f of [this.opts.keep ? (segmentsOf(this.file).at(-1) ?? '') : this.file + '.1', this.file]) {
@@ -115,6 +155,7 @@ export class LogFile<T extends LogRecord = LogLine> {
   }
 
   close(): void {
+    this.flush();
     if (this.fd !== null) {
       try {
         closeSync(this.fd);
@@ -127,8 +168,9 @@ export class LogFile<T extends LogRecord = LogLine> {
 
   /** Closes and deletes the files; later appends are dropped. */
   remove(): void {
-    this.close();
     this.closedForGood = true;
+    this.pending = [];
+    this.close();
     this.listeners.clear();
     rmSync(this.file, { force: true });
     rmSync(this.file + '.1', { force: true });
@@ -176,6 +218,9 @@ export function segmentsOf(file: string): string[] {
  * segments until retention removes them (log-retention.ts), and build logs per deployment
  * (`<dataDir>/logs/projects/<projectId>/builds/<deploymentId>.log`), each bounded.
  */
+/** How long the edge's request lines are gathered before one write (LogFileOptions.bufferMs). */
+const REQUEST_LOG_BUFFER_MS = 200;
+
 export class LogStore {
   private readonly files = new Map<string, LogFile<LogRecord>>();
   /** Told of each line written, by the file's key (`p:<app>`, `d:<deploymentId>`, `r:<app>`): the log relay. */
@@ -197,7 +242,7 @@ export class LogStore {
 
   /** The edge's requests of an app (kept like its runtime log). */
   requests<T extends LogRecord>(app: string): LogFile<T> {
-    return this.get(`r:${app}`, path.join(this.dirOf(app), 'requests.log'), this.limits.runtimeBytes, true) as unknown as LogFile<T>;
+    return this.get(`r:${app}`, path.join(this.dirOf(app), 'requests.log'), this.limits.runtimeBytes, true, REQUEST_LOG_BUFFER_MS) as unknown as LogFile<T>;
   }
 
   build(projectId: string, deploymentId: string): LogFile {
@@ -232,10 +277,15 @@ export class LogStore {
     this.files.clear();
   }
 
-  private get(key: string, file: string, max: number, keep: boolean): LogFile<LogRecord> {
+  /** Writes every gathered line (a search reads the files). */
+  flushAll(): void {
+    for (const f of this.files.values()) f.flush();
+  }
+
+  private get(key: string, file: string, max: number, keep: boolean, bufferMs?: number): LogFile<LogRecord> {
     let f = this.files.get(key);
     if (!f) {
-      f = new LogFile<LogRecord>(file, max, { keep, onWrite: () => this.onAppend?.(key) });
+      f = new LogFile<LogRecord>(file, max, { keep, onWrite: () => this.onAppend?.(key), ...(bufferMs ? { bufferMs } : {}) });
       this.files.set(key, f);
     }
     return f;

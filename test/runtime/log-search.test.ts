@@ -1,7 +1,7 @@
 /** Kept logs on disk: segments, retention, and the search over them (no server: the files themselves). */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { LogStore } from '../../src/runtime/logs.js';
@@ -25,7 +25,11 @@ function withStore(fn: (store: LogStore, root: string) => Promise<void>) {
   };
 }
 
-const opts = (store: LogStore, o: Partial<SearchOptions>): SearchOptions => ({ dir: store.dirOf('p1'), buildDir: path.join(store.dirOf('p1'), 'builds'), sources: ['runtime'], fds: null, q: '', limit: 50, ...o });
+/** A search as the service makes it: the gathered request lines written first (runtime/logs.ts bufferMs). */
+const opts = (store: LogStore, o: Partial<SearchOptions>): SearchOptions => {
+  store.flushAll();
+  return { dir: store.dirOf('p1'), buildDir: path.join(store.dirOf('p1'), 'builds'), sources: ['runtime'], fds: null, q: '', limit: 50, ...o };
+};
 
 test('a kept runtime log moves to a segment past its size and at a new day, and keeps every line', withStore(async (store) => {
   const f = store.runtime('p1');
@@ -98,4 +102,19 @@ test('retention removes files older than the retention time, then the oldest pas
   f.append({ ts: at(400), stream: 'stdout', line: 'after the sweep' });
   const page = await searchLogs(opts(store, { limit: 1 }));
   assert.equal(page.lines[0]!.line, 'after the sweep');
+}));
+
+test("the edge's request lines are gathered and written in one go: after the window, or at once when read", withStore(async (store) => {
+  const f = store.requests<RequestEntry>('p1');
+  const file = path.join(store.dirOf('p1'), 'requests.log');
+  for (let i = 0; i < 3; i++) f.append({ ts: at(i), method: 'GET', path: `/r${i}`, status: 200, durationMs: 1, ip: '127.0.0.1', bytes: 1 });
+  assert.equal(existsSync(file) ? readFileSync(file, 'utf8') : '', '', 'nothing written on the request path');
+  assert.equal(f.read().length, 3, 'a read writes what is gathered first');
+  assert.equal(readFileSync(file, 'utf8').trim().split('\n').length, 3);
+  f.append({ ts: at(4), method: 'GET', path: '/later', status: 200, durationMs: 1, ip: '127.0.0.1', bytes: 1 });
+  const end = Date.now() + 5000;
+  while (!readFileSync(file, 'utf8').includes('/later')) {
+    assert.ok(Date.now() < end, 'the gathered line is written within its window');
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }));

@@ -56,6 +56,8 @@ export async function searchAppLogs(ctx: AppContext, projectId: string, app: str
   if (since && until && until <= since) throw invalid('query.until', 'until must be after since');
   const { sources, fds } = streamsOf(query.stream);
   const logs = hostOf(ctx).logs;
+  // The edge's request lines are gathered before they are written (runtime/logs.ts): write them first.
+  logs.flushAll();
   const page = await searchLogs({
     dir: logs.dirOf(app),
     buildDir: `${logs.dirOf(projectId)}/builds`,
