@@ -71,7 +71,8 @@ describe('berth logs', () => {
   it('--json prints one JSON object per line, on stdout for both streams', async () => {
     const res = await cli.run(['logs', project.slug, '--json']);
     assert.equal(res.code, 0, res.stderr);
-    assert.deepEqual(lines(res.stdout).map((l) => JSON.parse(l)), runtime);
+    // Each line as the API gives it, with the kept log it came from (`source`, contract section 20).
+    assert.deepEqual(lines(res.stdout).map((l) => JSON.parse(l)), runtime.map((l) => ({ ...l, source: 'runtime' })));
   });
 
   it('a bad --since or -n is a usage error (2) that names the option', async () => {
