@@ -19,20 +19,34 @@ describe('project metrics: series, downsampling, retention', () => {
   let server: TestServer;
   let owner: TestUser;
   let other: TestUser;
+  /** A project of the owner's that the cases only read (ranges, access). */
   let project: { id: string; slug: string; orgId: string };
-  let target: number;
-  let t0: number;
 
   before(async () => {
     server = await startTestServer({ clock });
     owner = await createUser(server);
     other = await createUser(server);
     project = (await createProject(server, owner, { name: 'metered' })) as never;
-    target = await ensureTarget(server.ctx.db, { orgId: owner.orgId, projectId: project.id, kind: 'app', name: project.id, label: 'production' });
-    // Start at the top of an hour so the minute and hour buckets are whole.
+  });
+  after(() => server?.close());
+
+  const metrics = (user: TestUser, projectId: string, query: string) => server.api(user.token).get(`/api/projects/${projectId}/metrics?${query}`);
+
+  /** A project of the owner's of its own, with its app's metrics target (no points yet). */
+  async function appTarget(): Promise<{ project: { id: string; slug: string }; target: number }> {
+    const own = await createProject(server, owner);
+    return { project: own, target: await ensureTarget(server.ctx.db, { orgId: owner.orgId, projectId: own.id, kind: 'app', name: own.id, label: 'production' }) };
+  }
+
+  /**
+   * A project of the owner's of its own with its app's target and two minutes of 10 s points from
+   * `t0` (the top of the next hour, so the minute and hour buckets are whole), as the sampler writes
+   * them: CPU 100 then 300 millicores, 2xx and 5xx requests.
+   */
+  async function meteredProject(): Promise<{ project: { id: string; slug: string }; target: number; t0: number }> {
+    const { project: own, target } = await appTarget();
     clock.advance(HOUR - (clock.now() % HOUR));
-    t0 = Math.floor(clock.now() / 1000);
-    // Two minutes of 10 s points, as the sampler writes them: CPU 100 then 300 millicores, 2xx and 5xx requests.
+    const t0 = Math.floor(clock.now() / 1000);
     const rows = Array.from({ length: 12 }, (_, i) => ({
       targetId: target,
       step: 10,
@@ -51,14 +65,13 @@ describe('project metrics: series, downsampling, retention', () => {
       respBytes: 300,
     }));
     await insertPoints(server.ctx.db, rows);
-  });
-  after(() => server?.close());
-
-  const metrics = (user: TestUser, query: string) => server.api(user.token).get(`/api/projects/${project.id}/metrics?${query}`);
+    return { project: own, target, t0 };
+  }
 
   it('answers the 10 s points of the range as columns per target', async () => {
+    const { project, t0 } = await meteredProject();
     clock.advance(3 * 60_000);
-    const res = await metrics(owner, `from=${t0}&to=${t0 + 120}&step=10`);
+    const res = await metrics(owner, project.id, `from=${t0}&to=${t0 + 120}&step=10`);
     assert.equal(res.status, 200, res.text);
     const d = res.body.data;
     assert.equal(d.step, 10);
@@ -74,9 +87,11 @@ describe('project metrics: series, downsampling, retention', () => {
   });
 
   it('the rollup makes 1 min points (averages, sums, the slowest p95) and 1 h points once the hour is over', async () => {
+    const { project, t0 } = await meteredProject();
+    clock.advance(3 * 60_000);
     const first = await rollupAndPrune(server.ctx);
     assert.ok(first.made >= 2, JSON.stringify(first));
-    const res = await metrics(owner, `from=${t0}&to=${t0 + 180}&step=60`);
+    const res = await metrics(owner, project.id, `from=${t0}&to=${t0 + 180}&step=60`);
     assert.equal(res.status, 200, res.text);
     const s = res.body.data.series[0];
     assert.deepEqual(s.ts, [t0, t0 + 60]);
@@ -87,16 +102,22 @@ describe('project metrics: series, downsampling, retention', () => {
     assert.deepEqual(s.responseBytes, [1800, 1800]);
     // Running it again changes nothing.
     await rollupAndPrune(server.ctx);
-    assert.deepEqual((await metrics(owner, `from=${t0}&to=${t0 + 180}&step=60`)).body.data.series[0].requests2xx, [18, 18]);
+    assert.deepEqual((await metrics(owner, project.id, `from=${t0}&to=${t0 + 180}&step=60`)).body.data.series[0].requests2xx, [18, 18]);
     clock.advance(HOUR);
     await rollupAndPrune(server.ctx);
-    const hour = (await metrics(owner, `from=${t0}&to=${t0 + 3600}&step=3600`)).body.data.series[0];
+    const hour = (await metrics(owner, project.id, `from=${t0}&to=${t0 + 3600}&step=3600`)).body.data.series[0];
     assert.deepEqual(hour.ts, [t0]);
     assert.deepEqual(hour.cpuCores, [0.2]);
     assert.deepEqual(hour.requests2xx, [36]);
   });
 
   it('prunes 10 s points after 24 h and 1 min points after 7 days; 1 h points stay', async () => {
+    const { project, target, t0 } = await meteredProject();
+    // Rolled up into 1 min points, and into a 1 h point once the hour is over.
+    clock.advance(3 * 60_000);
+    await rollupAndPrune(server.ctx);
+    clock.advance(HOUR);
+    await rollupAndPrune(server.ctx);
     clock.advance(24 * HOUR);
     await rollupAndPrune(server.ctx);
     const raw = await server.ctx.db.selectFrom('metricPoints').select(['step']).where('targetId', '=', target).execute();
@@ -105,36 +126,40 @@ describe('project metrics: series, downsampling, retention', () => {
     await rollupAndPrune(server.ctx);
     const left = await server.ctx.db.selectFrom('metricPoints').select(['step']).where('targetId', '=', target).execute();
     assert.deepEqual([...new Set(left.map((r) => r.step))], [3600]);
-    const res = await metrics(owner, `from=${t0}&to=${t0 + 3600}`);
+    const res = await metrics(owner, project.id, `from=${t0}&to=${t0 + 3600}`);
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.data.step, 3600, 'the only step still kept for a range that old');
     assert.deepEqual(res.body.data.series[0].requests2xx, [36]);
   });
 
   it('bad ranges are 400 naming the field', async () => {
+    const now = Math.floor(clock.now() / 1000);
+    // Two days back: older than the 24 h that 10 s points are kept.
+    const old = now - 2 * 86400;
     const cases: [string, string][] = [
       ['from=yesterday', 'from'],
       ['to=soon', 'to'],
-      [`from=${t0 + 100}&to=${t0}`, 'from'],
+      [`from=${old + 100}&to=${old}`, 'from'],
       ['step=7', 'step'],
-      [`from=${t0}&step=10`, 'step'],
-      [`from=${Math.floor(clock.now() / 1000) - 200 * 86400}`, 'from'],
-      [`from=${Math.floor(clock.now() / 1000) - 6 * 86400}&step=60`, 'step'],
+      [`from=${old}&step=10`, 'step'],
+      [`from=${now - 200 * 86400}`, 'from'],
+      [`from=${now - 6 * 86400}&step=60`, 'step'],
       ['step=ten', 'step'],
     ];
     for (const [q, field] of cases) {
-      const res = await metrics(owner, q);
+      const res = await metrics(owner, project.id, q);
       assert.equal(res.status, 400, `${q}: ${res.text}`);
       assert.equal(res.body.error.field ?? res.body.error.details?.[0]?.field, field, `${q}: ${res.text}`);
     }
   });
 
   it("another org's project is 404", async () => {
-    const res = await metrics(other, '');
+    const res = await metrics(other, project.id, '');
     assert.equal(res.status, 404, res.text);
   });
 
   it('GET /api/metrics: Prometheus text for a token with audit:read, the org\'s projects only; other scopes are 403', async () => {
+    const { project, target } = await appTarget();
     const now = Math.floor(clock.now() / 1000);
     await insertPoints(server.ctx.db, [{ targetId: target, step: 10, ts: now - 5, cpuMilli: 250, memBytes: 123456, req2xx: 4, req4xx: 1, p50Us: 1500, p95Us: 3000, p99Us: 4000 }]);
     const otherProject = await createProject(server, other, { name: 'elsewhere' });
