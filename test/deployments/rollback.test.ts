@@ -95,36 +95,50 @@ after(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-describe('a server app rolls back without a build', () => {
-  const dir = () => path.join(root, 'local', 'tiny');
-  let project: { id: string; slug: string };
-  let v1: any;
-  let v2: any;
-  const host = () => `${project.slug}.localhost`;
+interface TinyProject {
+  project: { id: string; slug: string };
+  /** Its folder in the local root (write the next version there). */
+  dir: string;
+  host: string;
+  v1: any;
+  v2: any;
+}
 
+/** A tiny server app imported from a folder of its own and deployed twice (v1, then v2: current). */
+async function tinyProject(name: string): Promise<TinyProject> {
+  const dir = path.join(root, 'local', name);
+  writeTinyApp(dir, { version: 'v1' });
+  const project = await importFolder(api, name);
+  const v1 = await deployReady(api, project.id);
+  writeTinyApp(dir, { version: 'v2' });
+  const v2 = await deployReady(api, project.id);
+  return { project, dir, host: `${project.slug}.localhost`, v1, v2 };
+}
+
+describe('a server app rolls back without a build', () => {
+  // A project the cases below only read (or leave as they found it); a case that moves a pointer has its own.
+  let tiny: TinyProject;
   before(async () => {
-    writeTinyApp(dir(), { version: 'v1' });
-    project = await importFolder(api, 'tiny');
-    v1 = await deployReady(api, project.id);
-    writeTinyApp(dir(), { version: 'v2' });
-    v2 = await deployReady(api, project.id);
+    tiny = await tinyProject('tiny');
   });
 
   test('the newest ready deployment is the current one, and every deployment answer says whether it is', async () => {
-    assert.match((await edge(server, host())).text, /^hello v2/);
+    const { project, host, v1, v2 } = tiny;
+    assert.match((await edge(server, host)).text, /^hello v2/);
     assert.deepEqual(await currentIds(api, project.id), [v2.id]);
     assert.equal((await api.get(`/api/deployments/${v2.id}`)).body.data.current, true);
     assert.equal((await api.get(`/api/deployments/${v1.id}`)).body.data.current, false);
   });
 
   test('rollback with no body serves the release before the current one through the edge, with no new deployment and no build, and no request fails during the swap', async () => {
+    const { project, host, v1, v2 } = await tinyProject('tiny-back');
     const countBefore = (await deploymentsOf(api, project.id)).length;
     const logBefore = await buildLog(api, v1.id);
     // Requests keep going through the edge during the swap: the old app serves until the new one answers.
     let swapping = true;
     const seen: number[] = [];
     const traffic = (async () => {
-      while (swapping) seen.push((await edge(server, host())).status);
+      while (swapping) seen.push((await edge(server, host)).status);
     })();
     const res = await api.post(`/api/projects/${project.id}/rollback`);
     swapping = false;
@@ -135,7 +149,7 @@ describe('a server app rolls back without a build', () => {
     assert.equal(res.body.data.current, true);
     assert.ok(seen.length > 0 && seen.every((s) => s === 200), `statuses during the swap: ${seen.join(',')}`);
 
-    assert.match((await edge(server, host())).text, /^hello v1/);
+    assert.match((await edge(server, host)).text, /^hello v1/);
     assert.equal((await deploymentsOf(api, project.id)).length, countBefore, 'no deployment was made');
     assert.deepEqual(await currentIds(api, project.id), [v1.id]);
     assert.equal((await api.get(`/api/deployments/${v2.id}`)).body.data.current, false);
@@ -145,16 +159,17 @@ describe('a server app rolls back without a build', () => {
   });
 
   test('rollback to a named deployment serves it again; rolling back to the current one changes nothing', async () => {
-    const res = await api.post(`/api/projects/${project.id}/rollback`, { deploymentId: v2.id });
+    const { project, host, v1 } = await tinyProject('tiny-named');
+    const res = await api.post(`/api/projects/${project.id}/rollback`, { deploymentId: v1.id });
     assert.equal(res.status, 202, res.text);
-    assert.equal(res.body.data.id, v2.id);
+    assert.equal(res.body.data.id, v1.id);
     assert.equal(res.body.data.current, true);
-    assert.match((await edge(server, host())).text, /^hello v2/);
-    assert.deepEqual(await currentIds(api, project.id), [v2.id]);
+    assert.match((await edge(server, host)).text, /^hello v1/);
+    assert.deepEqual(await currentIds(api, project.id), [v1.id]);
 
     const rollbacks = (await auditEvents(api, 'deployment.rollback')).length;
     const pid = (await api.get(`/api/projects/${project.id}/info`)).body.data.runtime.pid;
-    const again = await api.post(`/api/projects/${project.id}/rollback`, { deploymentId: v2.id });
+    const again = await api.post(`/api/projects/${project.id}/rollback`, { deploymentId: v1.id });
     assert.equal(again.status, 202, again.text);
     assert.equal(again.body.data.current, true);
     assert.equal((await api.get(`/api/projects/${project.id}/info`)).body.data.runtime.pid, pid, 'the app was not restarted');
@@ -162,6 +177,7 @@ describe('a server app rolls back without a build', () => {
   });
 
   test('a release that fails its health check is refused with the reason, and the current one keeps serving', async () => {
+    const { project, host, v1, v2 } = tiny;
     const build = await server.ctx.db.selectFrom('deploymentBuilds').select('releaseDir').where('deploymentId', '=', v1.id).executeTakeFirstOrThrow();
     const file = path.join(build.releaseDir!, 'server.js');
     const { readFileSync } = await import('node:fs');
@@ -171,7 +187,7 @@ describe('a server app rolls back without a build', () => {
       const res = await api.post(`/api/projects/${project.id}/rollback`, { deploymentId: v1.id });
       assertError(res, 409, 'CONFLICT');
       assert.match(res.body.error.message, new RegExp(`deployment ${v1.id} did not start: .+; ${v2.id} keeps serving`));
-      assert.match((await edge(server, host())).text, /^hello v2/);
+      assert.match((await edge(server, host)).text, /^hello v2/);
       assert.deepEqual(await currentIds(api, project.id), [v2.id]);
     } finally {
       writeFileSync(file, good);
@@ -179,7 +195,8 @@ describe('a server app rolls back without a build', () => {
   });
 
   test('a build in flight is not cancelled by a rollback: when it becomes ready later, it is current', async () => {
-    writeTinyApp(dir(), { version: 'v3' });
+    const { project, dir, host, v1 } = await tinyProject('tiny-inflight');
+    writeTinyApp(dir, { version: 'v3' });
     const patch = await api.patch(`/api/projects/${project.id}`, { buildCommand: 'node -e "setTimeout(() => {}, 2500)"' });
     assert.equal(patch.status, 200, patch.text);
     try {
@@ -189,11 +206,11 @@ describe('a server app rolls back without a build', () => {
       assert.equal(rb.status, 202, rb.text);
       assert.equal(rb.body.data.id, v1.id);
       assert.ok(['queued', 'building', 'deploying'].includes((await api.get(`/api/deployments/${started.body.data.id}`)).body.data.status), 'the build goes on');
-      assert.match((await edge(server, host())).text, /^hello v1/);
+      assert.match((await edge(server, host)).text, /^hello v1/);
       const done = await waitForDeployment(api, started.body.data.id, 60_000);
       assert.equal(done.status, 'ready', done.error);
       assert.equal(done.current, true);
-      assert.match((await edge(server, host())).text, /^hello v3/);
+      assert.match((await edge(server, host)).text, /^hello v3/);
       assert.deepEqual(await currentIds(api, project.id), [done.id]);
     } finally {
       await api.patch(`/api/projects/${project.id}`, { buildCommand: null });
@@ -201,6 +218,8 @@ describe('a server app rolls back without a build', () => {
   });
 
   test('the errors: a deployment of another project or org or none is 404 naming deploymentId, one not ready is 409, a bad id is 400', async () => {
+    // Records only: a named deployment is checked before anything runs.
+    const project = await createProject(server, owner);
     assertError(await api.post(`/api/projects/${project.id}/rollback`, { deploymentId: 'dpl_missing0000000000000' }), 404, 'NOT_FOUND', 'deploymentId');
     const other = await createProject(server, owner);
     const otherDeployment = await createDeployment(server, other, { status: 'ready' });
@@ -233,6 +252,7 @@ describe('a server app rolls back without a build', () => {
   });
 
   test('a non-production environment moves its own pointer only', async () => {
+    const { project, host } = await tinyProject('tiny-staging');
     const env = await api.post(`/api/projects/${project.id}/environments`, { name: 'staging' });
     assert.equal(env.status, 201, env.text);
     const s1 = await deployReady(api, project.id, 'staging');
@@ -246,10 +266,13 @@ describe('a server app rolls back without a build', () => {
     const staging = await deploymentsOf(api, project.id, 'staging');
     assert.deepEqual(staging.filter((d) => d.current).map((d) => d.id), [s1.id]);
     assert.ok((await currentIds(api, project.id)).includes(production.find((id) => id !== s2.id)!), 'production keeps its release');
-    assert.match((await edge(server, host())).text, /^hello v3/);
+    assert.match((await edge(server, host)).text, /^hello v2/);
   });
 
   test('deploy, cancel and rollback are audited with the actor', async () => {
+    const { project, v1, v2 } = await tinyProject('tiny-audit');
+    const back = await api.post(`/api/projects/${project.id}/rollback`);
+    assert.equal(back.status, 202, back.text);
     const creates = await auditEvents(api, 'deployment.create');
     const create = creates.find((e) => e.resourceId === v2.id);
     assert.ok(create, 'the deploy of v2');
