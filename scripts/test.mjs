@@ -35,7 +35,7 @@ if (only.length && files.length === 0) {
  * open no server and no database (drivers, detection, pure helpers), and files marked
  * `// @store-independent: <why>` on their first line.
  */
-const STORE_USE = /startTestServer|startServe|startDashboardServer|freshPostgresDatabase|DATABASE_URL|createDatabase|usingPostgres/;
+const STORE_USE = /startTestServer|startServe|startDashboardServer|freshPostgresDatabase|DATABASE_URL|createDatabase|usingPostgres|useCloudPair/;
 function storeDependent(file) {
   if (file.includes(`${path.sep}test${path.sep}web${path.sep}`)) return false;
   const text = readFileSync(file, 'utf8');
