@@ -21,17 +21,11 @@ const ps = usePreviewServer();
 const { edgePort, edge, upload, uploadApp, deploy, buildLog, envVars } = ps;
 
 describe('a preview environment next to production', () => {
-  let project: { id: string; slug: string; orgId: string };
-  let prod: any;
-  let preview: any;
-  let previewHost: string;
-  const app = () => appKeyOf(project.id, 'feat');
-  const prodHost = () => `${project.slug}.localhost`;
-
-  before(async () => {
-    const p = await ps.api.post('/api/projects', { name: 'Preview Shop' });
+  /** A project with GREETING and a secret API_TOKEN in production, and production deployed (`prod-v1`). */
+  async function deployedProject(name: string): Promise<{ project: { id: string; slug: string; orgId: string }; prod: any }> {
+    const p = await ps.api.post('/api/projects', { name });
     assert.equal(p.status, 201, p.text);
-    project = p.body.data;
+    const project = p.body.data;
     const vars = await ps.api.patch(`/api/projects/${project.id}/env`, {
       upserts: [
         { key: 'GREETING', value: 'from-production' },
@@ -39,15 +33,41 @@ describe('a preview environment next to production', () => {
       ],
     });
     assert.equal(vars.status, 200, vars.text);
-    prod = await deploy(project.id, 'production', await uploadApp('prod-v1'));
+    const prod = await deploy(project.id, 'production', await uploadApp('prod-v1'));
     assert.equal(prod.status, 'ready', prod.error);
+    return { project, prod };
+  }
+
+  /** A preview environment `name` of the project whose GREETING is `from-preview`, deployed (`preview-v2`), not yet requested. */
+  async function deployedPreview(projectId: string, name: string, branch: string): Promise<{ preview: any; done: any; host: string }> {
+    const res = await ps.api.post(`/api/projects/${projectId}/environments`, { name, branch });
+    assert.equal(res.status, 201, res.text);
+    const edit = await ps.api.patch(`/api/projects/${projectId}/env`, { environment: name, upserts: [{ key: 'GREETING', value: 'from-preview' }] });
+    assert.equal(edit.status, 200, edit.text);
+    const done = await deploy(projectId, name, await uploadApp('preview-v2'));
+    assert.equal(done.status, 'ready', done.error);
+    return { preview: res.body.data, done, host: res.body.data.domain };
+  }
+
+  // Shared by the cases that only read it: production deployed, and the preview `feat` deployed.
+  let project: { id: string; slug: string; orgId: string };
+  let previewHost: string;
+  const app = () => appKeyOf(project.id, 'feat');
+  const prodHost = () => `${project.slug}.localhost`;
+
+  before(async () => {
+    ({ project } = await deployedProject('Preview Shop'));
+    ({ host: previewHost } = await deployedPreview(project.id, 'feat', 'Feature/Login_Page'));
   });
 
   test('a preview environment gets its own host, `<branch-slug>--<project-slug>.<apps domain>`, named on it and on the project', async () => {
+    const p = await ps.api.post('/api/projects', { name: 'Preview Hosts' });
+    assert.equal(p.status, 201, p.text);
+    const project = p.body.data;
     const res = await ps.api.post(`/api/projects/${project.id}/environments`, { name: 'feat', branch: 'Feature/Login_Page' });
     assert.equal(res.status, 201, res.text);
-    preview = res.body.data;
-    previewHost = `feature-login-page--${project.slug}.localhost`;
+    const preview = res.body.data;
+    const previewHost = `feature-login-page--${project.slug}.localhost`;
     assert.equal(preview.type, 'preview');
     assert.equal(preview.domain, previewHost);
     assert.equal(preview.url, `http://${previewHost}:${edgePort()}`);
@@ -55,11 +75,22 @@ describe('a preview environment next to production', () => {
     const list = await ps.api.get(`/api/projects/${project.id}/environments`);
     const production = list.body.data.find((e: any) => e.name === 'production');
     assert.equal(production.domain, null);
-    assert.equal(production.url, `http://${prodHost()}:${edgePort()}`);
+    assert.equal(production.url, `http://${project.slug}.localhost:${edgePort()}`);
     assert.deepEqual((await ps.api.get(`/api/projects/${project.id}`)).body.data.routes.previewDomains, [previewHost]);
   });
 
   test("production's variables are copied on creation, secrets too, and are then edited independently", async () => {
+    const p = await ps.api.post('/api/projects', { name: 'Preview Variables' });
+    assert.equal(p.status, 201, p.text);
+    const project = p.body.data;
+    const vars = await ps.api.patch(`/api/projects/${project.id}/env`, {
+      upserts: [
+        { key: 'GREETING', value: 'from-production' },
+        { key: 'API_TOKEN', value: 'prod-secret-4411', isSecret: true },
+      ],
+    });
+    assert.equal(vars.status, 200, vars.text);
+    assert.equal((await ps.api.post(`/api/projects/${project.id}/environments`, { name: 'feat', branch: 'feat' })).status, 201);
     const copied = await envVars(project.id, 'feat');
     assert.deepEqual(copied, { API_TOKEN: { value: '********', isSecret: true }, GREETING: { value: 'from-production', isSecret: false } });
     // The secret is sealed again for the preview (its AAD names the environment) and decrypts to the same value.
@@ -72,26 +103,30 @@ describe('a preview environment next to production', () => {
   });
 
   test('a preview built from an uploaded folder is not started when it becomes ready; its first request through the edge starts it, and it answers with its own release and variables while production answers its own', async () => {
-    const done = await deploy(project.id, 'feat', await uploadApp('preview-v2'));
+    // A project and preview of its own: no other case has sent this preview a request.
+    const { project: own, prod } = await deployedProject('Preview First Request');
+    const { preview, done, host } = await deployedPreview(own.id, 'feat', 'first-request');
+    const app = appKeyOf(own.id, 'feat');
+    const prodHost = `${own.slug}.localhost`;
     assert.equal(done.status, 'ready', done.error);
     assert.equal(done.environment, 'feat');
     assert.equal(done.current, true);
     assert.ok((await buildLog(done.id)).some((l) => l.includes(`feat is served at ${preview.url}; its app starts on its first request`)));
     const rt = getRuntime(ps.server.ctx);
-    assert.ok(!['running', 'starting'].includes(rt.supervisor.stateOf(app()) ?? 'none'), 'the preview app is not started by its deployment');
-    assert.equal(rt.supervisor.snapshot(app())?.pid, undefined);
+    assert.ok(!['running', 'starting'].includes(rt.supervisor.stateOf(app) ?? 'none'), 'the preview app is not started by its deployment');
+    assert.equal(rt.supervisor.snapshot(app)?.pid, undefined);
 
-    const first = await edge(previewHost);
+    const first = await edge(host);
     assert.equal(first.status, 200, first.text);
     assert.match(first.text, /^hello preview-v2/);
-    assert.equal(rt.supervisor.stateOf(app()), 'running', 'the first request started it');
-    assert.equal((await edge(previewHost, '/env/GREETING')).text, 'from-preview');
-    assert.equal((await edge(previewHost, '/env/API_TOKEN')).text, 'prod-secret-4411');
-    assert.match((await edge(prodHost())).text, /^hello prod-v1/);
-    assert.equal((await edge(prodHost(), '/env/GREETING')).text, 'from-production');
+    assert.equal(rt.supervisor.stateOf(app), 'running', 'the first request started it');
+    assert.equal((await edge(host, '/env/GREETING')).text, 'from-preview');
+    assert.equal((await edge(host, '/env/API_TOKEN')).text, 'prod-secret-4411');
+    assert.match((await edge(prodHost)).text, /^hello prod-v1/);
+    assert.equal((await edge(prodHost, '/env/GREETING')).text, 'from-production');
     // Two apps: production's process is not the preview's.
-    assert.notEqual(rt.supervisor.snapshot(app())!.pid, rt.supervisor.snapshot(project.id)!.pid);
-    assert.equal(rt.supervisor.snapshot(project.id)!.deploymentId, prod.id);
+    assert.notEqual(rt.supervisor.snapshot(app)!.pid, rt.supervisor.snapshot(own.id)!.pid);
+    assert.equal(rt.supervisor.snapshot(own.id)!.deploymentId, prod.id);
   });
 
   test("the preview does not see production's /data volume: it gets an empty one of its own", async () => {
@@ -120,6 +155,7 @@ describe('a preview environment next to production', () => {
   });
 
   test("the preview's app has its own runtime and request logs (`?environment=`); production's hold none of its lines", async () => {
+    assert.equal((await edge(previewHost, '/env/GREETING')).text, 'from-preview');
     const preview = await ps.api.get(`/api/projects/${project.id}/logs?environment=feat&limit=1000`);
     assert.equal(preview.status, 200, preview.text);
     assert.ok(preview.body.data.some((l: any) => l.line.includes('listening on') && l.line.includes('preview-v2')), preview.text);
@@ -135,6 +171,7 @@ describe('a preview environment next to production', () => {
 
   test('an idle preview goes back to sleep, and the next request wakes it again', async () => {
     const rt = getRuntime(ps.server.ctx);
+    assert.match((await edge(previewHost)).text, /^hello preview-v2/);
     await waitFor(() => rt.supervisor.stateOf(app()) === 'sleeping', 'the preview to sleep', 20_000, 100);
     assert.equal(rt.supervisor.stateOf(project.id), 'running', 'production (always_on) stays up');
     assert.match((await edge(previewHost)).text, /^hello preview-v2/);
@@ -142,6 +179,13 @@ describe('a preview environment next to production', () => {
   });
 
   test('deleting the environment stops its app, removes its releases, variables and volume, and its host then answers 404; production keeps serving', async () => {
+    // A project and preview of its own: this case removes the preview.
+    const { project } = await deployedProject('Preview Removal');
+    const { host: previewHost } = await deployedPreview(project.id, 'feat', 'Feature/Login_Page');
+    const app = () => appKeyOf(project.id, 'feat');
+    const prodHost = () => `${project.slug}.localhost`;
+    mkdirSync(path.join(ps.server.dataDir, 'volumes', project.id, 'data'), { recursive: true });
+    writeFileSync(path.join(ps.server.dataDir, 'volumes', project.id, 'data', 'production-only.txt'), 'secret data');
     const rt = getRuntime(ps.server.ctx);
     assert.match((await edge(previewHost)).text, /^hello preview-v2/);
     const pid = rt.supervisor.snapshot(app())!.pid!;
