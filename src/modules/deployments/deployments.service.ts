@@ -69,7 +69,8 @@ export async function deployProject(ctx: AppContext, actor: Actor, project: Proj
   const id = newId('dpl');
   const at = nowIso();
   const superseded: string[] = [];
-  await transaction(ctx.db, async (tx) => {
+  // The answer is the row as created (`queued`), read before the commit: a worker may claim it at once.
+  const created = await transaction(ctx.db, async (tx) => {
     for (const d of await store.inFlightDeployments(tx, actor.orgId, fresh.id, environment)) {
       if (await store.transition(tx, actor.orgId, d.id, store.IN_FLIGHT, { status: 'superseded', finishedAt: at, error: `superseded by ${id}` })) superseded.push(d.id);
     }
@@ -80,6 +81,7 @@ export async function deployProject(ctx: AppContext, actor: Actor, project: Proj
     );
     await ctx.jobs.enqueue(BUILD_JOB, { deploymentId: id, orgId: actor.orgId, ...(input.noCache ? { noCache: true } : {}) }, { db: tx, orgId: actor.orgId, maxAttempts: 1 });
     await auditDeployment(tx, actor, t, 'deployment.create', id, { projectId: fresh.id, environment, trigger: t, ref, commit: input.commit ?? null, superseded, ...(input.noCache ? { noCache: true } : {}) });
+    return (await store.findDeployment(tx, actor.orgId, id))!;
   });
   const rt = hostOf(ctx);
   for (const s of superseded) {
@@ -87,7 +89,7 @@ export async function deployProject(ctx: AppContext, actor: Actor, project: Proj
     rt.logs.build(fresh.id, s).append({ ts: nowIso(), stream: 'stderr', line: `[berth] superseded by ${id}` });
     deploymentSettled(ctx, actor.orgId, s);
   }
-  return deploymentRecord((await store.findDeployment(ctx.db, actor.orgId, id))!);
+  return deploymentRecord(created);
 }
 
 /** The project's deployments, newest first (50 unless `q.limit` says). */
