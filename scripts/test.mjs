@@ -35,14 +35,25 @@ if (only.length && files.length === 0) {
  * open no server and no database (drivers, detection, pure helpers), and files marked
  * `// @store-independent: <why>` on their first line.
  */
-const STORE_USE = /startTestServer|startServe|startDashboardServer|freshPostgresDatabase|DATABASE_URL|createDatabase|usingPostgres|useCloudPair/;
+const STORE_USE = /startTestServer|startServe|startDashboardServer|freshPostgresDatabase|DATABASE_URL|createDatabase|usingPostgres/;
+/** A test/support helper that starts a server (a story's `use…()` setup) makes its importers store-dependent. */
+function supportStarts(text) {
+  for (const m of text.matchAll(/from '\.\.\/support\/([\w-]+)\.js'/g)) {
+    const f = path.join(root, 'test', 'support', `${m[1]}.ts`);
+    try {
+      const t = readFileSync(f, 'utf8');
+      if (/export (async )?function use[A-Z]/.test(t) && STORE_USE.test(t)) return true;
+    } catch { /* not a file of test/support */ }
+  }
+  return false;
+}
 function storeDependent(file) {
   if (file.includes(`${path.sep}test${path.sep}web${path.sep}`)) return false;
   const text = readFileSync(file, 'utf8');
   // A suite that starts a server but checks only what no store changes (the CLI, a client of the
   // HTTP API; the runtime's sandboxes and network) says so on its first line, with why.
   if (/^\/\/ @store-independent: \S/.test(text)) return false;
-  return STORE_USE.test(text);
+  return STORE_USE.test(text) || supportStarts(text);
 }
 
 function run(label, env, list = files) {
