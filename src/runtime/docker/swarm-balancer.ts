@@ -1,5 +1,4 @@
 import net from 'node:net';
-import type Docker from 'dockerode';
 
 /** Where one running task of a Swarm service answers: its node's address and the port published there. */
 export interface Backend {
@@ -22,6 +21,14 @@ const CONNECT_BUDGET_MS = 10_000;
 const RETRY_WINDOW_MS = 1000;
 /** The most of a client's first bytes kept for such a retry (a request's head and a small body). */
 const REPLAY_MAX_BYTES = 64 * 1024;
+/**
+ * How long a request that may be sent twice (not POST, PATCH or LOCK: nginx's rule) waits for the first
+ * byte of its answer from a task that has left the running list (the engine is stopping it) before it
+ * is sent to another task. A task's port proxy can keep such a connection open without an answer.
+ */
+const LEFT_TASK_ANSWER_MS = 1000;
+/** How often a relay without an answer yet checks whether its task has left. */
+const LEFT_TASK_CHECK_MS = 250;
 /** How long a lane still accepts after its task left the list (a connection the edge opened just then goes to another task). */
 const LANE_LINGER_MS = 5000;
 
@@ -196,7 +203,7 @@ export class TcpBalancer {
         const up = await connect(b, Math.min(CONNECT_TIMEOUT_MS, Math.max(100, deadline - Date.now())));
         if (!up) continue;
         if (client.destroyed) return void up.destroy();
-        const outcome = await this.relay(client, up, kept, clientEnded, (u) => (upstream = u), () => (answered = true));
+        const outcome = await this.relay(client, up, b, kept, clientEnded, (u) => (upstream = u), () => (answered = true));
         if (outcome === 'done') return;
         if (!replayable || client.destroyed) return void client.destroy();
         gone.add(keyOf(b));
@@ -213,11 +220,14 @@ export class TcpBalancer {
 
   /**
    * Relays between the client and one task until the task's side closes: `retry` when it closed within
-   * RETRY_WINDOW_MS without a byte of answer, `done` otherwise (the client's side is then ended).
+   * RETRY_WINDOW_MS without a byte of answer, or when the request may be sent twice and the task closed
+   * without one or left the running list and sent none for LEFT_TASK_ANSWER_MS; `done` otherwise (the
+   * client's side is then ended).
    */
   private relay(
     client: net.Socket,
     up: net.Socket,
+    backend: Backend,
     kept: Buffer[],
     clientEnded: boolean,
     setUpstream: (u: net.Socket | null) => void,
@@ -227,6 +237,24 @@ export class TcpBalancer {
       this.track(up);
       const at = Date.now();
       let answered = false;
+      let settled = false;
+      const settle = (outcome: 'done' | 'retry') => {
+        if (settled) return;
+        settled = true;
+        clearInterval(watchdog);
+        resolve(outcome);
+      };
+      // A task the engine is stopping may hold the connection without answering: a request that may be
+      // sent twice goes to another task once this one has left the list and still said nothing.
+      const watchdog = setInterval(() => {
+        if (answered || !mayResend(kept) || Date.now() - at < LEFT_TASK_ANSWER_MS) return;
+        if (this.backends().some((o) => keyOf(o) === keyOf(backend))) return;
+        setUpstream(null);
+        up.removeAllListeners('data');
+        up.destroy();
+        settle('retry');
+      }, LEFT_TASK_CHECK_MS);
+      watchdog.unref();
       up.on('error', () => {});
       for (const c of kept) up.write(c);
       if (clientEnded) up.end();
@@ -244,18 +272,34 @@ export class TcpBalancer {
         }
       });
       up.on('end', () => {
+        // The task ended its side: after an answer the client's side ends too; without one the
+        // connection is over (half-open it would hold the client until its timeout), and 'close' decides.
         if (answered) client.end();
+        else up.destroy();
       });
       up.once('close', (hadError: boolean) => {
+        if (settled) return;
         setUpstream(null);
-        if (!answered && Date.now() - at < RETRY_WINDOW_MS) return resolve('retry');
+        if (!answered && (Date.now() - at < RETRY_WINDOW_MS || mayResend(kept))) return settle('retry');
         // A task that broke off mid-answer: the client sees a reset, not a short answer.
         if (hadError) client.destroy();
         else client.end();
-        resolve('done');
+        settle('done');
       });
     });
   }
+}
+
+/**
+ * Whether the bytes kept of a connection are the start of an HTTP request that may be sent twice: its
+ * method is not POST, PATCH or LOCK (the methods nginx never passes to a next server). Anything else
+ * (not HTTP, an unknown first line, nothing yet) is not resent after RETRY_WINDOW_MS.
+ */
+export function mayResend(kept: readonly Buffer[]): boolean {
+  if (!kept.length) return false;
+  const head = Buffer.concat(kept.length > 1 ? kept.slice(0, 2) : kept).subarray(0, 16).toString('latin1');
+  const m = /^([A-Z]{3,7}) /.exec(head);
+  return !!m && ['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'].includes(m[1]!);
 }
 
 /** A connected socket to `b`, or null when it refuses, fails or does not answer within `timeoutMs`. */
@@ -277,115 +321,4 @@ function connect(b: Backend, timeoutMs: number): Promise<net.Socket | null> {
       resolve(null);
     });
   });
-}
-
-/** How often the running tasks of the watched services are read while a balancer is open. */
-const TASKS_POLL_MS = 1000;
-
-/**
- * The running tasks of the Swarm services Berth balances, read from the engine every TASKS_POLL_MS
- * while any service is watched (one task list for all of them) and on demand. A task is a backend
- * once the engine says it runs and wants it running; its address is its node's and the port the
- * engine published there.
- */
-export class TaskBackends {
-  private readonly current = new Map<string, Backend[]>();
-  private readonly watchers = new Map<string, number>();
-  private readonly nodes = new Map<string, string>();
-  private timer: NodeJS.Timeout | null = null;
-  private inflight: Promise<void> | null = null;
-
-  constructor(private readonly api: Docker) {}
-
-  /** Starts reading `service`'s tasks; answers the function that stops it. */
-  watch(service: string): () => void {
-    this.watchers.set(service, (this.watchers.get(service) ?? 0) + 1);
-    if (!this.timer) {
-      this.timer = setInterval(() => void this.refresh().catch(() => {}), TASKS_POLL_MS);
-      this.timer.unref();
-    }
-    let done = false;
-    return () => {
-      if (done) return;
-      done = true;
-      const n = (this.watchers.get(service) ?? 1) - 1;
-      if (n > 0) this.watchers.set(service, n);
-      else {
-        this.watchers.delete(service);
-        this.current.delete(service);
-      }
-      if (!this.watchers.size && this.timer) {
-        clearInterval(this.timer);
-        this.timer = null;
-      }
-    };
-  }
-
-  get(service: string): Backend[] {
-    return this.current.get(service) ?? [];
-  }
-
-  /** Reads the tasks now (or joins the read in flight). */
-  refresh(): Promise<void> {
-    if (this.inflight) return this.inflight;
-    this.inflight = this.read().finally(() => {
-      this.inflight = null;
-    });
-    return this.inflight;
-  }
-
-  private async read(): Promise<void> {
-    const names = [...this.watchers.keys()];
-    if (!names.length) return;
-    const services = (await this.api.listServices({ filters: { name: names } })) as Docker.Service[];
-    const nameOf = new Map<string, string>();
-    for (const s of services) if (s.Spec?.Name && this.watchers.has(s.Spec.Name)) nameOf.set(s.ID, s.Spec.Name);
-    const tasks = nameOf.size ? ((await this.api.listTasks({ filters: { 'desired-state': ['running'] } })) as SwarmTask[]) : [];
-    const found = new Map<string, Backend[]>(names.map((n) => [n, []]));
-    for (const t of tasks) {
-      const name = t.ServiceID ? nameOf.get(t.ServiceID) : undefined;
-      if (!name || t.Status?.State !== 'running' || t.DesiredState !== 'running' || !t.NodeID) continue;
-      const port = t.Status.PortStatus?.Ports?.find((p) => p.PublishMode === 'host' && p.PublishedPort)?.PublishedPort;
-      if (!port) continue;
-      const host = await this.nodeAddress(t.NodeID);
-      if (host) found.get(name)!.push({ host, port });
-    }
-    for (const [name, list] of found) if (this.watchers.has(name)) this.current.set(name, list);
-  }
-
-  /** A node's address (its advertise address; a manager's without the port when the engine says 0.0.0.0). */
-  private async nodeAddress(id: string): Promise<string | null> {
-    if (!this.nodes.has(id)) {
-      const nodes = (await this.api.listNodes()) as SwarmNode[];
-      for (const n of nodes) {
-        let addr = n.Status?.Addr;
-        if (!addr || addr === '0.0.0.0') addr = n.ManagerStatus?.Addr?.replace(/:\d+$/, '');
-        if (addr) this.nodes.set(n.ID, addr);
-      }
-    }
-    return this.nodes.get(id) ?? null;
-  }
-}
-
-/** The fields of a task and a node this reads (dockerode's types leave them out). */
-export interface SwarmTask {
-  ID: string;
-  ServiceID?: string;
-  NodeID?: string;
-  DesiredState?: string;
-  Spec?: { ContainerSpec?: { Image?: string } };
-  Status?: {
-    Timestamp?: string;
-    State?: string;
-    Message?: string;
-    Err?: string;
-    ContainerStatus?: { ExitCode?: number };
-    PortStatus?: { Ports?: { PublishMode?: string; PublishedPort?: number; TargetPort?: number }[] };
-  };
-}
-
-interface SwarmNode {
-  ID: string;
-  Status?: { Addr?: string };
-  ManagerStatus?: { Addr?: string };
 }

@@ -6,7 +6,7 @@ import { redactText } from '../redact.js';
 import type { ReleaseSpec, StartError } from '../release-spec.js';
 import { statusOf } from './containers.js';
 import { demuxLogs } from './engine.js';
-import type { SwarmTask } from './swarm-balancer.js';
+import type { SwarmTask } from './swarm-tasks.js';
 import { appLabels, imageName, jobSpec, swarmLabels, UPDATE_MONITOR_NS } from './swarm-spec.js';
 
 /**
