@@ -45,14 +45,12 @@ const lastLine = (r: RunResult) => r.stdout.trim().split('\n').pop() ?? '';
 describe('berth deploy [DIR]', () => {
   const dataDir = tempDir();
   const home = tempDir('berth-home-');
+  /** The config homes of the cases' own users. */
+  const homes: string[] = [];
   const work = tempDir('berth-deploy-work-');
   let serveEnv: Record<string, string>;
   let pg: { url: string; drop(): Promise<void> } | undefined;
   let serve: ServeProcess;
-  let token: string;
-  let projectId: string;
-  let slug: string;
-  let url: string;
 
   /** The CLI's environment: its own config home, no server or token inherited from the test run. */
   const cliEnv = (configHome = home): NodeJS.ProcessEnv => {
@@ -62,10 +60,32 @@ describe('berth deploy [DIR]', () => {
     return env;
   };
   const berth = (args: string[], cwd = work, configHome = home) => runCli(args, { cwd, baseEnv: cliEnv(configHome), timeoutMs: 180000 });
-  const api = async (p: string) => {
+  /** GET `p` as the holder of `token`: the answer's data (200 asserted). */
+  const apiAs = (token: string) => async (p: string) => {
     const res = await fetch(`${serve.url}${p}`, { headers: { authorization: `Bearer ${token}` } });
     assert.equal(res.status, 200, `${p}: ${res.status}`);
     return ((await res.json()) as { data: any }).data;
+  };
+
+  /**
+   * A user (and org) of a case's own, signed in with `berth login` in a config home of its own, so
+   * that the projects the case counts are its own: the config home and an API reader as that user.
+   */
+  const signedIn = async (name: string): Promise<{ home: string; api: (p: string) => Promise<any> }> => {
+    const userHome = tempDir(`berth-home-${name}-`);
+    homes.push(userHome);
+    const created = await berth(['admin', 'create-user', '--email', `${name}@example.test`, '--password', 'dev-password-1']);
+    assert.equal(created.code, 0, created.stderr);
+    const login = await runCli(['login', '--server', serve.url, '--email', `${name}@example.test`, '--password-stdin'], { cwd: work, baseEnv: cliEnv(userHome), input: 'dev-password-1\n' });
+    assert.equal(login.code, 0, login.stderr);
+    return { home: userHome, api: apiAs(JSON.parse(created.stdout).token) };
+  };
+
+  /** Deploys `dir` as the user of config home `userHome` (exit 0 asserted); answers the URL it printed. */
+  const deployed = async (dir: string, userHome: string): Promise<string> => {
+    const res = await berth(['deploy'], dir, userHome);
+    assert.equal(res.code, 0, res.stderr + res.stdout);
+    return lastLine(res);
   };
 
   before(async () => {
@@ -78,26 +98,26 @@ describe('berth deploy [DIR]', () => {
     serve = await startServe(['--port', '0', '--host', '127.0.0.1'], serveEnv);
     const created = await berth(['admin', 'create-user', '--email', 'dev@example.test', '--password', 'dev-password-1']);
     assert.equal(created.code, 0, created.stderr);
-    token = JSON.parse(created.stdout).token;
     const login = await runCli(['login', '--server', serve.url, '--email', 'dev@example.test', '--password-stdin'], { cwd: work, baseEnv: cliEnv(), input: 'dev-password-1\n' });
     assert.equal(login.code, 0, login.stderr);
   });
   after(async () => {
     await serve?.stop();
     await pg?.drop();
-    for (const d of [dataDir, home, work]) rmSync(d, { recursive: true, force: true });
+    for (const d of [dataDir, home, work, ...homes]) rmSync(d, { recursive: true, force: true });
   });
 
   it('deploys a folder: streams the build log, waits until ready, prints the URL the edge serves, links the folder', async () => {
+    const { home: userHome, api } = await signedIn('first');
     const app = writeApp(path.join(work, 'hello-app'), 'one');
     writeFileSync(path.join(app, '.gitignore'), '*.log\n');
-    const res = await berth(['deploy', 'hello-app']);
+    const res = await berth(['deploy', 'hello-app'], work, userHome);
     assert.equal(res.code, 0, res.stderr + res.stdout);
     assert.match(res.stderr, /packing +\[#+\] 100% 3\/3 files/);
     assert.match(res.stderr, /uploading \[#+\] 100%/);
     assert.match(res.stderr, /detected node \(npm\)/);
     assert.match(res.stdout, /\[berth\] building dpl_/, 'the build log is streamed on stdout');
-    url = lastLine(res);
+    const url = lastLine(res);
     assert.match(url, /^http:\/\/hello-app\.localhost:\d+$/);
     assert.equal((await viaEdge(url)).text, 'version one');
 
@@ -105,15 +125,17 @@ describe('berth deploy [DIR]', () => {
     const me = await api('/api/auth/me');
     const projects = await api('/api/projects');
     assert.equal(projects.length, 1);
-    projectId = projects[0].id;
-    slug = projects[0].slug;
+    const projectId = projects[0].id;
     assert.deepEqual(link, { projectId, orgId: me.org.id, server: serve.url });
     assert.equal(readFileSync(path.join(app, '.gitignore'), 'utf8'), '*.log\n.berth\n');
   });
 
   it('a second deploy from the linked folder updates the same project', async () => {
-    const app = writeApp(path.join(work, 'hello-app'), 'two');
-    const res = await berth(['deploy'], app);
+    const { home: userHome, api } = await signedIn('second');
+    const url = await deployed(writeApp(path.join(work, 'second-app'), 'one'), userHome);
+    const [{ id: projectId, slug }] = await api('/api/projects');
+    const app = writeApp(path.join(work, 'second-app'), 'two');
+    const res = await berth(['deploy'], app, userHome);
     assert.equal(res.code, 0, res.stderr + res.stdout);
     assert.match(res.stderr, new RegExp(`updated project ${slug} \\(${projectId}\\)`));
     assert.equal(lastLine(res), url);
@@ -130,11 +152,14 @@ describe('berth deploy [DIR]', () => {
   });
 
   it('`--project <slug>` from an unlinked copy updates that project; `--json` prints only { project, deployment, url }', async () => {
+    const { home: userHome, api } = await signedIn('copied');
+    const url = await deployed(writeApp(path.join(work, 'copied-app'), 'two'), userHome);
+    const [{ id: projectId, slug }] = await api('/api/projects');
     const copy = path.join(work, 'copy');
-    cpSync(path.join(work, 'hello-app'), copy, { recursive: true });
+    cpSync(path.join(work, 'copied-app'), copy, { recursive: true });
     rmSync(path.join(copy, '.berth'), { recursive: true });
     writeApp(copy, 'three');
-    const res = await berth(['deploy', copy, '--project', slug, '--json']);
+    const res = await berth(['deploy', copy, '--project', slug, '--json'], work, userHome);
     assert.equal(res.code, 0, res.stderr + res.stdout);
     const out = JSON.parse(res.stdout);
     assert.deepEqual(Object.keys(out).sort(), ['deployment', 'project', 'url']);
@@ -145,18 +170,19 @@ describe('berth deploy [DIR]', () => {
     assert.match(res.stderr, /\[berth\] building dpl_/, 'with --json the build log goes to stderr');
     assert.equal((await viaEdge(url)).text, 'version three');
     assert.equal((await api('/api/projects')).length, 1);
-    assert.equal((await api(`/api/projects/${projectId}/deployments`)).length, 3);
+    assert.equal((await api(`/api/projects/${projectId}/deployments`)).length, 2, 'the first deploy\'s and this one');
     assert.equal(JSON.parse(readFileSync(path.join(copy, '.berth', 'project.json'), 'utf8')).projectId, projectId);
   });
 
   it('`--no-wait` returns once the deployment is queued', async () => {
-    const res = await berth(['deploy', '--no-wait', '--json'], path.join(work, 'hello-app'));
+    const { home: userHome, api } = await signedIn('nowait');
+    const res = await berth(['deploy', '--no-wait', '--json'], writeApp(path.join(work, 'no-wait-app'), 'one'), userHome);
     assert.equal(res.code, 0, res.stderr + res.stdout);
     const out = JSON.parse(res.stdout);
     assert.ok(['queued', 'building'].includes(out.deployment.status), out.deployment.status);
     assert.equal(out.url, null);
     assert.doesNotMatch(res.stderr, /\[berth\] building/, 'no build log is streamed');
-    // Let it finish before the next case deploys the same project.
+    // It goes on to build on the server.
     const done = await waitForDeployment({ get: async (p: string) => ({ body: { data: await api(p) } }) }, out.deployment.id, 120000);
     assert.equal(done.status, 'ready', done.error);
   });
@@ -176,10 +202,13 @@ describe('berth deploy [DIR]', () => {
   });
 
   it('`--install-command`, `--build-command`, `--start-command` are saved to the project\'s config before the deployment, which runs them; the build log streams a silent step\'s still-running line', async () => {
-    const app = writeApp(path.join(work, 'hello-app'), 'four');
+    const { home: userHome, api } = await signedIn('commands');
+    const url = await deployed(writeApp(path.join(work, 'commands-app'), 'three'), userHome);
+    const [{ id: projectId }] = await api('/api/projects');
+    const app = writeApp(path.join(work, 'commands-app'), 'four');
     writeFileSync(path.join(app, 'quiet-build.js'), "setTimeout(() => require('node:fs').writeFileSync('built.txt', 'built quietly'), 2500);\n");
     writeFileSync(path.join(app, 'serve-built.js'), "require('node:http').createServer((req, res) => res.end(require('node:fs').readFileSync('built.txt', 'utf8'))).listen(Number(process.env.PORT));\n");
-    const res = await berth(['deploy', '--install-command', 'node -e "console.log(1 + 1)"', '--build-command', 'node quiet-build.js', '--start-command', 'node serve-built.js'], app);
+    const res = await berth(['deploy', '--install-command', 'node -e "console.log(1 + 1)"', '--build-command', 'node quiet-build.js', '--start-command', 'node serve-built.js'], app, userHome);
     assert.equal(res.code, 0, res.stderr + res.stdout);
     assert.match(res.stderr, /--build-command: saved to the project's config as buildCommand \(this and later deployments use it\): node quiet-build\.js/);
     assert.match(res.stderr, /--start-command: saved to the project's config as startCommand/);
@@ -190,7 +219,7 @@ describe('berth deploy [DIR]', () => {
     const config = (await api(`/api/projects/${projectId}`)).config;
     assert.deepEqual([config.installCommand, config.buildCommand, config.startCommand], ['node -e "console.log(1 + 1)"', 'node quiet-build.js', 'node serve-built.js']);
     // An empty value clears the saved one: the detected plan's command is used again.
-    const cleared = await berth(['deploy', '--install-command', '', '--build-command', '', '--start-command', ''], app);
+    const cleared = await berth(['deploy', '--install-command', '', '--build-command', '', '--start-command', ''], app, userHome);
     assert.equal(cleared.code, 0, cleared.stderr + cleared.stdout);
     assert.match(cleared.stderr, /--start-command: cleared the project's startCommand; the detected plan's is used/);
     assert.equal((await viaEdge(url)).text, 'version four');
@@ -199,8 +228,11 @@ describe('berth deploy [DIR]', () => {
   });
 
   it('`--env feature-x` creates the missing preview environment, deploys to it and prints the preview URL the edge serves as the last line', async () => {
-    const app = writeApp(path.join(work, 'hello-app'), 'preview');
-    const res = await berth(['deploy', '--env', 'feature-x'], app);
+    const { home: userHome, api } = await signedIn('preview');
+    const url = await deployed(writeApp(path.join(work, 'preview-app'), 'four'), userHome);
+    const [{ id: projectId, slug }] = await api('/api/projects');
+    const app = writeApp(path.join(work, 'preview-app'), 'preview');
+    const res = await berth(['deploy', '--env', 'feature-x'], app, userHome);
     assert.equal(res.code, 0, res.stderr + res.stdout);
     assert.match(res.stderr, /created the preview environment feature-x \(served at http:\/\/\S+; production's variables copied\)/);
     assert.doesNotMatch(res.stderr, /not served|\/api\/projects/, 'no raw API route, no claim that the edge does not serve it');
@@ -214,16 +246,17 @@ describe('berth deploy [DIR]', () => {
   });
 
   it('`--no-cache` builds without the project\'s build cache, and the streamed build log says so', async () => {
-    const app = writeApp(path.join(work, 'hello-app'), 'uncached');
+    const app = writeApp(path.join(work, 'uncached-app'), 'uncached');
     const res = await berth(['deploy', '--no-cache'], app);
     assert.equal(res.code, 0, res.stderr + res.stdout);
+    const url = lastLine(res);
     assert.match(res.stdout, /^\[berth\] cache: not used \(noCache\): nothing restored, nothing saved$/m);
     assert.doesNotMatch(res.stdout, / MB (restored|saved)|nothing to restore yet/);
     assert.equal((await viaEdge(url)).text, 'version uncached');
   });
 
   it('an --env name the server cannot take is a usage error (2) before anything is packed or uploaded', async () => {
-    const res = await berth(['deploy', '--env', 'Feature_X'], path.join(work, 'hello-app'));
+    const res = await berth(['deploy', '--env', 'Feature_X'], writeApp(path.join(work, 'bad-env-app'), 'x'));
     assert.equal(res.code, 2, res.stderr + res.stdout);
     assert.match(res.stderr, /error: --env must be lowercase letters, digits and dashes .*"Feature_X"/);
     assert.doesNotMatch(res.stderr, /uploading|packed/, 'nothing was packed or uploaded');
@@ -236,19 +269,20 @@ describe('berth deploy [DIR]', () => {
   });
 
   it('a folder linked to a project of another org is a usage error naming it (exit 2)', async () => {
+    const { home: userHome, api } = await signedIn('foreign');
     const app = writeApp(path.join(work, 'foreign'), 'x');
     mkdirSync(path.join(app, '.berth'));
     writeFileSync(path.join(app, '.berth', 'project.json'), JSON.stringify({ projectId: 'prj_elsewhere', orgId: 'org_elsewhere', server: serve.url }));
-    const res = await berth(['deploy', app]);
+    const res = await berth(['deploy', app], work, userHome);
     assert.equal(res.code, 2, res.stderr);
     assert.match(res.stderr, /linked to a project of org org_elsewhere/);
-    assert.equal((await api('/api/projects')).length, 2, 'nothing was created');
+    assert.equal((await api('/api/projects')).length, 0, 'nothing was created');
   });
 
   it('not logged in: exit 1 with the login hint', async () => {
     const empty = tempDir('berth-nologin-');
     try {
-      const res = await berth(['deploy', path.join(work, 'hello-app')], work, empty);
+      const res = await berth(['deploy', writeApp(path.join(work, 'unsigned-app'), 'x')], work, empty);
       assert.equal(res.code, 1, res.stderr);
       assert.match(res.stderr, /not logged in: run `berth login/);
     } finally {
