@@ -67,12 +67,14 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
   const dash = useDashboard({ background: true });
   let user: TestUser;
   let api: HttpClient;
-  let projectId = '';
-  let firstId = '';
+  /** The app as a .tar.gz archive (what the archive field takes, and what the API deploys). */
+  let archive: string;
 
   before(async () => {
     root = tempDir('berth-web-deploy-');
     appDir = writeApp(path.join(root, 'hello-upload'));
+    archive = path.join(root, 'hello-upload.tar.gz');
+    tar.c({ gzip: true, cwd: appDir, sync: true, file: archive, portable: true }, ['server.js', 'package.json', 'build.js']);
     await getRuntime(dash.server.ctx).restored;
     user = await createUser(dash.server);
     api = dash.server.api(user.token);
@@ -81,10 +83,28 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
     if (root) rmSync(root, { recursive: true, force: true });
   });
 
-  const edge = async (p: string) => {
+  const edge = async (projectId: string, p: string) => {
     const slug = (await api.get(`/api/projects/${projectId}`)).body.data.slug;
     return edgeRequest(getRuntime(dash.server.ctx).edgePort(), `${slug}.localhost`, p);
   };
+  /**
+   * A case's own project: the app uploaded through a folder session and deployed to production
+   * through the API, ready; answers the project's id and its first deployment's.
+   */
+  async function deployedProject(name: string): Promise<{ projectId: string; firstId: string }> {
+    const p = await api.post('/api/projects', { name, buildCommand: 'npm run build', startCommand: 'npm start', port: 3000 });
+    assert.equal(p.status, 201, p.text);
+    const s = await api.post('/api/projects/folder/session', { name });
+    assert.equal(s.status, 201, s.text);
+    const { url, method, headers, sessionId } = s.body.data;
+    const up = await fetch(url, { method, headers: { ...headers, 'content-type': 'application/gzip' }, body: readFileSync(archive) });
+    assert.ok(up.status < 300, await up.text());
+    const res = await api.post('/api/deployments', { projectId: p.body.data.id, environment: 'production', sessionId });
+    assert.equal(res.status, 202, res.text);
+    const done = await waitForDeployment(api, res.body.data.id, 120_000);
+    assert.equal(done.status, 'ready', done.error);
+    return { projectId: p.body.data.id, firstId: done.id };
+  }
   /** The row of a deployment in the list (its link shows the id short). */
   const rowOf = (page: Page, id: string) => page.locator('tbody tr').filter({ has: page.getByRole('link', { name: short(id), exact: true }) });
 
@@ -110,14 +130,12 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
     const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, user);
     await page.goto('/new');
-    const archive = page.getByLabel('Or a .tar.gz archive of it');
-    await archive.setInputFiles(path.join(appDir, 'server.js'));
+    const archiveField = page.getByLabel('Or a .tar.gz archive of it');
+    await archiveField.setInputFiles(path.join(appDir, 'server.js'));
     await page.getByLabel('Project name').fill('From an archive');
     await page.getByRole('button', { name: 'Upload and detect' }).click();
     await page.locator('.field-error', { hasText: 'server.js is not a gzipped tar archive' }).waitFor();
-    const file = path.join(root, 'hello-upload.tar.gz');
-    tar.c({ gzip: true, cwd: appDir, sync: true, file, portable: true }, ['server.js', 'package.json', 'build.js']);
-    await archive.setInputFiles(file);
+    await archiveField.setInputFiles(archive);
     await page.getByRole('button', { name: 'Upload and detect' }).click();
     await page.getByRole('heading', { name: 'Build plan' }).waitFor({ timeout: 30_000 });
     const steps = await page.getByRole('list', { name: 'Progress' }).innerText();
@@ -168,8 +186,8 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
     await page.keyboard.press('Enter');
     await page.waitForURL(/\/projects\/[^/]+\/deployments\/[^/]+$/, { timeout: 30_000 });
     const m = /\/projects\/([^/]+)\/deployments\/([^/]+)$/.exec(page.url())!;
-    projectId = m[1]!;
-    firstId = m[2]!;
+    const projectId = m[1]!;
+    const firstId = m[2]!;
     const project = (await api.get(`/api/projects/${projectId}`)).body.data;
     assert.equal(project.name, 'Hello Upload');
     assert.equal(project.source.type, 'upload');
@@ -194,14 +212,14 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
     const open = page.getByRole('link', { name: /Open the app/ });
     await open.waitFor();
     assert.match((await open.getAttribute('href')) ?? '', /hello-upload/);
-    assert.match((await edge('/')).text, /^hello from the upload/);
+    assert.match((await edge(projectId, '/')).text, /^hello from the upload/);
     await screenshot(page, 'deployment-build-log');
     assert.deepEqual(pageErrors(page), []);
     await context.close();
   });
 
   it('redeploy adds a live row; "Roll back to this" says what replaces what and, confirmed, makes the older release current', async () => {
-    assert.ok(projectId, 'the deploy test ran');
+    const { projectId, firstId } = await deployedProject('Roll Back');
     const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, user);
     await page.goto(`/projects/${projectId}/deployments`);
@@ -236,7 +254,7 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
   });
 
   it('"Redeploy without cache" builds without the project\'s build cache: its log says nothing was restored or saved', async () => {
-    assert.ok(projectId, 'the deploy test ran');
+    const { projectId } = await deployedProject('No Cache');
     const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, user);
     await page.goto(`/projects/${projectId}/deployments`);
@@ -256,7 +274,7 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
   });
 
   it('Cancel marks a running deployment cancelled at once, before the server answers, and the server agrees', async () => {
-    assert.ok(projectId, 'the deploy test ran');
+    const { projectId } = await deployedProject('Cancelled');
     const slow = await api.patch(`/api/projects/${projectId}`, { buildCommand: 'node -e "console.log(\'slow build\'); setTimeout(() => {}, 60000)"' });
     assert.equal(slow.status, 200, slow.text);
     const { context, page } = await openPage(dash.browser, dash.server);
@@ -289,21 +307,21 @@ describe('deploying from the dashboard', browserSuite('deploying from the dashbo
     await rowOf(page, id).locator('.badge', { hasText: 'cancelled' }).waitFor();
     assert.equal(await page.getByRole('button', { name: /^Cancel deployment / }).count(), 0);
     // The release that served keeps serving.
-    assert.match((await edge('/')).text, /^hello from the upload/);
+    assert.match((await edge(projectId, '/')).text, /^hello from the upload/);
     await api.patch(`/api/projects/${projectId}`, { buildCommand: 'npm run build' });
     assert.deepEqual(pageErrors(page), []);
     await context.close();
   });
 
   it('at 375 px the new-project form, the deployments list and a build log fit the width', async () => {
-    assert.ok(projectId, 'the deploy test ran');
+    const { projectId, firstId } = await deployedProject('Phone Check');
     const { context, page } = await openPage(dash.browser, dash.server, { width: 375 });
     await signIn(page, user);
     await page.goto('/new');
     await page.getByLabel('Folder', { exact: true }).waitFor();
     await assertFitsWidth(page);
     // The steps and the plan form too.
-    await page.getByLabel('Or a .tar.gz archive of it').setInputFiles(path.join(root, 'hello-upload.tar.gz'));
+    await page.getByLabel('Or a .tar.gz archive of it').setInputFiles(archive);
     await page.getByRole('button', { name: 'Upload and detect' }).click();
     await page.getByRole('heading', { name: 'Build plan' }).waitFor({ timeout: 30_000 });
     await assertFitsWidth(page);
