@@ -17,12 +17,9 @@ import { waitFor } from '../support/wait.js';
 describe('the backups pages', browserSuite('the backups pages'), () => {
   const dash = useDashboard({ background: true });
   let user: TestUser;
-  let project: Awaited<ReturnType<typeof createProjectWithVolume>>;
-  let runId: string;
 
   before(async () => {
     user = await createUser(dash.server);
-    project = await createProjectWithVolume(dash.server, user, { name: 'shop' });
   });
 
   const api = () => dash.server.api(user.token);
@@ -32,6 +29,32 @@ describe('the backups pages', browserSuite('the backups pages'), () => {
     return { context, page };
   };
   const noErrors = (page: Page) => assert.deepEqual(pageErrors(page), []);
+
+  /** A case's own project whose volume holds a note and `size` bytes of incompressible uploads. */
+  async function projectWithData(name: string, size: number) {
+    const project = await createProjectWithVolume(dash.server, user, { name });
+    mkdirSync(project.volume, { recursive: true });
+    writeFileSync(path.join(project.volume, 'note.txt'), 'before the backup\n');
+    mkdirSync(path.join(project.volume, 'uploads'), { recursive: true });
+    writeFileSync(path.join(project.volume, 'uploads', 'photos.bin'), randomBytes(size));
+    return project;
+  }
+
+  /** A case's own project (as projectWithData) with one succeeded backup run of its volume, made through the API. */
+  async function backedUpProject(name: string, size = 1024 * 1024) {
+    const project = await projectWithData(name, size);
+    const dest = await createDestination(dash.server, user, { name: `${name} folder` });
+    const policy = await createPolicy(dash.server, user, project, { destinationId: dest.id, cronExpression: '0 3 * * *', retainCount: 5 });
+    const run = await api().post(`/api/backup-policies/${policy.id}/run`);
+    assert.ok(run.status === 201 || run.status === 200, run.text);
+    const runId: string = run.body.data.runId;
+    const status = await waitFor(async () => {
+      const s = (await api().get(`/api/backup-runs/${runId}`)).body.data.status as string;
+      return s === 'succeeded' || s === 'failed' ? s : null;
+    }, 'the backup run to end', 60_000);
+    assert.equal(status, 'succeeded');
+    return { project, runId };
+  }
 
   it('a local destination is created through the form; a relative folder is refused under the Folder field', async () => {
     const { context, page } = await signedIn();
@@ -129,11 +152,8 @@ describe('the backups pages', browserSuite('the backups pages'), () => {
   });
 
   it('a policy is created on the project, and "Run now" shows the backup progress live until it succeeds; Protect sticks', async () => {
-    mkdirSync(project.volume, { recursive: true });
-    writeFileSync(path.join(project.volume, 'note.txt'), 'before the backup\n');
-    mkdirSync(path.join(project.volume, 'uploads'), { recursive: true });
     // Enough incompressible data for the run to report progress a few times.
-    writeFileSync(path.join(project.volume, 'uploads', 'photos.bin'), randomBytes(64 * 1024 * 1024));
+    const project = await projectWithData('shop', 64 * 1024 * 1024);
     const dest = await createDestination(dash.server, user, { name: 'server folder' });
 
     const { context, page } = await signedIn();
@@ -170,7 +190,7 @@ describe('the backups pages', browserSuite('the backups pages'), () => {
     const list = (await api().get(`/api/projects/${project.id}/backup-runs`)).body.data;
     assert.equal(list.length, 1);
     assert.equal(list[0].status, 'succeeded');
-    runId = list[0].id;
+    const runId = list[0].id;
     await runs.getByText(/\d+(\.\d)? MB/).waitFor();
 
     await runs.getByRole('button', { name: /^Protect the backup/ }).click();
@@ -189,7 +209,8 @@ describe('the backups pages', browserSuite('the backups pages'), () => {
   });
 
   it('a restore is prepared, shows what it will replace, and applied with its confirmation brings the old content back', async () => {
-    assert.ok(runId, 'the backup of the previous test');
+    // Compressed size shown in MB: a few MB of incompressible data.
+    const { project, runId } = await backedUpProject('restored', 4 * 1024 * 1024);
     const note = path.join(project.volume, 'note.txt');
     writeFileSync(note, 'changed after the backup\n');
     writeFileSync(path.join(project.volume, 'added.txt'), 'added after the backup\n');
@@ -226,7 +247,7 @@ describe('the backups pages', browserSuite('the backups pages'), () => {
   });
 
   it('a wrong confirmation token is refused under its field and leaves the restore staged; Cancel ends it', async () => {
-    assert.ok(runId, 'the backup of the earlier test');
+    const { project, runId } = await backedUpProject('staged');
     const prep = await api().post(`/api/backup-runs/${runId}/restore/prepare`, {});
     assert.equal(prep.status, 201, prep.text);
     const { restoreId } = prep.body.data;
@@ -252,7 +273,7 @@ describe('the backups pages', browserSuite('the backups pages'), () => {
   });
 
   it('the destinations, backups and restore pages fit 375 px', async () => {
-    assert.ok(runId, 'the backup of the earlier test');
+    const { project, runId } = await backedUpProject('shop-phone');
     const other = await createProjectWithVolume(dash.server, user, { name: 'blog' });
     const dest = await createDestination(dash.server, user, { name: 'phone-check' });
     await createPolicy(dash.server, user, other, { destinationId: dest.id, cronExpression: '0 * * * *', retainDays: 30 });
