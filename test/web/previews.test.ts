@@ -18,10 +18,12 @@ import * as tar from 'tar';
 import { getRuntime } from '../../src/modules/hosting/index.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';
 import { assertFitsWidth, browserSuite, openPage, pageErrors, screenshot, signIn, useDashboard } from '../support/browser.js';
-import { createGrant, createTeam, type TestOrg } from '../support/factories.js';
+import { createDeployment, createGrant, createTeam, createUser, type TestOrg } from '../support/factories.js';
 import { tempDir } from '../support/harness.js';
 import { edgeRequest, type HttpClient } from '../support/http.js';
 import { waitFor, waitForDeployment } from '../support/wait.js';
+
+type Project = { id: string; slug: string };
 
 /** An id as the pages show it: without its kind prefix, 8 characters. */
 const short = (id: string) => id.replace(/^[a-z]+_/, '').slice(0, 8);
@@ -31,12 +33,16 @@ describe('previews and promotion in the dashboard', browserSuite('previews and p
   let root: string;
   let team: TestOrg;
   let api: HttpClient;
-  let project: { id: string; slug: string };
-  let v1 = '';
-  let previewDeployment = '';
-  const previewHost = () => `feature-login--${project.slug}.localhost`;
+  /**
+   * The read-only cases' project: production serves v1 while the project's source is v2, the preview
+   * `feat` (branch Feature/Login) serves its build of v2, and pr-7 is a pull request's preview, not
+   * deployed. A case that changes a project makes its own.
+   */
+  let shared: Project;
+  let uploads = 0;
+  const previewHost = (project: Project) => `feature-login--${project.slug}.localhost`;
   const edge = (host: string) => edgeRequest(getRuntime(dash.server.ctx).edgePort(), host, '/');
-  const visit = async (page: Page) => {
+  const visit = async (page: Page, project: Project) => {
     await page.goto(`/projects/${project.id}/previews`);
     await page.getByRole('heading', { name: 'Previews', level: 2 }).waitFor();
   };
@@ -44,7 +50,7 @@ describe('previews and promotion in the dashboard', browserSuite('previews and p
 
   /** The tiny app of `version`, packed and uploaded through a folder session: the session id. */
   async function upload(version: string): Promise<string> {
-    const dir = writeTinyApp(path.join(root, version), { version });
+    const dir = writeTinyApp(path.join(root, `${version}-${(uploads += 1)}`), { version });
     const file = `${dir}.tgz`;
     tar.c({ gzip: true, cwd: dir, sync: true, file, portable: true }, ['.']);
     const s = await api.post('/api/projects/folder/session', { name: version });
@@ -55,15 +61,37 @@ describe('previews and promotion in the dashboard', browserSuite('previews and p
     return sessionId;
   }
 
-  async function deployProduction(version: string): Promise<string> {
-    const res = await api.post('/api/deployments', { projectId: project.id, environment: 'production', sessionId: await upload(version) });
+  /** A project of the team's with pr-7, a pull request's preview as the GitHub App makes them (not deployed). */
+  async function newProject(name: string): Promise<Project> {
+    const p = await api.post('/api/projects', { name });
+    assert.equal(p.status, 201, p.text);
+    const pr = await api.post(`/api/projects/${p.body.data.id}/environments`, { name: 'pr-7', branch: 'fix/typo-in-footer' });
+    assert.equal(pr.status, 201, pr.text);
+    return p.body.data;
+  }
+
+  /** The preview `feat` of branch Feature/Login, made through the API (not deployed). */
+  async function featPreview(project: Project): Promise<void> {
+    const res = await api.post(`/api/projects/${project.id}/environments`, { name: 'feat', branch: 'Feature/Login' });
+    assert.equal(res.status, 201, res.text);
+  }
+
+  /** Deploys `environment` (of `version` uploaded first, which becomes the source; else the project's source) and waits until ready: its id. */
+  async function deploy(project: Project, environment: string, version?: string): Promise<string> {
+    const res = await api.post('/api/deployments', { projectId: project.id, environment, ...(version ? { sessionId: await upload(version) } : {}) });
     assert.equal(res.status, 202, res.text);
     const done = await waitForDeployment(api, res.body.data.id, 120_000);
     assert.equal(done.status, 'ready', done.error);
     return done.id;
   }
 
-  const productionCurrent = async () => {
+  /** `version` uploaded as the project's source, nothing deployed. */
+  async function setSource(project: Project, version: string): Promise<void> {
+    const res = await api.post('/api/projects/ensure', { projectId: project.id, sessionId: await upload(version) });
+    assert.ok(res.status < 300, res.text);
+  }
+
+  const productionCurrent = async (project: Project) => {
     const list = (await api.get(`/api/projects/${project.id}/deployments?environment=production`)).body.data as Array<{ id: string; current: boolean; trigger: string; promotedFrom: string | null }>;
     return list.find((d) => d.current);
   };
@@ -73,25 +101,19 @@ describe('previews and promotion in the dashboard', browserSuite('previews and p
     await getRuntime(dash.server.ctx).restored;
     team = await createTeam(dash.server);
     api = dash.server.api(team.owner.token);
-    const p = await api.post('/api/projects', { name: 'Preview Shop' });
-    assert.equal(p.status, 201, p.text);
-    project = p.body.data;
-    // Production serves v1 while the project's source is v2 (uploaded, deployed, rolled back):
-    // a preview deployed now builds v2, and promoting it changes what production serves.
-    v1 = await deployProduction('v1');
-    await deployProduction('v2');
-    const back = await api.post(`/api/projects/${project.id}/rollback`, { deploymentId: v1 });
-    assert.equal(back.status, 202, back.text);
-    await waitFor(async () => (await productionCurrent())?.id === v1, 'production to serve v1 again', 60_000);
-    // A pull request's preview, as the GitHub App makes them (not deployed).
-    const pr = await api.post(`/api/projects/${project.id}/environments`, { name: 'pr-7', branch: 'fix/typo-in-footer' });
-    assert.equal(pr.status, 201, pr.text);
+    shared = await newProject('Preview Shop');
+    await deploy(shared, 'production', 'v1');
+    await featPreview(shared);
+    await deploy(shared, 'feat', 'v2');
   });
   after(() => {
     if (root) rmSync(root, { recursive: true, force: true });
   });
 
   it('a preview is created with the keyboard alone; a name or a branch the server refuses is named at its field', async () => {
+    const project = await newProject('Preview Create');
+    // A production release on record (nothing is served: no preview is deployed here).
+    const v1 = await createDeployment(dash.server, { id: project.id, orgId: team.orgId });
     const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, team.owner);
     await page.goto(`/projects/${project.id}`);
@@ -131,8 +153,8 @@ describe('previews and promotion in the dashboard', browserSuite('previews and p
     const envs = (await api.get(`/api/projects/${project.id}/environments`)).body.data as Array<{ name: string; url: string; domain: string; branch: string }>;
     const env = envs.find((e) => e.name === 'feat')!;
     assert.equal(env.branch, 'Feature/Login');
-    assert.equal(env.domain, previewHost());
-    const link = feat.getByRole('link', { name: previewHost() });
+    assert.equal(env.domain, previewHost(project));
+    const link = feat.getByRole('link', { name: previewHost(project) });
     assert.equal(await link.getAttribute('href'), env.url);
     assert.match(await feat.innerText(), /Created by hand/);
     assert.equal(await name.inputValue(), '', 'the form is empty again');
@@ -141,9 +163,14 @@ describe('previews and promotion in the dashboard', browserSuite('previews and p
   });
 
   it('Deploy builds the preview, the card follows it live until ready, and its URL serves the build', async () => {
+    // Production serves v1 while the project's source is v2: the preview builds v2.
+    const project = await newProject('Preview Deploy');
+    await deploy(project, 'production', 'v1');
+    await setSource(project, 'v2');
+    await featPreview(project);
     const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, team.owner);
-    await visit(page);
+    await visit(page, project);
     const feat = card(page, 'feat');
     await feat.getByRole('button', { name: 'Deploy feat' }).click();
     // The new deployment shows at once (before the build ends), then turns ready without a reload.
@@ -153,12 +180,12 @@ describe('previews and promotion in the dashboard', browserSuite('previews and p
     await feat.getByRole('status').filter({ hasText: /Queued|Building/ }).first().waitFor({ timeout: 1000 });
     const list = (await api.get(`/api/projects/${project.id}/deployments?environment=feat`)).body.data as Array<{ id: string }>;
     assert.equal(list.length, 1);
-    previewDeployment = list[0]!.id;
+    const previewDeployment = list[0]!.id;
     assert.equal(await dep.innerText(), short(previewDeployment));
     await feat.locator('.pv-dep .badge', { hasText: 'ready' }).waitFor({ timeout: 120_000 });
     assert.equal((await api.get(`/api/deployments/${previewDeployment}`)).body.data.status, 'ready');
     await feat.getByText('Sleeps when idle').waitFor();
-    assert.match((await edge(previewHost())).text, /^hello v2/, 'the preview serves the source it built');
+    assert.match((await edge(previewHost(project))).text, /^hello v2/, 'the preview serves the source it built');
     assert.match((await edge(`${project.slug}.localhost`)).text, /^hello v1/, 'production is untouched');
     await page.locator('.toast').first().waitFor({ state: 'detached', timeout: 10_000 });
     await screenshot(page, 'previews');
@@ -167,10 +194,14 @@ describe('previews and promotion in the dashboard', browserSuite('previews and p
   });
 
   it("Promote says what production will run instead of what and, confirmed, production's current release becomes the preview's build", async () => {
-    assert.ok(previewDeployment, 'the deploy test ran');
+    // Production serves v1; the preview feat serves its build of v2.
+    const project = await newProject('Preview Promote');
+    const v1 = await deploy(project, 'production', 'v1');
+    await featPreview(project);
+    const previewDeployment = await deploy(project, 'feat', 'v2');
     const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, team.owner);
-    await visit(page);
+    await visit(page, project);
     assert.equal(await card(page, 'pr-7').getByRole('button', { name: 'Promote pr-7 to production' }).isDisabled(), true, 'nothing ready to promote');
     await card(page, 'feat').getByRole('button', { name: 'Promote feat to production' }).click();
     const dialog = page.getByRole('dialog');
@@ -183,7 +214,7 @@ describe('previews and promotion in the dashboard', browserSuite('previews and p
     await dialog.getByRole('button', { name: 'Promote to production' }).click();
     await dialog.waitFor({ state: 'hidden', timeout: 60_000 });
     const now = await waitFor(async () => {
-      const c = await productionCurrent();
+      const c = await productionCurrent(project);
       return c && c.id !== v1 ? c : null;
     }, 'a new production release');
     assert.equal(now.trigger, 'promote');
@@ -199,8 +230,8 @@ describe('previews and promotion in the dashboard', browserSuite('previews and p
   it('at 375 px, in dark, the previews, the form with an error and the promotion dialog fit the width', async () => {
     const { context, page } = await openPage(dash.browser, dash.server, { width: 375, colorScheme: 'dark' });
     await signIn(page, team.owner);
-    await visit(page);
-    await card(page, 'feat').getByRole('link', { name: previewHost() }).waitFor();
+    await visit(page, shared);
+    await card(page, 'feat').getByRole('link', { name: previewHost(shared) }).waitFor();
     await assertFitsWidth(page);
     await page.getByLabel('Name', { exact: true }).fill('Not Valid');
     await page.getByRole('button', { name: 'Create preview' }).click();
@@ -216,12 +247,13 @@ describe('previews and promotion in the dashboard', browserSuite('previews and p
   });
 
   it('a member with read access sees the previews and is offered no control to change them', async () => {
-    await createGrant(dash.server, team.restricted, 'project', project.id, ['read']);
+    const reader = await createUser(dash.server, { orgId: team.orgId, role: 'restricted' });
+    await createGrant(dash.server, reader, 'project', shared.id, ['read']);
     const { context, page } = await openPage(dash.browser, dash.server);
-    await signIn(page, team.restricted);
-    await visit(page);
+    await signIn(page, reader);
+    await visit(page, shared);
     const feat = card(page, 'feat');
-    await feat.getByRole('link', { name: previewHost() }).waitFor();
+    await feat.getByRole('link', { name: previewHost(shared) }).waitFor();
     assert.equal(await page.getByRole('button', { name: /^(Deploy|Promote|Delete) / }).count(), 0, 'no Deploy, Promote or Delete');
     assert.equal(await page.getByRole('button', { name: 'Create preview' }).count(), 0);
     assert.deepEqual(pageErrors(page), []);
@@ -229,12 +261,12 @@ describe('previews and promotion in the dashboard', browserSuite('previews and p
   });
 
   it("write taken away while the page is open: a change is refused in the server's words, after which the controls are gone", async () => {
-    const owner = dash.server.api(team.owner.token);
-    const grant = (permissions: string[]) => owner.post('/api/permissions/grants', { userId: team.restricted.userId, resourceType: 'project', resourceId: project.id, permissions });
+    const writer = await createUser(dash.server, { orgId: team.orgId, role: 'restricted' });
+    const grant = (permissions: string[]) => api.post('/api/permissions/grants', { userId: writer.userId, resourceType: 'project', resourceId: shared.id, permissions });
     assert.equal((await grant(['read', 'write'])).status, 201);
     const { context, page } = await openPage(dash.browser, dash.server);
-    await signIn(page, team.restricted);
-    await visit(page);
+    await signIn(page, writer);
+    await visit(page, shared);
     const feat = card(page, 'feat');
     const deploy = feat.getByRole('button', { name: 'Deploy feat' });
     await deploy.waitFor();
@@ -245,15 +277,21 @@ describe('previews and promotion in the dashboard', browserSuite('previews and p
     assert.match(await notice.innerText(), /needs write access/);
     assert.equal(await page.getByRole('button', { name: /^(Deploy|Promote|Delete) / }).count(), 0, 'no controls once refused');
     assert.equal(await page.getByRole('button', { name: 'Create preview' }).count(), 0);
-    assert.equal((await api.get(`/api/projects/${project.id}/deployments?environment=feat`)).body.data.length, 1, 'nothing was deployed');
+    assert.equal((await api.get(`/api/projects/${shared.id}/deployments?environment=feat`)).body.data.length, 1, 'nothing was deployed');
     assert.deepEqual(pageErrors(page), []);
     await context.close();
   });
 
   it("Delete asks for the preview's name, says what goes, and removes it: its URL stops answering, production keeps serving", async () => {
+    // Production and the preview feat both serve v2.
+    const project = await newProject('Preview Delete');
+    await deploy(project, 'production', 'v2');
+    await featPreview(project);
+    await deploy(project, 'feat');
+    assert.match((await edge(previewHost(project))).text, /^hello v2/, 'the preview answers before it is deleted');
     const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, team.owner);
-    await visit(page);
+    await visit(page, project);
     await card(page, 'feat').getByRole('button', { name: 'Delete feat' }).click();
     const dialog = page.getByRole('dialog');
     await dialog.waitFor();
@@ -266,7 +304,7 @@ describe('previews and promotion in the dashboard', browserSuite('previews and p
     await page.getByText('Preview feat deleted').waitFor();
     const names = ((await api.get(`/api/projects/${project.id}/environments`)).body.data as Array<{ name: string }>).map((e) => e.name).sort();
     assert.deepEqual(names, ['pr-7', 'production']);
-    assert.equal((await edge(previewHost())).status, 404);
+    assert.equal((await edge(previewHost(project))).status, 404);
     assert.match((await edge(`${project.slug}.localhost`)).text, /^hello v2/);
     assert.deepEqual(pageErrors(page), []);
     await context.close();
