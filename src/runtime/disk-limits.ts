@@ -94,7 +94,7 @@ export function volumeNotLimited(e: Error): string {
 export async function volumeDiskUsage(dir: string, limitMb: number, state: DiskLimitsState): Promise<DiskUsage> {
   if (isMounted(dir) && existsSync(imageOf(dir))) {
     const u = await usage(dir);
-    const out: DiskUsage = { limitMb, usedMb: u.usedMb, enforced: true };
+    const out: DiskUsage = { limitMb, usedMb: u.usedMb, enforced: true, sizeMb: u.sizeMb };
     if (u.sizeMb + 16 < limitMb * 0.9) out.note = `the volume's image is ${u.sizeMb} MB until the app restarts (then it grows to diskMb)`;
     else if (u.sizeMb > limitMb * 1.05) out.note = `the volume's image stays at ${u.sizeMb} MB: an image never shrinks (docs/runtime.md "Disk limits")`;
     return out;

@@ -12,6 +12,8 @@ export interface DiskUsage {
   usedMb: number;
   enforced: boolean;
   note?: string;
+  /** What the volume's filesystem holds in all (its image, when enforced): a little under limitMb (ext4's own blocks). Not in `info`. */
+  sizeMb?: number;
 }
 
 const NOTE = 'diskMb is not enforced for this volume: writes past it are not refused (docs/runtime.md "Disk limits")';

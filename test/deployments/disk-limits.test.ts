@@ -21,6 +21,7 @@ import { getRuntime } from '../../src/modules/hosting/index.js';
 import { imagesUsable, isMounted, unmountBelow, usage } from '../../src/runtime/disk-image.js';
 import { waitForDeployment } from '../support/wait.js';
 import { treeDigest, waitTerminal } from '../backups/helpers.js';
+import { startReceiver } from '../notifications/receivers.js';
 
 let root: string;
 let server: TestServer | undefined;
@@ -176,6 +177,50 @@ describe('an app volume on its image', () => {
     assert.deepEqual(treeDigest(vol), before);
     assert.equal(readFileSync(path.join(vol, 'kept.txt'), 'utf8'), 'from before');
   });
+});
+
+test('a volume at 90% of its diskMb is disk.near_limit once (channel, runtime log, audit log); after it went below 80% it is told again', async (t) => {
+  if (skip) return t.skip(skip);
+  const receiver = await startReceiver();
+  t.after(() => receiver.close());
+  const ch = await api.post('/api/notification-channels', { name: 'disk', kind: 'webhook', url: receiver.url('/disk'), events: ['disk.near_limit'] });
+  assert.equal(ch.status, 201, ch.text);
+  receiver.setSecret(ch.body.data.secret);
+  const project = await importFolder('nearly-full', { 'server.js': APP, 'package.json': JSON.stringify({ name: 'nearly-full', scripts: { start: 'node server.js' } }) }, { production: { diskMb: 128 } });
+  const d = await deploy(project.id);
+  assert.equal(d.status, 'ready', d.error);
+  const watch = getRuntime(server!.ctx).health.disk;
+  const told = () => receiver.got.filter((g) => g.path === '/disk');
+
+  await watch.round();
+  await server!.ctx.jobs.drain();
+  assert.equal(told().length, 0, 'an empty volume is not told');
+  assert.equal(JSON.parse((await edge(project.slug, '/fill/big/400')).text).code, 'ENOSPC');
+  await watch.round();
+  await watch.round();
+  const { waitFor } = await import('../support/wait.js');
+  await waitFor(() => told().length > 0, 'the channel to be told', 20_000);
+  await server!.ctx.jobs.drain();
+  assert.equal(told().length, 1, 'told once, not on every round');
+  const note = told()[0]!;
+  assert.equal(note.json.event, 'disk.near_limit');
+  assert.equal(note.json.projectId, project.id);
+  assert.match(note.json.subject, /^The volume of nearly-full is (9\d|100)% full$/);
+  assert.match(note.json.detail, /It holds \d+ MB of its 128 MB limit \(resources\.production\.diskMb\)\. Writes past it fail/);
+  assert.equal(note.signatureValid, true);
+  const logs: string[] = (await api.get(`/api/projects/${project.id}/logs?limit=500`)).body.data.map((l: any) => l.line as string);
+  assert.ok(logs.some((l) => /^\[berth\] the volume is \d+% full: \d+ MB of its 128 MB/.test(l)), logs.join('\n'));
+  const audit = (await api.get('/api/audit?limit=200')).body.data.filter((e: any) => e.action === 'disk.near_limit' && e.resourceId === project.id);
+  assert.equal(audit.length, 1);
+  assert.equal(audit[0].details.limitMb, 128);
+  assert.equal(audit[0].details.enforced, true);
+
+  // Files removed: below 80% the volume is re-armed; filled again, it is told a second time.
+  rmSync(path.join(volumeOf(project.id), 'big'), { force: true });
+  await watch.round();
+  assert.equal(JSON.parse((await edge(project.slug, '/fill/again/400')).text).code, 'ENOSPC');
+  await watch.round();
+  await waitFor(() => told().length === 2, 'the channel to be told again', 20_000);
 });
 
 test('a build writing past build.diskMb fails with a build-log line naming the limit, and leaves no image behind', async (t) => {

@@ -14,12 +14,13 @@
 import type { AppContext } from '../../context.js';
 import { nowIso } from '../../lib/ids.js';
 import { probeApp } from '../../runtime/app-health.js';
-import { appKeyOf } from '../../runtime/app-key.js';
 import type { RuntimeSnapshot, Supervisor } from '../../runtime/supervisor.js';
 import type { LogStore } from '../../runtime/logs.js';
 import { insertAuditEvent } from '../audit/index.js';
 import { autoRollback } from '../deployments/index.js';
 import { projectQueries, hostReads } from '../projects/index.js';
+import { appWhere } from './app-where.js';
+import { DiskWatch, type DiskWatchedRuntime } from './disk-watch.js';
 import type { AppHealthChange } from './ports.js';
 import { envNumber } from './releases.js';
 
@@ -39,12 +40,8 @@ interface Health {
   degraded: { reason: string; since: string } | null;
 }
 
-/** The parts of the runtime the watch reads (BerthRuntime). */
-export interface WatchedRuntime {
-  readonly ctx: AppContext;
-  readonly supervisor: Supervisor;
-  readonly logs: LogStore;
-}
+/** The parts of the runtime the watch reads (BerthRuntime); its volumes' watch reads the releases too. */
+export type WatchedRuntime = DiskWatchedRuntime;
 
 export class AppHealthWatch {
   private readonly apps = new Map<string, Health>();
@@ -55,14 +52,21 @@ export class AppHealthWatch {
   readonly intervalMs = envNumber('BERTH_HEALTH_CHECK_SECONDS', 30) * 1000;
   readonly degradedAfterMs = envNumber('BERTH_HEALTH_DEGRADED_SECONDS', 120) * 1000;
 
-  constructor(private readonly rt: WatchedRuntime) {}
+  /** The volumes near their limit (disk.near_limit), started and stopped with the health checks. */
+  readonly disk: DiskWatch;
+
+  constructor(private readonly rt: WatchedRuntime) {
+    this.disk = new DiskWatch(rt);
+  }
 
   start(): void {
+    this.disk.start();
     this.timer = setInterval(() => void this.round().catch((err) => this.rt.ctx.log.warn({ err: (err as Error).message }, 'health check round failed')), this.intervalMs);
     this.timer.unref();
   }
 
   stop(): void {
+    this.disk.stop();
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
   }
@@ -73,6 +77,7 @@ export class AppHealthWatch {
   }
 
   forget(app: string): void {
+    this.disk.forget(app);
     this.apps.delete(app);
   }
 
@@ -184,15 +189,8 @@ export class AppHealthWatch {
 
   /** The change as listeners see it: the app's org, project and environment (null when the project is gone). */
   private async changeOf(app: string, state: AppHealthChange['state'], reason: string, deploymentId: string | null): Promise<AppHealthChange | null> {
-    const { ctx, supervisor } = this.rt;
-    const owner = await hostReads.projectOrgAnyOrg(ctx.db, supervisor.projectOf(app)).catch(() => undefined);
-    if (!owner) return null;
-    let environment = 'production';
-    if (app !== owner.id) {
-      const envs = await projectQueries.listEnvironments(ctx.db, owner.orgId, owner.id);
-      environment = envs.find((e) => appKeyOf(owner.id, e.name) === app)?.name ?? app;
-    }
-    return { orgId: owner.orgId, projectId: owner.id, environment, state, reason, deploymentId };
+    const where = await appWhere(this.rt.ctx, this.rt.supervisor, app);
+    return where ? { ...where, state, reason, deploymentId } : null;
   }
 
   /** The audit entry, then every listener (a listener's failure is logged and changes nothing). */

@@ -1,7 +1,7 @@
 /**
  * The ports the hosting area declares on src/ports.ts's `Ports`: this server's build-and-run host,
  * which the deployments area's routes reach (src/modules/deployments/host.ts), and who is told when a
- * running app becomes degraded or recovers (app-health-watch.ts).
+ * running app becomes degraded or recovers (app-health-watch.ts) or its volume nears its limit (disk-watch.ts).
  */
 import type { AppContext } from '../../context.js';
 import type { BerthRuntime } from './host.js';
@@ -12,6 +12,8 @@ declare module '../../ports.js' {
     runtimeHost: BerthRuntime | null;
     /** Told when a running app becomes degraded or recovers (contract section 20's `app.degraded`, `app.recovered`). */
     appHealthChanged: AppHealthChanged[];
+    /** Told when an app's volume reaches 90% of its diskMb (contract section 20's `disk.near_limit`; disk-watch.ts). */
+    diskNearLimit: DiskNearLimitListener[];
   }
 }
 
@@ -36,5 +38,23 @@ export interface AppHealthChange {
  */
 export type AppHealthChanged = (ctx: AppContext, change: AppHealthChange) => Promise<void>;
 
+/** An app's volume at 90% of its limit or more, as its listeners see it (once, until it went below 80%). */
+export interface DiskNearLimit {
+  orgId: string;
+  projectId: string;
+  /** `production` or a preview environment's name. */
+  environment: string;
+  usedMb: number;
+  /** `resources.production.diskMb`. */
+  limitMb: number;
+  /** Whether writes past the limit are refused on this server (the volume is on its size-limited image). */
+  enforced: boolean;
+  /** How full it is, 0.9 to 1 (of what its image holds when that is a little less than limitMb). */
+  share: number;
+}
+
+/** Called after the runtime-log line and the audit entry; a listener's failure is logged by the caller. */
+export type DiskNearLimitListener = (ctx: AppContext, near: DiskNearLimit) => Promise<void>;
+
 /** How the providers of the hosting area's ports combine (its ModuleDef's `declares`). */
-export const HOSTING_PORTS = { runtimeHost: 'one', appHealthChanged: 'list' } as const;
+export const HOSTING_PORTS = { runtimeHost: 'one', appHealthChanged: 'list', diskNearLimit: 'list' } as const;

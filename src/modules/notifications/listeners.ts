@@ -1,6 +1,6 @@
 import type { AppContext } from '../../context.js';
 import type { SettledDeployment } from '../deployments/index.js';
-import type { AppHealthChange } from '../hosting/index.js';
+import type { AppHealthChange, DiskNearLimit } from '../hosting/index.js';
 import { projectQueries } from '../projects/index.js';
 import { notifyEvent } from './delivery.js';
 
@@ -30,4 +30,19 @@ export async function onAppHealthChanged(ctx: AppContext, c: AppHealthChange): P
   } else {
     await notifyEvent(ctx, { orgId: c.orgId, event: 'app.recovered', projectId: c.projectId, subject: `${name} recovered`, detail: c.reason });
   }
+}
+
+/** The hosting area's `diskNearLimit` port: `disk.near_limit`, once per volume until it went below 80% again. */
+export async function onDiskNearLimit(ctx: AppContext, d: DiskNearLimit): Promise<void> {
+  const project = await projectQueries.findProject(ctx.db, d.orgId, d.projectId);
+  const name = `${project?.name ?? d.projectId}${d.environment === 'production' ? '' : ` (${d.environment})`}`;
+  const pct = Math.floor(d.share * 100);
+  const then = d.enforced ? 'Writes past it fail (the app gets ENOSPC).' : 'This server does not enforce the limit, so the volume can grow past it and fill the server\'s disk.';
+  await notifyEvent(ctx, {
+    orgId: d.orgId,
+    event: 'disk.near_limit',
+    projectId: d.projectId,
+    subject: `The volume of ${name} is ${pct}% full`,
+    detail: `It holds ${d.usedMb} MB of its ${d.limitMb} MB limit (resources.production.diskMb). ${then} Remove files the app no longer needs, or raise diskMb in the project's Resources.`,
+  });
 }

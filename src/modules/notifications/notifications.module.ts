@@ -1,7 +1,7 @@
 import type { ModuleDef } from '../../http/route.js';
 import { channelRoutes } from './channels.routes.js';
 import { registerDeliveryJob } from './delivery.js';
-import { onDeploymentSettled, onAppHealthChanged } from './listeners.js';
+import { onDeploymentSettled, onAppHealthChanged, onDiskNearLimit } from './listeners.js';
 import { resolvers } from './notifications.resolvers.js';
 
 /**
@@ -13,6 +13,6 @@ export const notificationsModule: ModuleDef = {
   name: 'notifications',
   resolvers,
   routes: channelRoutes,
-  provides: () => ({ deploymentSettled: [onDeploymentSettled], appHealthChanged: [onAppHealthChanged] }),
+  provides: () => ({ deploymentSettled: [onDeploymentSettled], appHealthChanged: [onAppHealthChanged], diskNearLimit: [onDiskNearLimit] }),
   init: registerDeliveryJob,
 };
