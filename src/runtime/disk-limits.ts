@@ -91,7 +91,7 @@ export function volumeNotLimited(e: Error): string {
 }
 
 /** `info.runtime.disk`: statfs of the image when the volume is on one, else the bounded walk (disk-usage.ts). */
-export async function volumeDiskUsage(dir: string, limitMb: number, state: DiskLimitsState): Promise<DiskUsage> {
+export async function volumeDiskUsage(dir: string, limitMb: number, state: DiskLimitsState, fresh = false): Promise<DiskUsage> {
   if (isMounted(dir) && existsSync(imageOf(dir))) {
     const u = await usage(dir);
     const out: DiskUsage = { limitMb, usedMb: u.usedMb, enforced: true, sizeMb: u.sizeMb };
@@ -99,7 +99,7 @@ export async function volumeDiskUsage(dir: string, limitMb: number, state: DiskL
     else if (u.sizeMb > limitMb * 1.05) out.note = `the volume's image stays at ${u.sizeMb} MB: an image never shrinks (docs/runtime.md "Disk limits")`;
     return out;
   }
-  const walked = await walkedUsage(dir, limitMb);
+  const walked = await walkedUsage(dir, limitMb, fresh);
   if (state.enforced) return { ...walked, enforced: false, note: 'the volume moves onto its size-limited image when the app next starts' };
   return { ...walked, enforced: false, note: `diskMb is not enforced: ${state.reason ?? 'unknown'} (docs/runtime.md "Disk limits")` };
 }

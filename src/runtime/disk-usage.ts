@@ -20,10 +20,11 @@ const NOTE = 'diskMb is not enforced for this volume: writes past it are not ref
 const WALK_LIMIT = 100_000;
 const walked = new Map<string, { mb: number; at: number }>();
 
-export async function volumeUsage(dir: string, limitMb: number): Promise<DiskUsage> {
+/** `fresh`: walk now whatever was kept (the disk watch, every few minutes); the walk is kept for the next reader. */
+export async function volumeUsage(dir: string, limitMb: number, fresh = false): Promise<DiskUsage> {
   const cached = walked.get(dir);
   let usedMb: number;
-  if (cached && Date.now() - cached.at < 30_000) usedMb = cached.mb;
+  if (!fresh && cached && Date.now() - cached.at < 30_000) usedMb = cached.mb;
   else {
     usedMb = await walkMb(dir);
     walked.set(dir, { mb: usedMb, at: Date.now() });

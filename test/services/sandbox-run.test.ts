@@ -8,12 +8,14 @@
  * the API), with the credentials the reveal route gives.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createProject, createUser, type TestUser } from '../support/factories.js';
 import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
 import { waitFor } from '../support/wait.js';
+import { getRuntime } from '../../src/modules/hosting/index.js';
+import { startReceiver } from '../notifications/receivers.js';
 import { execIn, serviceRunning } from './helpers.js';
 
 const root = process.getuid?.() === 0;
@@ -86,5 +88,35 @@ describe('managed services on the sandbox runtime', { skip: root ? false : 'the 
     assert.equal((await sql('create table t (v int); insert into t values (7); select v from t')).out.trim(), '7');
     assert.notEqual((await sql('select 1', 'wrong')).code, 0);
     assert.notEqual((await execIn(m.internalHost, '/usr/bin/mariadb', ['--no-defaults', '-h', m.internalHost, '-P', String(m.port), '-u', 'root', '-e', 'select 1'])).code, 0, 'root is not reachable over the network');
+  });
+
+  it("a service's data at 90% of its diskMb is disk.near_limit once (its log, the audit log, the org's channels), naming the service", async (t) => {
+    const receiver = await startReceiver();
+    t.after(() => receiver.close());
+    const ch = (await api().post('/api/notification-channels', { name: 'disk', kind: 'webhook', url: receiver.url('/disk'), events: ['disk.near_limit'] })).body.data;
+    receiver.setSecret(ch.secret);
+    const p = await createProject(server, owner, { name: 'ledger' });
+    const created = await api().post(`/api/projects/${p.id}/services`, { kind: 'redis', name: 'cache', resources: { diskMb: 128 } });
+    assert.equal(created.status, 201, created.text);
+    const s = await running(p.id, created.body.data.id);
+    const watch = getRuntime(server.ctx).health.disk;
+    await watch.round();
+    await server.ctx.jobs.drain();
+    assert.equal(receiver.got.length, 0, 'an empty data folder is not told');
+    // What a database that grew would leave: 120 of its 128 MB written into its data folder.
+    writeFileSync(path.join(runner().volumeDir({ projectId: p.id, id: s.id }), 'data', 'grown.bin'), Buffer.alloc(120 * 1024 * 1024, 1));
+    await watch.round();
+    await watch.round();
+    await waitFor(() => receiver.got.length > 0, 'the channel to be told', 20_000);
+    await server.ctx.jobs.drain();
+    assert.equal(receiver.got.length, 1, 'told once');
+    const note = receiver.got[0]!.json;
+    assert.equal(note.event, 'disk.near_limit');
+    assert.equal(note.subject, 'The data of service cache of ledger is 93% full');
+    assert.match(note.detail, /120 MB of its 128 MB limit \(the service's resources\.diskMb\)/);
+    assert.ok(runner().logs(s.id).some((l) => l.includes('[berth] the data is 93% full: 120 MB of its 128 MB')), runner().logs(s.id).join('\n'));
+    const audit = await server.ctx.db.selectFrom('auditEvents').selectAll().where('resourceId', '=', p.id).where('action', '=', 'disk.near_limit').execute();
+    assert.equal(audit.length, 1);
+    assert.equal(JSON.parse(String(audit[0]!.details)).service, 'cache');
   });
 });

@@ -8,4 +8,4 @@ export { hostingModule } from './hosting.module.js';
 export { BerthRuntime, runtimeOf, getRuntime, edgeUrlOf } from './host.js';
 export type { LogRelay } from './log-relay.js';
 export type { HostingTables } from './hosting.tables.js';
-export type { AppHealthChange, AppHealthChanged, DiskNearLimit, DiskNearLimitListener } from './ports.js';
+export type { AppHealthChange, AppHealthChanged, DiskNearLimit, DiskNearLimitListener, WatchedVolume, WatchedVolumes } from './ports.js';

@@ -14,6 +14,8 @@ declare module '../../ports.js' {
     appHealthChanged: AppHealthChanged[];
     /** Told when an app's volume reaches 90% of its diskMb (contract section 20's `disk.near_limit`; disk-watch.ts). */
     diskNearLimit: DiskNearLimitListener[];
+    /** Volumes besides the apps' that the disk watch measures (the services area: its managed services' data). */
+    watchedVolumes: WatchedVolumes[];
   }
 }
 
@@ -44,8 +46,10 @@ export interface DiskNearLimit {
   projectId: string;
   /** `production` or a preview environment's name. */
   environment: string;
+  /** The managed service whose data it is; absent for the app's own volume. */
+  service?: string;
   usedMb: number;
-  /** `resources.production.diskMb`. */
+  /** `resources.production.diskMb` (a managed service's `resources.diskMb`). */
   limitMb: number;
   /** Whether writes past the limit are refused on this server (the volume is on its size-limited image). */
   enforced: boolean;
@@ -53,8 +57,24 @@ export interface DiskNearLimit {
   share: number;
 }
 
+/** A volume another area has on this server, for the disk watch (`key` is stable while it exists). */
+export interface WatchedVolume {
+  key: string;
+  orgId: string;
+  projectId: string;
+  environment: string;
+  service: string;
+  dir: string;
+  limitMb: number;
+  /** Writes a line (without the `[berth]` its log adds) to its own log when it is told. */
+  note(line: string): void;
+}
+
+/** What one area has on this server now. */
+export type WatchedVolumes = () => WatchedVolume[];
+
 /** Called after the runtime-log line and the audit entry; a listener's failure is logged by the caller. */
 export type DiskNearLimitListener = (ctx: AppContext, near: DiskNearLimit) => Promise<void>;
 
 /** How the providers of the hosting area's ports combine (its ModuleDef's `declares`). */
-export const HOSTING_PORTS = { runtimeHost: 'one', appHealthChanged: 'list', diskNearLimit: 'list' } as const;
+export const HOSTING_PORTS = { runtimeHost: 'one', appHealthChanged: 'list', diskNearLimit: 'list', watchedVolumes: 'list' } as const;

@@ -37,12 +37,14 @@ export async function onDiskNearLimit(ctx: AppContext, d: DiskNearLimit): Promis
   const project = await projectQueries.findProject(ctx.db, d.orgId, d.projectId);
   const name = `${project?.name ?? d.projectId}${d.environment === 'production' ? '' : ` (${d.environment})`}`;
   const pct = Math.floor(d.share * 100);
-  const then = d.enforced ? 'Writes past it fail (the app gets ENOSPC).' : 'This server does not enforce the limit, so the volume can grow past it and fill the server\'s disk.';
+  const then = d.enforced ? 'Writes past it fail (the app gets ENOSPC).' : "This server does not enforce the limit, so it can grow past it and fill the server's disk.";
+  const limit = d.service ? "the service's resources.diskMb" : 'resources.production.diskMb';
+  const raise = d.service ? `raise the service's diskMb in the project's Services tab` : "raise diskMb in the project's Resources";
   await notifyEvent(ctx, {
     orgId: d.orgId,
     event: 'disk.near_limit',
     projectId: d.projectId,
-    subject: `The volume of ${name} is ${pct}% full`,
-    detail: `It holds ${d.usedMb} MB of its ${d.limitMb} MB limit (resources.production.diskMb). ${then} Remove files the app no longer needs, or raise diskMb in the project's Resources.`,
+    subject: d.service ? `The data of service ${d.service} of ${name} is ${pct}% full` : `The volume of ${name} is ${pct}% full`,
+    detail: `It holds ${d.usedMb} MB of its ${d.limitMb} MB limit (${limit}). ${then} Remove what is no longer needed, or ${raise}.`,
   });
 }

@@ -12,6 +12,7 @@ import { redactedLines } from '../../runtime/app-output.js';
 import type { Box, BoxProcess, Identity, RuntimeDriver } from '../../runtime/driver.js';
 import { chownTree } from '../../runtime/identity.js';
 import type { UsageTarget } from '../../runtime/usage.js';
+import type { WatchedVolume } from '../hosting/index.js';
 import { MAX_CONSECUTIVE_FAILURES, restartDelayMs } from '../../runtime/restart-backoff.js';
 import { openCredentials } from './credentials.js';
 import { enginePlan, engineEnv, type EnginePlan, type EngineStep } from './engines.js';
@@ -135,6 +136,16 @@ export class HostServiceRunner implements ServiceRunner {
       const box = r.box;
       if (!box?.usage || r.row.status !== 'running') continue;
       out.push({ kind: 'service', name: r.row.id, orgId: r.row.orgId, projectId: r.row.projectId, label: r.row.name, usage: () => box.usage!() });
+    }
+    return out;
+  }
+
+  volumes(): WatchedVolume[] {
+    const out: WatchedVolume[] = [];
+    for (const r of this.services.values()) {
+      if (r.row.status !== 'running') continue;
+      const { id, orgId, projectId, environment, name, diskMb } = r.row;
+      out.push({ key: `service:${id}`, orgId, projectId, environment, service: name, dir: path.join(this.volumeDir(r.row), 'data'), limitMb: diskMb, note: (line) => this.note(r, line) });
     }
     return out;
   }

@@ -8,6 +8,7 @@ import type { ScratchInstance } from './scratch.js';
 
 import type { BoxProcess } from '../../runtime/driver.js';
 import type { UsageTarget } from '../../runtime/usage.js';
+import type { WatchedVolume } from '../hosting/index.js';
 import type { ManagedServiceRow } from './services.store.js';
 
 export interface ServiceRunner {
@@ -31,6 +32,8 @@ export interface ServiceRunner {
   pids(id: string): number[];
   /** The services running now, as the metrics sampler reads them (their boxes' usage). */
   usageTargets(): UsageTarget[];
+  /** The data folders of the services running now, for the disk watch (disk.near_limit). */
+  volumes(): WatchedVolume[];
   /** It was deleted: nothing of it is kept (its log). */
   forget(id: string): void;
   /** A client program (a dump) run inside the service's own box, where the server cannot reach it from the host (docker runtime); null elsewhere or when it does not run. */

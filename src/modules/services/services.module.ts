@@ -32,6 +32,8 @@ export const servicesModule: ModuleDef = {
   provides: (ctx) => ({
     // Managed services running here, for the metrics sampler.
     usageSources: [() => ctx.state.services.runner?.usageTargets() ?? []],
+    // Their data folders, for the hosting area's disk watch (disk.near_limit).
+    watchedVolumes: [() => ctx.state.services.runner?.volumes() ?? []],
     projectDependents: [
       {
         name: 'managedServices',
