@@ -26,6 +26,7 @@ const BENCHES: Record<string, [string, string]> = {
   builds: ['builds.ts', 'buildsBench'],
   services: ['services.ts', 'servicesBench'],
   logs: ['logs.ts', 'logsBench'],
+  observability: ['observability.ts', 'observabilityBench'],
 };
 
 const args = process.argv.slice(2);
