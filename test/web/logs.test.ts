@@ -98,11 +98,11 @@ describe('the live log pages', browserSuite('the live log pages'), () => {
     await logLine(page, 'boom on request').waitFor({ state: 'detached' });
     await page.getByLabel('Stream').selectOption('all');
     // Search narrows to matching lines, case-insensitively.
-    await page.getByLabel('Search').fill('HELLO-LIVE');
+    await page.getByLabel('Filter lines').fill('HELLO-LIVE');
     await logLine(page, 'listening on').waitFor({ state: 'detached' });
     assert.equal(await logLine(page, 'request GET /hello-live').count(), 1);
     await page.getByText(/Showing 1 of \d+ lines/).waitFor();
-    await page.getByLabel('Search').fill('');
+    await page.getByLabel('Filter lines').fill('');
     // Pause: a line printed meanwhile waits; Resume brings it (from the last line shown, once).
     await page.getByRole('button', { name: 'Pause' }).click();
     await page.getByText('Paused:').waitFor();

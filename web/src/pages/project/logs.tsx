@@ -3,6 +3,8 @@ import type { PageProps } from '../../app';
 import { useEventStream } from '../../api/sse';
 import { Button, Field, Input, Select } from '../../ui/controls';
 import { LogView, type LogLine } from '../../ui/log-view';
+import { LogSearchForm, LogSearchResults } from './log-search';
+import { useLogSearch, type LogQuery } from './log-search-model';
 import './deploy.css';
 
 const MAX_LINES = 5000;
@@ -61,9 +63,26 @@ function useRuntimeLog(projectId: string, paused: boolean) {
   };
 }
 
-/** The project's runtime log, live: stdout/stderr filter, search, pause and resume. */
+/**
+ * The project's logs: a search of the kept logs (text, time range, which logs; docs/logs.md) and,
+ * while no search is shown, the runtime log live (stdout/stderr filter, a filter of the lines shown,
+ * pause and resume). A search closes the live stream; clearing it opens the stream again (its last lines first).
+ */
 export default function LogsPage({ params }: PageProps) {
   const projectId = params.id!;
+  const [query, setQuery] = useState<LogQuery | null>(null);
+  const search = useLogSearch(projectId, query);
+  return (
+    <div className="runtime-logs">
+      <h2>Runtime logs</h2>
+      <LogSearchForm active={query !== null} busy={search.isFetching && !search.isFetchingNextPage} error={search.error} onSearch={setQuery} onClear={() => setQuery(null)} />
+      {query ? <LogSearchResults projectId={projectId} query={query} search={search} /> : <LiveTail projectId={projectId} />}
+    </div>
+  );
+}
+
+/** The runtime log, live. */
+function LiveTail({ projectId }: { projectId: string }) {
   const [paused, setPaused] = useState(false);
   const [stream, setStream] = useState<StreamFilter>('all');
   const [search, setSearch] = useState('');
@@ -73,9 +92,9 @@ export default function LogsPage({ params }: PageProps) {
     return log.lines.filter((l) => (stream === 'all' || l.stream === stream) && (!q || l.line.toLowerCase().includes(q)));
   }, [log.lines, stream, search]);
   return (
-    <div className="runtime-logs">
-      <h2>Runtime logs</h2>
-      <form className="logs-controls" role="search" aria-label="Filter the log" onSubmit={(e) => e.preventDefault()}>
+    <section className="live-tail" aria-label="Live tail">
+      <h3>Live tail</h3>
+      <form className="logs-controls" aria-label="Filter the log" onSubmit={(e) => e.preventDefault()}>
         <Field label="Stream">
           {(p) => (
             <Select {...p} value={stream} onChange={(e) => setStream(e.target.value as StreamFilter)}>
@@ -85,7 +104,7 @@ export default function LogsPage({ params }: PageProps) {
             </Select>
           )}
         </Field>
-        <Field label="Search">
+        <Field label="Filter lines">
           {(p) => <Input {...p} type="search" value={search} onChange={(e) => setSearch(e.target.value)} placeholder="Text in the line" autoComplete="off" />}
         </Field>
         <div className="logs-buttons">
@@ -114,6 +133,6 @@ export default function LogsPage({ params }: PageProps) {
         {shown.length === log.lines.length ? `${log.lines.length} lines.` : `Showing ${shown.length} of ${log.lines.length} lines.`}
       </p>
       <LogView lines={shown} state={paused ? 'closed' : log.state} label="Runtime log" />
-    </div>
+    </section>
   );
 }
