@@ -201,6 +201,30 @@ describe('searching the kept logs in the dashboard', browserSuite('searching the
     await close();
   });
 
+  it('a page holds the newest 200 matches; Show older lines adds the older ones above', async () => {
+    const word = await printed();
+    // 100 more requests: 202 app lines hold the word.
+    const port = getRuntime(dash.server.ctx).edgePort();
+    for (let i = 0; i < 100; i++) assert.equal((await edgeRequest(port, `${slug}.localhost`, `/print/${word}`)).status, 200);
+    await waitFor(async () => {
+      const r = await api.get(`/api/projects/${projectId}/logs?q=${word}&limit=1000`);
+      return r.status === 200 && r.body.data.length === 202;
+    }, `the 202 lines of ${word} kept`);
+    const { page, close } = await logsPage();
+    await textField(page).fill(word);
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await page.getByText('200+ matching lines').waitFor();
+    assert.equal(await found(page).count(), 200);
+    await page.getByRole('button', { name: 'Show older lines' }).click();
+    await page.getByText('202 matching lines').waitFor();
+    assert.equal(await found(page).count(), 202);
+    assert.equal(await page.getByRole('button', { name: 'Show older lines' }).count(), 0, 'nothing older is left');
+    const times = await found(page).locator('time').evaluateAll((ts) => ts.map((t) => t.getAttribute('datetime') ?? ''));
+    assert.deepEqual(times, [...times].sort(), 'oldest first, the older page above');
+    assert.deepEqual(pageErrors(page), []);
+    await close();
+  });
+
   it('at 375 px the search and its results fit, and it works with the keyboard alone', async () => {
     const word = await printed();
     const { page, close } = await logsPage(375);
