@@ -15,14 +15,14 @@ import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
-import * as tar from 'tar';
 import { getRuntime } from '../../src/modules/hosting/index.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';
 import { assertFitsWidth, browserSuite, openPage, pageErrors, screenshot, signIn, useDashboard } from '../support/browser.js';
 import { createUser, type TestUser } from '../support/factories.js';
 import { tempDir } from '../support/harness.js';
 import { edgeRequest, type HttpClient } from '../support/http.js';
-import { waitFor, waitForDeployment } from '../support/wait.js';
+import { deployUploadedFolder } from '../support/upload.js';
+import { waitFor } from '../support/wait.js';
 
 describe('searching the kept logs in the dashboard', browserSuite('searching the kept logs in the dashboard'), () => {
   let root: string;
@@ -38,21 +38,7 @@ describe('searching the kept logs in the dashboard', browserSuite('searching the
     user = await createUser(dash.server);
     api = dash.server.api(user.token);
     // The app, deployed through the API as `berth deploy` does (the browser flow is deploy.test.ts's).
-    const dir = writeTinyApp(path.join(root, 'app'));
-    const file = path.join(root, 'app.tgz');
-    tar.c({ gzip: true, cwd: dir, sync: true, file, portable: true }, ['server.js', 'package.json']);
-    const p = await api.post('/api/projects', { name: 'Search Logs' });
-    assert.equal(p.status, 201, p.text);
-    projectId = p.body.data.id;
-    slug = p.body.data.slug;
-    const s = await api.post('/api/projects/folder/session', { projectId });
-    assert.equal(s.status, 201, s.text);
-    const up = await fetch(s.body.data.url, { method: 'POST', headers: s.body.data.headers, body: readFileSync(file) });
-    assert.ok(up.status < 300, await up.text());
-    const d = await api.post('/api/deployments', { projectId, sessionId: s.body.data.sessionId });
-    assert.equal(d.status, 202, d.text);
-    const done = await waitForDeployment(api, d.body.data.id, 90_000);
-    assert.equal(done.status, 'ready', done.error);
+    ({ projectId, slug } = await deployUploadedFolder(api, writeTinyApp(path.join(root, 'app')), 'Search Logs', ['server.js', 'package.json']));
   });
   after(async () => {
     if (root) rmSync(root, { recursive: true, force: true });

@@ -8,17 +8,16 @@ process.env.BERTH_HEALTH_TIMEOUT_SECONDS = '10';
 process.env.BERTH_STOP_GRACE_SECONDS = '2';
 
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
-import * as tar from 'tar';
 import { getRuntime } from '../../src/modules/hosting/index.js';
 import { assertFitsWidth, browserSuite, openPage, pageErrors, screenshot, signIn, useDashboard } from '../support/browser.js';
 import { createUser, type TestUser } from '../support/factories.js';
 import { tempDir } from '../support/harness.js';
 import { edgeRequest, type HttpClient } from '../support/http.js';
-import { waitForDeployment } from '../support/wait.js';
+import { deployUploadedFolder } from '../support/upload.js';
 
 /** A Node app that prints a line per request (stderr for /boom) and answers 404 for /missing, 500 for /boom. */
 function writeApp(dir: string): string {
@@ -54,21 +53,7 @@ describe('the live log pages', browserSuite('the live log pages'), () => {
     user = await createUser(dash.server);
     api = dash.server.api(user.token);
     // The app, deployed through the API as `berth deploy` does (the browser flow is deploy.test.ts's).
-    const dir = writeApp(path.join(root, 'log-app'));
-    const file = path.join(root, 'log-app.tgz');
-    tar.c({ gzip: true, cwd: dir, sync: true, file, portable: true }, ['server.js', 'package.json']);
-    const p = await api.post('/api/projects', { name: 'Log App' });
-    assert.equal(p.status, 201, p.text);
-    projectId = p.body.data.id;
-    slug = p.body.data.slug;
-    const s = await api.post('/api/projects/folder/session', { projectId });
-    assert.equal(s.status, 201, s.text);
-    const up = await fetch(s.body.data.url, { method: 'POST', headers: s.body.data.headers, body: readFileSync(file) });
-    assert.ok(up.status < 300, await up.text());
-    const d = await api.post('/api/deployments', { projectId, sessionId: s.body.data.sessionId });
-    assert.equal(d.status, 202, d.text);
-    const done = await waitForDeployment(api, d.body.data.id, 90_000);
-    assert.equal(done.status, 'ready', done.error);
+    ({ projectId, slug } = await deployUploadedFolder(api, writeApp(path.join(root, 'log-app')), 'Log App', ['server.js', 'package.json']));
   });
   after(async () => {
     if (root) rmSync(root, { recursive: true, force: true });
