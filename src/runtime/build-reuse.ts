@@ -6,6 +6,7 @@ import path from 'node:path';
 import { readTenantFile } from '../lib/tenant-file.js';
 import type { Identity } from './driver.js';
 import { chownTree } from './identity.js';
+import { copyContents } from './disk-image.js';
 import { findProgram } from './toolchains.js';
 
 /**
@@ -121,7 +122,11 @@ export async function findKeptInstall(cacheDir: string, key: string): Promise<{ 
 export async function restoreInstall(kept: string, appDir: string, identity: Identity | null): Promise<void> {
   const target = path.join(realpathSync(appDir), 'node_modules');
   if (lstatExists(target)) throw new Error('the app folder has a node_modules already');
-  await cp(path.join(kept, 'node_modules'), target, { recursive: true, verbatimSymlinks: true, preserveTimestamps: true, mode: fsConstants.COPYFILE_FICLONE });
+  // coreutils' cp (reflinks where the filesystem can, links as links, modes and times kept): 3-5 times
+  // faster than node's fs.cp on a node_modules of thousands of files, and this copy is on the path of
+  // every build that reuses its install. The kept copy holds only files, folders and links (keepInstall).
+  await mkdir(target, { mode: 0o755 });
+  await copyContents(path.join(kept, 'node_modules'), target);
   if (identity && process.getuid?.() === 0) await chownTree(target, identity);
 }
 

@@ -6,7 +6,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pruneCache } from '../../src/runtime/build-cache.js';
 import { findKeptInstall, installKey, installsDir, keepInstall, restoreInstall, type InstallKeyInput } from '../../src/runtime/build-reuse.js';
@@ -91,6 +91,7 @@ describe('reused installs: the kept copy', () => {
     await restoreInstall(kept, b.appDir, null);
     assert.equal(readFileSync(path.join(b.appDir, 'node_modules', 'is-number', 'index.js'), 'utf8'), 'module.exports = 1');
     assert.equal(readFileSync(path.join(b.appDir, 'node_modules', '.bin', 'is-number'), 'utf8'), 'module.exports = 1');
+    assert.equal(readlinkSync(path.join(b.appDir, 'node_modules', '.bin', 'is-number')), '../is-number/index.js', 'a link is copied as the link');
     await assert.rejects(restoreInstall(kept, b.appDir, null), /node_modules already/);
   });
 
