@@ -22,6 +22,7 @@ import { checkRegistry, npmInstallIsNoop } from './build-install.js';
 import { timed } from '../lib/spans.js';
 import { cacheEnv } from './build-cache.js';
 import { hostProgramVersion, keepInstallAfter, reuseInstall } from './build-reuse.js';
+import { linkNextCache } from './build-framework-cache.js';
 import { withCaOptions } from './host-ca.js';
 import { applyKeptOutput, keptOutputFor, sourceTreeHash, variablesHash } from './build-output.js';
 
@@ -318,7 +319,10 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
     } catch (e) {
       throw new BuildError(`the build cannot run: ${(e as Error).message}`);
     }
+    // Next.js's own build cache (.next/cache) lives in the environment's cache folder (build-framework-cache.ts).
+    let unlinkNext: (() => Promise<void>) | null = null;
     try {
+      if (input.cacheDir && box.paths.cache && steps.some((st) => st.label === 'build')) unlinkNext = await linkNextCache({ srcDir, appDir, hostCache: input.cacheDir, insideCache: box.paths.cache, identity: input.identity }).catch(() => null);
       // The package managers' caches first: the project's own variables (an npm_config_cache it sets) win.
       const cached = box.paths.cache ? cacheEnv(box.paths.cache, plan.runtime, tools) : {};
       const stepEnv = { ...cached, ...variables, ...input.env, ...toolchainEnv(box.inside(srcDir)), PATH: pathWithBin(box.inside(appDir), hostPath, box.inside(srcDir)) };
@@ -348,6 +352,7 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
       }
     } finally {
       await box.dispose().catch(() => {});
+      await unlinkNext?.().catch(() => {});
     }
   }
   await timed('build.keep-install', () => keepInstallAfter(input.cacheDir, reuse, appDir, note));
