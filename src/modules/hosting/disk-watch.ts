@@ -65,7 +65,8 @@ export class DiskWatch {
     if (this.checking) return;
     this.checking = true;
     try {
-      for (const app of this.rt.supervisor.apps()) {
+      // Stopped apps are not measured: their volume does not grow, and another instance may run them.
+      for (const app of this.rt.supervisor.apps().filter((a) => this.rt.supervisor.stateOf(a) !== 'stopped')) {
         await this.checkApp(app).catch((err) => this.rt.ctx.log.warn({ app, err: (err as Error).message }, 'could not measure an app volume'));
       }
       const others = this.rt.ctx.ports.watchedVolumes.flatMap((list) => list());
