@@ -99,7 +99,7 @@ export interface CloudPair {
  * in its `after`. Each case makes its own projects (`shopProject`, `cloudShop`). The answer's
  * fields are readable once `before` has run.
  */
-export function useCloudPair(): CloudPair {
+export function useCloudPair(opts: { runtime?: 'sandbox' | 'process'; background?: boolean } = {}): CloudPair {
   let cloud: TestServer;
   let self: TestServer;
   let cloudProbe: ProbeState;
@@ -172,9 +172,13 @@ export function useCloudPair(): CloudPair {
     cloudProbe = probeState();
     selfProbe = probeState();
     dns = await startDnsStub();
-    cloud = await startTestServer({ flags: { mode: 'cloud' }, env: { BERTH_DNS_SERVERS: dns.server }, build: { modules: [probeModule(cloudProbe)], logger: sink() } });
+    const more = { ...(opts.background ? { background: true } : {}) };
+    const runtime: Record<string, string> = opts.runtime ? { runtime: opts.runtime } : {};
+    cloud = await startTestServer({ ...more, flags: { mode: 'cloud', ...runtime }, env: { BERTH_DNS_SERVERS: dns.server }, build: { modules: [probeModule(cloudProbe)], logger: sink() } });
     cloudOwner = await createUser(cloud);
     self = await startTestServer({
+      ...more,
+      flags: runtime,
       env: { BERTH_CLOUD_URL: cloud.url, BERTH_CLOUD_TOKEN: cloudOwner.token },
       build: { modules: [probeModule(selfProbe)], logger: sink() },
     });

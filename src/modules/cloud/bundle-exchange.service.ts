@@ -5,6 +5,7 @@ import { conflict, notFound } from '../../lib/errors.js';
 import { newId, nowIso, randomString } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/index.js';
 import { projectTransfers, slugify, type ProjectRow } from '../projects/index.js';
+import { newServiceRows, planServices, startServices, writeServices, type WrittenServices } from '../services/index.js';
 import { bundleSummary, checkBundle, readBundleRows, writeBundle, bundleFromRows, type Bundle } from './bundle.js';
 import { sealBundle, type SealedBundle } from './seal.js';
 
@@ -24,13 +25,17 @@ export async function importBundle(ctx: AppContext, actor: Actor, bundle: Bundle
   checkBundle(bundle);
   const held = await projectTransfers.findDomainsHeldElsewhere(ctx.db, bundle.domains.map((d) => d.domain), null);
   if (held.length) throw conflict(`another project holds the domain ${held[0]}`, 'domains');
+  // Every managed service must be one this server's runtime runs (400 naming it otherwise).
+  const plan = await planServices(ctx, bundle.managedServices ?? []);
   for (let attempt = 0; ; attempt++) {
     const id = attempt === 0 && ID_RE.test(bundle.project.id) && !(await projectTransfers.isProjectIdTaken(ctx.db, bundle.project.id)) ? bundle.project.id : newId('prj');
     const base = slugify(bundle.project.slug);
     const slug = attempt === 0 && !(await projectTransfers.isSlugTaken(ctx.db, base)) ? base : `${base.slice(0, 33)}-${randomString(6)}`;
     try {
+      let written: WrittenServices | undefined;
       await transaction(ctx.db, async (tx) => {
         await writeBundle(tx, ctx.keyring, bundle, { orgId: actor.orgId, projectId: id, slug, location: 'local', now: nowIso(), replace: false, domainVerification: ctx.config.domainVerification });
+        written = await writeServices(tx, actor.orgId, id, newServiceRows(ctx, actor.orgId, id, plan), false);
         await insertAuditEvent(tx, {
           orgId: actor.orgId,
           actorId: actor.userId,
@@ -40,6 +45,9 @@ export async function importBundle(ctx: AppContext, actor: Actor, bundle: Bundle
           details: { name: bundle.project.name, slug, ...bundleSummary(bundle) },
         });
       });
+      // Its managed services start empty, with credentials of this instance (their data, when it
+      // moves, is loaded afterwards: POST /api/projects/:id/services/:name/transfer-data).
+      if (written) await startServices(ctx, written);
       return { id, slug };
     } catch (e) {
       if (isUniqueViolation(e) && attempt < 3) {

@@ -4,7 +4,7 @@ import { projectEnv } from '../projects/index.js';
 
 /**
  * A project bundle: everything a transfer moves (config, source, env with secret values, domains,
- * route rules, resources, services, clone credential). In clear it only ever lives in memory; on
+ * route rules, resources, services, managed services' definitions, clone credential). In clear it only ever lives in memory; on
  * the wire to the cloud it rides in the body of `POST /api/projects/import-bundle` (like an env
  * PATCH, over the link's TLS); from the cloud every secret value is sealed to a one-time key of the
  * requesting instance (see sealBundle).
@@ -68,6 +68,24 @@ export const BundleSchema = Obj({
   services: Type.Array(
     Obj({ kind: Type.Union([Type.Literal('volume'), Type.Literal('postgres')]), name: Str({ min: 1, max: 64 }), connectionUrl: NStr(4096) }),
     { maxItems: 100 },
+  ),
+  /**
+   * The project's managed services (production's): definitions only. Their credentials never travel:
+   * the receiving side generates its own (docs/decisions.md); their data moves with `includeData`.
+   */
+  managedServices: Type.Optional(
+    Type.Array(
+      Obj({
+        name: Str({ min: 1, max: 63, pattern: '^[a-z][a-z0-9_-]*$' }),
+        kind: Type.Union([Type.Literal('postgres'), Type.Literal('mysql'), Type.Literal('redis'), Type.Literal('mongodb')]),
+        version: Str({ min: 1, max: 64 }),
+        resources: Obj({ cpuCores: Type.Number({ minimum: 0.1, maximum: 4 }), memoryMb: Type.Integer({ minimum: 64, maximum: 16384 }), diskMb: Type.Integer({ minimum: 128, maximum: 1048576 }) }),
+        seedFrom: Type.Union([Type.Literal('production'), Type.Null()]),
+        stopped: Type.Boolean(),
+        createdAt: Str({ min: 1, max: 40 }),
+      }),
+      { maxItems: 100 },
+    ),
   ),
   cloneCredential: Type.Union([Obj({ username: NStr(255), token: Str({ min: 1, max: 4096 }) }), Type.Null()]),
   /** The uploaded source archive's hash and size; the archive itself moves separately (source-archive routes). */

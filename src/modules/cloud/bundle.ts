@@ -4,6 +4,7 @@ import { invalid } from '../../lib/errors.js';
 import { decryptSecret, encryptSecret, type Keyring } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
 import { projectEnv, projectQueries, projectTransfers, buildConfigOf, newVerificationValue, type ProjectRows } from '../projects/index.js';
+import { serviceDefinitions, type ServiceDefinition } from '../services/index.js';
 import { currentForProject } from '../uploads/index.js';
 import type { Bundle } from './bundle.schema.js';
 
@@ -18,6 +19,8 @@ export { BundleSchema, type Bundle } from './bundle.schema.js';
 /** A project's rows and its current uploaded source archive (folder-upload projects). */
 export interface BundleRows extends ProjectRows {
   sourceArchive: { sha256: string; sizeBytes: number } | null;
+  /** Production's managed services (services area), definitions only. */
+  managedServices: ServiceDefinition[];
 }
 
 /** Reads what a bundle is made of: the project's rows (projects area) and its source archive's hash (uploads area). */
@@ -25,7 +28,8 @@ export async function readBundleRows(db: Db, orgId: string, projectId: string): 
   const rows = await projectTransfers.exportProject(db, orgId, projectId);
   if (!rows) return undefined;
   const upload = await currentForProject(db, orgId, projectId);
-  return { ...rows, sourceArchive: upload?.sha256 && upload.sizeBytes != null ? { sha256: upload.sha256, sizeBytes: upload.sizeBytes } : null };
+  const managedServices = await serviceDefinitions(db, orgId, projectId);
+  return { ...rows, managedServices, sourceArchive: upload?.sha256 && upload.sizeBytes != null ? { sha256: upload.sha256, sizeBytes: upload.sizeBytes } : null };
 }
 
 /** Builds the bundle of a project from its rows, decrypting secrets in memory. */
@@ -77,6 +81,7 @@ export function bundleFromRows(keyring: Keyring, rows: BundleRows): Bundle {
       name: s.name,
       connectionUrl: s.connectionUrl ? decryptSecret(keyring, s.connectionUrl, `service:${s.projectId}:${s.name}`) : null,
     })),
+    managedServices: rows.managedServices.map((s) => ({ ...s, resources: { ...s.resources } })),
     cloneCredential: rows.cloneCredential
       ? { username: rows.cloneCredential.username, token: decryptSecret(keyring, rows.cloneCredential.token, `clone-token:${rows.cloneCredential.projectId}`) }
       : null,
@@ -101,7 +106,7 @@ const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 /**
  * The digest a transfer verifies: SHA-256 of the canonical bundle, secret values included, without
  * what a copy may legitimately change (the project id and slug). Two copies with the same config,
- * env set (values too), domains, route rules, resources, services and clone credential have the
+ * env set (values too), domains, route rules, resources, services, managed services' definitions and clone credential have the
  * same digest. It is computed where the secrets are already in memory and never sent anywhere.
  */
 export function bundleDigest(b: Bundle): string {
@@ -113,6 +118,7 @@ export function bundleDigest(b: Bundle): string {
     domains: [...b.domains].sort((x, y) => byText(x.domain, y.domain)),
     routeRules: b.routeRules.map(canonicalJson).sort(byText),
     services: [...b.services].sort((x, y) => byText(x.name, y.name)),
+    managedServices: [...(b.managedServices ?? [])].sort((x, y) => byText(x.name, y.name)),
     cloneCredential: b.cloneCredential,
     sourceArchive: b.sourceArchive ?? null,
   };
@@ -127,6 +133,7 @@ export function bundleSummary(b: Bundle) {
     domains: b.domains.map((d) => d.domain),
     routeRules: b.routeRules.length,
     services: b.services.map((s) => s.name),
+    managedServices: (b.managedServices ?? []).map((s) => s.name),
     environments: b.environments.map((e) => e.name),
   };
 }
@@ -145,6 +152,12 @@ export function checkBundle(b: Bundle): void {
   if (new Set(b.domains.map((d) => d.domain)).size !== b.domains.length) throw invalid('domains', 'domains must be unique');
   if (b.domains.filter((d) => d.primary).length > 1) throw invalid('domains', 'at most one domain can be primary');
   if (new Set(b.services.map((s) => s.name)).size !== b.services.length) throw invalid('services', 'service names must be unique');
+  const managed = b.managedServices ?? [];
+  if (new Set(managed.map((s) => s.name)).size !== managed.length) throw invalid('managedServices', 'managed service names must be unique');
+  const attached = new Set(b.services.map((s) => s.name));
+  managed.forEach((s, i) => {
+    if (attached.has(s.name)) throw invalid(`managedServices.${i}.name`, `managedServices.${i}.name is also the name of an attached service`);
+  });
 }
 
 // ---------------------------------------------------------------- writing a bundle

@@ -20,7 +20,9 @@ export function fromCloud(res: LinkResponse, doing: string): AppError {
   const code = res.body?.error?.code as string | undefined;
   const message = typeof res.body?.error?.message === 'string' ? res.body.error.message : `status ${res.status}`;
   if (code && code in ERROR_STATUS && code !== 'INTERNAL' && code !== 'UNAUTHENTICATED' && res.status < 500) {
-    return new AppError(code as ErrorCode, `the cloud refused to ${doing}: ${message}`);
+    // The field it named (`managedServices.0.kind`, ...) names the same place of the bundle here.
+    const field = typeof res.body?.error?.field === 'string' ? res.body.error.field.replace(/^bundle\./, '') : undefined;
+    return new AppError(code as ErrorCode, `the cloud refused to ${doing}: ${message}`, field ? { field } : {});
   }
   return unreachable(`it failed to ${doing} (${message})`);
 }

@@ -10,7 +10,11 @@ export const BundleSummarySchema = Type.Object({
   domains: Type.Array(Type.String()),
   routeRules: Type.Integer(),
   services: Type.Array(Type.String()),
+  /** The managed services whose definitions moved (each made anew there, with its own credentials). */
+  managedServices: Type.Array(Type.String()),
   environments: Type.Array(Type.String()),
+  /** With `includeData`: the managed services whose native dump moved and was loaded there. */
+  serviceData: Type.Optional(Type.Array(Type.String())),
 });
 
 export const TransferResultSchema = Type.Object({
@@ -36,6 +40,8 @@ export const SealedBundleSchema = Type.Object({
 });
 
 export const SourceArchiveSchema = Type.Object({ sha256: Type.String(), sizeBytes: Type.Integer() });
+
+export const ServiceDataSchema = Type.Object({ name: Type.String(), sha256: Type.String(), sizeBytes: Type.Integer() });
 
 export const RecordProjectSchema = Type.Object({ projectId: Type.String() });
 

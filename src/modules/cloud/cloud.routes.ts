@@ -10,12 +10,17 @@ import { BundleSchema, type Bundle } from './bundle.js';
 import { exportBundle, importBundle } from './bundle-exchange.service.js';
 import { CloudHost } from './cloud-host.js';
 import { recordRefProject } from './cloud-records.js';
-import { GZIP, ImportedProjectSchema, RecordProjectSchema, SealedBundleSchema, SourceArchiveSchema, TransferResultSchema } from './cloud.presenters.js';
+import { GZIP, ImportedProjectSchema, RecordProjectSchema, SealedBundleSchema, ServiceDataSchema, SourceArchiveSchema, TransferResultSchema } from './cloud.presenters.js';
 import { forwardToCloud } from './forward.js';
 import { forwardCloudRecord, forwardCloudStream } from './forward-records.js';
+import { receiveServiceData, sendServiceData, SERVICE_DATA_TYPES } from './service-data.js';
 import { receiveSourceArchive, sourceArchivePath } from './source.js';
 import { transferToCloud, transferToSelfHosted } from './transfer.service.js';
 
+
+/** `includeData`: each managed service's native dump moves too, loaded into its new instance there. */
+const TransferBody = Type.Optional(Type.Union([Obj({ includeData: Type.Optional(Type.Boolean()) }), Type.Null()]));
+const ServiceDataParams = Obj({ id: Id, name: Str({ min: 1, max: 63, pattern: '^[a-z][a-z0-9_-]*$' }) });
 
 const cloudRoutes = [
   defineRoute({
@@ -25,8 +30,8 @@ const cloudRoutes = [
     tag: 'project:admin',
     resource: { kind: 'project', param: 'id' },
     selfHostedOnly: true,
-    schema: { params: IdParams, response: TransferResultSchema },
-    handler: ({ actor, resource, req }, ctx) => transferToCloud(ctx, actor, resource.record, req.id),
+    schema: { params: IdParams, body: TransferBody, response: TransferResultSchema },
+    handler: ({ actor, resource, req, body }, ctx) => transferToCloud(ctx, actor, resource.record, req.id, body?.includeData === true),
   }),
   defineRoute({
     method: 'POST',
@@ -35,8 +40,8 @@ const cloudRoutes = [
     tag: 'project:admin',
     resource: { kind: 'project', param: 'id' },
     selfHostedOnly: true,
-    schema: { params: IdParams, response: TransferResultSchema },
-    handler: ({ actor, resource, req }, ctx) => transferToSelfHosted(ctx, actor, resource.record, req.id),
+    schema: { params: IdParams, body: TransferBody, response: TransferResultSchema },
+    handler: ({ actor, resource, req, body }, ctx) => transferToSelfHosted(ctx, actor, resource.record, req.id, body?.includeData === true),
   }),
   defineRoute({
     method: 'POST',
@@ -100,6 +105,36 @@ const cloudRoutes = [
       reply.header('content-type', GZIP).header('content-length', String(size)).header('x-berth-sha256', meta.sha256);
       await reply.send(createReadStream(file));
     },
+  }),
+  defineRoute({
+    method: 'POST',
+    url: '/api/projects/:id/transfer-data/:name',
+    cloudOnly: true,
+    summary: 'Cloud only: a native dump of the managed service `name`, checked against `sha256` and loaded into it as a restore does (used by transfer/to-cloud with includeData)',
+    tag: 'project:admin',
+    resource: { kind: 'project', param: 'id' },
+    streamBody: SERVICE_DATA_TYPES,
+    schema: { params: ServiceDataParams, querystring: Obj({ sha256: Str({ min: 64, max: 64, pattern: '^[0-9a-f]{64}$' }) }), response: ServiceDataSchema },
+    async handler({ resource, req, reply, params, query }, ctx) {
+      try {
+        return await receiveServiceData(ctx, resource.record, params.name, req.raw.iterator({ destroyOnReturn: false }), query.sha256);
+      } catch (e) {
+        closeAfterAnswer(req, reply);
+        throw e;
+      }
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    url: '/api/projects/:id/transfer-data/:name',
+    cloudOnly: true,
+    summary: 'Cloud only: a native dump of the running managed service `name`, sha256 in X-Berth-Sha256 (used by transfer/to-self-hosted with includeData)',
+    tag: 'project:admin',
+    resource: { kind: 'project', param: 'id' },
+    raw: true,
+    produces: 'application/octet-stream',
+    schema: { params: ServiceDataParams },
+    handler: ({ resource, reply, params }, ctx) => sendServiceData(ctx, resource.record, params.name, reply),
   }),
   defineRoute({
     method: 'GET',

@@ -1,3 +1,4 @@
+import { rm } from 'node:fs/promises';
 import type { Actor } from '../../authz/actor.js';
 import type { AppContext } from '../../context.js';
 import { isUniqueViolation, transaction } from '../../db/client.js';
@@ -5,10 +6,12 @@ import { AppError, conflict, notFound } from '../../lib/errors.js';
 import { nowIso } from '../../lib/ids.js';
 import { insertAuditEvent } from '../audit/index.js';
 import { projectQueries, projectTransfers, type ProjectRow } from '../projects/index.js';
+import { discardServiceRows, newServiceRows, parkServices, planServices, prepareServiceData, startServices, whyNoData, writeServices, type WrittenServices } from '../services/index.js';
 import { bundleDigest, bundleFromRows, bundleSummary, checkBundle, readBundleRows, writeBundle } from './bundle.js';
 import { deleteCloudCopy, fromCloud, pullSourceArchive, pushSourceArchive, readCloudCopy, requireLink } from './cloud-copy.js';
 import { deleteCloudLink, findCloudLink, insertCloudLink } from './cloud.store.js';
 import { linkJson, unreachable } from './link.js';
+import { pullServiceData, pushServiceData } from './service-data.js';
 import { sourceArchivePath } from './source.js';
 
 /**
@@ -21,7 +24,7 @@ export interface TransferResult {
   location: 'local' | 'cloud';
   cloudProjectId: string;
   /** Names and counts of what moved (never values). */
-  transferred: ReturnType<typeof bundleSummary>;
+  transferred: ReturnType<typeof bundleSummary> & { serviceData?: string[] };
   verified: true;
   /** to-self-hosted: whether the cloud copy was deleted after the local one was verified. */
   cloudCopyDeleted?: boolean;
@@ -33,7 +36,7 @@ export interface TransferResult {
  * flips the local record to `location: "cloud"` and records the id mapping. Any failure leaves the
  * local project as it was and deletes what was made on the cloud.
  */
-export async function transferToCloud(ctx: AppContext, actor: Actor, row: ProjectRow, requestId?: string): Promise<TransferResult> {
+export async function transferToCloud(ctx: AppContext, actor: Actor, row: ProjectRow, requestId?: string, includeData = false): Promise<TransferResult> {
   if (row.location === 'cloud') throw conflict('the project already lives on the cloud');
   requireLink(ctx);
   if (row.sourceType === 'local') {
@@ -45,6 +48,13 @@ export async function transferToCloud(ctx: AppContext, actor: Actor, row: Projec
   const digest = bundleDigest(bundle);
   const archive = bundle.sourceArchive ? await sourceArchivePath(ctx, row.orgId, row.id) : null;
   if (bundle.sourceArchive && !archive) throw conflict('the uploaded source of this project is missing on disk: upload the folder again first', 'source');
+  // With includeData every managed service must be able to give a dump (running, a kind with dumps), checked before anything is made there.
+  const withData = includeData ? (bundle.managedServices ?? []).map((s) => s.name) : [];
+  for (const name of withData) {
+    const why = await whyNoData(ctx, row.orgId, row.id, name);
+    if (why) throw conflict(why, 'includeData');
+  }
+  const transferred = { ...bundleSummary(bundle), ...(includeData ? { serviceData: withData } : {}) };
 
   const created = await linkJson<{ data: { id: string } }>(ctx, 'POST', '/api/projects/import-bundle', { bundle }, { timeoutMs: 120_000, requestId });
   if (created.status !== 201 || typeof created.body?.data?.id !== 'string') throw fromCloud(created, 'create the project');
@@ -66,6 +76,8 @@ export async function transferToCloud(ctx: AppContext, actor: Actor, row: Projec
 
   try {
     if (archive && bundle.sourceArchive) await pushSourceArchive(ctx, cloudId, archive, bundle.sourceArchive.sha256, requestId);
+    // Each service's native dump, loaded into its new instance there (checked, then swapped in).
+    for (const name of withData) await pushServiceData(ctx, row.orgId, row.id, cloudId, name, requestId);
     const copy = await readCloudCopy(ctx, cloudId, requestId);
     if (bundleDigest(copy) !== digest) throw unreachable('its copy of the project does not match this one (digest mismatch); nothing was changed here');
     await transaction(ctx.db, async (tx) => {
@@ -81,7 +93,7 @@ export async function transferToCloud(ctx: AppContext, actor: Actor, row: Projec
         action: 'project.transfer.to_cloud',
         resourceType: 'project',
         resourceId: row.id,
-        details: { cloudProjectId: cloudId, ...bundleSummary(bundle) },
+        details: { cloudProjectId: cloudId, ...transferred },
       });
     });
   } catch (e) {
@@ -90,7 +102,9 @@ export async function transferToCloud(ctx: AppContext, actor: Actor, row: Projec
   // The app this instance ran for the project stops: the cloud serves it now.
   const rt = ctx.ports.runtime;
   if (rt) await rt.takeOffline(ctx, row.orgId, row.id).catch((e) => ctx.log.warn({ err: e, projectId: row.id }, 'could not stop the local app of a project moved to the cloud'));
-  return { id: row.id, location: 'cloud', cloudProjectId: cloudId, transferred: bundleSummary(bundle), verified: true };
+  // So do its managed services (kept, stopped, until the project comes back and they are replaced).
+  await parkServices(ctx, row.orgId, row.id).catch((e) => ctx.log.warn({ err: e, projectId: row.id }, 'could not stop the local services of a project moved to the cloud'));
+  return { id: row.id, location: 'cloud', cloudProjectId: cloudId, transferred, verified: true };
 }
 
 /**
@@ -99,7 +113,7 @@ export async function transferToCloud(ctx: AppContext, actor: Actor, row: Projec
  * against the cloud's by digest inside that transaction, flips the record to `location: "local"`,
  * and only then deletes the cloud copy.
  */
-export async function transferToSelfHosted(ctx: AppContext, actor: Actor, row: ProjectRow, requestId?: string): Promise<TransferResult> {
+export async function transferToSelfHosted(ctx: AppContext, actor: Actor, row: ProjectRow, requestId?: string, includeData = false): Promise<TransferResult> {
   if (row.location !== 'cloud') throw conflict('the project already lives on this instance');
   requireLink(ctx);
   const link = await findCloudLink(ctx.db, row.orgId, row.id);
@@ -109,15 +123,58 @@ export async function transferToSelfHosted(ctx: AppContext, actor: Actor, row: P
   const digest = bundleDigest(bundle);
   const held = await projectTransfers.findDomainsHeldElsewhere(ctx.db, bundle.domains.map((d) => d.domain), row.id);
   if (held.length) throw conflict(`another project on this instance holds the domain ${held[0]}`, 'domains');
+  const plan = await planServices(ctx, bundle.managedServices ?? []);
+  const rows = newServiceRows(ctx, row.orgId, row.id, plan);
+  const transferred = { ...bundleSummary(bundle), ...(includeData ? { serviceData: rows.map((r) => r.name) } : {}) };
+  const landed = { committed: false };
+  try {
+    return await landLocally(ctx, actor, row, cloudId, bundle, digest, rows, includeData, transferred, landed, requestId);
+  } catch (e) {
+    // Nothing of the new services is kept when the project did not land.
+    if (!landed.committed) await discardServiceRows(ctx, rows);
+    throw e;
+  }
+}
+
+/** to-self-hosted once the copy is read and checked: the data and archive in, one transaction, then the cloud copy goes. */
+async function landLocally(
+  ctx: AppContext,
+  actor: Actor,
+  row: ProjectRow,
+  cloudId: string,
+  bundle: Awaited<ReturnType<typeof readCloudCopy>>,
+  digest: string,
+  rows: ReturnType<typeof newServiceRows>,
+  includeData: boolean,
+  transferred: TransferResult['transferred'],
+  landed: { committed: boolean },
+  requestId?: string,
+): Promise<TransferResult> {
+  // Each service's data first: a dump of the cloud's instance, loaded into the new local one's data
+  // folder (checked that it answers and holds it) before it is stored; it starts on it after the commit.
+  if (includeData) {
+    for (const r of rows) {
+      if (r.desired !== 'running') throw conflict(`the service ${r.name} is stopped on the cloud: start it to move its data, or transfer without includeData`, 'includeData');
+      const file = await pullServiceData(ctx, cloudId, r.name, requestId);
+      try {
+        await prepareServiceData(ctx, r, file);
+      } finally {
+        await rm(file, { force: true }).catch(() => {});
+      }
+    }
+  }
   // The source archive first: it is staged and attached to the local record (not served while the
   // record is `cloud`), and the digest below covers its hash.
   if (bundle.sourceArchive) await pullSourceArchive(ctx, actor, row, cloudId, bundle.sourceArchive.sha256, requestId);
 
+  let written: WrittenServices | undefined;
   await transaction(ctx.db, async (tx) => {
     const current = await projectQueries.findProject(tx, row.orgId, row.id);
     if (!current) throw notFound('project');
     if (current.location !== 'cloud') throw conflict('the project already lives on this instance');
     await writeBundle(tx, ctx.keyring, bundle, { orgId: row.orgId, projectId: row.id, slug: row.slug, location: 'local', now: nowIso(), replace: true, domainVerification: ctx.config.domainVerification });
+    // The managed services it had here before it moved are replaced by the cloud's, each made anew.
+    written = await writeServices(tx, row.orgId, row.id, rows, true);
     const back = await readBundleRows(tx, row.orgId, row.id);
     if (!back || bundleDigest(bundleFromRows(ctx.keyring, back)) !== digest) {
       throw new AppError('INTERNAL', 'the local copy does not match the cloud copy; nothing was changed');
@@ -129,12 +186,14 @@ export async function transferToSelfHosted(ctx: AppContext, actor: Actor, row: P
       action: 'project.transfer.to_self_hosted',
       resourceType: 'project',
       resourceId: row.id,
-      details: { cloudProjectId: cloudId, ...bundleSummary(bundle) },
+      details: { cloudProjectId: cloudId, ...transferred },
     });
   }).catch((e) => {
     if (isUniqueViolation(e)) throw conflict('another project on this instance holds one of the project\'s domains', 'domains');
     throw e;
   });
+  landed.committed = true;
+  if (written) await startServices(ctx, written).catch((e) => ctx.log.warn({ err: e, projectId: row.id }, 'the services of a project back from the cloud could not all be started'));
 
   const deleted = await deleteCloudCopy(ctx, cloudId, requestId);
   if (!deleted) {
@@ -148,6 +207,6 @@ export async function transferToSelfHosted(ctx: AppContext, actor: Actor, row: P
       details: { cloudProjectId: cloudId },
     });
   }
-  return { id: row.id, location: 'local', cloudProjectId: cloudId, transferred: bundleSummary(bundle), verified: true, cloudCopyDeleted: deleted };
+  return { id: row.id, location: 'local', cloudProjectId: cloudId, transferred, verified: true, cloudCopyDeleted: deleted };
 }
 

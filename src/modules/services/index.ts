@@ -12,3 +12,6 @@ export { managedBackups } from './backup-surface.js';
 export type { ServiceSeedPort } from './ports.js';
 /** A preview environment's own instances of the project's managed services, removed with it. */
 export { removeEnvironmentServices } from './previews.js';
+/** Managed services in a project's transfer to and from the cloud: definitions (never credentials), and their data. */
+export { serviceDefinitions, planServices, newServiceRows, writeServices, startServices, parkServices, type ServiceDefinition, type PlannedServices, type WrittenServices } from './transfer.js';
+export { transferFile, whyNoData, dumpServiceData, loadServiceData, prepareServiceData, discardServiceRows } from './transfer-data.js';

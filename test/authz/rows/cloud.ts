@@ -4,7 +4,7 @@ import { byGrant, PRINCIPALS, type MatrixRow, type PrincipalName } from '../matr
  * Cloud area (docs/cloud.md). The matrix server is a self-hosted instance without a cloud link:
  * - the transfers are project:admin; to-cloud then answers 503 `cloud_unreachable` (no link) to
  *   those allowed, to-self-hosted 409 (the project is already here);
- * - the cloud-only routes (import-bundle, export, source-archive, the cloud upload target, the
+ * - the cloud-only routes (import-bundle, export, source-archive, transfer-data, the cloud upload target, the
  *   lookup of a backup record's or a deployment's project) do not exist here: 404 to everyone,
  *   before authentication, as self-hosted-only routes are on a cloud.
  */
@@ -19,6 +19,8 @@ export const rows: MatrixRow[] = [
   { method: 'POST', path: '/api/projects/:id/export', fixture: 'project', body: {}, allow: [], expect: everyone404, otherOrg: 404, note: 'cloud only' },
   { method: 'POST', path: '/api/projects/:id/source-archive', fixture: 'project', body: {}, allow: [], expect: everyone404, note: 'cloud only' },
   { method: 'GET', path: '/api/projects/:id/source-archive', fixture: 'project', allow: [], expect: everyone404, note: 'cloud only' },
+  { method: 'POST', path: '/api/projects/:id/transfer-data/:name', fixture: 'project', params: { name: 'db' }, body: {}, allow: [], expect: everyone404, note: 'cloud only (test/cloud/services-transfer.test.ts covers it on a cloud)' },
+  { method: 'GET', path: '/api/projects/:id/transfer-data/:name', fixture: 'project', params: { name: 'db' }, allow: [], expect: everyone404, note: 'cloud only' },
   { method: 'GET', path: '/api/cloud/refs/:kind/:id', params: { kind: 'run', id: 'bkr_matrix00000000000000' }, allow: [], expect: everyone404, note: 'cloud only (test/cloud/backups.test.ts and deployments.test.ts cover it on a cloud)' },
   { method: 'POST', path: '/api/uploads/:sessionId', params: { sessionId: 'upl_matrix000000000000000' }, body: {}, allow: [], expect: everyone404, note: 'cloud only' },
 ];
