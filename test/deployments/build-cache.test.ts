@@ -59,7 +59,6 @@ describe('per-project build caches (sandbox runtime, a real dependency from the 
   let server: TestServer;
   let api: HttpClient;
   let pg: { url: string; drop(): Promise<void> } | undefined;
-  let owner: { id: string; slug: string };
 
   before(async () => {
     root = tempDir('berth-buildcache-');
@@ -97,9 +96,21 @@ describe('per-project build caches (sandbox runtime, a real dependency from the 
     return { d, lines, log };
   }
 
+  /** The probe of a project that has built once (it prints this line in its build step). */
+  const BUILT = "console.log('probe: built');\n";
+
+  /**
+   * A project of its own (imported from the folder `name` of the local root) that has built once: its
+   * install (a real `npm ci`) saved npm's cache and kept the installed dependencies for its next build.
+   */
+  async function builtOnce(name: string, probe = BUILT): Promise<{ project: { id: string; slug: string }; dir: string; first: Awaited<ReturnType<typeof deploy>> }> {
+    const project = await importApp(name, probe);
+    const first = await deploy(project.id);
+    return { project, dir: path.join(root, 'local', name), first };
+  }
+
   test("a project's first build saves npm's cache, its next build restores it (sizes in the log), and the cache is the project's uid's alone", async () => {
-    owner = await importApp('cache-owner', "console.log('probe: uid ' + process.getuid() + ' cache ' + process.env.npm_config_cache);\n");
-    const first = await deploy(owner.id);
+    const { project: owner, dir, first } = await builtOnce('cache-owner', "console.log('probe: uid ' + process.getuid() + ' cache ' + process.env.npm_config_cache);\n");
     assert.ok(first.lines.includes('[berth] cache: nothing to restore yet'), first.log);
     assert.match(first.log, /^\[berth\] cache: npm \d+(\.\d+)? MB saved$/m);
     assert.ok(first.lines.includes('probe: uid ' + statSync(cacheOf(owner.id)).uid + ' cache /cache/npm'), first.log);
@@ -110,7 +121,7 @@ describe('per-project build caches (sandbox runtime, a real dependency from the 
 
     assert.match(first.log, /^\[berth\] cache: installed dependencies kept for the next build \(\d+\.\d MB\)$/m);
     // A change of the source that leaves the lockfile alone: the cache is restored and the install reused.
-    writeFileSync(path.join(root, 'local', 'cache-owner', 'probe.js'), "console.log('probe: second');\n");
+    writeFileSync(path.join(dir, 'probe.js'), "console.log('probe: second');\n");
     const second = await deploy(owner.id);
     assert.match(second.log, /^\[berth\] cache: npm \d+(\.\d+)? MB restored$/m);
     assert.ok(second.lines.includes('[berth] install: reused the dependencies the last build installed (lockfile, install command and runtime unchanged): npm ci skipped'), second.log);
@@ -123,37 +134,40 @@ describe('per-project build caches (sandbox runtime, a real dependency from the 
   });
 
   test('a changed lockfile installs as usual, and its install is the one kept next', async () => {
-    const lockFile = path.join(root, 'local', 'cache-owner', 'package-lock.json');
+    const { project, dir } = await builtOnce('cache-lockfile');
+    const lockFile = path.join(dir, 'package-lock.json');
     const lock = JSON.parse(readFileSync(lockFile, 'utf8'));
     lock.packages[''].description = 'changed';
     writeFileSync(lockFile, JSON.stringify(lock, null, 2));
-    const third = await deploy(owner.id);
+    const third = await deploy(project.id);
     assert.ok(third.lines.includes('[berth] install: npm ci'), third.log);
     assert.ok(!third.log.includes('install: reused'), third.log);
-    writeFileSync(path.join(root, 'local', 'cache-owner', 'probe.js'), "console.log('probe: fourth');\n");
-    const fourth = await deploy(owner.id);
+    writeFileSync(path.join(dir, 'probe.js'), "console.log('probe: fourth');\n");
+    const fourth = await deploy(project.id);
     assert.ok(fourth.log.includes('[berth] install: reused the dependencies the last build installed'), fourth.log);
   });
 
   test("an unchanged source and plan reuse the last ready build's release whole (no install, no build step, said in the log); a changed variable builds again", async () => {
-    const last = await deploy(owner.id).then(() => deploy(owner.id));
+    const { project } = await builtOnce('cache-reuse');
+    const last = await deploy(project.id);
     assert.match(last.log, /^\[berth\] build: reused the output of the last ready build \(\S+\): source and plan unchanged, install and build skipped$/m);
-    assert.ok(!last.log.includes('install: npm ci') && !last.log.includes('probe: fourth') && !last.log.includes('install: reused'), last.log);
-    assert.equal((await edge(owner.slug)).text, 'true');
+    assert.ok(!last.log.includes('install: npm ci') && !last.log.includes('probe: built') && !last.log.includes('install: reused'), last.log);
+    assert.equal((await edge(project.slug)).text, 'true');
     // The release is the previous one's files, linked (a release is read-only to its app).
     const dirs = await server.ctx.db.selectFrom('deploymentBuilds').select(['deploymentId', 'releaseDir']).where('releaseDir', 'is not', null).execute();
     const releaseOf = (id: string) => dirs.find((r) => r.deploymentId === id)!.releaseDir!;
-    const before = readFileSync(path.join(data, 'build-cache', owner.id, '.outputs', 'production.json'), 'utf8');
+    const before = readFileSync(path.join(data, 'build-cache', project.id, '.outputs', 'production.json'), 'utf8');
     assert.equal(JSON.parse(before).deploymentId, last.d.id);
     assert.equal(statSync(path.join(releaseOf(last.d.id), 'server.js')).nlink > 1, true);
-    const vars = await api.patch(`/api/projects/${owner.id}/env`, { environment: 'production', upserts: [{ key: 'NEW_VAR', value: 'x', isSecret: false }], deletes: [] });
+    const vars = await api.patch(`/api/projects/${project.id}/env`, { environment: 'production', upserts: [{ key: 'NEW_VAR', value: 'x', isSecret: false }], deletes: [] });
     assert.equal(vars.status, 200, vars.text);
-    const rebuilt = await deploy(owner.id);
+    const rebuilt = await deploy(project.id);
     assert.ok(!rebuilt.log.includes('reused the output'), rebuilt.log);
-    assert.ok(rebuilt.log.includes('probe: fourth'), rebuilt.log);
+    assert.ok(rebuilt.log.includes('probe: built'), rebuilt.log);
   });
 
   test("another project's build step can neither read nor write the project's cache", async () => {
+    const { project: owner } = await builtOnce('cache-target');
     const target = cacheOf(owner.id);
     const probe = [
       "const fs = require('node:fs');",
@@ -177,10 +191,11 @@ describe('per-project build caches (sandbox runtime, a real dependency from the 
   });
 
   test("a preview's first build restores a copy of production's cache and writes only its own", async () => {
+    const { project: owner, dir } = await builtOnce('cache-preview');
     const env = await api.post(`/api/projects/${owner.id}/environments`, { name: 'feat' });
     assert.equal(env.status, 201, env.text);
     // The preview's build writes a marker into its npm cache.
-    writeFileSync(path.join(root, 'local', 'cache-owner', 'probe.js'), "require('node:fs').writeFileSync(process.env.npm_config_cache + '/marker', process.env.BERTH_DEPLOYMENT_ID);\n");
+    writeFileSync(path.join(dir, 'probe.js'), "require('node:fs').writeFileSync(process.env.npm_config_cache + '/marker', process.env.BERTH_DEPLOYMENT_ID);\n");
     const { log } = await deploy(owner.id, 'feat');
     assert.match(log, /^\[berth\] cache: npm \d+(\.\d+)? MB restored \(from production\)$/m);
     assert.ok(log.includes("[berth] install: reused the dependencies production's last build installed"), log);
@@ -190,11 +205,13 @@ describe('per-project build caches (sandbox runtime, a real dependency from the 
   });
 
   test('after a build the cache is cut back to BERTH_BUILD_CACHE_MB, least recently used files first', async () => {
+    const { project: owner, dir } = await builtOnce('cache-prune');
     // 2 MB nobody used since 2001, over the 1 MB this server allows.
     const stale = path.join(cacheOf(owner.id), 'npm', 'stale-entry');
     writeFileSync(stale, Buffer.alloc(2 * 1024 * 1024, 1));
     utimesSync(stale, new Date('2001-01-01'), new Date('2001-01-01'));
-    writeFileSync(path.join(root, 'local', 'cache-owner', 'probe.js'), "console.log('probe: built');\n");
+    // A changed source: the next deploy builds (restoring the cache) rather than reusing the release.
+    writeFileSync(path.join(dir, 'probe.js'), "console.log('probe: built again');\n");
     const { log } = await deploy(owner.id);
     assert.match(log, /^\[berth\] cache: npm 2(\.\d+)? MB restored$/m);
     assert.match(log, /^\[berth\] cache: over BERTH_BUILD_CACHE_MB \(1 MB\): \d+ least recently used files removed \(2(\.\d)? MB\)$/m);
@@ -204,6 +221,7 @@ describe('per-project build caches (sandbox runtime, a real dependency from the 
   });
 
   test('`noCache: true` builds without the cache: nothing restored or saved, the log says so, the cache is left as it was', async () => {
+    const { project: owner } = await builtOnce('cache-nocache');
     const bad = await api.post('/api/deployments', { projectId: owner.id, noCache: 'yes' });
     assert.equal(bad.status, 400, bad.text);
     assert.match(bad.text, /noCache/);
@@ -233,6 +251,7 @@ describe('per-project build caches (sandbox runtime, a real dependency from the 
   });
 
   test('the build cache goes with the project', async () => {
+    const { project: owner } = await builtOnce('cache-delete');
     assert.ok(existsSync(path.join(data, 'build-cache', owner.id)));
     const del = await api.delete(`/api/projects/${owner.id}`);
     assert.equal(del.status, 200, del.text);
