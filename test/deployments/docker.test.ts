@@ -75,8 +75,16 @@ let secretKey: string;
 let server: TestServer;
 let owner: TestUser;
 let api: HttpClient;
-type Which = 'docker' | 'plan' | 'native' | 'python';
-const projects: Record<Which, { id: string; slug: string }> = {} as never;
+type Project = { id: string; slug: string };
+/** Every project this file creates (after() removes their images). */
+const created: Project[] = [];
+/** The folders of the apps, in the local root (several projects may build the same folder). */
+const dirs = { docker: '', plan: '', native: '', python: '' };
+/**
+ * A Dockerfile app and a plan-built app, deployed once in before(): the cases that only read a deployed
+ * app share them; a case that changes an app (redeploy, restart, sleep, delete) deploys a project of its own.
+ */
+const shared = {} as { docker: Project; dockerDeployment: any; plan: Project; planDeployment: any };
 /** The host-built Python base image (scripts/docker-base-images.sh python), when this machine has it. */
 const PYTHON_IMAGE = 'berth-base/python:3.11';
 const hasPython = !skip && (await engine.api.getImage(PYTHON_IMAGE).inspect().then(() => true, () => false));
@@ -94,10 +102,10 @@ async function boot(): Promise<TestServer> {
   return s;
 }
 
-const edge = (which: Which, pathName = '/') => edgeRequest(getRuntime(server.ctx).edgePort(), `${projects[which].slug}.localhost`, pathName);
+const edge = (p: Project, pathName = '/') => edgeRequest(getRuntime(server.ctx).edgePort(), `${p.slug}.localhost`, pathName);
 
-async function deploy(which: Which): Promise<any> {
-  const res = await api.post('/api/deployments', { projectId: projects[which].id });
+async function deploy(p: Project): Promise<any> {
+  const res = await api.post('/api/deployments', { projectId: p.id });
   assert.equal(res.status, 202, res.text);
   const done = await waitForDeployment(api, res.body.data.id, 180000);
   assert.equal(done.status, 'ready', `${done.error}\n${(await buildLog(done.id)).slice(-3000)}`);
@@ -108,6 +116,33 @@ async function buildLog(id: string): Promise<string> {
   const r = await api.get(`/api/deployments/${id}/logs`);
   return (r.body.data ?? []).map((l: any) => l.line).join('\n');
 }
+
+/** A project built from `dir` of the local root (its folder is set directly: the folder, not its scan, is the point here). */
+async function createProject(dir: string, body: Record<string, string>): Promise<Project> {
+  const res = await api.post('/api/projects', body);
+  assert.equal(res.status, 201, res.text);
+  const p = { id: res.body.data.id, slug: res.body.data.slug };
+  created.push(p);
+  await server.ctx.db.updateTable('projects').set({ sourceType: 'local', localPath: dir }).where('id', '=', p.id).execute();
+  return p;
+}
+
+/** A project of the Dockerfile app, with its variables (GREETING, the API_KEY secret). Its build reuses the cached layers of the others'. */
+async function dockerProject(name: string): Promise<Project> {
+  const p = await createProject(dirs.docker, { name });
+  const env = await api.patch(`/api/projects/${p.id}/env`, {
+    environment: 'production',
+    upserts: [
+      { key: 'GREETING', value: 'hi', isSecret: false },
+      { key: 'API_KEY', value: SECRET, isSecret: true },
+    ],
+    deletes: [],
+  });
+  assert.equal(env.status, 200, env.text);
+  return p;
+}
+
+const planProject = (name: string) => createProject(dirs.plan, { name, buildCommand: 'node build.js', startCommand: 'npm start' });
 
 function appContainers(projectId: string) {
   return engine.api.listContainers({ all: true, filters: { label: [`berth.project=${projectId}`, 'berth.kind=app'] } });
@@ -142,29 +177,19 @@ before(async () => {
     "import os, sys\nfrom http.server import BaseHTTPRequestHandler, HTTPServer\nclass H(BaseHTTPRequestHandler):\n    def do_GET(self):\n        self.send_response(200); self.end_headers(); self.wfile.write(('python %d.%d' % sys.version_info[:2]).encode())\nHTTPServer(('0.0.0.0', int(os.environ['PORT'])), H).serve_forever()\n",
   );
 
+  dirs.docker = dockerDir;
+  dirs.plan = planDir;
+  dirs.native = nativeDir;
+  dirs.python = pythonDir;
+
   server = await boot();
   owner = await createUser(server);
   api = server.api(owner.token);
-  for (const [which, dir, body] of [
-    ['docker', dockerDir, { name: 'Docker App' }],
-    ['plan', planDir, { name: 'Plan App', buildCommand: 'node build.js', startCommand: 'npm start' }],
-    ['native', nativeDir, { name: 'Native App', installCommand: 'npm install --no-audit --no-fund' }],
-    ['python', pythonDir, { name: 'Python App' }],
-  ] as const) {
-    const created = await api.post('/api/projects', body);
-    assert.equal(created.status, 201, created.text);
-    projects[which] = { id: created.body.data.id, slug: created.body.data.slug };
-    await server.ctx.db.updateTable('projects').set({ sourceType: 'local', localPath: dir }).where('id', '=', created.body.data.id).execute();
-  }
-  const env = await api.patch(`/api/projects/${projects.docker.id}/env`, {
-    environment: 'production',
-    upserts: [
-      { key: 'GREETING', value: 'hi', isSecret: false },
-      { key: 'API_KEY', value: SECRET, isSecret: true },
-    ],
-    deletes: [],
-  });
-  assert.equal(env.status, 200, env.text);
+  // The first build of the Dockerfile in this run: its secret step runs (later builds reuse its layer).
+  shared.docker = await dockerProject('Docker App');
+  shared.dockerDeployment = await deploy(shared.docker);
+  shared.plan = await planProject('Plan App');
+  shared.planDeployment = await deploy(shared.plan);
 });
 
 after(async () => {
@@ -174,7 +199,7 @@ after(async () => {
   const key = instanceKeyOf(dataDir);
   for (const c of await engine.api.listContainers({ all: true, filters: { label: [`berth.instance=${key}`] } })) await engine.api.getContainer(c.Id).remove({ force: true }).catch(() => {});
   for (const n of await engine.api.listNetworks({ filters: { label: [`berth.instance=${key}`] } })) await engine.api.getNetwork(n.Id).remove().catch(() => {});
-  for (const p of Object.values(projects)) {
+  for (const p of created) {
     for (const i of await engine.api.listImages({ filters: { label: [`berth.project=${p.id}`] } })) await engine.api.getImage(i.Id).remove({ force: true }).catch(() => {});
   }
   await pg?.drop();
@@ -182,28 +207,28 @@ after(async () => {
 });
 
 test('a Dockerfile app builds with its secret as a BuildKit secret (never in the log or the image) and answers through the edge', opts, async () => {
-  const d = await deploy('docker');
-  const res = await edge('docker');
+  const { docker, dockerDeployment: d } = shared;
+  const res = await edge(docker);
   assert.equal(res.status, 200, res.text);
   assert.equal(res.text, 'docker app hi on 3000');
   const log = await buildLog(d.id);
   assert.match(log, /the secret is \*+/);
   assert.ok(!log.includes(SECRET), 'the build log holds the secret');
-  const tag = `berth/${projects.docker.slug}:${d.id}`;
+  const tag = `berth/${docker.slug}:${d.id}`;
   const history = await engine.api.getImage(tag).history();
   assert.ok(!JSON.stringify(history).includes(SECRET), 'the image history holds the secret');
   assert.ok(!JSON.stringify(await engine.api.getImage(tag).inspect()).includes(SECRET), 'the image config holds the secret');
   // .dockerignore is honoured: the ignored file is not in the image.
-  assert.equal((await edge('docker', '/exists/srv/notes.local')).text, 'false');
-  assert.equal((await edge('docker', '/exists/srv/server.js')).text, 'true');
+  assert.equal((await edge(docker, '/exists/srv/notes.local')).text, 'false');
+  assert.equal((await edge(docker, '/exists/srv/server.js')).text, 'true');
 });
 
 test('the container runs as the project\'s own user, without capabilities, with no-new-privileges and the project\'s limits', opts, async () => {
-  const status = JSON.parse((await edge('docker', '/status')).text);
+  const status = JSON.parse((await edge(shared.docker, '/status')).text);
   assert.notEqual(status.uid, 0);
   assert.equal(status.capEff, '0000000000000000');
   assert.equal(status.noNewPrivs, '1');
-  const [c] = await appContainers(projects.docker.id);
+  const [c] = await appContainers(shared.docker.id);
   assert.ok(c, 'no app container');
   const info = await engine.api.getContainer(c.Id).inspect();
   assert.equal(info.HostConfig.Memory, 512 * 1024 * 1024);
@@ -216,56 +241,67 @@ test('the container runs as the project\'s own user, without capabilities, with 
 });
 
 test('a plan-built Node app runs from an image Berth packed on the base image', opts, async () => {
-  const d = await deploy('plan');
-  const res = await edge('plan');
+  const { plan, planDeployment: d } = shared;
+  const res = await edge(plan);
   assert.equal(res.status, 200, res.text);
   assert.match(res.text, /^hello v1/);
-  const image = await engine.api.getImage(`berth/${projects.plan.slug}:${d.id}`).inspect();
+  const image = await engine.api.getImage(`berth/${plan.slug}:${d.id}`).inspect();
   assert.equal(image.Config.Labels?.['berth.deployment'], d.id);
   assert.match(await buildLog(d.id), /build image: berth-base\/node:20/);
 });
 
 test('a plan whose install pulls a real native npm package (it loads librt, libgcc_s) builds and runs on the base image', opts, async () => {
-  const d = await deploy('native');
-  const res = await edge('native');
+  const native = await createProject(dirs.native, { name: 'Native App', installCommand: 'npm install --no-audit --no-fund' });
+  const d = await deploy(native);
+  const res = await edge(native);
   assert.equal(res.status, 200, res.text);
   assert.equal(res.text, 'native 3b73ae32769bceebd4b8c4cb88eb77ac');
   assert.match(await buildLog(d.id), /install: npm install/);
 });
 
 test('a plain Python app deploys offline on the host-built Python base image', { skip: skip ?? (hasPython ? false : `no ${PYTHON_IMAGE}: scripts/docker-base-images.sh python builds it`) }, async () => {
-  const d = await deploy('python');
-  const res = await edge('python');
+  const python = await createProject(dirs.python, { name: 'Python App' });
+  const d = await deploy(python);
+  const res = await edge(python);
   assert.equal(res.status, 200, res.text);
   assert.match(res.text, /^python 3\.\d+$/);
   assert.match(await buildLog(d.id), new RegExp(`build image: ${PYTHON_IMAGE.replace(/[./]/g, '\\$&')}`));
 });
 
 test('data in /data survives a redeploy; the replaced release\'s image is pruned', opts, async () => {
-  const before = await api.get(`/api/projects/${projects.docker.id}/deployments`);
+  // A project of its own: this case redeploys it.
+  const docker = await dockerProject('Docker Redeploy');
+  await deploy(docker);
+  const before = await api.get(`/api/projects/${docker.id}/deployments`);
   const first = before.body.data[0].id;
-  assert.equal((await edge('docker', '/count')).text, '1');
-  assert.equal((await edge('docker', '/count')).text, '2');
-  const d = await deploy('docker');
+  assert.equal((await edge(docker, '/count')).text, '1');
+  assert.equal((await edge(docker, '/count')).text, '2');
+  const d = await deploy(docker);
   assert.notEqual(d.id, first);
-  assert.equal((await edge('docker', '/count')).text, '3');
-  // BERTH_RELEASES_KEPT=1: the first release's image went with its folder.
-  await assert.rejects(engine.api.getImage(`berth/${projects.docker.slug}:${first}`).inspect());
-  assert.equal((await appContainers(projects.docker.id)).filter((c) => c.State === 'running').length, 1);
+  assert.equal((await edge(docker, '/count')).text, '3');
+  // BERTH_RELEASES_KEPT=1: the first release's image went with its folder (the prune runs just after the deployment is ready).
+  const firstImage = engine.api.getImage(`berth/${docker.slug}:${first}`);
+  await waitFor(() => firstImage.inspect().then(() => null, () => true), "the first release's image to be pruned", 15000, 200);
+  await assert.rejects(firstImage.inspect());
+  assert.equal((await appContainers(docker.id)).filter((c) => c.State === 'running').length, 1);
 });
 
 test('one project\'s container cannot reach another\'s; the edge reaches both', opts, async () => {
   const rt = getRuntime(server.ctx);
-  const plan = rt.supervisor.upstreamNow(projects.plan.id);
+  const plan = rt.supervisor.upstreamNow(shared.plan.id);
   assert.ok(plan, 'the plan app is not running');
-  assert.equal((await edge('docker', `/probe/${plan.host}/${plan.port}`)).text, 'unreachable');
-  assert.equal((await edge('plan')).status, 200);
-  const self = rt.supervisor.upstreamNow(projects.docker.id)!;
-  assert.equal((await edge('docker', `/probe/${self.host}/${self.port}`)).text, 'reachable');
+  assert.equal((await edge(shared.docker, `/probe/${plan.host}/${plan.port}`)).text, 'unreachable');
+  assert.equal((await edge(shared.plan)).status, 200);
+  const self = rt.supervisor.upstreamNow(shared.docker.id)!;
+  assert.equal((await edge(shared.docker, `/probe/${self.host}/${self.port}`)).text, 'reachable');
 });
 
 test('a server restart adopts the running containers instead of starting second copies', opts, async () => {
-  const ids = async () => (await appContainers(projects.docker.id)).filter((c) => c.State === 'running').map((c) => c.Id).sort();
+  // A project of its own, deployed before the restart; the shared plan app must be adopted too.
+  const docker = await dockerProject('Docker Restart');
+  await deploy(docker);
+  assert.equal((await edge(docker, '/count')).text, '1');
+  const ids = async () => (await appContainers(docker.id)).filter((c) => c.State === 'running').map((c) => c.Id).sort();
   const running = await ids();
   assert.equal(running.length, 1);
   await server.close();
@@ -273,28 +309,35 @@ test('a server restart adopts the running containers instead of starting second 
   assert.deepEqual(await ids(), running);
   server = await boot();
   api = server.api(owner.token);
-  assert.equal((await edge('docker', '/count')).text, '4');
+  assert.equal((await edge(docker, '/count')).text, '2');
   assert.deepEqual(await ids(), running);
-  assert.equal((await edge('plan')).status, 200);
+  assert.equal((await edge(shared.plan)).status, 200);
 });
 
 test('an idle auto_sleep app\'s container is stopped; the next request starts one from the cached image', opts, async () => {
-  const { id } = projects.docker;
+  // A project of its own: this case puts it to sleep.
+  const docker = await dockerProject('Docker Sleep');
+  await deploy(docker);
+  const { id } = docker;
+  assert.equal((await edge(docker, '/count')).text, '1');
   const info = async () => (await api.get(`/api/projects/${id}/info`)).body.data.runtime;
   assert.equal((await info()).isolation, 'docker');
   assert.equal((await api.post(`/api/projects/${id}/sleep-mode`, { sleepMode: 'auto_sleep' })).status, 200);
   await waitFor(async () => ((await info()).state === 'sleeping' ? true : null), 'the app to sleep', 15000, 200);
   // The state is sleeping from the moment the stop begins; the container goes within the stop grace.
   await waitFor(async () => ((await appContainers(id)).filter((c) => c.State === 'running').length === 0 ? true : null), 'the container to stop', 10000, 200);
-  const res = await edge('docker', '/count');
+  const res = await edge(docker, '/count');
   assert.equal(res.status, 200);
-  assert.equal(res.text, '5');
+  assert.equal(res.text, '2');
   assert.equal((await info()).state, 'running');
   assert.equal((await api.post(`/api/projects/${id}/sleep-mode`, { sleepMode: 'always_on' })).status, 200);
 });
 
 test('deleting a project removes its containers, network and images', opts, async () => {
-  const { id } = projects.plan;
+  // A project of its own (the Dockerfile app: its layers are cached): this case deletes it.
+  const docker = await dockerProject('Docker Removal');
+  await deploy(docker);
+  const { id } = docker;
   assert.ok((await appContainers(id)).length >= 1);
   const del = await api.delete(`/api/projects/${id}`);
   assert.ok(del.status === 200 || del.status === 204, del.text);
