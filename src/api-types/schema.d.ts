@@ -1952,6 +1952,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/projects/{id}/transfer-data/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Cloud only: a native dump of the running managed service `name`, sha256 in X-Berth-Sha256 (used by transfer/to-self-hosted with includeData) */
+        get: operations["getProjectsByIdTransferDataByName"];
+        put?: never;
+        /** Cloud only: a native dump of the managed service `name`, checked against `sha256` and loaded into it as a restore does (used by transfer/to-cloud with includeData) */
+        post: operations["postProjectsByIdTransferDataByName"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/projects/{id}/transfer/to-cloud": {
         parameters: {
             query?: never;
@@ -7290,6 +7308,19 @@ export interface operations {
                                     name: string;
                                     type: "production" | "preview";
                                 }[];
+                                managedServices?: {
+                                    createdAt: string;
+                                    kind: "postgres" | "mysql" | "redis" | "mongodb";
+                                    name: string;
+                                    resources: {
+                                        cpuCores: number;
+                                        diskMb: number;
+                                        memoryMb: number;
+                                    };
+                                    seedFrom: "production" | null;
+                                    stopped: boolean;
+                                    version: string;
+                                }[];
                                 project: {
                                     autoDeploy: boolean;
                                     config: {
@@ -8915,6 +8946,70 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    getProjectsByIdTransferDataByName: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success: application/octet-stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    postProjectsByIdTransferDataByName: {
+        parameters: {
+            query: {
+                sha256: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            name: string;
+                            sha256: string;
+                            sizeBytes: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
     postProjectsByIdTransferToCloud: {
         parameters: {
             query?: never;
@@ -8924,7 +9019,13 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": {
+                    includeData?: boolean;
+                } | null;
+            };
+        };
         responses: {
             /** @description success */
             200: {
@@ -8942,8 +9043,10 @@ export interface operations {
                                 domains: string[];
                                 environments: string[];
                                 envVars: number;
+                                managedServices: string[];
                                 routeRules: number;
                                 secrets: number;
+                                serviceData?: string[];
                                 services: string[];
                             };
                             /** @constant */
@@ -8968,7 +9071,13 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": {
+                    includeData?: boolean;
+                } | null;
+            };
+        };
         responses: {
             /** @description success */
             200: {
@@ -8986,8 +9095,10 @@ export interface operations {
                                 domains: string[];
                                 environments: string[];
                                 envVars: number;
+                                managedServices: string[];
                                 routeRules: number;
                                 secrets: number;
+                                serviceData?: string[];
                                 services: string[];
                             };
                             /** @constant */
@@ -9691,6 +9802,19 @@ export interface operations {
                             branch: string | null;
                             name: string;
                             type: "production" | "preview";
+                        }[];
+                        managedServices?: {
+                            createdAt: string;
+                            kind: "postgres" | "mysql" | "redis" | "mongodb";
+                            name: string;
+                            resources: {
+                                cpuCores: number;
+                                diskMb: number;
+                                memoryMb: number;
+                            };
+                            seedFrom: "production" | null;
+                            stopped: boolean;
+                            version: string;
                         }[];
                         project: {
                             autoDeploy: boolean;
