@@ -8,7 +8,7 @@ import type { FastifyReply } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { AppError, invalid } from '../../lib/errors.js';
 import type { ProjectRow } from '../projects/index.js';
-import { dumpServiceData, loadServiceData, transferFile } from '../services/index.js';
+import { dumpServiceData, loadServiceData, serviceDataLimit, transferFile } from '../services/index.js';
 import { fromCloud } from './cloud-copy.js';
 import { cloudLink, describeNetworkError, linkRequest, unreachable } from './link.js';
 
@@ -22,14 +22,15 @@ import { cloudLink, describeNetworkError, linkRequest, unreachable } from './lin
 const OCTETS = 'application/octet-stream';
 export const SERVICE_DATA_TYPES = [OCTETS];
 
-/** Writes a stream to `file`, answering its sha256 and size. */
-async function toFile(body: AsyncIterable<Buffer> | Readable, file: string): Promise<{ sha256: string; sizeBytes: number }> {
+/** Writes a stream to `file`, answering its sha256 and size; past `limit` bytes it stops with 413. */
+async function toFile(body: AsyncIterable<Buffer> | Readable, file: string, limit = Infinity): Promise<{ sha256: string; sizeBytes: number }> {
   const hash = createHash('sha256');
   let sizeBytes = 0;
   const tap = new Transform({
     transform(chunk: Buffer, _enc, cb) {
       hash.update(chunk);
       sizeBytes += chunk.length;
+      if (sizeBytes > limit) return cb(new AppError('PAYLOAD_TOO_LARGE', `the data is larger than the service can hold (${Math.round(limit / 1024 ** 2)} MB at most: twice its diskMb)`, { field: 'body' }));
       cb(null, chunk);
     },
   });
@@ -39,9 +40,11 @@ async function toFile(body: AsyncIterable<Buffer> | Readable, file: string): Pro
 
 /** POST /api/projects/:id/transfer-data/:name (cloud only): the dump of the service `name`, checked against `sha256`, loaded into it. */
 export async function receiveServiceData(ctx: AppContext, row: ProjectRow, name: string, body: AsyncIterable<Buffer>, sha256: string): Promise<{ name: string; sha256: string; sizeBytes: number }> {
+  // The service first (404 before a byte is written), and what its dump may weigh.
+  const limit = await serviceDataLimit(ctx, row.orgId, row.id, name);
   const file = await transferFile(ctx);
   try {
-    const got = await toFile(body, file);
+    const got = await toFile(body, file, limit);
     if (got.sha256 !== sha256) throw invalid('sha256', 'the data did not arrive whole: its sha256 does not match');
     await loadServiceData(ctx, row.orgId, row.id, name, file);
     return { name, ...got };

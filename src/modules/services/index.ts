@@ -14,4 +14,4 @@ export type { ServiceSeedPort } from './ports.js';
 export { removeEnvironmentServices } from './previews.js';
 /** Managed services in a project's transfer to and from the cloud: definitions (never credentials), and their data. */
 export { serviceDefinitions, planServices, newServiceRows, writeServices, startServices, parkServices, type ServiceDefinition, type PlannedServices, type WrittenServices } from './transfer.js';
-export { transferFile, whyNoData, dumpServiceData, loadServiceData, prepareServiceData, discardServiceRows } from './transfer-data.js';
+export { transferFile, whyNoData, dumpServiceData, loadServiceData, prepareServiceData, discardServiceRows, serviceDataLimit } from './transfer-data.js';

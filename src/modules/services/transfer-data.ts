@@ -69,6 +69,16 @@ export async function dumpServiceData(ctx: AppContext, orgId: string, projectId:
 }
 
 /**
+ * The most bytes a dump of the stored production service `name` may have on arrival: twice its
+ * diskMb (a text dump can be larger than the data it makes); 404 when there is no such service.
+ */
+export async function serviceDataLimit(ctx: AppContext, orgId: string, projectId: string, name: string): Promise<number> {
+  const row = await store.findManagedByName(ctx.db, orgId, projectId, name);
+  if (!row) throw notFound('service');
+  return row.diskMb * 2 * 1024 * 1024;
+}
+
+/**
  * Loads a dump (a verified file; it is consumed) into the stored production service `name`: a
  * fresh instance is made from it and checked, then swapped in for the service's data, which must
  * answer on it (restore.ts). The service's old data (an empty instance's) is removed afterwards.
