@@ -129,33 +129,45 @@ describe('preview deployments from GitHub pull requests', () => {
   const page = (x: World, deploymentId: string) => `${w.server.ctx.publicUrl()}/projects/${x.projectId}/deployments/${deploymentId}`;
   const edge = (url: string) => edgeRequest(getRuntime(w.server.ctx).edgePort(), new URL(url).hostname);
 
-  describe('one pull request from open to close', () => {
-    let x: World;
-    let pull: FakePull;
-    let env: any;
-    const shas: string[] = [];
+  /**
+   * A pull request of its own (head `feature/login` at the tiny app `feature-v1`), opened and its
+   * preview `pr-<number>` deployed and ready, its status and comment written: the start each case of a
+   * pull request's life below makes for itself.
+   */
+  async function openedPull(): Promise<{ x: World; pull: FakePull; name: string; env: any; first: string }> {
+    const x = await connected();
+    const first = w.fake.push(x.owner, 'shop', tinyAppFiles('feature-v1'), { branch: 'feature/login' });
+    const pull = w.fake.openPull(x.owner, 'shop', { head: 'feature/login' });
+    const name = `pr-${pull.number}`;
+    await sendPull(x, pull, 'opened');
+    const d = await settled(x, name, first);
+    assert.equal(d.status, 'ready', d.error ?? '');
+    await statusesUntil(first, 'success');
+    await commentsUntil(x, pull, /\| Ready \|/);
+    return { x, pull, name, env: await environment(x, name), first };
+  }
+  /** The comments Berth created on `pull` of `x`'s repository. */
+  const created = (x: World, pull: FakePull) => w.fake.commentWrites.filter((c) => c.op === 'create' && c.owner === x.owner && c.number === pull.number);
 
-    before(async () => {
-      x = await connected();
-    });
-
+  describe('one pull request from open to close, each step a case of its own', () => {
     it('opened: creates pr-<number> for the head branch and deploys its head; the status goes pending (the deployment page) then success (the preview URL); one comment; the preview answers through the edge', async () => {
-      shas.push(w.fake.push(x.owner, 'shop', tinyAppFiles('feature-v1'), { branch: 'feature/login' }));
-      pull = w.fake.openPull(x.owner, 'shop', { head: 'feature/login' });
+      const x = await connected();
+      const head = w.fake.push(x.owner, 'shop', tinyAppFiles('feature-v1'), { branch: 'feature/login' });
+      const pull = w.fake.openPull(x.owner, 'shop', { head: 'feature/login' });
       const result = await sendPull(x, pull, 'opened');
       const name = `pr-${pull.number}`;
       assert.equal(result.previews.length, 1);
       assert.equal(result.previews[0].environment, name);
-      env = await environment(x, name);
+      const env = await environment(x, name);
       assert.ok(env, 'the environment exists');
       assert.equal(env.type, 'preview');
       assert.equal(env.branch, 'feature/login');
-      const d = await settled(x, name, shas[0]!);
+      const d = await settled(x, name, head);
       assert.equal(d.status, 'ready', d.error ?? '');
       assert.equal(d.trigger, 'push');
       assert.equal(d.ref, 'feature/login');
-      assert.equal(d.commit, shas[0]);
-      const statuses = await statusesUntil(shas[0]!, 'success');
+      assert.equal(d.commit, head);
+      const statuses = await statusesUntil(head, 'success');
       assert.equal(statuses[0]!.state, 'pending');
       assert.equal(statuses[0]!.target_url, page(x, d.id));
       assert.equal(statuses.at(-1)!.target_url, env.url);
@@ -163,10 +175,10 @@ describe('preview deployments from GitHub pull requests', () => {
       const comments = await commentsUntil(x, pull, /\| Ready \|/);
       assert.equal(comments.length, 1);
       const body = comments[0]!.body;
-      assert.ok(body.includes(shas[0]!.slice(0, 7)));
+      assert.ok(body.includes(head.slice(0, 7)));
       assert.ok(body.includes(new URL(env.url).host));
       assert.ok(body.includes(`(${page(x, d.id)})`));
-      assert.equal(w.fake.commentWrites.filter((c) => c.op === 'create' && c.number === pull.number).length, 1);
+      assert.equal(created(x, pull).length, 1);
       const res = await edge(env.url);
       assert.equal(res.status, 200);
       assert.match(res.text, /^hello feature-v1/);
@@ -175,8 +187,8 @@ describe('preview deployments from GitHub pull requests', () => {
     });
 
     it('synchronize with a new head deploys it and edits the same comment; its push, a second delivery of the same head and a redelivery deploy nothing more', async () => {
-      shas.push(w.fake.push(x.owner, 'shop', tinyAppFiles('feature-v2'), { branch: 'feature/login' }));
-      const name = `pr-${pull.number}`;
+      const { x, pull, name, env } = await openedPull();
+      const head = w.fake.push(x.owner, 'shop', tinyAppFiles('feature-v2'), { branch: 'feature/login' });
       const res = await w.fake.deliverPullRequest(hookUrl, WEBHOOK_SECRET, x.owner, 'shop', pull.number, 'synchronize', { installationId: x.installationId });
       assert.equal(res.status, 202);
       // GitHub sends the push of the same head too, and may send the synchronize again under another id:
@@ -189,65 +201,68 @@ describe('preview deployments from GitHub pull requests', () => {
       const again = await w.fake.deliverPullRequest(hookUrl, WEBHOOK_SECRET, x.owner, 'shop', pull.number, 'synchronize', { installationId: x.installationId, deliveryId: res.deliveryId });
       assert.equal(again.status, 200);
       assert.equal(again.body.data.duplicate, true);
-      const d = await settled(x, name, shas[1]!);
+      const d = await settled(x, name, head);
       assert.equal(d.status, 'ready', d.error ?? '');
-      assert.equal((await deploymentsOf(x, name)).filter((x) => x.commit === shas[1]).length, 1, 'one deployment of the new head');
+      assert.equal((await deploymentsOf(x, name)).filter((x) => x.commit === head).length, 1, 'one deployment of the new head');
       assert.equal((await deploymentsOf(x, name)).length, 2);
-      await statusesUntil(shas[1]!, 'success');
-      assert.equal(w.fake.statusesOf(shas[1]!, CONTEXT).filter((s) => s.state === 'success').length, 1);
-      const comments = await commentsUntil(x, pull, new RegExp(`${shas[1]!.slice(0, 7)}.*\\| Ready \\|`));
+      await statusesUntil(head, 'success');
+      assert.equal(w.fake.statusesOf(head, CONTEXT).filter((s) => s.state === 'success').length, 1);
+      const comments = await commentsUntil(x, pull, new RegExp(`${head.slice(0, 7)}.*\\| Ready \\|`));
       assert.equal(comments.length, 1, 'the same comment');
       assert.ok(comments[0]!.edits >= 1);
-      assert.equal(w.fake.commentWrites.filter((c) => c.op === 'create' && c.number === pull.number).length, 1);
+      assert.equal(created(x, pull).length, 1);
       assert.match((await edge(env.url)).text, /^hello feature-v2/);
     });
 
     it('a push to the pull request\'s branch deploys the preview, and a GitHub failure on the status or the comment is retried without touching the deployment', async () => {
-      shas.push(w.fake.push(x.owner, 'shop', tinyAppFiles('feature-v3'), { branch: 'feature/login' }));
-      w.fake.failNext('POST', new RegExp(`/statuses/${shas[2]}$`), 502, 1);
+      const { x, pull, name, env } = await openedPull();
+      const head = w.fake.push(x.owner, 'shop', tinyAppFiles('feature-v3'), { branch: 'feature/login' });
+      w.fake.failNext('POST', new RegExp(`/statuses/${head}$`), 502, 1);
       w.fake.failNext('PATCH', /\/issues\/comments\/\d+$/, 502, 1);
       const result = await sendPush(x, 'feature/login');
       assert.equal(result.deployments.length, 1);
-      const d = await settled(x, `pr-${pull.number}`, shas[2]!);
+      const d = await settled(x, name, head);
       assert.equal(d.status, 'ready', d.error ?? '');
       assert.equal(d.trigger, 'push');
-      const statuses = await statusesUntil(shas[2]!, 'success');
+      const statuses = await statusesUntil(head, 'success');
       assert.equal(statuses.at(-1)!.target_url, env.url);
-      await commentsUntil(x, pull, new RegExp(`${shas[2]!.slice(0, 7)}.*\\| Ready \\|`));
+      await commentsUntil(x, pull, new RegExp(`${head.slice(0, 7)}.*\\| Ready \\|`));
       assert.equal(w.fake.commentsOn(x.owner, 'shop', pull.number).length, 1);
       assert.equal(w.fake.failuresLeft(), 0, 'both injected failures were met');
       assert.match((await edge(env.url)).text, /^hello feature-v3/);
     });
 
     it('a fast-forward of production\'s branch to the previewed commit still deploys production', async () => {
-      w.fake.setBranch(x.owner, 'shop', 'main', shas[2]!);
+      const { x, first } = await openedPull();
+      w.fake.setBranch(x.owner, 'shop', 'main', first);
       const result = await sendPush(x, 'main');
       assert.equal(result.deployments.length, 1);
-      const d = await settled(x, 'production', shas[2]!);
+      const d = await settled(x, 'production', first);
       assert.equal(d.status, 'ready', d.error ?? '');
       // Production deployments report no commit status: only previews do.
-      assert.deepEqual(w.fake.statusesOf(shas[2]!, CONTEXT).map((s) => s.target_url).filter((u) => u?.includes(d.id)), []);
+      assert.deepEqual(w.fake.statusesOf(first, CONTEXT).map((s) => s.target_url).filter((u) => u?.includes(d.id)), []);
     });
 
     it('a head whose build fails posts failure with a short reason (never the log) to the deployment page, and the comment says so', async () => {
-      shas.push(w.fake.push(x.owner, 'shop', tinyAppFiles('broken', { scripts: { build: 'echo BUILD-LOG-LINE-42 && exit 3', start: 'node server.js' } }), { branch: 'feature/login' }));
+      const { x, pull, name, env } = await openedPull();
+      const head = w.fake.push(x.owner, 'shop', tinyAppFiles('broken', { scripts: { build: 'echo BUILD-LOG-LINE-42 && exit 3', start: 'node server.js' } }), { branch: 'feature/login' });
       await sendPull(x, pull, 'synchronize');
-      const d = await settled(x, `pr-${pull.number}`, shas[3]!);
+      const d = await settled(x, name, head);
       assert.equal(d.status, 'failed');
-      const statuses = await statusesUntil(shas[3]!, 'failure');
+      const statuses = await statusesUntil(head, 'failure');
       const failure = statuses.at(-1)!;
       assert.equal(failure.target_url, page(x, d.id));
       assert.ok(failure.description && failure.description.length <= 140);
       assert.ok(!failure.description!.includes('BUILD-LOG-LINE-42'));
-      const comments = await commentsUntil(x, pull, new RegExp(`${shas[3]!.slice(0, 7)}.*\\| Failed`));
+      const comments = await commentsUntil(x, pull, new RegExp(`${head.slice(0, 7)}.*\\| Failed`));
       assert.equal(comments.length, 1);
       assert.ok(!comments[0]!.body.includes('BUILD-LOG-LINE-42'));
       // The last good release keeps serving the preview.
-      assert.match((await edge(env.url)).text, /^hello feature-v3/);
+      assert.match((await edge(env.url)).text, /^hello feature-v1/);
     });
 
     it('closed: removes the environment and its deployments, and edits the comment to say so', async () => {
-      const name = `pr-${pull.number}`;
+      const { x, pull, name, env } = await openedPull();
       const result = await sendPull(x, pull, 'closed');
       assert.deepEqual(result.removed, [{ projectId: x.projectId, environment: name }]);
       assert.equal(await environment(x, name), undefined);
@@ -262,8 +277,11 @@ describe('preview deployments from GitHub pull requests', () => {
     });
 
     it('reopened: the preview is created and deployed again', async () => {
-      const name = `pr-${pull.number}`;
-      const head = w.fake.headOf(x.owner, 'shop', 'feature/login');
+      const { x, pull, name } = await openedPull();
+      await sendPull(x, pull, 'closed');
+      assert.equal(await environment(x, name), undefined);
+      // The branch moved on while the pull request was closed.
+      const head = w.fake.push(x.owner, 'shop', tinyAppFiles('feature-v5'), { branch: 'feature/login' });
       await sendPull(x, pull, 'reopened');
       assert.ok(await environment(x, name));
       const d = await settled(x, name, head);
