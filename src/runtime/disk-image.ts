@@ -191,8 +191,9 @@ export async function grow(dir: string, sizeMb: number): Promise<'grown' | 'unch
   let grown = false;
   try {
     // The loop device detaches after the last mount of it goes, and a stopped app's mount namespace
-    // goes a moment after its processes: both are asynchronous in the kernel, so wait for it (bounded).
-    await waitDetached(img, 5_000);
+    // goes a moment after its processes: both are asynchronous in the kernel, so wait for it (bounded:
+    // 15 s, as a loaded machine can take seconds; a grow still pending is done at the next start).
+    await waitDetached(img, 15_000);
     grown = await growOffline(img, sizeMb);
   } finally {
     await mountImage(img, dir);
