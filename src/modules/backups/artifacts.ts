@@ -1,9 +1,9 @@
-import { createHash, type Hash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { Transform, Writable, type Readable, type TransformCallback } from 'node:stream';
+import { Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { HashCounter, type ProgressFn } from '../../lib/hash-counter.js';
 import type { Storage } from './storage.js';
 import { extractInto } from './volume-archive.js';
 
@@ -13,41 +13,8 @@ import { extractInto } from './volume-archive.js';
  * extracting a volume artifact into a folder.
  */
 
-export type ProgressFn = (bytes: number) => void;
+export type { ProgressFn } from '../../lib/hash-counter.js';
 
-/** Counts and hashes the bytes passing through; reports progress at most every 250 ms. */
-export class HashCounter extends Transform {
-  readonly hash: Hash = createHash('sha256');
-  bytes = 0;
-  private last = 0;
-
-  constructor(
-    private readonly onProgress?: ProgressFn,
-    private readonly hashing = true,
-  ) {
-    super({ highWaterMark: 1024 * 1024 });
-  }
-
-  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
-    if (this.hashing) this.hash.update(chunk);
-    this.bytes += chunk.length;
-    const now = Date.now();
-    if (this.onProgress && now - this.last >= 250) {
-      this.last = now;
-      this.onProgress(this.bytes);
-    }
-    cb(null, chunk);
-  }
-
-  override _flush(cb: TransformCallback): void {
-    this.onProgress?.(this.bytes);
-    cb();
-  }
-
-  digest(): string {
-    return this.hash.digest('hex');
-  }
-}
 
 /** Streams `source` through a hasher into `storage` at `key`; answers sha256 and size. */
 export async function writeArtifact(

@@ -1,12 +1,12 @@
-import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { Readable, Transform } from 'node:stream';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Dispatcher } from 'undici';
 import type { FastifyReply } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { AppError, invalid } from '../../lib/errors.js';
+import { HashCounter } from '../../lib/hash-counter.js';
 import type { ProjectRow } from '../projects/index.js';
 import { dumpServiceData, loadServiceData, serviceDataLimit, transferFile } from '../services/index.js';
 import { fromCloud } from './cloud-copy.js';
@@ -24,18 +24,10 @@ export const SERVICE_DATA_TYPES = [OCTETS];
 
 /** Writes a stream to `file`, answering its sha256 and size; past `limit` bytes it stops with 413. */
 async function toFile(body: AsyncIterable<Buffer> | Readable, file: string, limit = Infinity): Promise<{ sha256: string; sizeBytes: number }> {
-  const hash = createHash('sha256');
-  let sizeBytes = 0;
-  const tap = new Transform({
-    transform(chunk: Buffer, _enc, cb) {
-      hash.update(chunk);
-      sizeBytes += chunk.length;
-      if (sizeBytes > limit) return cb(new AppError('PAYLOAD_TOO_LARGE', `the data is larger than the service can hold (${Math.round(limit / 1024 ** 2)} MB at most: twice its diskMb)`, { field: 'body' }));
-      cb(null, chunk);
-    },
-  });
-  await pipeline(body instanceof Readable ? body : Readable.from(body), tap, createWriteStream(file, { mode: 0o600 }));
-  return { sha256: hash.digest('hex'), sizeBytes };
+  const tooLarge = () => new AppError('PAYLOAD_TOO_LARGE', `the data is larger than the service can hold (${Math.round(limit / 1024 ** 2)} MB at most: twice its diskMb)`, { field: 'body' });
+  const hc = new HashCounter(undefined, true, { bytes: limit, error: tooLarge });
+  await pipeline(body instanceof Readable ? body : Readable.from(body), hc, createWriteStream(file, { mode: 0o600 }));
+  return { sha256: hc.digest(), sizeBytes: hc.bytes };
 }
 
 /** POST /api/projects/:id/transfer-data/:name (cloud only): the dump of the service `name`, checked against `sha256`, loaded into it. */

@@ -4,14 +4,14 @@
  * and loaded on the other side into a fresh instance the way a restore does (restore.ts: loaded in
  * its box, checked that it answers and holds the dump's tables or keys, then swapped in).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { AppContext } from '../../context.js';
 import { conflict, notFound } from '../../lib/errors.js';
+import { HashCounter } from '../../lib/hash-counter.js';
 import { nativeDump } from './dumps.js';
 import { prepareFresh, swapFresh } from './restore.js';
 import * as store from './services.store.js';
@@ -50,22 +50,14 @@ async function runningRow(ctx: AppContext, orgId: string, projectId: string, nam
 export async function dumpServiceData(ctx: AppContext, orgId: string, projectId: string, name: string, file: string, signal?: AbortSignal): Promise<{ sha256: string; sizeBytes: number }> {
   const { row, address } = await runningRow(ctx, orgId, projectId, name);
   const runner = ctx.state.services.runner!;
-  const hash = createHash('sha256');
-  let sizeBytes = 0;
-  const tap = new Transform({
-    transform(chunk: Buffer, _enc, cb) {
-      hash.update(chunk);
-      sizeBytes += chunk.length;
-      cb(null, chunk);
-    },
-  });
+  const hc = new HashCounter();
   try {
-    await pipeline(await nativeDump(ctx, row, address, path.join(runner.volumeDir(row), 'data'), signal), tap, createWriteStream(file, { mode: 0o600 }), ...(signal ? [{ signal }] : []));
+    await pipeline(await nativeDump(ctx, row, address, path.join(runner.volumeDir(row), 'data'), signal), hc, createWriteStream(file, { mode: 0o600 }), ...(signal ? [{ signal }] : []));
   } catch (e) {
     await rm(file, { force: true });
     throw conflict(`the dump of the service ${name} failed: ${(e as Error).message}`, 'includeData');
   }
-  return { sha256: hash.digest('hex'), sizeBytes };
+  return { sha256: hc.digest(), sizeBytes: hc.bytes };
 }
 
 /**
