@@ -235,7 +235,7 @@ describe('the backups pages', browserSuite('the backups pages'), () => {
     await dialog.getByText(/The current data cannot be brought back/).waitFor();
     await dialog.getByText('data (volume)').waitFor();
     await dialog.getByRole('button', { name: 'Replace the data' }).click();
-    await page.getByText('Restored.').waitFor({ timeout: 60_000 });
+    await page.getByText('Restored.', { exact: true }).waitFor({ timeout: 60_000 });
     await page.locator('.badge', { hasText: 'succeeded' }).waitFor();
 
     assert.equal((await api().get(`/api/backup-restores/${restoreId}`)).body.data.status, 'succeeded');
