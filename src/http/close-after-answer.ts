@@ -9,7 +9,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
  */
 export function closeAfterAnswer(req: FastifyRequest, reply: FastifyReply): void {
   if (req.raw.readableEnded) return;
-  const socket = req.raw.socket;
+  // A request stream destroyed by its reader (an iterator thrown into) no longer names its socket;
+  // the answer still does.
+  const socket = req.raw.socket ?? reply.raw.socket;
   if (!socket) return;
   reply.header('connection', 'close');
   // Node's server calls destroySoon() after a `Connection: close` answer: half-close instead.
