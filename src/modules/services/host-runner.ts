@@ -21,6 +21,7 @@ import type { ServiceRunner } from './runner.js';
 import { openScratch, type ScratchInstance } from './scratch.js';
 import * as store from './services.store.js';
 import type { ManagedServiceRow } from './services.store.js';
+import { settleWithin } from '../../lib/settle-within.js';
 
 const READY_TIMEOUT_MS = 60_000;
 const LOG_LINES = 500;
@@ -192,7 +193,7 @@ export class HostServiceRunner implements ServiceRunner {
     const box = r.box;
     if (!box) return;
     box.signalAll('SIGTERM');
-    await Promise.race([r.exited, sleep(10_000)]);
+    if (r.exited) await settleWithin(r.exited, 10_000);
     await box.dispose().catch(() => {});
     r.box = null;
   }

@@ -15,6 +15,7 @@ import { openCredentials, type Credentials } from './credentials.js';
 import { enginePlan, engineEnv, programOf, type EnginePlan, type EngineStep } from './engines.js';
 import type { ServiceKind } from './kinds.js';
 import type { ManagedServiceRow } from './services.store.js';
+import { settleWithin } from '../../lib/settle-within.js';
 
 const READY_TIMEOUT_MS = 60_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -97,7 +98,7 @@ export async function openScratch(ctx: AppContext, deps: ScratchDeps, row: Manag
   let exited: Promise<unknown> | null = null;
   const close = async () => {
     box.signalAll('SIGTERM');
-    if (exited) await Promise.race([exited, sleep(30_000)]);
+    if (exited) await settleWithin(exited, 30_000);
     await box.dispose().catch(() => {});
     rmSync(confDir, { recursive: true, force: true });
   };
