@@ -1,3 +1,4 @@
+// @store-independent: what it checks is the docker runtime's containers and networks for previews, the same on either store (previews' records run on PostgreSQL in deployments/previews-environment and previews-promote).
 /**
  * Preview environments under the docker runtime (contract sections 13 and 16), on the real Docker
  * Engine: a preview runs as a container of its own, on a network of its own (production's container

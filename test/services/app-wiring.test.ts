@@ -1,3 +1,4 @@
+// @store-independent: what it checks is the sandbox's wiring and network isolation of services, the same on either store (their records are checked on PostgreSQL by services/managed-api).
 /**
  * A project's app and builds use its managed services (contract section 19, issue 37 point 3) on the
  * `sandbox` runtime: the build gets `DATABASE_URL` (its migration creates the table through the real

@@ -1,3 +1,4 @@
+// @store-independent: what it checks is the docker runtime's containers and networks for services, the same on either store.
 /**
  * Managed services on the `docker` runtime (issue 37 points 1 and 2, contract sections 13 and 19): a
  * container per service from its kind's image (BERTH_IMAGE_POSTGRES, ...: here the images
