@@ -2,7 +2,7 @@
  * A project's managed services in its transfer to the cloud and back (issue 37 point 6,
  * docs/services.md "Transfers"): the definitions move and each side makes its own instance with
  * its own credentials; with `includeData` a native dump of each moves too and the new instance holds
- * the rows (keys). Real servers: the host's PostgreSQL and Redis on the sandbox runtime, both sides.
+ * the rows (keys). Real servers: the host's PostgreSQL, MariaDB and Redis on the sandbox runtime, both sides.
  */
 import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
@@ -41,6 +41,8 @@ describe('managed services in transfers to the cloud and back', { skip: root ? f
     execIn(o.s.internalHost, '/usr/bin/psql', ['-At', '-h', o.s.internalHost, '-p', String(o.s.port), '-U', o.creds.username, '-d', o.creds.database, '-c', sql], { PGPASSWORD: o.creds.password });
   const redis = (o: { s: any; creds: any }, ...args: string[]) =>
     execIn(o.s.internalHost, '/usr/bin/redis-cli', ['--no-auth-warning', '-h', o.s.internalHost, '-p', String(o.s.port), ...args], { REDISCLI_AUTH: o.creds.password });
+  const mariadb = (o: { s: any; creds: any }, sql: string) =>
+    execIn(o.s.internalHost, '/usr/bin/mariadb', ['--no-defaults', '-h', o.s.internalHost, '-P', String(o.s.port), '-u', o.creds.username, '-D', o.creds.database, '-N', '-e', sql], { MYSQL_PWD: o.creds.password });
 
   /** A transfer route called with `includeData` (a dump, an upload and a restore per service: longer than the test client's 30 s under load). */
   async function transferWithData(projectId: string, to: 'to-cloud' | 'to-self-hosted') {
@@ -54,8 +56,8 @@ describe('managed services in transfers to the cloud and back', { skip: root ? f
     return { status: res.status, text, body: JSON.parse(text) };
   }
 
-  /** A local project with a managed PostgreSQL `db` holding two orders and a Redis `cache` holding a key. */
-  async function projectWithData() {
+  /** A local project with a managed PostgreSQL `db` holding two orders and a Redis `cache` holding a key (and with `mysql`, a MariaDB `shop` holding a row). */
+  async function projectWithData(opts: { mysql?: boolean } = {}) {
     const api = self.api(team.owner.token);
     const p = (await pair.shopProject()) as { id: string };
     const db = await api.post(`/api/projects/${p.id}/services`, { kind: 'postgres', name: 'db', resources: { memoryMb: 256 } });
@@ -67,7 +69,13 @@ describe('managed services in transfers to the cloud and back', { skip: root ? f
     assert.equal(made.code, 0, made.out);
     const rd = await open(self, team.owner.token, p.id, 'cache');
     assert.equal((await redis(rd, 'set', 'greeting', 'hello')).out.trim(), 'OK');
-    return { projectId: p.id, pg, rd };
+    if (!opts.mysql) return { projectId: p.id, pg, rd };
+    const shop = await api.post(`/api/projects/${p.id}/services`, { kind: 'mysql', name: 'shop' });
+    assert.equal(shop.status, 201, shop.text);
+    const my = await open(self, team.owner.token, p.id, 'shop');
+    const filled = await mariadb(my, "create table items (id int primary key, name varchar(40)); insert into items values (1, 'kettle');");
+    assert.equal(filled.code, 0, filled.out);
+    return { projectId: p.id, pg, rd, my };
   }
 
   it('without includeData: the cloud has each service by its definition, running and empty, with credentials of its own; the local ones stop', async () => {
@@ -109,11 +117,11 @@ describe('managed services in transfers to the cloud and back', { skip: root ? f
     }
   });
 
-  it('with includeData: the cloud\'s instances hold the rows and keys, and so do the local ones once the project is back with its cloud changes', async () => {
-    const { projectId, pg, rd } = await projectWithData();
+  it('with includeData: the cloud\'s instances (PostgreSQL, Redis, MariaDB) hold the rows and keys, and so do the local ones once the project is back with its cloud changes', async () => {
+    const { projectId, pg, rd, my } = await projectWithData({ mysql: true });
     const t = await transferWithData(projectId, 'to-cloud');
     assert.equal(t.status, 200, t.text);
-    assert.deepEqual(t.body.data.transferred.serviceData, ['db', 'cache']);
+    assert.deepEqual(t.body.data.transferred.serviceData, ['db', 'cache', 'shop']);
     const cloudId = t.body.data.cloudProjectId;
     const cpg = await open(cloud, cloudOwner.token, cloudId, 'db');
     assert.notEqual(cpg.creds.password, pg.creds.password);
@@ -122,22 +130,31 @@ describe('managed services in transfers to the cloud and back', { skip: root ? f
     assert.equal(rowsThere.out.trim(), '1|tea\n2|cake', 'the cloud instance holds the rows, readable as its own user');
     const crd = await open(cloud, cloudOwner.token, cloudId, 'cache');
     assert.equal((await redis(crd, 'get', 'greeting')).out.trim(), 'hello');
+    const cmy = await open(cloud, cloudOwner.token, cloudId, 'shop');
+    assert.notEqual(cmy.creds.password, my!.creds.password);
+    const itemsThere = await mariadb(cmy, 'select id, name from items order by id');
+    assert.equal(itemsThere.code, 0, itemsThere.out);
+    assert.equal(itemsThere.out.trim(), '1\tkettle', 'the cloud MariaDB holds the row, readable as its own user');
 
     // Changed on the cloud, then brought back with its data.
     assert.equal((await psql(cpg, "insert into orders values (3, 'pie')")).code, 0);
+    assert.equal((await mariadb(cmy, "insert into items values (2, 'teapot')")).code, 0);
     const b = await transferWithData(projectId, 'to-self-hosted');
     assert.equal(b.status, 200, b.text);
-    assert.deepEqual(b.body.data.transferred.serviceData, ['db', 'cache']);
+    assert.deepEqual(b.body.data.transferred.serviceData, ['db', 'cache', 'shop']);
     const back = await open(self, team.owner.token, projectId, 'db');
     assert.notEqual(back.s.id, pg.s.id);
     assert.equal((await psql(back, 'select item from orders order by id')).out.trim(), 'tea\ncake\npie');
     const rback = await open(self, team.owner.token, projectId, 'cache');
     assert.notEqual(rback.s.id, rd.s.id);
     assert.equal((await redis(rback, 'get', 'greeting')).out.trim(), 'hello');
+    const myback = await open(self, team.owner.token, projectId, 'shop');
+    assert.notEqual(myback.s.id, my!.s.id);
+    assert.equal((await mariadb(myback, 'select name from items order by id')).out.trim(), 'kettle\nteapot');
     // The app's variables are made from the new instance (wiring), its own password in them.
     const vars = (await managedServiceEnv(self.ctx, team.orgId, projectId, 'production')).env;
     assert.equal(vars.DATABASE_URL, back.creds.url);
-    for (const pw of [pg.creds.password, rd.creds.password, cpg.creds.password, crd.creds.password, back.creds.password]) {
+    for (const pw of [pg.creds.password, rd.creds.password, my!.creds.password, cpg.creds.password, crd.creds.password, cmy.creds.password, back.creds.password, myback.creds.password]) {
       assert.ok(!pair.logged.some((l) => l.includes(pw)), 'no service password in either server\'s log');
     }
     // Nothing of the dumps is left in either server's temporary folder.
