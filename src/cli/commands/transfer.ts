@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { Agent, request } from 'undici';
 import { ApiError, apiErrorFrom, savedClient, type Answered, type ApiClient } from '../client.js';
 import { resolveProject } from '../link.js';
 import { action, note, printJson } from '../output.js';
@@ -14,6 +13,7 @@ type TransferAnswer = Answered<'/api/projects/{id}/transfer/to-cloud', 'post'>;
  * the server works (Ctrl-C still ends it).
  */
 async function transfer(client: ApiClient, projectId: string, direction: Direction, includeData: boolean): Promise<TransferAnswer> {
+  const { Agent, request } = await import('undici');
   const dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
   try {
     const res = await request(`${client.server}/api/projects/${encodeURIComponent(projectId)}/transfer/${direction}`, {
