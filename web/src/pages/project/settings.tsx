@@ -4,10 +4,11 @@ import { Notice, Spinner } from '../../ui/controls';
 import { BuildSettings } from './settings-build';
 import { DangerZone, ProjectStatus } from './settings-danger';
 import { ResourcesSettings } from './settings-resources';
+import { CloudTransfer } from './settings-transfer';
 import { useProject } from './shell';
 import './settings.css';
 
-/** Build settings, resources, sleep mode, status and deletion of a project (deletion: project admins only). */
+/** Build settings, resources, sleep mode, status, the move to the cloud and back, and deletion of a project (the last two: project admins only). */
 export default function SettingsPage({ params }: PageProps) {
   const project = useProject(params.id!);
   const access = useAccess();
@@ -20,6 +21,7 @@ export default function SettingsPage({ params }: PageProps) {
       <BuildSettings key={p.updatedAt} project={p} />
       <ResourcesSettings project={p} />
       <ProjectStatus project={p} />
+      {access.project(p.id, 'admin') ? <CloudTransfer project={p} /> : null}
       {access.project(p.id, 'admin') ? <DangerZone project={p} /> : null}
     </div>
   );

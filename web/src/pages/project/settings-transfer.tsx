@@ -1,0 +1,87 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useId, useState } from 'react';
+import { api, data, messageOf } from '../../api/client';
+import { Button, ErrorNotice, errorNames } from '../../ui/controls';
+import { useToast } from '../../ui/toast';
+import { servicesQuery } from '../services/api';
+import { infoQuery } from './app-url';
+import type { Project } from './settings-common';
+
+type Direction = 'to-cloud' | 'to-self-hosted';
+
+/** The projects list (the home page's cache entry): it holds each local record's `location`. */
+const projectsQuery = { queryKey: ['projects'], queryFn: () => data(api.GET('/api/projects')) };
+
+/**
+ * Moving the project to the linked cloud and back (project admins; docs/cloud.md "Transfers").
+ * Shown for a local project of a linked server, and for a project that lives on the cloud. With
+ * managed services, "Include the services' data" sends `includeData` (docs/services.md
+ * "Transfers"); the server's 409 about it (a stopped service) shows at that checkbox.
+ */
+export function CloudTransfer({ project }: { project: Project }) {
+  const qc = useQueryClient();
+  const toast = useToast();
+  const checkId = useId();
+  const [includeData, setIncludeData] = useState(false);
+  // The local record's location (GET /api/projects/:id of a cloud project answers the cloud's copy).
+  const list = useQuery(projectsQuery);
+  const onCloud = list.data?.find((p) => p.id === project.id)?.location === 'cloud';
+  const info = useQuery({ ...infoQuery(project.id), enabled: list.isSuccess && !onCloud });
+  const services = useQuery(servicesQuery(project.id));
+  const managed = (services.data ?? []).filter((s) => s.managed);
+  const move = useMutation({
+    mutationFn: (to: Direction) => {
+      const params = { path: { id: project.id } };
+      const body = { includeData: managed.length > 0 && includeData };
+      return data(to === 'to-cloud' ? api.POST('/api/projects/{id}/transfer/to-cloud', { params, body }) : api.POST('/api/projects/{id}/transfer/to-self-hosted', { params, body }));
+    },
+    onSuccess: (t) => {
+      const moved = t.transferred.serviceData?.length ? ` with the data of ${t.transferred.serviceData.join(', ')}` : '';
+      toast(t.location === 'cloud' ? `${project.name} moved to the cloud${moved}` : `${project.name} is back on this server${moved}`);
+      setIncludeData(false);
+      void qc.invalidateQueries({ queryKey: ['projects'] });
+      void qc.invalidateQueries({ queryKey: ['project', project.id] });
+      void qc.invalidateQueries({ queryKey: servicesQuery(project.id).queryKey });
+    },
+  });
+  if (!list.isSuccess || (!onCloud && !info.data?.cloud?.linked)) return null;
+  const to: Direction = onCloud ? 'to-self-hosted' : 'to-cloud';
+  const dataError = errorNames(move.error, 'includeData');
+  return (
+    <section className="card" aria-labelledby="transfer-title">
+      <h2 id="transfer-title">Cloud</h2>
+      <p>
+        {onCloud
+          ? 'The project lives on the linked cloud. Bringing it back makes it here again with its settings, variables, domains, rules and services, then deletes the cloud copy.'
+          : 'Move the project to the linked cloud: its settings, variables, domains, rules and services are copied and checked there, then the copy here stops.'}
+      </p>
+      {managed.length > 0 ? (
+        <div className={`field${dataError ? ' field-invalid' : ''}`}>
+          <label className="check" htmlFor={checkId}>
+            <input
+              id={checkId}
+              type="checkbox"
+              checked={includeData}
+              onChange={(e) => (move.reset(), setIncludeData(e.target.checked))}
+              {...(dataError ? { 'aria-invalid': true, 'aria-describedby': `${checkId}-err` } : {})}
+            />{' '}
+            Include the services' data
+          </label>
+          {dataError ? (
+            <p className="field-error" id={`${checkId}-err`} role="alert">
+              {messageOf(move.error)}
+            </p>
+          ) : (
+            <p className="field-hint">
+              A dump of {managed.map((s) => s.name).join(', ')} is loaded into the new instances on the other side; every service must be running. Without it they start empty.
+            </p>
+          )}
+        </div>
+      ) : null}
+      <ErrorNotice error={move.error} fields={['includeData']} />
+      <Button variant="primary" busy={move.isPending} onClick={() => move.mutate(to)}>
+        {onCloud ? 'Bring back to this server' : 'Move to the cloud'}
+      </Button>
+    </section>
+  );
+}
