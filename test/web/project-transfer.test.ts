@@ -7,7 +7,7 @@ import { startTestServer, type TestServer } from '../support/harness.js';
 /**
  * The settings page's Cloud card (docs/cloud.md "Transfers") on a real self-hosted dashboard server
  * linked to a real cloud server: "Include the services' data" shows only for a project with managed
- * services, is sent as includeData (a stopped service's 409 shows at the checkbox), and the move itself.
+ * services, is sent as includeData (a stopped service's 409 shows at the checkbox), and the move there and back.
  * (The data moving: test/cloud/services-transfer.)
  */
 describe('moving a project to the cloud from the dashboard', browserSuite('the project transfer card'), () => {
@@ -23,7 +23,7 @@ describe('moving a project to the cloud from the dashboard', browserSuite('the p
     await cloud?.close();
   });
 
-  it("a stopped service's refusal shows at \"Include the services' data\"; without services the project moves", async () => {
+  it("a stopped service's refusal shows at \"Include the services' data\"; without services the project moves there and back", async () => {
     user = await createUser(dash.server);
     const project = await createProject(dash.server, user, { name: 'Mover' });
     // A stopped Redis as the services area keeps it (this server runs no database servers: it needs none to refuse).
@@ -54,8 +54,12 @@ describe('moving a project to the cloud from the dashboard', browserSuite('the p
     await card.getByRole('button', { name: 'Move to the cloud' }).click();
     await page.locator('.toast').filter({ hasText: 'Mover moved to the cloud' }).waitFor({ timeout: 60_000 });
     await card.getByRole('button', { name: 'Bring back to this server' }).waitFor();
-    const row = await dash.server.ctx.db.selectFrom('projects').select('location').where('id', '=', project.id).executeTakeFirstOrThrow();
-    assert.equal(row.location, 'cloud');
+    const location = async () => (await dash.server.ctx.db.selectFrom('projects').select('location').where('id', '=', project.id).executeTakeFirstOrThrow()).location;
+    assert.equal(await location(), 'cloud');
+    await card.getByRole('button', { name: 'Bring back to this server' }).click();
+    await page.locator('.toast').filter({ hasText: 'Mover is back on this server' }).waitFor({ timeout: 60_000 });
+    await card.getByRole('button', { name: 'Move to the cloud' }).waitFor();
+    assert.equal(await location(), 'local');
     assert.deepEqual(pageErrors(page), []);
     await context.close();
   });

@@ -16,22 +16,23 @@ const projectsQuery = { queryKey: ['projects'], queryFn: () => data(api.GET('/ap
  * Moving the project to the linked cloud and back (project admins; docs/cloud.md "Transfers").
  * Shown for a local project of a linked server, and for a project that lives on the cloud. With
  * managed services, "Include the services' data" sends `includeData` (docs/services.md
- * "Transfers"); the server's 409 about it (a stopped service) shows at that checkbox.
+ * "Transfers"); the server's 409 about it (a stopped service) shows at that checkbox. `id` is the
+ * local record's (the page's address): a cloud project's own record, forwarded, may carry the cloud's.
  */
-export function CloudTransfer({ project }: { project: Project }) {
+export function CloudTransfer({ id, project }: { id: string; project: Project }) {
   const qc = useQueryClient();
   const toast = useToast();
   const checkId = useId();
   const [includeData, setIncludeData] = useState(false);
   // The local record's location (GET /api/projects/:id of a cloud project answers the cloud's copy).
   const list = useQuery(projectsQuery);
-  const onCloud = list.data?.find((p) => p.id === project.id)?.location === 'cloud';
-  const info = useQuery({ ...infoQuery(project.id), enabled: list.isSuccess && !onCloud });
-  const services = useQuery(servicesQuery(project.id));
+  const onCloud = list.data?.find((p) => p.id === id)?.location === 'cloud';
+  const info = useQuery({ ...infoQuery(id), enabled: list.isSuccess && !onCloud });
+  const services = useQuery(servicesQuery(id));
   const managed = (services.data ?? []).filter((s) => s.managed);
   const move = useMutation({
     mutationFn: (to: Direction) => {
-      const params = { path: { id: project.id } };
+      const params = { path: { id } };
       const body = { includeData: managed.length > 0 && includeData };
       return data(to === 'to-cloud' ? api.POST('/api/projects/{id}/transfer/to-cloud', { params, body }) : api.POST('/api/projects/{id}/transfer/to-self-hosted', { params, body }));
     },
@@ -40,8 +41,8 @@ export function CloudTransfer({ project }: { project: Project }) {
       toast(t.location === 'cloud' ? `${project.name} moved to the cloud${moved}` : `${project.name} is back on this server${moved}`);
       setIncludeData(false);
       void qc.invalidateQueries({ queryKey: ['projects'] });
-      void qc.invalidateQueries({ queryKey: ['project', project.id] });
-      void qc.invalidateQueries({ queryKey: servicesQuery(project.id).queryKey });
+      void qc.invalidateQueries({ queryKey: ['project', id] });
+      void qc.invalidateQueries({ queryKey: servicesQuery(id).queryKey });
     },
   });
   if (!list.isSuccess || (!onCloud && !info.data?.cloud?.linked)) return null;

@@ -21,7 +21,7 @@ export default function SettingsPage({ params }: PageProps) {
       <BuildSettings key={p.updatedAt} project={p} />
       <ResourcesSettings project={p} />
       <ProjectStatus project={p} />
-      {access.project(p.id, 'admin') ? <CloudTransfer project={p} /> : null}
+      {access.project(params.id!, 'admin') ? <CloudTransfer id={params.id!} project={p} /> : null}
       {access.project(p.id, 'admin') ? <DangerZone project={p} /> : null}
     </div>
   );
