@@ -40,6 +40,14 @@ describe('moving a project to the cloud from the dashboard', browserSuite('the p
     const include = card.getByLabel("Include the services' data");
     await include.check();
     await card.getByRole('button', { name: 'Move to the cloud' }).click();
+    // A confirmation says what moves and what does not; Cancel leaves everything as it was.
+    const confirm = page.getByRole('dialog', { name: 'Move Mover to the cloud?' });
+    await confirm.getByText(/The data of idle moves too/).waitFor();
+    await confirm.getByText(/Deployments, logs, backups and the volume's files do not move/).waitFor();
+    await confirm.getByRole('button', { name: 'Cancel' }).click();
+    await confirm.waitFor({ state: 'hidden' });
+    await card.getByRole('button', { name: 'Move to the cloud' }).click();
+    await confirm.getByRole('button', { name: 'Move it' }).click();
     const alert = card.locator('.field-invalid').getByRole('alert');
     await alert.waitFor();
     assert.match(await alert.innerText(), /the service idle is stopped/);
@@ -52,11 +60,13 @@ describe('moving a project to the cloud from the dashboard', browserSuite('the p
     await card.getByRole('button', { name: 'Move to the cloud' }).waitFor();
     assert.equal(await include.count(), 0);
     await card.getByRole('button', { name: 'Move to the cloud' }).click();
+    await page.getByRole('dialog', { name: 'Move Mover to the cloud?' }).getByRole('button', { name: 'Move it' }).click();
     await page.locator('.toast').filter({ hasText: 'Mover moved to the cloud' }).waitFor({ timeout: 60_000 });
     await card.getByRole('button', { name: 'Bring back to this server' }).waitFor();
     const location = async () => (await dash.server.ctx.db.selectFrom('projects').select('location').where('id', '=', project.id).executeTakeFirstOrThrow()).location;
     assert.equal(await location(), 'cloud');
     await card.getByRole('button', { name: 'Bring back to this server' }).click();
+    await page.getByRole('dialog', { name: 'Bring Mover back to this server?' }).getByRole('button', { name: 'Bring it back' }).click();
     await page.locator('.toast').filter({ hasText: 'Mover is back on this server' }).waitFor({ timeout: 60_000 });
     await card.getByRole('button', { name: 'Move to the cloud' }).waitFor();
     assert.equal(await location(), 'local');

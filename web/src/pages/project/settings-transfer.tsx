@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useState } from 'react';
 import { api, data, messageOf } from '../../api/client';
-import { Button, ErrorNotice, errorNames } from '../../ui/controls';
+import { Button, ConfirmDialog, ErrorNotice, errorNames } from '../../ui/controls';
 import { useToast } from '../../ui/toast';
 import { servicesQuery } from '../services/api';
 import { infoQuery } from './app-url';
@@ -24,6 +24,7 @@ export function CloudTransfer({ id, project }: { id: string; project: Project })
   const toast = useToast();
   const checkId = useId();
   const [includeData, setIncludeData] = useState(false);
+  const [confirming, setConfirming] = useState(false);
   // The local record's location (GET /api/projects/:id of a cloud project answers the cloud's copy).
   const list = useQuery(projectsQuery);
   const onCloud = list.data?.find((p) => p.id === id)?.location === 'cloud';
@@ -36,6 +37,7 @@ export function CloudTransfer({ id, project }: { id: string; project: Project })
       const body = { includeData: managed.length > 0 && includeData };
       return data(to === 'to-cloud' ? api.POST('/api/projects/{id}/transfer/to-cloud', { params, body }) : api.POST('/api/projects/{id}/transfer/to-self-hosted', { params, body }));
     },
+    onSettled: () => setConfirming(false),
     onSuccess: (t) => {
       const moved = t.transferred.serviceData?.length ? ` with the data of ${t.transferred.serviceData.join(', ')}` : '';
       toast(t.location === 'cloud' ? `${project.name} moved to the cloud${moved}` : `${project.name} is back on this server${moved}`);
@@ -80,9 +82,29 @@ export function CloudTransfer({ id, project }: { id: string; project: Project })
         </div>
       ) : null}
       <ErrorNotice error={move.error} fields={['includeData']} />
-      <Button variant="primary" busy={move.isPending} onClick={() => move.mutate(to)}>
+      <Button variant="primary" busy={move.isPending} onClick={() => (move.reset(), setConfirming(true))}>
         {onCloud ? 'Bring back to this server' : 'Move to the cloud'}
       </Button>
+      <ConfirmDialog
+        open={confirming}
+        danger={false}
+        title={onCloud ? `Bring ${project.name} back to this server?` : `Move ${project.name} to the cloud?`}
+        confirmLabel={onCloud ? 'Bring it back' : 'Move it'}
+        busy={move.isPending}
+        onConfirm={() => move.mutate(to)}
+        onCancel={() => setConfirming(false)}
+      >
+        <p>
+          {onCloud
+            ? 'The settings, variables, domains, rules and services of the cloud copy replace the ones here, and the cloud copy is deleted. Nothing runs here until the next deployment.'
+            : 'Its settings, variables, domains, rules and services are copied to the cloud and checked there; then the app here goes offline and its services stop. Deployments, logs, backups and the volume\'s files do not move: nothing runs on the cloud until its first deployment there.'}{' '}
+          {managed.length > 0
+            ? includeData
+              ? `The data of ${managed.map((s) => s.name).join(', ')} moves too.`
+              : `The services (${managed.map((s) => s.name).join(', ')}) start empty on the other side.`
+            : ''}
+        </p>
+      </ConfirmDialog>
     </section>
   );
 }
