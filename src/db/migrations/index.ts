@@ -34,6 +34,7 @@ import * as m032 from './032_metrics.js';
 import * as m033 from './033_app_health.js';
 import * as m034 from './034_backup_verify_restore.js';
 import * as m035 from './035_service_environments.js';
+import * as m036 from './036_metric_tiers.js';
 import * as m040 from './040_certificate_expiry_notice.js';
 
 /**
@@ -76,5 +77,6 @@ export const migrations: Record<string, Migration> = {
   '033_app_health': m033,
   '034_backup_verify_restore': m034,
   '035_service_environments': m035,
+  '036_metric_tiers': m036,
   '040_certificate_expiry_notice': m040,
 };

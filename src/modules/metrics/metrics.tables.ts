@@ -13,17 +13,18 @@ export interface MetricTargetsTable {
 }
 
 /**
- * One target's numbers over one step (10, 60 or 3600 s) starting at `ts` (epoch seconds). Usage
- * fields are averages over the step (CPU in thousandths of a core, bytes per second, memory bytes);
- * request fields are counts and bytes in the step and duration percentiles in microseconds. Null: not
- * measured (no usage of a static site, no requests of a service).
+ * One target's numbers over one step starting at `ts` (epoch seconds); each step has its table
+ * (`metricPointsRaw` 10 s, `metricPointsMinute` 60 s, `metricPointsHour` 3600 s), so no row carries
+ * its step. Usage fields are averages over the step (CPU in thousandths of a core, bytes per second,
+ * memory in KiB: the store answers bytes); request fields are counts and bytes in the step and
+ * duration percentiles in microseconds. Null: not measured (no usage of a static site, no requests of
+ * a service).
  */
 export interface MetricPointsTable {
   targetId: number;
-  step: number;
   ts: number;
   cpuMilli: number | null;
-  memBytes: number | null;
+  memKib: number | null;
   netRx: number | null;
   netTx: number | null;
   diskRead: number | null;
@@ -41,5 +42,7 @@ export interface MetricPointsTable {
 
 export interface MetricsTables {
   metricTargets: MetricTargetsTable;
-  metricPoints: MetricPointsTable;
+  metricPointsRaw: MetricPointsTable;
+  metricPointsMinute: MetricPointsTable;
+  metricPointsHour: MetricPointsTable;
 }
