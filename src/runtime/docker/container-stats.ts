@@ -34,3 +34,26 @@ export function usageOfStats(s: Partial<Docker.ContainerStats>): UsageCounters |
     netTxBytes: nets ? nets.reduce((t, n) => t + n.tx_bytes, 0) : null,
   };
 }
+
+const FIELDS = ['cpuUsec', 'memoryBytes', 'diskReadBytes', 'diskWriteBytes', 'netRxBytes', 'netTxBytes'] as const;
+
+/** The sum of readings, field by field (a field none of them has stays null); null for no reading. */
+export function sumUsage(readings: UsageCounters[]): UsageCounters | null {
+  if (!readings.length) return null;
+  const out = Object.fromEntries(FIELDS.map((f) => [f, null])) as unknown as UsageCounters;
+  for (const r of readings) for (const f of FIELDS) if (r[f] !== null) out[f] = (out[f] ?? 0) + r[f]!;
+  return out;
+}
+
+/**
+ * A Swarm service's usage: the sum of its task containers running on this Engine (found by Berth's
+ * instance and kind labels and the service name the engine puts on each task), each read as
+ * `containerUsage`. Tasks on other nodes are not counted (their Engines answer for them). Null while
+ * none runs here.
+ */
+export async function serviceUsage(api: Pick<Docker, 'listContainers' | 'getContainer'>, instanceKey: string, service: string): Promise<UsageCounters | null> {
+  const filters = { label: [`berth.instance=${instanceKey}`, 'berth.kind=app', `com.docker.swarm.service.name=${service}`] };
+  const tasks = await api.listContainers({ filters }).catch(() => []);
+  const readings = await Promise.all(tasks.map((t) => containerUsage(api.getContainer(t.Id))));
+  return sumUsage(readings.filter((r): r is UsageCounters => r !== null));
+}

@@ -8,6 +8,7 @@ import type { LogFile } from '../logs.js';
 import { appOf, StartError, type ReleaseSpec, type Upstream } from '../release-spec.js';
 import { labelFilter, numericUser, statusOf } from './containers.js';
 import type { DockerEngine } from './engine.js';
+import { serviceUsage } from './container-stats.js';
 import { TcpBalancer } from './swarm-balancer.js';
 import { TaskBackends } from './swarm-tasks.js';
 import { removeProjectLeftovers } from './swarm-leftovers.js';
@@ -341,6 +342,8 @@ export class SwarmApps implements AppRunner {
       exited,
       box: {
         signalAll: () => {},
+        // The metrics sampler's counters: the sum of the service's tasks on this node.
+        usage: () => serviceUsage(this.api, this.key, name),
         dispose: () =>
           this.locked(appOf(spec), async () => {
             release(DRAIN_MS);
