@@ -3,6 +3,7 @@ import { mkdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { copyContents, ensureImage, imageOf, isMounted, removeImage, usage } from './disk-image.js';
 import { BuildError } from './build-error.js';
+import { releaseKeptInstall } from './build-overlay.js';
 
 /**
  * A build's writable folders under `build.diskMb` (contract 18): while a build runs, its working folder
@@ -60,6 +61,8 @@ export async function keepRelease(workDir: string, only?: string): Promise<void>
   const part = only && !only.startsWith('..') && !path.isAbsolute(only) ? only : '';
   await mkdir(path.join(out, 'src', part), { recursive: true, mode: 0o755 });
   if (existsSync(path.join(workDir, 'src', part))) await copyContents(path.join(workDir, 'src', part), path.join(out, 'src', part));
+  // A kept install mounted into the build (build-overlay.ts) was copied out with the release (read through its mount).
+  await releaseKeptInstall(workDir);
   await removeImage(workDir);
   await rm(workDir, { recursive: true, force: true });
   await rename(out, workDir);
@@ -67,6 +70,7 @@ export async function keepRelease(workDir: string, only?: string): Promise<void>
 
 /** A failed or cancelled build's image: unmounted and removed (the folder stays, empty). */
 export async function dropBuildImage(workDir: string): Promise<void> {
+  await releaseKeptInstall(workDir);
   if (isMounted(workDir) || existsSync(imageOf(workDir))) await removeImage(workDir);
   await rm(`${workDir}.release`, { recursive: true, force: true });
 }

@@ -8,6 +8,7 @@ import type { Identity } from './driver.js';
 import { chownTree } from './identity.js';
 import { copyContents } from './disk-image.js';
 import { findProgram } from './toolchains.js';
+import { mountKeptInstall } from './build-overlay.js';
 
 /**
  * Reused installs (contract section 21, issue 39 point 2): when the lockfile, the install command and the
@@ -19,9 +20,10 @@ import { findProgram } from './toolchains.js';
  * install depends on (`installKey`). That folder is not inside any box (a build sees only its
  * environment's cache folder), so a build can neither read another's nor change the kept copy. The next
  * build computes its key before its box opens; when it matches the environment's kept key (a preview's first
- * build also tries production's), the copy goes into the app folder, owned by the project's uid, and the
- * install step is left out with a log line. Copies are reflinks where the filesystem can, else plain copies;
- * links inside are copied as links, never followed. Only Node.js installs (npm, pnpm, yarn with
+ * build also tries production's), the kept copy (owned by the project's uid) is shown in the app folder and
+ * the install step is left out with a log line: mounted beneath the build's writes (build-overlay.ts) when
+ * the build's folders are on their own image and the server runs as root, else copied (reflinks where the
+ * filesystem can, else plain copies; links inside are copied as links, never followed). Only Node.js installs (npm, pnpm, yarn with
  * node_modules, bun) with a lockfile in the app folder and no workspace are reused; anything else installs
  * as before.
  */
@@ -118,23 +120,29 @@ export async function findKeptInstall(cacheDir: string, key: string): Promise<{ 
   return null;
 }
 
-/** Copies a kept install into the app folder (no box runs: nothing of the tenant's moves meanwhile), the project's own. */
-export async function restoreInstall(kept: string, appDir: string, identity: Identity | null): Promise<void> {
+/**
+ * Shows a kept install in the app folder (no box runs: nothing of the tenant's moves meanwhile), the
+ * project's own: mounted (build-overlay.ts) when `workDir`, the build's folder, is on its own image and
+ * the server is root; else copied.
+ */
+export async function restoreInstall(kept: string, appDir: string, identity: Identity | null, workDir?: string): Promise<'mounted' | 'copied'> {
   const target = path.join(realpathSync(appDir), 'node_modules');
   if (lstatExists(target)) throw new Error('the app folder has a node_modules already');
+  if (workDir && (await mountKeptInstall(kept, realpathSync(appDir), workDir, identity))) return 'mounted';
   // coreutils' cp (reflinks where the filesystem can, links as links, modes and times kept): 3-5 times
   // faster than node's fs.cp on a node_modules of thousands of files, and this copy is on the path of
   // every build that reuses its install. The kept copy holds only files, folders and links (keepInstall).
   await mkdir(target, { mode: 0o755 });
   await copyContents(path.join(kept, 'node_modules'), target);
   if (identity && process.getuid?.() === 0) await chownTree(target, identity);
+  return 'copied';
 }
 
 /**
  * Keeps the app folder's installed dependencies for the next build (after its box is gone), replacing the
  * environment's kept one; answers the bytes kept, or null when there was nothing to keep.
  */
-export async function keepInstall(cacheDir: string, key: string, appDir: string): Promise<number | null> {
+export async function keepInstall(cacheDir: string, key: string, appDir: string, identity: Identity | null = null): Promise<number | null> {
   const from = path.join(appDir, 'node_modules');
   const st = await lstat(from).catch(() => null);
   if (!st?.isDirectory()) return null;
@@ -155,6 +163,8 @@ export async function keepInstall(cacheDir: string, key: string, appDir: string)
         return !!s && (s.isFile() || s.isDirectory() || s.isSymbolicLink());
       },
     });
+    // The project's, as its build left it: a build that mounts it (build-overlay.ts) writes beside it as that uid.
+    if (identity && process.getuid?.() === 0) await chownTree(path.join(tmp, 'node_modules'), identity);
     await writeFile(path.join(tmp, 'key'), key, { mode: 0o600 });
     await rm(dir, { recursive: true, force: true });
     await rename(tmp, dir);
@@ -193,7 +203,7 @@ export interface InstallReuse {
  * the build's folders move onto their disk image), said in the log; null when the build's install is not
  * one that is reused (or the build runs without its cache).
  */
-export async function reuseInstall(cacheDir: string | null | undefined, k: InstallKeyInput, identity: Identity | null, prepare: () => Promise<void>, note: (line: string) => void): Promise<InstallReuse | null> {
+export async function reuseInstall(cacheDir: string | null | undefined, k: InstallKeyInput, identity: Identity | null, prepare: () => Promise<void>, note: (line: string) => void, workDir?: string): Promise<InstallReuse | null> {
   if (!cacheDir) return null;
   const key = await installKey(k).catch(() => null);
   if (!key) return null;
@@ -201,7 +211,7 @@ export async function reuseInstall(cacheDir: string | null | undefined, k: Insta
   if (!kept) return { key, reused: false };
   try {
     await prepare();
-    await restoreInstall(kept.dir, k.appDir, identity);
+    await restoreInstall(kept.dir, k.appDir, identity, workDir);
   } catch (e) {
     await rm(path.join(k.appDir, 'node_modules'), { recursive: true, force: true }).catch(() => {});
     note(`install: the kept dependencies could not be copied in (${(e as NodeJS.ErrnoException).code ?? 'an error'}): installing`);
@@ -213,10 +223,10 @@ export async function reuseInstall(cacheDir: string | null | undefined, k: Insta
 }
 
 /** After a build whose steps succeeded: its install kept for the next one (a reused one is kept already). */
-export async function keepInstallAfter(cacheDir: string | null | undefined, reuse: InstallReuse | null, appDir: string, note: (line: string) => void): Promise<void> {
+export async function keepInstallAfter(cacheDir: string | null | undefined, reuse: InstallReuse | null, appDir: string, note: (line: string) => void, identity: Identity | null = null): Promise<void> {
   if (!cacheDir || !reuse || reuse.reused) return;
   try {
-    const bytes = await keepInstall(cacheDir, reuse.key, appDir);
+    const bytes = await keepInstall(cacheDir, reuse.key, appDir, identity);
     if (bytes !== null) note(`cache: installed dependencies kept for the next build (${(bytes / 1048576).toFixed(1)} MB)`);
   } catch (e) {
     note(`cache: the installed dependencies could not be kept (${(e as NodeJS.ErrnoException).code ?? 'an error'})`);

@@ -309,7 +309,7 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
   // Nothing of the project's runs after a reused install (no build step, no tools): its folders need no disk image.
   const runsMore = tools.length > 0 || steps.some((st) => st.label !== 'install');
   const installAt = steps.findIndex((st) => st.label === 'install');
-  const reuse = installAt < 0 ? null : await timed('build.install-reuse', () => reuseInstall(input.cacheDir, { srcDir, appDir, runtime: plan.runtime, install: steps[installAt]!.shown, runtimeVersion, tools, env: { ...variables, ...input.env } }, input.identity, runsMore ? prepare : async () => {}, note));
+  const reuse = installAt < 0 ? null : await timed('build.install-reuse', () => reuseInstall(input.cacheDir, { srcDir, appDir, runtime: plan.runtime, install: steps[installAt]!.shown, runtimeVersion, tools, env: { ...variables, ...input.env } }, input.identity, runsMore ? prepare : async () => {}, note, runsMore ? input.workDir : undefined));
   if (reuse?.reused) steps.splice(installAt, 1);
   if (steps.length || tools.length) {
     await prepare();
@@ -355,7 +355,7 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
       await unlinkNext?.().catch(() => {});
     }
   }
-  await timed('build.keep-install', () => keepInstallAfter(input.cacheDir, reuse, appDir, note));
+  await timed('build.keep-install', () => keepInstallAfter(input.cacheDir, reuse, appDir, note, input.identity));
   if (isStatic) {
     const site = path.resolve(appDir, outputDirectory ?? '.');
     if (!inside(site, srcDir) || !existsSync(site)) throw new BuildError(`the build left no output directory ${outputDirectory}: set static.outputDirectory to the folder the build writes`);

@@ -147,6 +147,35 @@ describe('per-project build caches (sandbox runtime, a real dependency from the 
     assert.ok(fourth.log.includes('[berth] install: reused the dependencies the last build installed'), fourth.log);
   });
 
+  test('a build step that writes into reused dependencies changes only its own release: the kept install and the next build see them as installed', async () => {
+    const { project, dir } = await builtOnce('cache-kept-write');
+    const keptFile = path.join(data, 'build-cache', project.id, '.installed', 'production', 'node_modules', 'is-number', 'index.js');
+    const original = readFileSync(keptFile, 'utf8');
+    // The build step replaces the package's code and adds a file beside it, as the project's uid.
+    const probe = [
+      "const fs = require('node:fs');",
+      "fs.writeFileSync('node_modules/is-number/index.js', 'module.exports = () => \"poisoned\";\\n');",
+      "fs.writeFileSync('node_modules/planted.js', 'x');",
+      "console.log('probe: wrote ' + process.getuid());",
+      '',
+    ].join('\n');
+    writeFileSync(path.join(dir, 'probe.js'), probe);
+    const second = await deploy(project.id);
+    assert.ok(second.log.includes('[berth] install: reused the dependencies the last build installed'), second.log);
+    assert.match(second.log, /^probe: wrote \d+$/m);
+    assert.equal((await edge(project.slug)).text, 'poisoned', 'the release is what its build made');
+    assert.equal(readFileSync(keptFile, 'utf8'), original, 'the kept install is as its install left it');
+    assert.ok(!existsSync(path.join(path.dirname(path.dirname(keptFile)), 'planted.js')));
+    // The next build (reusing the install again) starts from the kept install, not from the last build's writes.
+    writeFileSync(path.join(dir, 'probe.js'), "console.log('probe: sees ' + require('node:fs').readFileSync('node_modules/is-number/index.js', 'utf8').includes('poisoned') + ' ' + require('node:fs').existsSync('node_modules/planted.js'));\n");
+    const third = await deploy(project.id);
+    assert.ok(third.log.includes('[berth] install: reused the dependencies the last build installed'), third.log);
+    assert.ok(third.lines.includes('probe: sees false false'), third.log);
+    assert.equal((await edge(project.slug)).text, 'true');
+    // Nothing of the build's stays mounted.
+    assert.ok(!readFileSync('/proc/self/mountinfo', 'utf8').includes(path.join(data, 'builds')), 'no mount left under the builds folder');
+  });
+
   test("an unchanged source and plan reuse the last ready build's release whole (no install, no build step, said in the log); a changed variable builds again", async () => {
     const { project } = await builtOnce('cache-reuse');
     const last = await deploy(project.id);
