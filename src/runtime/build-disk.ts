@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { copyContents, ensureImage, imageOf, isMounted, removeImage, usage } from './disk-image.js';
+import { copyContents, ensureImage, freshImageOnto, imageOf, isMounted, removeImage, usage } from './disk-image.js';
 import { BuildError } from './build-error.js';
 import { releaseKeptInstall } from './build-overlay.js';
 
@@ -28,12 +28,13 @@ export async function limitBuildFolders(workDir: string, diskMb: number | undefi
 
 /**
  * Puts `workDir`, which holds the build's source already (an upload's: bounded by the upload), onto a
- * fresh image of `diskMb`, its contents copied in (ensureImage's migration), right before the first
+ * fresh image of `diskMb`, its contents copied in, right before the first
  * step of the project's runs.
  */
 export async function moveBuildFolders(workDir: string, diskMb: number): Promise<void> {
   try {
-    await ensureImage(workDir, diskMb);
+    // The build's folder is its own and fresh: no crash-safe staging (ensureImage's), which cost two more mounts.
+    await freshImageOnto(workDir, diskMb);
   } catch (e) {
     if (!/No space left/i.test((e as Error).message)) throw e;
     throw new BuildError(`the build's folders are full: the source alone does not fit the ${diskMb} MB build.diskMb allows (raise resources.build.diskMb)`);

@@ -264,6 +264,36 @@ export async function ensureImage(dir: string, sizeMb: number, owner?: { uid: nu
   return { migrated };
 }
 
+/**
+ * A throwaway folder (a build's) onto a fresh image of `sizeMb`: the folder moved aside, the image made and
+ * mounted in its place, the contents copied in, the old folder removed. Three programs (mkfs, mount, cp)
+ * where `ensureImage`'s crash-safe migration runs seven: a crash midway leaves a folder its owner drops
+ * anyway (a build that did not finish is failed and its folders removed).
+ */
+export async function freshImageOnto(dir: string, sizeMb: number): Promise<void> {
+  const img = imageOf(dir);
+  const old = `${dir}.premigrate`;
+  if (isMounted(dir)) throw new Error(`${dir} is mounted already`);
+  await rm(old, { recursive: true, force: true });
+  const had = existsSync(dir) && !(await isEmpty(dir));
+  if (had) await rename(dir, old);
+  try {
+    await makeImage(img, sizeMb);
+    await mkdir(dir, { recursive: true });
+    await run('mount', ['-t', 'ext4', '-o', 'loop,nosuid,nodev,noatime', img, dir]);
+    if (had) await copyContents(old, dir);
+  } catch (e) {
+    await unmount(dir).catch(() => {});
+    await rm(img, { force: true });
+    if (had) {
+      await rm(dir, { recursive: true, force: true }).catch(() => {});
+      await rename(old, dir).catch(() => {});
+    }
+    throw e;
+  }
+  await rm(old, { recursive: true, force: true });
+}
+
 /** Unmounts `dir` and removes its image (the folder stays, empty). */
 export async function removeImage(dir: string): Promise<void> {
   await unmount(dir);
