@@ -4,6 +4,7 @@ import path from 'node:path';
 import { copyContents, ensureImage, freshImageOnto, imageOf, isMounted, removeImage, usage } from './disk-image.js';
 import { BuildError } from './build-error.js';
 import { releaseKeptInstall } from './build-overlay.js';
+import { timed } from '../lib/spans.js';
 
 /**
  * A build's writable folders under `build.diskMb` (contract 18): while a build runs, its working folder
@@ -61,10 +62,10 @@ export async function keepRelease(workDir: string, only?: string): Promise<void>
   await rm(out, { recursive: true, force: true });
   const part = only && !only.startsWith('..') && !path.isAbsolute(only) ? only : '';
   await mkdir(path.join(out, 'src', part), { recursive: true, mode: 0o755 });
-  if (existsSync(path.join(workDir, 'src', part))) await copyContents(path.join(workDir, 'src', part), path.join(out, 'src', part));
+  if (existsSync(path.join(workDir, 'src', part))) await timed('release.copy-out', () => copyContents(path.join(workDir, 'src', part), path.join(out, 'src', part)));
   // A kept install mounted into the build (build-overlay.ts) was copied out with the release (read through its mount).
-  await releaseKeptInstall(workDir);
-  await removeImage(workDir);
+  await timed('release.unmount-install', () => releaseKeptInstall(workDir));
+  await timed('release.remove-image', () => removeImage(workDir));
   await rm(workDir, { recursive: true, force: true });
   await rename(out, workDir);
 }

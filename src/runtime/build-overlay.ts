@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { Identity } from './driver.js';
 import { chownTree } from './identity.js';
 import { isMounted, mounts, run, unmount } from './disk-image.js';
+import { timed } from '../lib/spans.js';
 
 /**
  * A kept install shown in a build's app folder without copying it (issue 39 point 5): an overlay mount
@@ -44,7 +45,7 @@ export async function mountKeptInstall(kept: string, appDir: string, workDir: st
   if (identity && (top.uid !== identity.uid || top.gid !== identity.gid)) await chownTree(from, identity);
   try {
     await rm(lower, { recursive: true, force: true });
-    await run('cp', ['-al', '--', from, lower], 3600_000);
+    await timed('build.install-snapshot', () => run('cp', ['-al', '--', from, lower], 3600_000));
     await rm(base, { recursive: true, force: true });
     await mkdir(work, { recursive: true, mode: 0o700 });
     await mkdir(upper, { mode: 0o755 });
@@ -52,7 +53,7 @@ export async function mountKeptInstall(kept: string, appDir: string, workDir: st
     await chmod(upper, top.mode & 0o7777);
     if (identity) await chown(upper, identity.uid, identity.gid);
     await mkdir(target, { mode: 0o755 });
-    await run('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${upper},workdir=${work},nosuid,nodev`, target]);
+    await timed('build.install-mount', () => run('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${upper},workdir=${work},nosuid,nodev`, target]));
     return true;
   } catch {
     await releaseKeptInstall(workDir, target).catch(() => {});
@@ -68,8 +69,10 @@ export async function releaseKeptInstall(workDir: string, alsoRemove?: string): 
   const root = path.resolve(workDir);
   // Only the mounts strictly below the folder, deepest first (the folder's own image is the caller's).
   const below = [...mounts().keys()].filter((m) => m.startsWith(root + path.sep)).sort((a, b) => b.length - a.length);
-  for (const m of below) await unmount(m);
+  await timed('release.overlay-umount', async () => {
+    for (const m of below) await unmount(m);
+  });
   if (alsoRemove) await rm(alsoRemove, { recursive: true, force: true }).catch(() => {});
-  await rm(`${workDir}.lower`, { recursive: true, force: true });
+  await timed('release.snapshot-rm', () => rm(`${workDir}.lower`, { recursive: true, force: true }));
 }
 
