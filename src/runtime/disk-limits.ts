@@ -112,15 +112,16 @@ export async function releaseVolumes(dir: string): Promise<void> {
 
 /**
  * Start-up sweep of a stop's leftovers under `<data-dir>/builds`: images of builds that were cut short
- * (no build of this server runs yet; one still mounted is unmounted) and half-copied releases.
+ * (no build of this server runs yet; one still mounted is unmounted) and half-copied releases and kept-install snapshots.
  */
 async function sweepBuildImages(buildsDir: string): Promise<void> {
   if (!existsSync(buildsDir)) return;
   for (const project of await readdir(buildsDir).catch(() => [] as string[])) {
     const dir = path.join(buildsDir, project);
     for (const n of await readdir(dir).catch(() => [] as string[])) {
-      if (n.endsWith('.img')) await removeImage(path.join(dir, n.slice(0, -4))).catch(() => {});
-      else if (n.endsWith('.release')) await rm(path.join(dir, n), { recursive: true, force: true }).catch(() => {});
+      // A build's kept install mounted below its folder (build-overlay.ts) goes first; its snapshot (`.lower`) with the releases.
+      if (n.endsWith('.img')) await unmountBelow(path.join(dir, n.slice(0, -4))).then(() => removeImage(path.join(dir, n.slice(0, -4)))).catch(() => {});
+      else if (n.endsWith('.release') || n.endsWith('.lower')) await rm(path.join(dir, n), { recursive: true, force: true }).catch(() => {});
     }
   }
 }

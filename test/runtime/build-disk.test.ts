@@ -7,10 +7,13 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { BuildError, runBuild, type PlanInput } from '../../src/runtime/build.js';
 import { imagesUsable, isMounted, unmountBelow } from '../../src/runtime/disk-image.js';
+import { keepRelease, limitBuildFolders } from '../../src/runtime/build-disk.js';
+import { restoreInstall } from '../../src/runtime/build-reuse.js';
+import { startDiskLimits } from '../../src/runtime/disk-limits.js';
 import { createDriver } from '../../src/runtime/drivers.js';
 import { tempDir } from '../support/harness.js';
 
@@ -92,4 +95,39 @@ test('an upload whose source alone is larger than build.diskMb fails before its 
   await assert.rejects(run, (e: Error) => e instanceof BuildError && /the source alone does not fit the 32 MB build\.diskMb/.test(e.message));
   assert.equal(isMounted(workDir), false);
   assert.equal(existsSync(`${workDir}.img`), false);
+});
+
+test("a kept install mounted into a build's folder is read through and never written, leaves with the release, and no mount or snapshot outlives the build or a stop", async (t) => {
+  if (skip) return t.skip(skip);
+  const kept = path.join(root, 'data', 'build-cache', 'prj_ov', '.installed', 'production');
+  mkdirSync(path.join(kept, 'node_modules', 'pkg'), { recursive: true });
+  writeFileSync(path.join(kept, 'node_modules', 'pkg', 'index.js'), 'installed');
+  const folder = async (name: string) => {
+    const workDir = path.join(root, 'data', 'builds', 'prj_ov', name);
+    mkdirSync(path.dirname(workDir), { recursive: true });
+    assert.ok(await limitBuildFolders(workDir, 32));
+    mkdirSync(path.join(workDir, 'src'));
+    assert.equal(await restoreInstall(kept, path.join(workDir, 'src'), null, workDir), 'mounted');
+    return workDir;
+  };
+  const workDir = await folder('dpl_ov1');
+  const file = path.join(workDir, 'src', 'node_modules', 'pkg', 'index.js');
+  assert.equal(readFileSync(file, 'utf8'), 'installed');
+  writeFileSync(file, 'built');
+  writeFileSync(path.join(workDir, 'src', 'node_modules', 'new.js'), 'new');
+  assert.equal(readFileSync(path.join(kept, 'node_modules', 'pkg', 'index.js'), 'utf8'), 'installed', 'the kept copy is not written');
+  assert.ok(!existsSync(path.join(kept, 'node_modules', 'new.js')));
+  await keepRelease(workDir);
+  assert.equal(readFileSync(file, 'utf8'), 'built', 'the release holds what the build made');
+  assert.ok(existsSync(path.join(workDir, 'src', 'node_modules', 'new.js')));
+  assert.ok(!isMounted(workDir) && !isMounted(path.join(workDir, 'src', 'node_modules')));
+  assert.ok(!existsSync(`${workDir}.lower`), 'the snapshot went with the build');
+
+  // A stop in the middle of a build: the next start unmounts both and removes the image and the snapshot.
+  const cut = await folder('dpl_ov2');
+  assert.ok(existsSync(`${cut}.lower`));
+  await startDiskLimits(path.join(root, 'data'), 'auto', { warn() {} });
+  assert.ok(!isMounted(cut) && !isMounted(path.join(cut, 'src', 'node_modules')));
+  assert.ok(!existsSync(`${cut}.lower`) && !existsSync(`${cut}.img`));
+  assert.equal(readFileSync(path.join(kept, 'node_modules', 'pkg', 'index.js'), 'utf8'), 'installed');
 });
