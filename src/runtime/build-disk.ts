@@ -64,7 +64,7 @@ export async function keepRelease(workDir: string, only?: string): Promise<void>
   await mkdir(path.join(out, 'src', part), { recursive: true, mode: 0o755 });
   if (existsSync(path.join(workDir, 'src', part))) await timed('release.copy-out', () => copyContents(path.join(workDir, 'src', part), path.join(out, 'src', part)));
   // A kept install mounted into the build (build-overlay.ts) was copied out with the release (read through its mount).
-  await timed('release.unmount-install', () => releaseKeptInstall(workDir));
+  await timed('release.unmount-install', () => releaseKeptInstall(workDir, undefined, true));
   await timed('release.remove-image', () => removeImage(workDir));
   await rm(workDir, { recursive: true, force: true });
   await rename(out, workDir);
