@@ -192,6 +192,15 @@ export async function dirBytes(dir: string): Promise<number> {
   return total;
 }
 
+/**
+ * Whether a later step's command may remove or reinstall `node_modules` (`rm -rf node_modules`, `npm ci`,
+ * any package manager's install): it cannot remove a mount point (EBUSY), so such a build gets the kept
+ * install copied, as before mounting, never mounted. A plain word match: a false positive only costs the copy.
+ */
+export function laterStepsTouchInstall(commands: string[]): boolean {
+  return commands.some((c) => /\bnode_modules\b|\b(npm|pnpm|yarn|bun)\s+(ci|clean-install|install-clean|i|install|add)\b|\byarn\s*(&&|;|\|\||$)/.test(c));
+}
+
 /** A build's reuse of its install: its key, and whether the kept install was copied in (the step is left out). */
 export interface InstallReuse {
   key: string;

@@ -21,7 +21,7 @@ import { inside } from '../lib/copy-tree.js';
 import { checkRegistry, npmInstallIsNoop } from './build-install.js';
 import { timed } from '../lib/spans.js';
 import { cacheEnv } from './build-cache.js';
-import { hostProgramVersion, keepInstallAfter, reuseInstall } from './build-reuse.js';
+import { hostProgramVersion, keepInstallAfter, laterStepsTouchInstall, reuseInstall } from './build-reuse.js';
 import { linkNextCache } from './build-framework-cache.js';
 import { withCaOptions } from './host-ca.js';
 import { applyKeptOutput, keptOutputFor, sourceTreeHash, variablesHash } from './build-output.js';
@@ -309,7 +309,9 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
   // Nothing of the project's runs after a reused install (no build step, no tools): its folders need no disk image.
   const runsMore = tools.length > 0 || steps.some((st) => st.label !== 'install');
   const installAt = steps.findIndex((st) => st.label === 'install');
-  const reuse = installAt < 0 ? null : await timed('build.install-reuse', () => reuseInstall(input.cacheDir, { srcDir, appDir, runtime: plan.runtime, install: steps[installAt]!.shown, runtimeVersion, tools, env: { ...variables, ...input.env } }, input.identity, runsMore ? prepare : async () => {}, note, runsMore ? input.workDir : undefined));
+  // Mounted only when no later step removes or reinstalls node_modules (it cannot remove a mount point).
+  const mountIn = runsMore && !laterStepsTouchInstall(steps.filter((st) => st.label !== 'install').map((st) => st.shown)) ? input.workDir : undefined;
+  const reuse = installAt < 0 ? null : await timed('build.install-reuse', () => reuseInstall(input.cacheDir, { srcDir, appDir, runtime: plan.runtime, install: steps[installAt]!.shown, runtimeVersion, tools, env: { ...variables, ...input.env } }, input.identity, runsMore ? prepare : async () => {}, note, mountIn));
   if (reuse?.reused) steps.splice(installAt, 1);
   if (steps.length || tools.length) {
     await prepare();

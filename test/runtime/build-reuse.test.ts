@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pruneCache } from '../../src/runtime/build-cache.js';
-import { findKeptInstall, installKey, installsDir, keepInstall, restoreInstall, type InstallKeyInput } from '../../src/runtime/build-reuse.js';
+import { findKeptInstall, installKey, installsDir, keepInstall, laterStepsTouchInstall, restoreInstall, type InstallKeyInput } from '../../src/runtime/build-reuse.js';
 import { tempDir } from '../support/harness.js';
 
 let root: string;
@@ -112,5 +112,16 @@ describe('reused installs: the kept copy', () => {
     assert.ok(!existsSync(path.join(project, '.installed', 'feat')), 'the older kept install went whole');
     assert.ok(existsSync(path.join(project, '.installed', 'production', 'node_modules', 'a', 'x')));
     assert.ok(existsSync(path.join(project, 'production', 'npm', 'old')), 'the cached file stays: the cap holds without it');
+  });
+});
+
+describe('reused installs: mounted or copied', () => {
+  it('a later step that names node_modules or runs an install gets a copy (a mount point cannot be removed); a plain build is mounted', () => {
+    for (const c of ['rm -rf node_modules && vite build', 'npm ci && npm run build', 'npm install', 'pnpm install --frozen-lockfile', 'yarn install', 'bun install', 'npm i -D sharp', 'yarn && yarn build']) {
+      assert.equal(laterStepsTouchInstall(['tsc', c]), true, c);
+    }
+    for (const c of ['npm run build', 'rimraf dist && tsc', 'vite build', 'next build', 'yarn build', 'pnpm run build', 'bun run build']) {
+      assert.equal(laterStepsTouchInstall([c]), false, c);
+    }
   });
 });
