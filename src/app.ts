@@ -35,6 +35,8 @@ declare module 'fastify' {
       database: Database;
       /** Starts the jobs worker, the scheduler and every module's background work. */
       startBackground(): Promise<void>;
+      /** Compiles every route's validators and serialisers now (they compile on first request); how many. */
+      compileAllSchemas(): number;
     };
   }
 }
@@ -115,7 +117,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     routerOptions: { maxParamLength: 500 },
     childLoggerFactory: lazyChildLogger,
   });
-  installValidators(app);
+  const compileAllSchemas = installValidators(app);
   const guard = new ConnectionGuard(app.server, {
     ...hardening.api,
     exempt: (address) => trusted.trusts(address),
@@ -280,6 +282,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     routes,
     modules,
     database,
+    compileAllSchemas,
     async startBackground() {
       if (started) return;
       started = true;

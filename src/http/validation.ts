@@ -1,22 +1,76 @@
-import AjvModule, { type ErrorObject } from 'ajv';
+import { createRequire } from 'node:module';
+import AjvModule, { type ErrorObject, type ValidateFunction } from 'ajv';
 
 // ajv ships CommonJS with a default export; under NodeNext the class sits on `.default`.
 const Ajv = AjvModule.default;
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifySchemaCompiler, FastifySerializerCompiler } from 'fastify';
 
 /**
  * Two Ajv instances: bodies are never type-coerced (`42` is not a string); path and query
  * parameters are (they arrive as strings). Unknown body fields are dropped (removeAdditional with
  * additionalProperties: false on every object schema).
+ *
+ * Both the validators and the response serialisers are compiled on a route's first request, not at
+ * start: compiling the ~160 routes' schemas up front held about 20 MB more RSS after start than the
+ * server needs (docs/decisions.md, "Memory"). The function returned compiles them all at once (tests:
+ * a schema Ajv or fast-json-stringify refuses fails there, as it failed at start before).
  */
-export function installValidators(app: FastifyInstance): void {
+export function installValidators(app: FastifyInstance): () => number {
   const common = { removeAdditional: true as const, useDefaults: true, allErrors: false, strict: false, allowUnionTypes: true };
-  const bodyAjv = new Ajv({ ...common, coerceTypes: false });
-  const paramAjv = new Ajv({ ...common, coerceTypes: 'array' as const });
+  let bodyAjv: InstanceType<typeof Ajv> | undefined;
+  let paramAjv: InstanceType<typeof Ajv> | undefined;
+  const pending: (() => void)[] = [];
   app.setValidatorCompiler(({ schema, httpPart }) => {
-    const ajv = httpPart === 'body' ? bodyAjv : paramAjv;
-    return ajv.compile(schema) as never;
+    let fn: ValidateFunction | undefined;
+    const compile = (): ValidateFunction => {
+      const ajv = httpPart === 'body' ? (bodyAjv ??= new Ajv({ ...common, coerceTypes: false })) : (paramAjv ??= new Ajv({ ...common, coerceTypes: 'array' as const }));
+      return (fn ??= ajv.compile(schema));
+    };
+    pending.push(compile);
+    return lazyValidator(compile);
   });
+
+  let serializerCompiler: FastifySerializerCompiler<unknown> | undefined;
+  app.setSerializerCompiler((route) => {
+    let serialize: ((data: unknown) => string) | undefined;
+    const compile = (): ((data: unknown) => string) => (serialize ??= (serializerCompiler ??= defaultSerializerCompiler())(route));
+    pending.push(compile);
+    return (data: unknown) => (serialize ?? compile())(data);
+  });
+  // Compiles every route's validators and serialisers now and says how many (`app.berth.compileAllSchemas`).
+  return () => {
+    for (const compile of pending) compile();
+    return pending.length;
+  };
+}
+
+/**
+ * A validator that compiles its schema on first call. Fastify reads `errors` after a `false` and
+ * passes the parent object when the function has `schemaEnv` (so that Ajv can replace a coerced
+ * root value), as it does with Ajv's own functions.
+ */
+function lazyValidator(compile: () => ValidateFunction): ReturnType<FastifySchemaCompiler<unknown>> {
+  const v = Object.assign(
+    (data: unknown, ctx?: { parentData: object; parentDataProperty: string }) => {
+      const fn = compile();
+      const ok = ctx ? fn(data, ctx as never) : fn(data);
+      v.errors = fn.errors;
+      return ok;
+    },
+    { errors: null as ValidateFunction['errors'], schemaEnv: true },
+  );
+  return v as never;
+}
+
+/**
+ * Fastify's own default serialiser compiler (fast-json-stringify), loaded from Fastify's own
+ * dependencies so that it is the very one Fastify would have used. Berth adds no shared schemas
+ * (`addSchema`) and no `serializerOpts`.
+ */
+function defaultSerializerCompiler(): FastifySerializerCompiler<unknown> {
+  const fromFastify = createRequire(createRequire(import.meta.url).resolve('fastify'));
+  const SerializerSelector = fromFastify('@fastify/fast-json-stringify-compiler') as () => (externalSchemas: unknown, options: unknown) => FastifySerializerCompiler<unknown>;
+  return SerializerSelector()({}, undefined);
 }
 
 /** `/production/cpuCores` (+ a missing property) -> `production.cpuCores`. */
