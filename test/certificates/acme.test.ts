@@ -17,7 +17,7 @@ import { testClock } from '../support/clock.js';
 import { startDnsStub } from '../support/dns-stub.js';
 import { createProject, createUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
-import { freePort, startPebble } from '../support/pebble.js';
+import { freePort, freePorts, startPebble } from '../support/pebble.js';
 import { waitFor } from '../support/wait.js';
 import { edgeRequest } from '../support/http.js';
 
@@ -239,7 +239,7 @@ test('without an HTTPS port no certificate is requested and domains answer tls n
 test('end to end: the edge answers Pebble\'s HTTP-01 on its plain HTTP port and then serves the issued certificate over TLS', { timeout: TIMEOUT }, async (t) => {
   const dns = await startDnsStub();
   t.after(() => dns.close());
-  const [edgePort, httpsPort] = [await freePort(), await freePort()];
+  const [edgePort, httpsPort] = await freePorts(2);
   const pebble = await startPebble({ dnsServer: dns.server, httpPort: edgePort });
   t.after(() => pebble.stop());
   const caFile = pebble.caFile;

@@ -29,7 +29,7 @@ import { startDnsStub } from '../support/dns-stub.js';
 import { createProject, createUser } from '../support/factories.js';
 import { startFakeCloudflare } from '../support/fake-cloudflare.js';
 import { startTestServer, tempDir } from '../support/harness.js';
-import { freePort, startPebble } from '../support/pebble.js';
+import { freePort, freePorts, startPebble } from '../support/pebble.js';
 import { waitFor, waitForDeployment } from '../support/wait.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';
 
@@ -70,7 +70,7 @@ function handshake(port: number, servername: string, opts: { ALPNProtocols?: str
 test('HTTP-01 unreachable: the worker\'s attempt falls back to TLS-ALPN-01 on the edge\'s HTTPS port (acme-tls/1 answered with the challenge certificate from the database), the certificate is issued and served', { timeout: TIMEOUT }, async (t) => {
   const dns = await startDnsStub();
   t.after(() => dns.close());
-  const [httpsPort, deadHttpPort] = [await freePort(), await freePort()];
+  const [httpsPort, deadHttpPort] = await freePorts(2);
   // HTTP-01 goes to a port nobody answers on: only TLS-ALPN-01, on the edge's HTTPS port, can succeed.
   const pebble = await startPebble({ dnsServer: dns.server, httpPort: deadHttpPort, tlsPort: httpsPort });
   t.after(() => pebble.stop());
@@ -140,7 +140,7 @@ test('HTTP-01 unreachable: the worker\'s attempt falls back to TLS-ALPN-01 on th
 test('TLS-ALPN-01 on the listener: a pending challenge\'s certificate is answered to acme-tls/1 only, acme-tls/1 is selected and the connection closed; other handshakes are unchanged', { timeout: TIMEOUT }, async (t) => {
   const dns = await startDnsStub();
   t.after(() => dns.close());
-  const [httpsPort, deadHttpPort] = [await freePort(), await freePort()];
+  const [httpsPort, deadHttpPort] = await freePorts(2);
   const pebble = await startPebble({ dnsServer: dns.server, httpPort: deadHttpPort, tlsPort: httpsPort });
   t.after(() => pebble.stop());
   const clock = testClock();
@@ -200,7 +200,7 @@ test('DNS-01: with a DNS provider the leader\'s pass issues the free domains\' w
   t.after(() => dns.close());
   const cf = await startFakeCloudflare({ zones: ['apps.test'], txt: dns.txt });
   t.after(() => cf.close());
-  const [edgePort, httpsPort] = [await freePort(), await freePort()];
+  const [edgePort, httpsPort] = await freePorts(2);
   const pebble = await startPebble({ dnsServer: dns.server, httpPort: edgePort, tlsPort: httpsPort });
   t.after(() => pebble.stop());
   const root = tempDir('berth-wildcard-');

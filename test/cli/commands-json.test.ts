@@ -32,6 +32,8 @@ const ELSEWHERE: Record<string, string> = {
   'backups run': 'commands-backups.test.ts (`backups run POLICY --json`)',
   'backups restore': 'commands-backups.test.ts (`backups restore RUN --yes --json`)',
   'admin create-user': 'cli.test.ts (prints one JSON line, with or without --json)',
+  'transfer to-cloud': 'commands-transfer.test.ts (`transfer to-cloud PROJECT --json`, against a linked cloud)',
+  'transfer to-self-hosted': 'commands-transfer.test.ts (`transfer to-self-hosted PROJECT --json`)',
 };
 
 /** Every leaf command of the tree, by its path (`backups destinations list`). */

@@ -13,7 +13,7 @@ import { cliUser } from './commands-support.js';
 describe('berth transfer', () => {
   const pair = useCloudPair();
 
-  it('to-cloud --include-data moves the project and prints what moved; to-self-hosted --json brings it back', async () => {
+  it('to-cloud --include-data moves the project and prints what moved; to-self-hosted --json brings it back; to-cloud --json answers the transfer', async () => {
     const cli = cliUser(pair.self, pair.team.owner.token);
     const p = await pair.shopProject();
     const there = await cli.run(['transfer', 'to-cloud', p.id, '--include-data'], { timeoutMs: 120_000 });
@@ -35,6 +35,14 @@ describe('berth transfer', () => {
     assert.equal(t.cloudCopyDeleted, true);
     assert.equal(t.transferred.serviceData, undefined, 'without --include-data no data is asked for');
     assert.equal(await location(), 'local');
+
+    // And once more with --json: the API's answer, parseable, on stdout.
+    const again = await cli.run(['transfer', 'to-cloud', p.id, '--json'], { timeoutMs: 120_000 });
+    assert.equal(again.code, 0, again.stderr);
+    const a = JSON.parse(again.stdout);
+    assert.equal(a.location, 'cloud');
+    assert.ok(!again.stdout.includes(pair.SECRET), 'no secret value printed');
+    assert.equal(await location(), 'cloud');
   });
 
   it('to-cloud --include-data with a stopped managed service exits 1 naming the service and the flag; nothing moves', async () => {

@@ -66,14 +66,35 @@ export function ensurePebbleInstalled(): void {
 
 /** A port free on 127.0.0.1 right now (bound and released). */
 export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
+  return (await freePorts(1))[0]!;
+}
+
+/**
+ * `n` distinct ports free on 127.0.0.1 right now: all bound at once, then released. (Bound and released
+ * one after another, the kernel may hand the same port out twice: pebble once got one port for its
+ * directory and its management interface, and failed to start.)
+ */
+export async function freePorts(n: number, avoid: (number | undefined)[] = []): Promise<number[]> {
+  for (let i = 0; i < 20; i++) {
+    const ports = await bindFree(n);
+    if (!ports.some((p) => avoid.includes(p))) return ports;
+  }
+  throw new Error(`no ${n} free ports apart from ${avoid.join(', ')}`);
+}
+
+async function bindFree(n: number): Promise<number[]> {
+  const servers = Array.from({ length: n }, () => net.createServer());
+  try {
+    for (const server of servers) {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(0, '127.0.0.1', () => resolve());
+      });
+    }
+    return servers.map((s) => (s.address() as net.AddressInfo).port);
+  } finally {
+    await Promise.all(servers.map((s) => new Promise<void>((resolve) => (s.listening ? s.close(() => resolve()) : resolve()))));
+  }
 }
 
 export async function startPebble(opts: PebbleOptions): Promise<Pebble> {
@@ -81,8 +102,9 @@ export async function startPebble(opts: PebbleOptions): Promise<Pebble> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'berth-pebble-'));
   try {
     const caCertPem = makeCertificates(dir);
-    const [acmePort, managementPort] = [await freePort(), await freePort()];
-    const tlsPort = opts.tlsPort ?? (await freePort());
+    // Apart from the ports the caller chose (released, so the kernel may offer them again).
+    const [acmePort, managementPort, freeTls] = await freePorts(3, [opts.httpPort, opts.tlsPort]);
+    const tlsPort = opts.tlsPort ?? freeTls!;
     const config = {
       pebble: {
         listenAddress: `127.0.0.1:${acmePort}`,
