@@ -1,9 +1,10 @@
 #!/usr/bin/env node
-// Runs every test/**/*.test.ts with node:test through tsx: first on SQLite, then again on
-// PostgreSQL when DATABASE_URL is set. Prints node:test's summary for each run and, last, one
-// closing line "N passed, N failed" over both.
+// Runs every test/**/*.test.ts with node:test through tsx on SQLite and, when DATABASE_URL is set,
+// again on PostgreSQL (the files that depend on the store), all in one pool of jobs. Prints each
+// file's spec output when it ends, each store's sums, the failed files and, last, one closing line
+// "N passed, N failed" over both. Arguments pick files by a part of their path.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -56,46 +57,118 @@ function storeDependent(file) {
   return STORE_USE.test(text) || supportStarts(text);
 }
 
-function run(label, env, list = files) {
-  return new Promise((resolve) => {
-    const tmp = mkdtempSync(path.join(os.tmpdir(), 'berth-tap-'));
-    const tap = path.join(tmp, 'out.tap');
-    console.log(`\n=== ${label}: ${list.length} test files${list.length < files.length ? ` (${files.length - list.length} that do not depend on the store ran on SQLite only)` : ''} ===`);
-    const args = [
-      '--import', 'tsx',
-      '--test',
-      `--test-concurrency=${process.env.BERTH_TEST_CONCURRENCY ?? 2}`,
-      '--test-reporter=spec', '--test-reporter-destination=stdout',
-      '--test-reporter=tap', `--test-reporter-destination=${tap}`,
-      ...list,
-    ];
-    const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', 'inherit', 'inherit'] });
-    child.on('exit', (code) => {
-      let pass = 0, fail = 0;
-      try {
-        const text = readFileSync(tap, 'utf8');
-        pass = Number(/^# pass (\d+)/m.exec(text)?.[1] ?? 0);
-        fail = Number(/^# fail (\d+)/m.exec(text)?.[1] ?? 0);
-      } catch { fail = fail || 1; }
-      rmSync(tmp, { recursive: true, force: true });
-      console.log(`=== ${label}: ${pass} passed, ${fail} failed (exit ${code}) ===`);
-      resolve({ pass, fail, code });
-    });
-  });
+
+/**
+ * Every (store, file) pair is one job, and one pool runs them all, longest first by the durations
+ * the last runs took (`node_modules/.cache/berth-test-durations.json`, seeded from
+ * `scripts/test-durations.json`): the PostgreSQL pass's files fill the gaps of the SQLite pass's
+ * instead of waiting for its slowest file, and no run ends on one long file alone. A file never runs
+ * on both stores at once (a suite may name a fixed interface, container or port). Each file runs in
+ * its own node process (as `node --test` would run it); its output is printed whole when it ends.
+ */
+const concurrency = Math.max(1, Number(process.env.BERTH_TEST_CONCURRENCY ?? 2));
+const seedFile = path.join(root, 'scripts', 'test-durations.json');
+const cacheFile = path.join(root, 'node_modules', '.cache', 'berth-test-durations.json');
+function readDurations(f) {
+  try { return JSON.parse(readFileSync(f, 'utf8')); } catch { return {}; }
 }
+const durations = { ...readDurations(seedFile), ...readDurations(cacheFile) };
+const rel = (f) => path.relative(root, f).split(path.sep).join('/');
+const keyOf = (job) => `${job.store}:${rel(job.file)}`;
+/** A file no run has timed yet: a browser suite is long, anything else middling. */
+const guess = (job) => (rel(job.file).startsWith('test/web/') ? 60 : 30);
 
 // Servers the suites start as root claim sandbox uid ranges (src/runtime/uid-range.ts): in a temp
 // registry, never the host's /var/lib/berth one.
 process.env.BERTH_UID_REGISTRY ??= path.join(os.tmpdir(), 'berth-test-uid-ranges.json');
 const base = { ...process.env };
 delete base.DATABASE_URL;
-const results = [await run('sqlite', base)];
-const onStore = files.filter(storeDependent);
-// node --test with no files would run every file it can find (the fixtures too).
-if (process.env.DATABASE_URL && onStore.length) results.push(await run('postgres', { ...process.env }, onStore));
-else if (process.env.DATABASE_URL) console.log('\n=== postgres: no file that depends on the store matches: no PostgreSQL pass ===');
-const pass = results.reduce((a, r) => a + r.pass, 0);
-const fail = results.reduce((a, r) => a + r.fail, 0);
-const bad = results.some((r) => r.code !== 0) || fail > 0;
-console.log(`\n${pass} passed, ${fail} failed`);
-process.exit(bad ? 1 : 0);
+const stores = [{ name: 'sqlite', env: base, files }];
+const onStore = process.env.DATABASE_URL ? files.filter(storeDependent) : [];
+if (onStore.length) stores.push({ name: 'postgres', env: { ...process.env }, files: onStore });
+for (const s of stores) {
+  const left = files.length - s.files.length;
+  console.log(`=== ${s.name}: ${s.files.length} test files${left ? ` (${left} that do not depend on the store run on SQLite only)` : ''} ===`);
+}
+if (process.env.DATABASE_URL && !onStore.length) console.log('=== postgres: no file that depends on the store matches: no PostgreSQL pass ===');
+
+const jobs = stores.flatMap((s) => s.files.map((file) => ({ store: s.name, env: s.env, file })));
+for (const j of jobs) j.estimate = durations[keyOf(j)] ?? guess(j);
+jobs.sort((a, b) => b.estimate - a.estimate);
+
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'berth-test-'));
+const results = [];
+const running = new Set();
+let started = 0;
+const t0 = Date.now();
+
+function runJob(job) {
+  return new Promise((resolve) => {
+    const n = ++started;
+    const out = path.join(tmp, `${n}.out`);
+    const tap = path.join(tmp, `${n}.tap`);
+    const fd = openSync(out, 'w');
+    const args = [
+      '--import', 'tsx',
+      '--test-reporter=spec', '--test-reporter-destination=stdout',
+      '--test-reporter=tap', `--test-reporter-destination=${tap}`,
+      job.file,
+    ];
+    const began = Date.now();
+    const child = spawn(process.execPath, args, { cwd: root, env: job.env, stdio: ['ignore', fd, fd] });
+    child.on('exit', (code, signal) => {
+      closeSync(fd);
+      const seconds = (Date.now() - began) / 1000;
+      let pass = 0, fail = 0;
+      try {
+        const text = readFileSync(tap, 'utf8');
+        pass = Number(/^# pass (\d+)/m.exec(text)?.[1] ?? 0);
+        fail = Number(/^# fail (\d+)/m.exec(text)?.[1] ?? 0);
+      } catch { /* the file did not get as far as a report */ }
+      // A file that exits non-zero without a failed case (a load error, a crash, a hang killed) is one failure.
+      if ((code !== 0 || signal) && fail === 0) fail = 1;
+      const result = { ...job, pass, fail, code, signal, seconds };
+      results.push(result);
+      const head = `--- [${job.store}] ${rel(job.file)}: ${pass} passed, ${fail} failed, ${seconds.toFixed(1)} s (${results.length}/${jobs.length}, ${((Date.now() - t0) / 60000).toFixed(1)} min)`;
+      process.stdout.write(`\n${head}\n${readFileSync(out, 'utf8')}`);
+      resolve(result);
+    });
+  });
+}
+
+await new Promise((done) => {
+  const pending = [...jobs];
+  const next = () => {
+    if (!pending.length && !running.size) return done();
+    while (running.size < concurrency) {
+      // The longest job whose file is not running on the other store now.
+      const i = pending.findIndex((j) => ![...running].some((r) => r.file === j.file));
+      if (i < 0) break;
+      const [job] = pending.splice(i, 1);
+      running.add(job);
+      runJob(job).then(() => { running.delete(job); next(); });
+    }
+  };
+  next();
+});
+rmSync(tmp, { recursive: true, force: true });
+
+try {
+  mkdirSync(path.dirname(cacheFile), { recursive: true });
+  const seen = readDurations(cacheFile);
+  for (const r of results) seen[keyOf(r)] = Math.round(r.seconds * 10) / 10;
+  writeFileSync(cacheFile, `${JSON.stringify(seen, null, 1)}\n`);
+} catch { /* durations only order the next run */ }
+
+let pass = 0, fail = 0;
+console.log('');
+for (const s of stores) {
+  const mine = results.filter((r) => r.store === s.name);
+  const p = mine.reduce((a, r) => a + r.pass, 0), f = mine.reduce((a, r) => a + r.fail, 0);
+  pass += p; fail += f;
+  console.log(`=== ${s.name}: ${mine.length} files, ${p} passed, ${f} failed ===`);
+}
+const failed = results.filter((r) => r.fail > 0);
+for (const r of failed) console.log(`failed: [${r.store}] ${rel(r.file)} (${r.fail}${r.signal ? `, ${r.signal}` : r.code ? `, exit ${r.code}` : ''})`);
+console.log(`\n${pass} passed, ${fail} failed in ${((Date.now() - t0) / 60000).toFixed(1)} min`);
+process.exit(failed.length ? 1 : 0);
