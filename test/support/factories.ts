@@ -3,6 +3,7 @@
  * matching HTTP route (or admin CLI command) calls, acting as a given test user. Tests that are about
  * a route call that route themselves; everything they merely need beforehand comes from here.
  */
+import { randomBytes, scrypt } from 'node:crypto';
 import path from 'node:path';
 import type { Actor } from '../../src/authz/actor.js';
 import type { GrantResourceType } from '../../src/authz/grants.js';
@@ -40,12 +41,30 @@ export async function createUser(server: TestServer, opts: { orgId?: string; rol
   let password = opts.noPassword ? '' : `pw-${randomString(12)}`;
   // An email that already has an account joins the org with its password unchanged (not known here).
   const input = { email, orgId: opts.orgId, role: opts.role, team: opts.team };
-  const out = await adminCreateUser(server.ctx, { ...input, ...(opts.noPassword ? {} : { password }) }).catch((e) => {
+  let made = true;
+  const out = await adminCreateUser(server.ctx, input).catch((e) => {
     if ((e as { code?: string }).code !== 'CONFLICT') throw e;
+    made = false;
     password = '';
     return adminCreateUser(server.ctx, { ...input, existing: true });
   });
+  if (made && password) {
+    await server.ctx.db.updateTable('users').set({ passwordHash: await cheapPasswordHash(password) }).where('id', '=', out.userId).execute();
+  }
   return { ...out, email, password, role: opts.role ?? (opts.orgId ? 'member' : 'owner') };
+}
+
+/**
+ * A real scrypt hash in the stored form (`scrypt$N$r$p$salt$key`, which sign-in reads its cost from)
+ * at N=1024 instead of the server's 16384: the rows a user of an older, cheaper setting would have.
+ * Sign-in still verifies it with scrypt; only its cost is lower. The suites make thousands of users,
+ * each hash at full cost took 50-300 ms of CPU (tests of hashing itself use `hashPassword`).
+ */
+async function cheapPasswordHash(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  const N = 1024, r = 8, p = 1;
+  const key = await new Promise<Buffer>((resolve, reject) => scrypt(password, salt, 32, { N, r, p }, (e, k) => (e ? reject(e) : resolve(k))));
+  return `scrypt$${N}$${r}$${p}$${salt.toString('base64')}$${key.toString('base64')}`;
 }
 
 export interface TestOrg {
