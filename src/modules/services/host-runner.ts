@@ -15,13 +15,14 @@ import type { UsageTarget } from '../../runtime/usage.js';
 import type { WatchedVolume } from '../hosting/index.js';
 import { MAX_CONSECUTIVE_FAILURES, restartDelayMs } from '../../runtime/restart-backoff.js';
 import { openCredentials } from './credentials.js';
-import { enginePlan, engineEnv, type EnginePlan, type EngineStep } from './engines.js';
+import { enginePlan, engineEnv, readyPollMs, type EnginePlan, type EngineStep } from './engines.js';
 import type { ServiceKind } from './kinds.js';
 import type { ServiceRunner } from './runner.js';
 import { openScratch, type ScratchInstance } from './scratch.js';
 import * as store from './services.store.js';
 import type { ManagedServiceRow } from './services.store.js';
 import { settleWithin } from '../../lib/settle-within.js';
+import { syncFilesystemOf } from '../../lib/sync-fs.js';
 
 const READY_TIMEOUT_MS = 60_000;
 const LOG_LINES = 500;
@@ -283,6 +284,7 @@ export class HostServiceRunner implements ServiceRunner {
           const res = await this.run(r, box, step, confDir);
           if (!res.ok) throw new InitError(`initialisation (${path.basename(step.argv[0]!)}) failed: see the service's log`);
         }
+        await syncFilesystemOf(dataDir);
       }
       const proc = box.exec(plan.server.argv, { cwd: confDir, env: engineEnv(plan.server.env) });
       redactedLines(proc, r.secrets, (_s, line) => this.keep(r, line));
@@ -296,7 +298,7 @@ export class HostServiceRunner implements ServiceRunner {
       const deadline = Date.now() + READY_TIMEOUT_MS;
       let ready = false;
       for (let i = 0; !ready && !exited && !r.stopping && Date.now() < deadline; i++) {
-        await sleep(Math.min(1000, 100 * (i + 1)));
+        await sleep(readyPollMs(i));
         ready = (await this.run(r, box, plan.ready, confDir)).ok;
       }
       if (r.stopping || exited) return;

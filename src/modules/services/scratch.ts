@@ -12,10 +12,11 @@ import type { Box, Identity, RuntimeDriver } from '../../runtime/driver.js';
 import { chownTree } from '../../runtime/identity.js';
 import { LineSplitter } from '../../runtime/redact.js';
 import { openCredentials, type Credentials } from './credentials.js';
-import { enginePlan, engineEnv, programOf, type EnginePlan, type EngineStep } from './engines.js';
+import { enginePlan, engineEnv, programOf, readyPollMs, type EnginePlan, type EngineStep } from './engines.js';
 import type { ServiceKind } from './kinds.js';
 import type { ManagedServiceRow } from './services.store.js';
 import { settleWithin } from '../../lib/settle-within.js';
+import { syncFilesystemOf } from '../../lib/sync-fs.js';
 
 const READY_TIMEOUT_MS = 60_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -116,6 +117,7 @@ export async function openScratch(ctx: AppContext, deps: ScratchDeps, row: Manag
         const res = await run(box, step, confDir, secret);
         if (!res.ok) throw new Error(`the fresh ${row.kind} instance could not be initialised (${path.basename(step.argv[0]!)} exit ${res.code})`);
       }
+      await syncFilesystemOf(dataDir);
     }
     const server = box.exec(plan.server.argv, { cwd: confDir, env: engineEnv(plan.server.env) });
     server.stdout?.resume();
@@ -126,7 +128,7 @@ export async function openScratch(ctx: AppContext, deps: ScratchDeps, row: Manag
     const deadline = Date.now() + READY_TIMEOUT_MS;
     let ready = false;
     for (let i = 0; !ready && !gone && Date.now() < deadline; i++) {
-      await sleep(Math.min(1000, 100 * (i + 1)));
+      await sleep(readyPollMs(i));
       ready = (await run(box, plan.ready, confDir, secret)).ok;
     }
     if (!ready) throw new Error(`the fresh ${row.kind} instance did not answer${gone ? ' (it exited: the artifact may be damaged)' : ` within ${READY_TIMEOUT_MS / 1000} s`}`);
