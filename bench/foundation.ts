@@ -1,4 +1,4 @@
-import { alternateRounds, startChild, type Row } from './lib.js';
+import { alternateRounds, waitIdle, startChild, type Row } from './lib.js';
 
 /**
  * Authenticated `GET /api/auth/me` against a bare Fastify hello-world, both in a child process
@@ -11,6 +11,7 @@ export async function foundationBench(): Promise<Row[]> {
   const bare = await startChild('bench/servers/bare.mjs');
   const berth = await startChild('bench/servers/berth.mjs');
   try {
+    console.error(`  waited ${await waitIdle(berth.info.pid)} ms for the server's start-up work to end`);
     const [bareRes, meRes] = await alternateRounds([
       { pid: bare.info.pid, opts: { url: bare.info.url, path: '/hello', connections: 32, durationMs: 3000, expect: 200 } },
       { pid: berth.info.pid, opts: { url: berth.info.url, path: '/api/auth/me', headers: { authorization: `Bearer ${berth.info.token}` }, connections: 32, durationMs: 3000, expect: 200 } },

@@ -237,6 +237,25 @@ export function cpuMs(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
 
+/**
+ * Waits until the process has been idle (under `maxMs` of CPU in each of two 250 ms windows in a row),
+ * at most `timeoutMs`; answers how long it waited. Berth's start goes on after it answers (the sandbox
+ * runtime's reclaim, its spare network namespaces, the host firewall's rules: spawned programs); on a
+ * loaded machine that ran into the first measured round (docs/benchmarks.md, 2026-11-29 21:00).
+ */
+export async function waitIdle(pid: number, maxMs = 10, timeoutMs = 20_000): Promise<number> {
+  const t0 = Date.now();
+  let quiet = 0;
+  let last = cpuMs(pid);
+  while (quiet < 2 && Date.now() - t0 < timeoutMs) {
+    await new Promise((r) => setTimeout(r, 250));
+    const now = cpuMs(pid);
+    quiet = now - last <= maxMs ? quiet + 1 : 0;
+    last = now;
+  }
+  return Date.now() - t0;
+}
+
 export interface RoundsResult {
   /** Median over the rounds of each target's req/s, p50 and p99, and its server's CPU per request (µs). */
   rps: number;

@@ -7,7 +7,7 @@
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { load, startChild, startFlags } from './lib.js';
+import { load, startChild, startFlags, waitIdle } from './lib.js';
 
 const dir = process.env.BENCH_PROF_DIR ?? mkdtempSync(path.join(os.tmpdir(), 'berth-prof-'));
 const argv = process.argv.slice(2);
@@ -63,7 +63,8 @@ for (const what of which) {
     const created = await fetch(`${berth.info.url}/api/projects`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'bench', gitOwner: 'acme', gitRepo: 'web' }) });
     url = `/api/projects/${((await created.json()) as { data: { id: string } }).data.id}`;
   }
-  const r = await load({ url: berth.info.url, path: url, headers: auth, connections: 32, durationMs: 6000, warmupMs: 1000, expect: 200 });
+  await waitIdle(berth.info.pid);
+  const r = await load({ url: berth.info.url, path: url, headers: auth, connections: 32, durationMs: Number(process.env.PROF_MS ?? 6000), warmupMs: 1000, expect: 200 });
   await berth.stop();
   console.log(`${what}: ${r.rps.toFixed(0)} req/s, p99 ${r.p99.toFixed(1)} ms, errors ${r.errors}`);
   summarize(path.join(out, readdirSync(out).find((f) => f.endsWith('.cpuprofile'))!));

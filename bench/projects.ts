@@ -1,4 +1,4 @@
-import { alternateRounds, load, startChild, type Row } from './lib.js';
+import { alternateRounds, waitIdle, load, startChild, type Row } from './lib.js';
 
 /**
  * `PATCH /api/projects/:id/env` with 1000 upserts and `GET /api/projects/:id`, against the bare-Fastify
@@ -15,6 +15,7 @@ export async function projectsBench(): Promise<Row[]> {
     const created = await fetch(`${berth.info.url}/api/projects`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'bench', gitOwner: 'acme', gitRepo: 'web' }) });
     if (created.status !== 201) throw new Error(`project create answered ${created.status}: ${await created.text()}`);
     const project = ((await created.json()) as { data: { id: string } }).data;
+    console.error(`  waited ${await waitIdle(berth.info.pid)} ms for the server's start-up work to end`);
 
     const [bareRes, getRes] = await alternateRounds([
       { pid: bare.info.pid, opts: { url: bare.info.url, path: '/hello', connections: 32, durationMs: 3000, expect: 200 } },
