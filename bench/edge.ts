@@ -118,13 +118,16 @@ export async function edgeBench(): Promise<Row[]> {
       const sandboxedLoad: LoadOptions = { url: edgeUrl, path: '/', headers: { host }, connections: 32, durationMs: 3000, warmupMs: 500, expect: 200 };
       const bareLoad: LoadOptions = { url: bareEdge, path: '/', headers: { host: bareApp.host }, connections: 32, durationMs: 3000, warmupMs: 500, expect: 200 };
       const ngLoad: LoadOptions = { url: nginxUrl, path: '/', headers: { host }, connections: 32, durationMs: 3000, warmupMs: 500, expect: 200 };
-      // Each server is warmed before the rounds (BENCH_EDGE_WARM_MS, default 6 s of the same load, not
-      // measured): the edge's first seconds of load cost it 3-10 times the CPU per request of later ones
-      // (V8 compiling the request path, the heap growing: docs/benchmarks.md 2026-11-29 21:00), which
-      // a proxy that runs for days pays once; nginx has nothing to warm.
-      const warmMs = Number(process.env.BENCH_EDGE_WARM_MS ?? 6000);
-      if (warmMs > 0) {
-        for (const opts of nginx ? [sandboxedLoad, bareLoad, ngLoad] : [sandboxedLoad, bareLoad]) await load({ ...opts, durationMs: warmMs, warmupMs: 0, expect: undefined });
+      // Each server is warmed before the rounds (the same load, not measured, in 2 s steps until it has
+      // served BENCH_EDGE_WARM_REQUESTS, default 20000, or for BENCH_EDGE_WARM_MS, default 20 s): the
+      // edge's first thousands of requests cost it several times the CPU per request of later ones (V8
+      // compiling the request path, the heap growing: docs/benchmarks.md 2026-11-29 21:00), which a proxy
+      // that runs for days pays once; nginx has nothing to warm.
+      const warmRequests = Number(process.env.BENCH_EDGE_WARM_REQUESTS ?? 20000);
+      const warmMs = Number(process.env.BENCH_EDGE_WARM_MS ?? 20000);
+      for (const opts of nginx ? [sandboxedLoad, bareLoad, ngLoad] : [sandboxedLoad, bareLoad]) {
+        const end = Date.now() + warmMs;
+        for (let served = 0; served < warmRequests && Date.now() < end; ) served += (await load({ ...opts, durationMs: 2000, warmupMs: 0, expect: undefined })).requests;
       }
       for (let round = 0; round < 3; round++) {
         edgeRuns.push(await load(sandboxedLoad));
