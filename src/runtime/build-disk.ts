@@ -4,6 +4,7 @@ import path from 'node:path';
 import { copyContents, ensureImage, freshImageOnto, imageOf, isMounted, removeImage, usage } from './disk-image.js';
 import { BuildError } from './build-error.js';
 import { releaseKeptInstall } from './build-overlay.js';
+import { copyOutLinkingInstall } from './build-release-links.js';
 import { timed } from '../lib/spans.js';
 
 /**
@@ -62,8 +63,12 @@ export async function keepRelease(workDir: string, only?: string): Promise<void>
   await rm(out, { recursive: true, force: true });
   const part = only && !only.startsWith('..') && !path.isAbsolute(only) ? only : '';
   await mkdir(path.join(out, 'src', part), { recursive: true, mode: 0o755 });
-  if (existsSync(path.join(workDir, 'src', part))) await timed('release.copy-out', () => copyContents(path.join(workDir, 'src', part), path.join(out, 'src', part)));
-  // A kept install mounted into the build (build-overlay.ts) was copied out with the release (read through its mount).
+  const from = path.join(workDir, 'src', part);
+  // A kept install mounted into the build (build-overlay.ts) goes out as links to its snapshot
+  // (build-release-links.ts); without one, or for a static site's output, everything is copied.
+  if (existsSync(from) && !(part === '' && (await copyOutLinkingInstall(workDir, from, path.join(out, 'src'), copyContents)))) {
+    await timed('release.copy-out', () => copyContents(from, path.join(out, 'src', part)));
+  }
   await timed('release.unmount-install', () => releaseKeptInstall(workDir, undefined, true));
   await timed('release.remove-image', () => removeImage(workDir));
   await rm(workDir, { recursive: true, force: true });

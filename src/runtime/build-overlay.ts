@@ -53,7 +53,7 @@ export async function mountKeptInstall(kept: string, appDir: string, workDir: st
     await chmod(upper, top.mode & 0o7777);
     if (identity) await chown(upper, identity.uid, identity.gid);
     await mkdir(target, { mode: 0o755 });
-    await timed('build.install-mount', () => run('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${upper},workdir=${work},nosuid,nodev`, target]));
+    await timed('build.install-mount', () => run('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${upper},workdir=${work},redirect_dir=off,metacopy=off,nosuid,nodev`, target]));
     return true;
   } catch {
     await releaseKeptInstall(workDir, target).catch(() => {});

@@ -7,7 +7,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { BuildError, runBuild, type PlanInput } from '../../src/runtime/build.js';
 import { imagesUsable, isMounted, unmountBelow } from '../../src/runtime/disk-image.js';
@@ -130,4 +130,75 @@ test("a kept install mounted into a build's folder is read through and never wri
   assert.ok(!isMounted(cut) && !isMounted(path.join(cut, 'src', 'node_modules')));
   assert.ok(!existsSync(`${cut}.lower`) && !existsSync(`${cut}.img`));
   assert.equal(readFileSync(path.join(kept, 'node_modules', 'pkg', 'index.js'), 'utf8'), 'installed');
+});
+
+test("a release's node_modules are links to the kept install plus what its build changed, and a later build never changes a running release's files", async (t) => {
+  if (skip) return t.skip(skip);
+  const kept = path.join(root, 'data', 'build-cache', 'prj_ln', '.installed', 'production');
+  const nm = path.join(kept, 'node_modules');
+  for (const d of ['pkg/sub', 'olddir', 'asfile']) mkdirSync(path.join(nm, d), { recursive: true });
+  for (const [f, text] of Object.entries({ 'pkg/index.js': 'installed', 'pkg/same.js': 'same', 'pkg/gone.js': 'gone', 'pkg/sub/a.js': 'a', 'olddir/x.js': 'x', 'asfile/f': 'f', 'tool.js': 'tool' })) writeFileSync(path.join(nm, f), text);
+  symlinkSync('pkg/index.js', path.join(nm, 'link.js'));
+  const build = async (name: string, steps: (nodeModules: string) => void) => {
+    const workDir = path.join(root, 'data', 'builds', 'prj_ln', name);
+    mkdirSync(path.dirname(workDir), { recursive: true });
+    assert.ok(await limitBuildFolders(workDir, 32));
+    mkdirSync(path.join(workDir, 'src'));
+    writeFileSync(path.join(workDir, 'src', 'server.js'), 'app');
+    assert.equal(await restoreInstall(kept, path.join(workDir, 'src'), null, workDir), 'mounted');
+    steps(path.join(workDir, 'src', 'node_modules'));
+    await keepRelease(workDir);
+    return path.join(workDir, 'src', 'node_modules');
+  };
+  // The first build changes a file, adds one, removes one, makes a folder anew, turns a folder into a file and a mode.
+  const rel1 = await build('dpl_ln1', (m) => {
+    writeFileSync(path.join(m, 'pkg', 'index.js'), 'built');
+    writeFileSync(path.join(m, 'pkg', 'sub', 'new.js'), 'new');
+    rmSync(path.join(m, 'pkg', 'gone.js'));
+    rmSync(path.join(m, 'olddir'), { recursive: true });
+    mkdirSync(path.join(m, 'olddir'));
+    writeFileSync(path.join(m, 'olddir', 'y.js'), 'y');
+    rmSync(path.join(m, 'asfile'), { recursive: true });
+    writeFileSync(path.join(m, 'asfile'), 'now a file');
+    chmodSync(path.join(m, 'tool.js'), 0o755);
+  });
+  const tree = (dir: string): Record<string, string> => {
+    const out: Record<string, string> = {};
+    const walk = (rel: string) => {
+      for (const e of readdirSync(path.join(dir, rel), { withFileTypes: true })) {
+        const r = path.join(rel, e.name);
+        const p = path.join(dir, r);
+        if (e.isDirectory()) walk(r);
+        else out[r] = e.isSymbolicLink() ? `-> ${readlinkSync(p)}` : `${readFileSync(p, 'utf8')} ${(lstatSync(p).mode & 0o777).toString(8)}`;
+      }
+    };
+    walk('');
+    return out;
+  };
+  const expected = {
+    'asfile': 'now a file 644', 'link.js': '-> pkg/index.js', 'olddir/y.js': 'y 644', 'pkg/index.js': 'built 644', 'pkg/same.js': 'same 644',
+    'pkg/sub/a.js': 'a 644', 'pkg/sub/new.js': 'new 644', 'tool.js': 'tool 755',
+  };
+  assert.deepEqual(tree(rel1), expected, 'the release holds what the build saw');
+  assert.equal(readFileSync(path.join(rel1, '..', 'server.js'), 'utf8'), 'app');
+  assert.ok(!isMounted(path.join(rel1, '..', '..')) && !existsSync(`${path.dirname(path.dirname(rel1))}.lower`));
+  // Unchanged files are the kept install's own (links, no data copied); changed ones are the release's.
+  assert.equal(lstatSync(path.join(rel1, 'pkg', 'same.js')).ino, lstatSync(path.join(nm, 'pkg', 'same.js')).ino);
+  assert.notEqual(lstatSync(path.join(rel1, 'pkg', 'index.js')).ino, lstatSync(path.join(nm, 'pkg', 'index.js')).ino);
+  assert.notEqual(lstatSync(path.join(rel1, 'tool.js')).ino, lstatSync(path.join(nm, 'tool.js')).ino, 'a changed mode is not made on the kept file');
+  assert.deepEqual(tree(nm), { 'asfile/f': 'f 644', 'link.js': '-> pkg/index.js', 'olddir/x.js': 'x 644', 'pkg/gone.js': 'gone 644', 'pkg/index.js': 'installed 644', 'pkg/same.js': 'same 644', 'pkg/sub/a.js': 'a 644', 'tool.js': 'tool 644' }, 'the kept install is as its install made it');
+
+  // A later build writes into, appends to, changes the mode of and removes the files the first release links.
+  const rel2 = await build('dpl_ln2', (m) => {
+    writeFileSync(path.join(m, 'pkg', 'same.js'), 'changed by a later build');
+    appendFileSync(path.join(m, 'pkg', 'sub', 'a.js'), ' and more');
+    chmodSync(path.join(m, 'link.js'), 0o600);
+    rmSync(path.join(m, 'olddir'), { recursive: true });
+  });
+  assert.equal(readFileSync(path.join(rel2, 'pkg', 'same.js'), 'utf8'), 'changed by a later build');
+  assert.equal(readFileSync(path.join(rel2, 'pkg', 'sub', 'a.js'), 'utf8'), 'a and more');
+  assert.deepEqual(tree(rel1), expected, 'the running release is unchanged by the later build');
+  // The kept install replaced (a changed lockfile) and then removed (the cache's cap): the release keeps its files.
+  rmSync(kept, { recursive: true });
+  assert.deepEqual(tree(rel1), expected, 'the release does not depend on the kept install');
 });
