@@ -125,8 +125,8 @@ interface CachedFile {
   used: number;
 }
 
-/** Every file below `dir` (links count as files; nothing is followed). */
-async function filesBelow(dir: string, out: CachedFile[] = []): Promise<CachedFile[]> {
+/** Every file below `dir` (links count as files; nothing is followed), but in the folder `skip`. */
+async function filesBelow(dir: string, out: CachedFile[] = [], skip?: string): Promise<CachedFile[]> {
   let names: string[];
   try {
     names = await readdir(dir);
@@ -137,7 +137,9 @@ async function filesBelow(dir: string, out: CachedFile[] = []): Promise<CachedFi
     const p = path.join(dir, name);
     const st = await lstat(p).catch(() => null);
     if (!st) continue;
-    if (st.isDirectory()) await filesBelow(p, out);
+    if (st.isDirectory()) {
+      if (p !== skip) await filesBelow(p, out, skip);
+    }
     else out.push({ path: p, bytes: st.blocks * 512, used: Math.max(st.atimeMs, st.mtimeMs) });
   }
   return out;
@@ -160,7 +162,8 @@ export async function pruneCache(root: string, capBytes: number): Promise<{ file
   // a file taken out of one would be a broken node_modules the next build copies in.
   const keptRoot = path.join(root, '.installed');
   const kept = await keptInstalls(keptRoot);
-  const files = (await filesBelow(root)).filter((f) => !f.path.startsWith(keptRoot + path.sep));
+  // The kept installs were walked just now (tens of thousands of files for Next.js's): not walked again.
+  const files = await filesBelow(root, [], keptRoot);
   let total = files.reduce((n, f) => n + f.bytes, 0) + kept.reduce((n, k) => n + k.bytes, 0);
   const removed = { files: 0, bytes: 0 };
   for (const k of kept) {

@@ -353,7 +353,7 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
         }
       }
     } finally {
-      await box.dispose().catch(() => {});
+      await timed('build.box-close', () => box.dispose()).catch(() => {});
       await unlinkNext?.().catch(() => {});
     }
   }

@@ -85,7 +85,7 @@ async function buildRelease(ctx: AppContext, job: { orgId: string; id: string; e
   const cacheSpec: BuildCacheSpec = { dataDir: ctx.config.dataDir, projectId: project.id, environment: job.environment, identity, capMb: ctx.config.buildCacheMb, noCache: job.noCache };
   const cacheNote = (line: string) => log('stdout', `[berth] ${line}`);
   // A cache that cannot be opened (a full disk) never fails the build: it runs without one.
-  const cache = await openBuildCache(cacheSpec, cacheNote).catch((err: Error) => {
+  const cache = await timed('job.cache-open', () => openBuildCache(cacheSpec, cacheNote)).catch((err: Error) => {
     ctx.log.warn({ projectId: project.id, err: err.message }, 'could not open the build cache');
     cacheNote('cache: not used: it could not be opened (the server log says why)');
     return null;
@@ -115,7 +115,7 @@ async function buildRelease(ctx: AppContext, job: { orgId: string; id: string; e
     noCache: job.noCache,
     signal,
     log,
-  }).finally(() => closeBuildCache(cache, cacheSpec, cacheNote).catch((err) => ctx.log.warn({ projectId: project.id, err: (err as Error).message }, 'could not cut the build cache back'))));
+  }).finally(() => timed('job.cache-close', () => closeBuildCache(cache, cacheSpec, cacheNote)).catch((err) => ctx.log.warn({ projectId: project.id, err: (err as Error).message }, 'could not cut the build cache back'))));
   // Once ready, this build's output is the environment's last (an unchanged next build reuses it: build-output.ts).
   const remember = async (output: Omit<KeptOutput, 'key' | 'deploymentId'>): Promise<void> => {
     if (cache && result.outputKey) await rememberOutput(cache.dir, { key: result.outputKey, deploymentId: job.id, ...output }).catch((err: Error) => ctx.log.warn({ projectId: project.id, err: err.message }, 'could not remember the build output'));
