@@ -4,7 +4,7 @@
  * against its first (target <= 0.3) and a build after a one-line source change against the first
  * (<= 0.4), on the sandbox runtime and, when a Docker Engine answers, the docker runtime. Each build's
  * time per step comes from its build log's timestamps. `BENCH_BUILD_APPS=express,vite` picks apps;
- * `BENCH_BUILD_RUNTIMES=sandbox` picks runtimes.
+ * `BENCH_BUILD_RUNTIMES=sandbox` picks runtimes; `BENCH_BUILD_LOG=1` prints each build's log with times to stderr.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -56,6 +56,8 @@ async function steps(url: string, token: string, id: string, total: number): Pro
     return l ? Date.parse(l.ts) : null;
   };
   const t0 = Date.parse(lines[0]!.ts);
+  // BENCH_BUILD_LOG=1: the build log with each line's second since the build's start, to stderr (the framework's own phases).
+  if (process.env.BENCH_BUILD_LOG === '1') for (const l of lines) console.error(`[build-log ${id}] +${((Date.parse(l.ts) - t0) / 1000).toFixed(1)} s ${l.line}`);
   const install = at(/^\[berth\] install: /);
   const build = at(/^\[berth\] build: /);
   const done = at(/^\[berth\] build finished/);
