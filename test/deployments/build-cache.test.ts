@@ -172,6 +172,19 @@ describe('per-project build caches (sandbox runtime, a real dependency from the 
     assert.ok(third.log.includes('[berth] install: reused the dependencies the last build installed'), third.log);
     assert.ok(third.lines.includes('probe: sees false false'), third.log);
     assert.equal((await edge(project.slug)).text, 'true');
+    // The running release's dependencies are links to the kept install where its build did not change them
+    // (build-release-links.ts), and a later build that writes into them changes only its own release.
+    const releaseDir = (await server.ctx.db.selectFrom('deploymentBuilds').select('releaseDir').where('deploymentId', '=', third.d.id).executeTakeFirstOrThrow()).releaseDir!;
+    const running = path.join(releaseDir, 'node_modules', 'is-number', 'index.js');
+    // Mounted (and so linked) where builds have their own disk images (this suite runs with BERTH_DISK_LIMITS=off:
+    // copied; test/runtime/build-disk.test.ts has the linked release on real images).
+    if (getRuntime(server.ctx).releases.diskLimits.enforced) assert.equal(statSync(running).ino, statSync(keptFile).ino, 'the release links the kept file');
+    writeFileSync(path.join(dir, 'probe.js'), probe.replace('poisoned', 'poisoned again'));
+    const fourth = await deploy(project.id);
+    assert.ok(fourth.log.includes('[berth] install: reused the dependencies the last build installed'), fourth.log);
+    assert.equal(readFileSync(running, 'utf8'), original, "the last release's file is as its build left it");
+    assert.equal(readFileSync(keptFile, 'utf8'), original);
+    assert.equal((await edge(project.slug)).text, 'poisoned again');
     // Nothing of the build's stays mounted.
     assert.ok(!readFileSync('/proc/self/mountinfo', 'utf8').includes(path.join(data, 'builds')), 'no mount left under the builds folder');
   });
