@@ -91,7 +91,13 @@ export async function copyOutLinkingInstall(workDir: string, from: string, to: s
   await timed('release.copy-out', () => copyContents(from, to));
   const dest = path.join(to, path.relative(from, o.target));
   await rmdir(dest);
-  await timed('release.link-install', () => run('cp', ['-al', '--', o.lower, dest], 3600_000));
+  await timed('release.link-install', () =>
+    run('cp', ['-al', '--', o.lower, dest], 3600_000).catch(async () => {
+      // A file at its filesystem's link limit (EMLINK): the snapshot copied instead, the same files.
+      await rm(dest, { recursive: true, force: true });
+      await run('cp', ['-a', '--', o.lower, dest], 3600_000);
+    }),
+  );
   await timed('release.apply-upper', async () => {
     for (const { rel, names } of folders) {
       const d = path.join(dest, rel);
