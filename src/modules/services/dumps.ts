@@ -1,12 +1,13 @@
 /**
  * A running managed service's data as one artifact (backups, docs/services.md "Backups"): PostgreSQL
  * `pg_dump -Fc`, MariaDB `mariadb-dump --single-transaction` (mysqldump), Redis `BGSAVE` then its RDB
- * file. The dump programs run on the host as the server's user and reach the service over its
- * project network (the sandbox network admits the server's uid: docs/decisions.md "Managed service
- * dumps"); under the docker runtime they run inside the service's container instead (`docker exec`:
- * its image has them, in its server's version). The service's own credentials go in their
- * environment, never in an argument. Argument arrays only; what the programs print goes to the server
- * log, never to a record.
+ * file, MongoDB `mongodump --archive --gzip` (docker runtime only). The dump programs run on the host
+ * as the server's user and reach the service over its project network (the sandbox network admits the
+ * server's uid: docs/decisions.md "Managed service dumps"); under the docker runtime they run inside
+ * the service's container instead (`docker exec`: its image has them, in its server's version). The
+ * service's own credentials go in their environment (MongoDB's tools: a `--config` file,
+ * mongo-tools.ts), never in an argument. Argument arrays only; what the programs print goes to the
+ * server log, never to a record.
  */
 import { spawn } from 'node:child_process';
 import { argvAt } from '../../runtime/netns-join.js';
@@ -17,6 +18,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import type { AppContext } from '../../context.js';
 import { openCredentials, type Credentials } from './credentials.js';
 import { programOf } from './engines.js';
+import { mongodumpArgs, writeToolsConfig } from './mongo-tools.js';
 import type { ServiceKind } from './kinds.js';
 import type { ManagedServiceRow } from './services.store.js';
 
@@ -181,6 +183,24 @@ async function redisSource(row: ManagedServiceRow, dataDir: string, place: ToolP
 }
 
 /**
+ * MongoDB (docker runtime only): `mongodump --archive --gzip` inside the service's container, its
+ * password in a `--config` file of the service's `/app` (mongo-tools.ts), removed once the dump ended.
+ */
+async function mongoSource(ctx: AppContext, row: ManagedServiceRow, place: ToolPlace, c: Credentials, signal?: AbortSignal): Promise<Readable> {
+  const runner = ctx.state.services.runner;
+  if (!place.inImage || !runner) throw new Error('MongoDB runs only under the docker runtime: its dump runs inside its container');
+  const config = await writeToolsConfig(path.join(runner.volumeDir(row), 'conf'), c);
+  try {
+    const out = toolStream('mongodump', place, 'mongodump', mongodumpArgs({ configPath: config.inside, port: place.port, username: c.username }), {}, c.password, signal);
+    out.once('close', () => void config.remove().catch(() => {}));
+    return out;
+  } catch (e) {
+    await config.remove();
+    throw e;
+  }
+}
+
+/**
  * The native dump of a running managed service, as a stream. `dataDir` is the service's data folder
  * (Redis's RDB file is read from it); `address` where the server reaches it now. Under the docker
  * runtime the dump programs run inside the service's container (its image has them, in the server's
@@ -203,6 +223,6 @@ export async function nativeDump(ctx: AppContext, row: ManagedServiceRow, addres
     case 'redis':
       return redisSource(row, dataDir, place, c, signal);
     case 'mongodb':
-      throw new Error('MongoDB backups (mongodump --archive) are not supported yet');
+      return mongoSource(ctx, row, place, c, signal);
   }
 }

@@ -2,8 +2,8 @@
  * Restoring a managed service from a native dump (backups, docs/services.md "Backups"): a fresh
  * instance of the same kind and version is made beside the service's data (`restore-<key>`), the
  * artifact is loaded into it by the kind's own client inside its box (the project's uid), and it must
- * answer and hold as many tables (keys) as the artifact; only then is it swapped in for the data of
- * the service, whose old data is kept until the service answered on the new one.
+ * answer and hold as many tables (keys; MongoDB: documents) as the artifact; only then is it swapped
+ * in for the data of the service, whose old data is kept until the service answered on the new one.
  */
 import { createReadStream, existsSync } from 'node:fs';
 import { copyFile, mkdir, rename, rm, stat } from 'node:fs/promises';
@@ -11,7 +11,9 @@ import { createInterface } from 'node:readline';
 import path from 'node:path';
 import type { AppContext } from '../../context.js';
 import { syncFilesystemOf } from '../../lib/sync-fs.js';
+import { openCredentials, type Credentials } from './credentials.js';
 import type { EnginePlan } from './engines.js';
+import { COUNT_LINE, countScript, mongorestoreArgs, restoreSummary, toolsConfigText } from './mongo-tools.js';
 import type { ServiceKind } from './kinds.js';
 import type { ScratchInstance } from './scratch.js';
 import * as store from './services.store.js';
@@ -20,7 +22,7 @@ import type { ManagedServiceRow } from './services.store.js';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The artifact's name inside the fresh instance's data folder (`/data/<name>` in its box). */
-const ARTIFACT: Record<string, string> = { postgres: 'berth-restore.dump', mysql: 'berth-restore.sql', redis: 'dump.rdb' };
+const ARTIFACT: Record<string, string> = { postgres: 'berth-restore.dump', mysql: 'berth-restore.sql', redis: 'dump.rdb', mongodb: 'berth-restore.archive' };
 
 function runnerOf(ctx: AppContext) {
   const runner = ctx.state.services.runner;
@@ -115,6 +117,25 @@ async function loadRedis(i: ScratchInstance): Promise<void> {
 }
 
 /**
+ * MongoDB: `mongorestore` of the archive (its password in the `--config` file the plan gained), which
+ * must report no failed document; then the fresh instance must hold as many documents as it restored.
+ */
+async function loadMongo(i: ScratchInstance): Promise<void> {
+  const argv = ['mongorestore', ...mongorestoreArgs({ configPath: `/app/${MONGO_CONFIG}`, port: i.port, username: i.credentials.username, archive: `/data/${ARTIFACT.mongodb}` })];
+  const loaded = await i.exec({ argv });
+  const summary = restoreSummary(loaded.out);
+  if (!loaded.ok || !summary) throw fail('mongorestore into the fresh instance failed; the server log has its output', loaded.out);
+  if (summary.failed > 0) throw fail(`${summary.failed} documents of the artifact could not be restored`, loaded.out);
+  const counted = await i.exec({ argv: ['mongosh', '--quiet', '--norc', '--host', '127.0.0.1', '--port', String(i.port), '--file', `/app/${MONGO_COUNT}`] });
+  const documents = Number(COUNT_LINE.exec(counted.out)?.[1] ?? NaN);
+  if (!counted.ok || documents !== summary.restored) throw fail(`the fresh instance holds ${counted.ok && Number.isFinite(documents) ? documents : 'no readable'} documents where the artifact has ${summary.restored}`, counted.out);
+}
+
+/** The throwaway instance's files for MongoDB's restore (removed with its configuration folder when it closes). */
+const MONGO_CONFIG = 'berth-mongo-tools.yaml';
+const MONGO_COUNT = 'berth-count.js';
+
+/**
  * PostgreSQL loads the artifact as PostgreSQL's "Populating a Database" advises for a bulk load: no
  * fsync, no full-page writes, `wal_level=minimal` (the tables `pg_restore --single-transaction`
  * creates are filled without WAL), no autovacuum, more memory for the index builds. None of it
@@ -128,9 +149,13 @@ function bulkLoadPostgres(plan: EnginePlan, memoryMb: number): EnginePlan {
   return { ...plan, server: { ...plan.server, argv: [...plan.server.argv, ...settings.flatMap((s) => ['-c', s])] } };
 }
 
-/** How a fresh instance for a restore differs from the service's own start, by kind. */
-function adaptFor(kind: string, memoryMb: number): ((plan: EnginePlan) => EnginePlan) | undefined {
-  // Redis starts without its append-only file, so that it loads the RDB (with one enabled it would start empty).
+/**
+ * How a fresh instance for a restore differs from the service's own start, by kind. Redis starts
+ * without its append-only file, so that it loads the RDB (with one enabled it would start empty).
+ * MongoDB's instance gains the tools' `--config` file and the count script (mongo-tools.ts).
+ */
+function adaptFor(kind: string, c: Credentials, memoryMb: number): ((plan: EnginePlan) => EnginePlan) | undefined {
+  if (kind === 'mongodb') return (plan) => ({ ...plan, files: { ...plan.files, [MONGO_CONFIG]: toolsConfigText(c), [MONGO_COUNT]: countScript(c) } });
   if (kind === 'redis') return (plan) => ({ ...plan, files: { ...plan.files, 'redis.conf': plan.files['redis.conf']!.replace(/^appendonly yes$/m, 'appendonly no') } });
   if (kind === 'postgres') return (plan) => bulkLoadPostgres(plan, memoryMb);
   return undefined;
@@ -150,10 +175,11 @@ export async function prepareFresh(ctx: AppContext, row: ManagedServiceRow, arti
     await mkdir(staging, { recursive: true, mode: 0o700 });
     const inside = path.join(staging, ARTIFACT[kind]!);
     await moveFile(artifact, inside);
-    const instance = await runnerOf(ctx).scratch(row, staging, name, adaptFor(kind, row.memoryMb));
+    const instance = await runnerOf(ctx).scratch(row, staging, name, adaptFor(kind, openCredentials(ctx.keyring, row.id, row.credentials), row.memoryMb));
     try {
       if (kind === 'postgres') await loadPostgres(instance);
       else if (kind === 'mysql') await loadMariadb(instance, inside);
+      else if (kind === 'mongodb') await loadMongo(instance);
       else await loadRedis(instance);
     } finally {
       await instance.close();

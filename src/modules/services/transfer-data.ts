@@ -17,8 +17,8 @@ import { prepareFresh, swapFresh } from './restore.js';
 import * as store from './services.store.js';
 import type { ManagedServiceRow } from './services.store.js';
 
-/** The kinds whose data can move (the ones a backup can dump and a restore can load). */
-const MOVABLE = new Set(['postgres', 'mysql', 'redis']);
+/** The kinds whose data can move (the ones a backup can dump and a restore can load; MongoDB under the docker runtime, the only one running it). */
+const MOVABLE = new Set(['postgres', 'mysql', 'redis', 'mongodb']);
 
 /** A temporary file of the server's own for a dump in transit (the caller removes it). */
 export async function transferFile(ctx: AppContext): Promise<string> {
