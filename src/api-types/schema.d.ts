@@ -2004,6 +2004,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/projects/{id}/transfers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start a transfer to the cloud or back in the background (202 with its record; follow it at .../transfers/:transferId/events). Self-hosted only. */
+        post: operations["postProjectsByIdTransfers"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{id}/transfers/{transferId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A background transfer's record: status, progress (service, phase, bytes), and its result or error. Self-hosted only. */
+        get: operations["getProjectsByIdTransfersByTransferId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{id}/transfers/{transferId}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Follow a background transfer (SSE: `snapshot`, `progress` { phase, service, bytes, totalBytes? }, then `complete` with its record). Self-hosted only. */
+        get: operations["getProjectsByIdTransfersByTransferIdEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/projects/{id}/webhook-domain": {
         parameters: {
             query?: never;
@@ -9105,6 +9156,172 @@ export interface operations {
                             verified: true;
                         };
                     };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    postProjectsByIdTransfers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    includeData?: boolean;
+                    to: "cloud" | "self-hosted";
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            direction: "to-cloud" | "to-self-hosted";
+                            error: {
+                                code: string;
+                                field?: string;
+                                message: string;
+                            } | null;
+                            finishedAt: string | null;
+                            id: string;
+                            progress: {
+                                bytes: number;
+                                phase: "dump" | "send" | "receive" | "load";
+                                service: string;
+                                totalBytes?: number;
+                            } | null;
+                            projectId: string;
+                            result: {
+                                cloudCopyDeleted?: boolean;
+                                cloudProjectId: string;
+                                id: string;
+                                location: "local" | "cloud";
+                                transferred: {
+                                    domains: string[];
+                                    environments: string[];
+                                    envVars: number;
+                                    managedServices: string[];
+                                    routeRules: number;
+                                    secrets: number;
+                                    serviceData?: string[];
+                                    services: string[];
+                                };
+                                /** @constant */
+                                verified: true;
+                            } | null;
+                            startedAt: string;
+                            status: "running" | "succeeded" | "failed";
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getProjectsByIdTransfersByTransferId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                transferId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            direction: "to-cloud" | "to-self-hosted";
+                            error: {
+                                code: string;
+                                field?: string;
+                                message: string;
+                            } | null;
+                            finishedAt: string | null;
+                            id: string;
+                            progress: {
+                                bytes: number;
+                                phase: "dump" | "send" | "receive" | "load";
+                                service: string;
+                                totalBytes?: number;
+                            } | null;
+                            projectId: string;
+                            result: {
+                                cloudCopyDeleted?: boolean;
+                                cloudProjectId: string;
+                                id: string;
+                                location: "local" | "cloud";
+                                transferred: {
+                                    domains: string[];
+                                    environments: string[];
+                                    envVars: number;
+                                    managedServices: string[];
+                                    routeRules: number;
+                                    secrets: number;
+                                    serviceData?: string[];
+                                    services: string[];
+                                };
+                                /** @constant */
+                                verified: true;
+                            } | null;
+                            startedAt: string;
+                            status: "running" | "succeeded" | "failed";
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getProjectsByIdTransfersByTransferIdEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                transferId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success: text/event-stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -27,6 +27,22 @@ export const TransferResultSchema = Type.Object({
   cloudCopyDeleted: Type.Optional(Type.Boolean()),
 });
 
+/** A transfer run in the background (transfer-progress.ts). */
+export const TransferRecordSchema = Type.Object({
+  id: Type.String(),
+  projectId: Type.String(),
+  direction: Type.Union([Type.Literal('to-cloud'), Type.Literal('to-self-hosted')]),
+  status: Type.Union([Type.Literal('running'), Type.Literal('succeeded'), Type.Literal('failed')]),
+  progress: Type.Union([
+    Type.Object({ phase: Type.Union([Type.Literal('dump'), Type.Literal('send'), Type.Literal('receive'), Type.Literal('load')]), service: Type.String(), bytes: Type.Integer(), totalBytes: Type.Optional(Type.Integer()) }),
+    Type.Null(),
+  ]),
+  result: Type.Union([TransferResultSchema, Type.Null()]),
+  error: Type.Union([Type.Object({ code: Type.String(), message: Type.String(), field: Type.Optional(Type.String()) }), Type.Null()]),
+  startedAt: Type.String(),
+  finishedAt: Type.Union([Type.String(), Type.Null()]),
+});
+
 export const ImportedProjectSchema = Type.Object({ id: Type.String(), slug: Type.String() });
 
 /** A bundle whose secret values are sealed to the caller's one-time X25519 key (seal.ts). */

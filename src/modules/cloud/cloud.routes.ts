@@ -16,6 +16,8 @@ import { forwardCloudRecord, forwardCloudStream } from './forward-records.js';
 import { receiveServiceData, sendServiceData, SERVICE_DATA_TYPES } from './service-data.js';
 import { receiveSourceArchive, sourceArchivePath } from './source.js';
 import { transferToCloud, transferToSelfHosted } from './transfer.service.js';
+import { TransferTracker } from './transfer-progress.js';
+import { transferRoutes } from './transfers.routes.js';
 
 
 /** `includeData`: each managed service's native dump moves too, loaded into its new instance there. */
@@ -171,7 +173,7 @@ const cloudRoutes = [
   }),
 ];
 
-const own = (def: AnyRoute) => (cloudRoutes as AnyRoute[]).includes(def);
+const own = (def: AnyRoute) => (cloudRoutes as AnyRoute[]).includes(def) || (transferRoutes as AnyRoute[]).includes(def);
 
 /**
  * Cloud mode and the link: transfers and their cloud side, and the forwarding of a cloud project's
@@ -187,7 +189,8 @@ export const cloudModule: ModuleDef = {
   // Token streams of a cloud record first (they name no project), then a cloud project's routes.
   forward: async (def, req, reply, ctx) => (await forwardCloudStream(def, req, reply, ctx)) || forwardToCloud(def, req, reply, ctx),
   forwardUnresolved: forwardCloudRecord,
-  routes: cloudRoutes,
+  routes: [...cloudRoutes, ...transferRoutes],
+  state: () => ({ transfers: new TransferTracker() }),
   async stop(ctx) {
     await ctx.ports.cloud?.close();
   },

@@ -13,6 +13,7 @@ import { deleteCloudLink, findCloudLink, insertCloudLink } from './cloud.store.j
 import { linkJson, unreachable } from './link.js';
 import { pullServiceData, pushServiceData } from './service-data.js';
 import { sourceArchivePath } from './source.js';
+import type { ReportProgress } from './transfer-progress.js';
 
 /**
  * Transfers of a self-hosted instance's project: to the cloud and back, each one copy, verify by
@@ -36,7 +37,7 @@ export interface TransferResult {
  * flips the local record to `location: "cloud"` and records the id mapping. Any failure leaves the
  * local project as it was and deletes what was made on the cloud.
  */
-export async function transferToCloud(ctx: AppContext, actor: Actor, row: ProjectRow, requestId?: string, includeData = false): Promise<TransferResult> {
+export async function transferToCloud(ctx: AppContext, actor: Actor, row: ProjectRow, requestId?: string, includeData = false, report?: ReportProgress): Promise<TransferResult> {
   if (row.location === 'cloud') throw conflict('the project already lives on the cloud');
   requireLink(ctx);
   if (row.sourceType === 'local') {
@@ -77,7 +78,7 @@ export async function transferToCloud(ctx: AppContext, actor: Actor, row: Projec
   try {
     if (archive && bundle.sourceArchive) await pushSourceArchive(ctx, cloudId, archive, bundle.sourceArchive.sha256, requestId);
     // Each service's native dump, loaded into its new instance there (checked, then swapped in).
-    for (const name of withData) await pushServiceData(ctx, row.orgId, row.id, cloudId, name, requestId);
+    for (const name of withData) await pushServiceData(ctx, row.orgId, row.id, cloudId, name, requestId, report);
     const copy = await readCloudCopy(ctx, cloudId, requestId);
     if (bundleDigest(copy) !== digest) throw unreachable('its copy of the project does not match this one (digest mismatch); nothing was changed here');
     await transaction(ctx.db, async (tx) => {
@@ -113,7 +114,7 @@ export async function transferToCloud(ctx: AppContext, actor: Actor, row: Projec
  * against the cloud's by digest inside that transaction, flips the record to `location: "local"`,
  * and only then deletes the cloud copy.
  */
-export async function transferToSelfHosted(ctx: AppContext, actor: Actor, row: ProjectRow, requestId?: string, includeData = false): Promise<TransferResult> {
+export async function transferToSelfHosted(ctx: AppContext, actor: Actor, row: ProjectRow, requestId?: string, includeData = false, report?: ReportProgress): Promise<TransferResult> {
   if (row.location !== 'cloud') throw conflict('the project already lives on this instance');
   requireLink(ctx);
   const link = await findCloudLink(ctx.db, row.orgId, row.id);
@@ -128,7 +129,7 @@ export async function transferToSelfHosted(ctx: AppContext, actor: Actor, row: P
   const transferred = { ...bundleSummary(bundle), ...(includeData ? { serviceData: rows.map((r) => r.name) } : {}) };
   const landed = { committed: false };
   try {
-    return await landLocally(ctx, actor, row, cloudId, bundle, digest, rows, includeData, transferred, landed, requestId);
+    return await landLocally(ctx, actor, row, cloudId, bundle, digest, rows, includeData, transferred, landed, requestId, report);
   } catch (e) {
     // Nothing of the new services is kept when the project did not land.
     if (!landed.committed) await discardServiceRows(ctx, rows);
@@ -149,14 +150,16 @@ async function landLocally(
   transferred: TransferResult['transferred'],
   landed: { committed: boolean },
   requestId?: string,
+  report?: ReportProgress,
 ): Promise<TransferResult> {
   // Each service's data first: a dump of the cloud's instance, loaded into the new local one's data
   // folder (checked that it answers and holds it) before it is stored; it starts on it after the commit.
   if (includeData) {
     for (const r of rows) {
       if (r.desired !== 'running') throw conflict(`the service ${r.name} is stopped on the cloud: start it to move its data, or transfer without includeData`, 'includeData');
-      const file = await pullServiceData(ctx, cloudId, r.name, requestId);
+      const file = await pullServiceData(ctx, cloudId, r.name, requestId, report);
       try {
+        report?.({ phase: 'load', service: r.name, bytes: 0 });
         await prepareServiceData(ctx, r, file);
       } finally {
         await rm(file, { force: true }).catch(() => {});

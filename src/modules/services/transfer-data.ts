@@ -46,11 +46,11 @@ async function runningRow(ctx: AppContext, orgId: string, projectId: string, nam
   return { row, address };
 }
 
-/** Dumps the production service `name` (it must run here) into `file`; answers its sha256 and size. */
-export async function dumpServiceData(ctx: AppContext, orgId: string, projectId: string, name: string, file: string, signal?: AbortSignal): Promise<{ sha256: string; sizeBytes: number }> {
+/** Dumps the production service `name` (it must run here) into `file`; answers its sha256 and size. `onBytes` hears the bytes written so far. */
+export async function dumpServiceData(ctx: AppContext, orgId: string, projectId: string, name: string, file: string, signal?: AbortSignal, onBytes?: (bytes: number) => void): Promise<{ sha256: string; sizeBytes: number }> {
   const { row, address } = await runningRow(ctx, orgId, projectId, name);
   const runner = ctx.state.services.runner!;
-  const hc = new HashCounter();
+  const hc = new HashCounter(onBytes);
   try {
     await pipeline(await nativeDump(ctx, row, address, path.join(runner.volumeDir(row), 'data'), signal), hc, createWriteStream(file, { mode: 0o600 }), ...(signal ? [{ signal }] : []));
   } catch (e) {

@@ -11,10 +11,14 @@ import { byGrant, PRINCIPALS, type MatrixRow, type PrincipalName } from '../matr
 const everyone404 = Object.fromEntries(PRINCIPALS.map((p) => [p, 404])) as Record<PrincipalName, number>;
 const admins = byGrant('admin');
 const noLink = Object.fromEntries(admins.map((p) => [p, 503])) as Partial<Record<PrincipalName, number>>;
+const noTransfer = Object.fromEntries(admins.map((p) => [p, 404])) as Partial<Record<PrincipalName, number>>;
 
 export const rows: MatrixRow[] = [
   { method: 'POST', path: '/api/projects/:id/transfer/to-cloud', fixture: 'project', expect: noLink },
   { method: 'POST', path: '/api/projects/:id/transfer/to-self-hosted', fixture: 'project', note: '409 for a local project' },
+  { method: 'POST', path: '/api/projects/:id/transfers', fixture: 'project', body: { to: 'cloud', includeData: true }, expect: noLink, note: 'a background transfer (test/cloud/transfers-background.test.ts)' },
+  { method: 'GET', path: '/api/projects/:id/transfers/:transferId', fixture: 'project', params: { transferId: 'xfr_matrix00000000000000' }, expect: noTransfer, note: 'no such transfer: 404 to those allowed' },
+  { method: 'GET', path: '/api/projects/:id/transfers/:transferId/events', fixture: 'project', params: { transferId: 'xfr_matrix00000000000000' }, expect: noTransfer, note: 'no such transfer: 404 to those allowed' },
   { method: 'POST', path: '/api/projects/import-bundle', body: { bundle: {} }, allow: [], expect: everyone404, note: 'cloud only' },
   { method: 'POST', path: '/api/projects/:id/export', fixture: 'project', body: {}, allow: [], expect: everyone404, otherOrg: 404, note: 'cloud only' },
   { method: 'POST', path: '/api/projects/:id/source-archive', fixture: 'project', body: {}, allow: [], expect: everyone404, note: 'cloud only' },
