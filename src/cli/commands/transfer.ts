@@ -35,6 +35,66 @@ async function transfer(client: ApiClient, projectId: string, direction: Directi
   }
 }
 
+type Progress = { phase: string; service: string; bytes: number; totalBytes?: number };
+
+const mb = (n: number) => `${(n / 1024 ** 2).toFixed(1)} MB`;
+
+/** One progress line: `cache: send 12.0 MB / 40.0 MB (30%)`. */
+export function progressLine(p: Progress): string {
+  const of = p.totalBytes ? ` / ${mb(p.totalBytes)} (${Math.floor((100 * p.bytes) / Math.max(1, p.totalBytes))}%)` : '';
+  return `${p.service}: ${p.phase} ${mb(p.bytes)}${of}`;
+}
+
+/**
+ * With data: `POST /api/projects/:id/transfers` (202, the transfer runs on the server), then its
+ * events followed to the end, each progress event shown by `onProgress`; answers the transfer's result.
+ */
+async function transferInBackground(client: ApiClient, projectId: string, direction: Direction, onProgress: (p: Progress) => void): Promise<TransferAnswer> {
+  const { Agent, request } = await import('undici');
+  const dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+  const auth: Record<string, string> = client.token ? { authorization: `Bearer ${client.token}` } : {};
+  const base = `${client.server}/api/projects/${encodeURIComponent(projectId)}/transfers`;
+  try {
+    const res = await request(base, {
+      method: 'POST',
+      dispatcher,
+      headers: { accept: 'application/json', 'content-type': 'application/json', ...auth },
+      body: JSON.stringify({ to: direction === 'to-cloud' ? 'cloud' : 'self-hosted', includeData: true }),
+    });
+    const text = await res.body.text();
+    if (res.statusCode !== 202) throw flagError(apiErrorFrom(res.statusCode, '', text));
+    const id = (JSON.parse(text) as { data: { id: string } }).data.id;
+    const stream = await request(`${base}/${encodeURIComponent(id)}/events`, { dispatcher, headers: { accept: 'text/event-stream', ...auth } });
+    if (stream.statusCode !== 200) throw apiErrorFrom(stream.statusCode, '', await stream.body.text());
+    let buffered = '';
+    for await (const chunk of stream.body) {
+      buffered += chunk.toString();
+      for (let end = buffered.indexOf('\n\n'); end >= 0; end = buffered.indexOf('\n\n')) {
+        const frame = buffered.slice(0, end);
+        buffered = buffered.slice(end + 2);
+        const event = /^event: (.*)$/m.exec(frame)?.[1];
+        const data = /^data: (.*)$/m.exec(frame)?.[1];
+        if (!event || data === undefined) continue;
+        if (event === 'progress') onProgress(JSON.parse(data) as Progress);
+        if (event === 'complete') {
+          const record = JSON.parse(data) as { status: string; result: TransferAnswer | null; error: { code: string; message: string; field?: string } | null };
+          if (record.status === 'succeeded' && record.result) return record.result;
+          const e = record.error ?? { code: 'INTERNAL', message: 'the transfer failed' };
+          throw flagError(new ApiError(e.code === 'CONFLICT' ? 409 : 500, e.code, e.message, e.field));
+        }
+      }
+    }
+    throw new ApiError(0, 'STREAM_ENDED', `the server stopped reporting the transfer ${id}: see GET /api/projects/${projectId}/transfers/${id}`);
+  } finally {
+    await dispatcher.close().catch(() => {});
+  }
+}
+
+/** A service that cannot give its data (stopped) is named by the body's field: say the flag instead. */
+function flagError(e: ApiError): ApiError {
+  return e.field === 'includeData' ? new ApiError(e.status, e.code, e.message.replace(/\bincludeData\b/g, '--include-data'), '--include-data') : e;
+}
+
 /** What moved, one line per kind of thing (names of services, counts of the rest; never values). */
 export function describeTransfer(t: TransferAnswer['transferred']): string[] {
   const names = (list: string[]) => (list.length ? list.join(', ') : 'none');
@@ -66,7 +126,16 @@ export function registerTransferCommands(program: Command): void {
           const client = savedClient();
           const p = await resolveProject(client, ref);
           if (!opts.json) note(`transferring ${p.slug} ${direction}${opts.includeData ? ' with its services\' data' : ''}...`);
-          const t = await transfer(client, p.id, direction, opts.includeData === true);
+          const t = opts.includeData
+            ? await transferInBackground(client, p.id, direction, (pr) => {
+                // On a terminal one line redrawn in place; else one line per event (at most 4 a second).
+                if (opts.json) return;
+                if (process.stderr.isTTY) process.stderr.write(`\r\x1b[K  ${progressLine(pr)}`);
+                else note(`  ${progressLine(pr)}`);
+              }).finally(() => {
+                if (!opts.json && process.stderr.isTTY) process.stderr.write('\n');
+              })
+            : await transfer(client, p.id, direction, false);
           if (opts.json) return printJson(t);
           console.log(`${p.slug} ${done} ${t.cloudProjectId}${t.cloudCopyDeleted === false ? ' (the cloud copy could not be deleted: delete it there)' : ''}`);
           for (const line of describeTransfer(t.transferred)) console.log(`  ${line}`);
