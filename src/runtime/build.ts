@@ -21,7 +21,7 @@ import { inside } from '../lib/copy-tree.js';
 import { checkRegistry, npmInstallIsNoop } from './build-install.js';
 import { timed } from '../lib/spans.js';
 import { cacheEnv } from './build-cache.js';
-import { hostProgramVersion, keepInstallAfter, laterStepsTouchInstall, reuseInstall } from './build-reuse.js';
+import { hostRuntimeVersion, keepInstallAfter, laterStepsTouchInstall, reuseInstall } from './build-reuse.js';
 import { linkNextCache } from './build-framework-cache.js';
 import { withCaOptions } from './host-ca.js';
 import { applyKeptOutput, keptOutputFor, sourceTreeHash, variablesHash } from './build-output.js';
@@ -292,7 +292,7 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
     mkdirSync(path.join(dir, 'bin'), { recursive: true });
     if (input.identity) await chownTree(dir, input.identity);
   }
-  const runtimeVersion = images?.baseImage(plan.runtime) ?? hostProgramVersion(plan.runtime === 'bun' ? 'bun' : 'node', hostPath);
+  const runtimeVersion = images?.baseImage(plan.runtime) ?? hostRuntimeVersion(plan.runtime, plan.programs, hostPath);
   // ---- an unchanged source and plan: the last ready build's output, whole (build-output.ts)
   const facts = { kind: isStatic ? 'static' : images ? 'image' : 'folder', rootDirectory: path.relative(srcDir, appDir), commit, runtime: plan.runtime, version: plan.version ?? null, install, build, start, outputDirectory, spa: plan.static?.spa ?? false, tools, variables: variablesHash(variables), env: variablesHash(input.env), runtimeVersion, nodeVersion: input.nodeVersion ?? null, port: input.port };
   const out = await timed('build.output-reuse', () => keptOutputFor(input.cacheDir, tree, facts));
@@ -311,8 +311,9 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
   const installAt = steps.findIndex((st) => st.label === 'install');
   // Mounted only when no later step removes or reinstalls node_modules (it cannot remove a mount point).
   const mountIn = runsMore && !laterStepsTouchInstall(steps.filter((st) => st.label !== 'install').map((st) => st.shown)) ? input.workDir : undefined;
-  const reuse = installAt < 0 ? null : await timed('build.install-reuse', () => reuseInstall(input.cacheDir, { srcDir, appDir, runtime: plan.runtime, install: steps[installAt]!.shown, runtimeVersion, tools, env: { ...variables, ...input.env } }, input.identity, runsMore ? prepare : async () => {}, note, mountIn));
-  if (reuse?.reused) steps.splice(installAt, 1);
+  const reuse = installAt < 0 ? null : await timed('build.install-reuse', () => reuseInstall(input.cacheDir, { srcDir, appDir, runtime: plan.runtime, install: steps[installAt]!.shown, runtimeVersion, tools, env: { ...variables, ...input.env }, samePathEachBuild: input.driver.name !== 'process' }, input.identity, runsMore ? prepare : async () => {}, note, mountIn));
+  // A reused install's step is left out, or replaced by what must still run (`composer dump-autoload`).
+  if (reuse?.reused) steps.splice(installAt, 1, ...(reuse.then ? [{ label: 'install', run: parseCommand(reuse.then, parseEnv), shown: reuse.then, planned: false }] : []));
   if (steps.length || tools.length) {
     await prepare();
     let box: Box;
@@ -329,7 +330,7 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
       const cached = box.paths.cache ? cacheEnv(box.paths.cache, plan.runtime, tools) : {};
       const stepEnv = { ...cached, ...variables, ...input.env, ...toolchainEnv(box.inside(srcDir)), PATH: pathWithBin(box.inside(appDir), hostPath, box.inside(srcDir)) };
       // ---- the way out: the registry the install uses, reached from inside the box (egress.ts)
-      if (steps.some((st) => st.label === 'install') || tools.length) await timed('build.egress-check', () => checkRegistry(box, plan.runtime, { ...variables, ...input.env }, appDir, stepEnv.PATH, input.driver, note));
+      if (steps.some((st) => st.label === 'install' && st.shown !== reuse?.then) || tools.length) await timed('build.egress-check', () => checkRegistry(box, plan.runtime, { ...variables, ...input.env }, appDir, stepEnv.PATH, input.driver, note));
       // Toolchain commands name folders as the box shows them (the source is /app in a sandbox).
       for (const t of toolchainSteps(box.inside(srcDir), tools)) {
         note(`toolchain: ${t.label}`);
@@ -357,7 +358,7 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
       await unlinkNext?.().catch(() => {});
     }
   }
-  await timed('build.keep-install', () => keepInstallAfter(input.cacheDir, reuse, appDir, note, input.identity));
+  await timed('build.keep-install', () => keepInstallAfter(input.cacheDir, reuse, appDir, note, input.identity, input.deploymentId));
   if (isStatic) {
     const site = path.resolve(appDir, outputDirectory ?? '.');
     if (!inside(site, srcDir) || !existsSync(site)) throw new BuildError(`the build left no output directory ${outputDirectory}: set static.outputDirectory to the folder the build writes`);

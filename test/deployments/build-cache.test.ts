@@ -124,7 +124,7 @@ describe('per-project build caches (sandbox runtime, a real dependency from the 
     writeFileSync(path.join(dir, 'probe.js'), "console.log('probe: second');\n");
     const second = await deploy(owner.id);
     assert.match(second.log, /^\[berth\] cache: npm \d+(\.\d+)? MB restored$/m);
-    assert.ok(second.lines.includes('[berth] install: reused the dependencies the last build installed (lockfile, install command and runtime unchanged): npm ci skipped'), second.log);
+    assert.ok(second.lines.includes(`[berth] install: reused the dependencies the last build (${first.d.id}) installed (lockfile, install command and runtime unchanged): npm ci skipped`), second.log);
     assert.ok(!second.lines.includes('[berth] install: npm ci'), second.log);
     assert.ok(second.lines.includes('probe: second'), second.log);
     // The app runs with the reused dependency, owned by the project's uid like the rest of its folder.
@@ -144,7 +144,7 @@ describe('per-project build caches (sandbox runtime, a real dependency from the 
     assert.ok(!third.log.includes('install: reused'), third.log);
     writeFileSync(path.join(dir, 'probe.js'), "console.log('probe: fourth');\n");
     const fourth = await deploy(project.id);
-    assert.ok(fourth.log.includes('[berth] install: reused the dependencies the last build installed'), fourth.log);
+    assert.ok(fourth.log.includes('[berth] install: reused the dependencies the last build ('), fourth.log);
   });
 
   test('a build step that writes into reused dependencies changes only its own release: the kept install and the next build see them as installed', async () => {
@@ -161,7 +161,7 @@ describe('per-project build caches (sandbox runtime, a real dependency from the 
     ].join('\n');
     writeFileSync(path.join(dir, 'probe.js'), probe);
     const second = await deploy(project.id);
-    assert.ok(second.log.includes('[berth] install: reused the dependencies the last build installed'), second.log);
+    assert.ok(second.log.includes('[berth] install: reused the dependencies the last build ('), second.log);
     assert.match(second.log, /^probe: wrote \d+$/m);
     assert.equal((await edge(project.slug)).text, 'poisoned', 'the release is what its build made');
     assert.equal(readFileSync(keptFile, 'utf8'), original, 'the kept install is as its install left it');
@@ -169,7 +169,7 @@ describe('per-project build caches (sandbox runtime, a real dependency from the 
     // The next build (reusing the install again) starts from the kept install, not from the last build's writes.
     writeFileSync(path.join(dir, 'probe.js'), "console.log('probe: sees ' + require('node:fs').readFileSync('node_modules/is-number/index.js', 'utf8').includes('poisoned') + ' ' + require('node:fs').existsSync('node_modules/planted.js'));\n");
     const third = await deploy(project.id);
-    assert.ok(third.log.includes('[berth] install: reused the dependencies the last build installed'), third.log);
+    assert.ok(third.log.includes('[berth] install: reused the dependencies the last build ('), third.log);
     assert.ok(third.lines.includes('probe: sees false false'), third.log);
     assert.equal((await edge(project.slug)).text, 'true');
     // The running release's dependencies are links to the kept install where its build did not change them
@@ -240,7 +240,7 @@ describe('per-project build caches (sandbox runtime, a real dependency from the 
     writeFileSync(path.join(dir, 'probe.js'), "require('node:fs').writeFileSync(process.env.npm_config_cache + '/marker', process.env.BERTH_DEPLOYMENT_ID);\n");
     const { log } = await deploy(owner.id, 'feat');
     assert.match(log, /^\[berth\] cache: npm \d+(\.\d+)? MB restored \(from production\)$/m);
-    assert.ok(log.includes("[berth] install: reused the dependencies production's last build installed"), log);
+    assert.ok(log.includes("[berth] install: reused the dependencies production's last build ("), log);
     assert.ok(existsSync(path.join(cacheOf(owner.id, 'feat'), 'npm', 'marker')));
     assert.ok(!existsSync(path.join(cacheOf(owner.id), 'npm', 'marker')), "production's cache is not the preview's to write");
     assert.equal(statSync(cacheOf(owner.id, 'feat')).uid, statSync(cacheOf(owner.id)).uid);

@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pruneCache } from '../../src/runtime/build-cache.js';
-import { findKeptInstall, installKey, installsDir, keepInstall, laterStepsTouchInstall, restoreInstall, type InstallKeyInput } from '../../src/runtime/build-reuse.js';
+import { requirementPaths } from '../../src/runtime/build-reuse-kinds.js';
+import { findKeptInstall, installKey, installKeyOf, installsDir, keepInstall, laterStepsTouchInstall, restoreInstall, type InstallKeyInput } from '../../src/runtime/build-reuse.js';
 import { tempDir } from '../support/harness.js';
 
 let root: string;
@@ -79,13 +80,13 @@ describe('reused installs: the kept copy', () => {
     const cacheDir = path.join(root, 'cache', 'p1', 'production');
     const a = app({ 'node_modules/is-number/index.js': 'module.exports = 1', 'node_modules/.cache/big': 'x', 'node_modules/.bin/.keep': '' });
     symlinkSync('../is-number/index.js', path.join(a.appDir, 'node_modules', '.bin', 'is-number'));
-    assert.ok(await keepInstall(cacheDir, 'k1', a.appDir));
+    assert.ok(await keepInstall(cacheDir, 'k1', a.appDir, null, undefined, 'dpl_1'));
     const kept = installsDir(cacheDir);
     assert.equal(readFileSync(path.join(kept, 'key'), 'utf8'), 'k1');
     assert.ok(!existsSync(path.join(kept, 'node_modules', '.cache')));
     assert.equal(await findKeptInstall(cacheDir, 'other'), null);
-    assert.deepEqual(await findKeptInstall(cacheDir, 'k1'), { dir: kept, from: 'production' });
-    assert.deepEqual(await findKeptInstall(path.join(root, 'cache', 'p1', 'feat'), 'k1'), { dir: kept, from: 'production' });
+    assert.deepEqual(await findKeptInstall(cacheDir, 'k1'), { dir: kept, from: 'production', deployment: 'dpl_1' });
+    assert.deepEqual(await findKeptInstall(path.join(root, 'cache', 'p1', 'feat'), 'k1'), { dir: kept, from: 'production', deployment: 'dpl_1' });
 
     const b = app();
     await restoreInstall(kept, b.appDir, null);
@@ -123,5 +124,47 @@ describe('reused installs: mounted or copied', () => {
     for (const c of ['npm run build', 'rimraf dist && tsc', 'vite build', 'next build', 'yarn build', 'pnpm run build', 'bun run build']) {
       assert.equal(laterStepsTouchInstall([c]), false, c);
     }
+  });
+});
+
+describe('reused installs: Python, Ruby and PHP', () => {
+  /** A folder of `runtime` with `files`; answers the key input. */
+  function other(runtime: string, files: Record<string, string>, install: string): InstallKeyInput {
+    const srcDir = path.join(root, `src-${++n}`);
+    for (const [name, text] of Object.entries(files)) {
+      mkdirSync(path.dirname(path.join(srcDir, name)), { recursive: true });
+      writeFileSync(path.join(srcDir, name), text);
+    }
+    return { srcDir, appDir: srcDir, runtime, install, runtimeVersion: '/usr/bin/x 1 2', tools: [], env: {} };
+  }
+  const py = (files: Record<string, string> = {}) => other('python', { 'requirements.txt': './pkg\n', 'pkg/setup.py': 'v1', ...files }, 'python3 -m venv .venv && .venv/bin/pip install -r requirements.txt');
+
+  it('the local paths a requirements.txt installs from, and none for one naming a path outside the source', () => {
+    assert.deepEqual(requirementPaths('flask==3.0\n./pkg\n-e ../lib  # editable\n-r more.txt\nx @ file:./w.whl\ndist/a-1.0-py3-none-any.whl\nhttps://example.com/x.whl\n'), ['./pkg', '../lib', 'more.txt', './w.whl', 'dist/a-1.0-py3-none-any.whl']);
+    assert.equal(requirementPaths('/opt/pkg\n'), null);
+  });
+
+  it("a venv's key changes with a local package's content; the folders are .venv; a process driver's build is not reused, said why", async () => {
+    const a = await installKeyOf(py());
+    assert.ok('key' in a && a.key === (await installKey(py())));
+    assert.deepEqual('key' in a && a.folders, ['.venv']);
+    assert.notEqual(await installKey(py({ 'pkg/setup.py': 'v2' })), 'key' in a && a.key);
+    assert.match(String((await installKeyOf({ ...py(), samePathEachBuild: false }) as { why: string }).why), /path it was made at/);
+    assert.match(String((await installKeyOf(py({ '.venv/x': '' })) as { why: string }).why), /\.venv is in the source/);
+    const outside = py({ 'requirements.txt': '../../elsewhere\n' });
+    assert.match(String((await installKeyOf(outside) as { why: string }).why), /cannot be hashed/);
+  });
+
+  it('Ruby keeps vendor/bundle and .bundle from Gemfile.lock; PHP keeps vendor and dumps the autoloader after a reuse', async () => {
+    const rb = await installKeyOf(other('ruby', { Gemfile: "gem 'x'", 'Gemfile.lock': 'GEM\n' }, 'bundle install'));
+    assert.deepEqual('key' in rb && rb.folders, ['vendor/bundle', '.bundle']);
+    const php = await installKeyOf(other('php', { 'composer.json': '{}', 'composer.lock': '{"packages":[]}' }, 'composer install --no-dev --optimize-autoloader --no-interaction'));
+    assert.ok('key' in php);
+    assert.deepEqual(php.folders, ['vendor']);
+    assert.equal(php.afterReuse, 'composer dump-autoload --no-interaction --no-dev --optimize');
+    const noLock = await installKeyOf(other('php', { 'composer.json': '{}' }, 'composer install'));
+    assert.match(String((noLock as { why: string }).why), /no lockfile \(composer\.lock\)/);
+    const assets = await installKeyOf(other('ruby', { Gemfile: '', 'Gemfile.lock': '', 'package.json': '{}' }, 'bundle install && npm ci'));
+    assert.match(String((assets as { why: string }).why), /package\.json/);
   });
 });
