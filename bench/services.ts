@@ -17,8 +17,9 @@ import { rssMb, sampleRss, startChild, type Row } from './lib.js';
  * PostgreSQL (< 5 s, an initdb included) and Redis (< 2 s). The reference pg_dump runs where
  * Berth's does: inside the service's network namespace, with the same credentials.
  *
- * The database: 1 KiB rows, a quarter random (base64) and the rest repetitive, in an unlogged table
- * (quick to fill). BENCH_SERVICES_MB (default 1024) sizes it, BENCH_SERVICES_ROUNDS (default 3) the
+ * The database: 1 KiB rows, a quarter random (base64) and the rest repetitive, in a logged table with
+ * a primary key (what an app's table is: until 2026-11-29 an unlogged one without an index, quicker to
+ * fill, whose restore is a bare copy no real database resembles). BENCH_SERVICES_MB (default 1024) sizes it, BENCH_SERVICES_ROUNDS (default 3) the
  * alternating rounds; ratios are medians of the per-round ratios.
  */
 const MB = 1024 * 1024;
@@ -97,7 +98,7 @@ export async function servicesBench(): Promise<Row[]> {
     const pgEnv = (at: any) => ({ PGHOST: at.internalHost, PGPORT: String(at.port), PGUSER: c.username, PGPASSWORD: c.password, PGDATABASE: c.database, PGSSLMODE: 'disable' });
     const rows = Math.round((sizeMb * MB) / 1100);
     console.error(`  filling ${sizeMb} MiB (${rows} rows) ...`);
-    const fill = argvAt(s.internalHost, '/usr/bin/psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-c', `create extension pgcrypto; create unlogged table big (id int, body text); insert into big select i, encode(gen_random_bytes(192), 'base64') || repeat(md5(i::text), 24) from generate_series(1, ${rows}) i`]);
+    const fill = argvAt(s.internalHost, '/usr/bin/psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-c', `create extension pgcrypto; create table big (id int primary key, body text); insert into big select i, encode(gen_random_bytes(192), 'base64') || repeat(md5(i::text), 24) from generate_series(1, ${rows}) i`]);
     await timed(fill.bin, fill.args, { env: pgEnv(s) });
     const dest = await call('POST', '/api/backup-destinations', { name: 'bench', kind: 'local', path: path.join(work, 'dest') });
     const policy = await call('POST', `/api/projects/${project.id}/backup-policies`, { destinationId: dest.id, serviceId: s.id });

@@ -1,3 +1,4 @@
+import { timed } from '../../lib/spans.js';
 import { existsSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -52,7 +53,7 @@ async function stageArtifact(ctx: Ctx, r: RestoreRow, run: RunRow, svc: Target, 
     // A fresh instance of the same kind and version is made from the artifact beside the service's
     // data and checked (it answers, it holds the artifact's tables or keys) before anything changes.
     left.staging = path.join(ctx.config.dataDir, 'tmp', `restore-${r.id}${managedBackups.extension(svc.kind)}`);
-    const got = await downloadTo(storage, run.artifactKey!, left.staging, progress('download', total), signal);
+    const got = await timed('restore.download', () => downloadTo(storage, run.artifactKey!, left.staging!, progress('download', total), signal));
     if (got.sha256 !== run.sha256) throw new Error('the artifact does not match its recorded sha256');
     if (signal.aborted) throw new Cancelled();
     events.publish(`restore:${r.id}`, { type: 'progress', data: { phase: 'restore', bytes: total ?? 0, ...(total !== undefined ? { totalBytes: total } : {}) } });

@@ -1,4 +1,5 @@
 import { mkdir } from 'node:fs/promises';
+import { timed } from '../../lib/spans.js';
 import type { AppContext } from '../../context.js';
 import { clockIso } from '../../lib/clock.js';
 
@@ -117,16 +118,16 @@ export async function executeRun(ctx: Ctx, runId: string, orgId: string, jobSign
     if (signal.aborted) throw new Cancelled();
 
     if (!(await moveRun(ctx, run, 'running', 'uploading'))) throw new Cancelled();
-    const { source, sizeHint } = await openSource(ctx, run, svc, dest.kind, signal);
-    const written = await writeArtifact(storage, tempKey, source, progress('upload'), signal, sizeHint);
+    const { source, sizeHint } = await timed('backup.open-source', () => openSource(ctx, run!, svc, dest.kind, signal));
+    const written = await timed('backup.write', () => writeArtifact(storage!, tempKey!, source, progress('upload'), signal, sizeHint));
     if (signal.aborted) throw new Cancelled();
     if (!(await moveRun(ctx, run, 'uploading', 'verifying', { sha256: written.sha256, sizeBytes: written.sizeBytes }))) throw new Cancelled();
-    const back = await hashObject(storage, tempKey, progress('verify', written.sizeBytes), signal);
+    const back = await timed('backup.read-back', () => hashObject(storage!, tempKey!, progress('verify', written.sizeBytes), signal));
     if (back.sha256 !== written.sha256 || back.sizeBytes !== written.sizeBytes) {
       throw new Error(`verification failed: the stored artifact (${back.sizeBytes} bytes, sha256 ${back.sha256}) differs from what was written`);
     }
     if (signal.aborted) throw new Cancelled();
-    await storage.finalize(tempKey, finalKey);
+    await timed('backup.finalize', () => storage!.finalize(tempKey!, finalKey!));
     const size = await storage.size(finalKey);
     if (size !== written.sizeBytes) throw new Error('the final artifact is missing or has the wrong size');
     const at = clockIso(ctx.clock);

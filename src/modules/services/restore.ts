@@ -10,6 +10,7 @@ import { copyFile, mkdir, rename, rm, stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import path from 'node:path';
 import type { AppContext } from '../../context.js';
+import { timed } from '../../lib/spans.js';
 import { syncFilesystemOf } from '../../lib/sync-fs.js';
 import { openCredentials, type Credentials } from './credentials.js';
 import type { EnginePlan } from './engines.js';
@@ -174,17 +175,19 @@ export async function prepareFresh(ctx: AppContext, row: ManagedServiceRow, arti
   try {
     await mkdir(staging, { recursive: true, mode: 0o700 });
     const inside = path.join(staging, ARTIFACT[kind]!);
-    await moveFile(artifact, inside);
-    const instance = await runnerOf(ctx).scratch(row, staging, name, adaptFor(kind, openCredentials(ctx.keyring, row.id, row.credentials), row.memoryMb));
+    await timed('restore.move-artifact', () => moveFile(artifact, inside));
+    const instance = await timed('restore.fresh-instance', () => runnerOf(ctx).scratch(row, staging, name, adaptFor(kind, openCredentials(ctx.keyring, row.id, row.credentials), row.memoryMb)));
     try {
-      if (kind === 'postgres') await loadPostgres(instance);
-      else if (kind === 'mysql') await loadMariadb(instance, inside);
-      else if (kind === 'mongodb') await loadMongo(instance);
-      else await loadRedis(instance);
+      await timed('restore.load', async () => {
+        if (kind === 'postgres') await loadPostgres(instance);
+        else if (kind === 'mysql') await loadMariadb(instance, inside);
+        else if (kind === 'mongodb') await loadMongo(instance);
+        else await loadRedis(instance);
+      });
     } finally {
-      await instance.close();
+      await timed('restore.fresh-close', () => instance.close());
     }
-    await syncFilesystemOf(staging);
+    await timed('restore.sync', () => syncFilesystemOf(staging));
     if (kind !== 'redis') await rm(inside, { force: true });
     await rm(path.join(staging, 'run'), { recursive: true, force: true });
   } catch (e) {
@@ -219,7 +222,7 @@ export async function swapFresh(ctx: AppContext, row: ManagedServiceRow, key: st
   const runner = runnerOf(ctx);
   const p = restorePaths(ctx, row, key);
   await stat(p.staging);
-  await runner.stop(row.id);
+  await timed('restore.swap-stop', () => runner.stop(row.id));
   const hadData = existsSync(p.data);
   if (hadData) await rename(p.data, p.old);
   await rename(p.staging, p.data);
@@ -227,7 +230,7 @@ export async function swapFresh(ctx: AppContext, row: ManagedServiceRow, key: st
   if (current.desired !== 'running') return p.old;
   try {
     runner.ensure({ ...current, status: 'starting' });
-    await whenRunning(ctx, current, timeoutMs);
+    await timed('restore.swap-start', () => whenRunning(ctx, current, timeoutMs));
     return p.old;
   } catch (e) {
     await runner.stop(row.id);
