@@ -181,7 +181,7 @@ describe('per-project build caches (sandbox runtime, a real dependency from the 
     if (getRuntime(server.ctx).releases.diskLimits.enforced) assert.equal(statSync(running).ino, statSync(keptFile).ino, 'the release links the kept file');
     writeFileSync(path.join(dir, 'probe.js'), probe.replace('poisoned', 'poisoned again'));
     const fourth = await deploy(project.id);
-    assert.ok(fourth.log.includes('[berth] install: reused the dependencies the last build installed'), fourth.log);
+    assert.ok(fourth.log.includes('[berth] install: reused the dependencies the last build ('), fourth.log);
     assert.equal(readFileSync(running, 'utf8'), original, "the last release's file is as its build left it");
     assert.equal(readFileSync(keptFile, 'utf8'), original);
     assert.equal((await edge(project.slug)).text, 'poisoned again');
