@@ -19,7 +19,7 @@ import { chownTree } from './identity.js';
  */
 
 /** The managers whose caches a build may fill, in the order the build log names them. */
-export const CACHE_MANAGERS = ['npm', 'pnpm', 'yarn', 'bun', 'pip', 'uv', 'poetry', 'go', 'cargo', 'bundler', 'composer', 'next'] as const;
+export const CACHE_MANAGERS = ['npm', 'pnpm', 'yarn', 'bun', 'pip', 'uv', 'poetry', 'go', 'cargo', 'cargo-target', 'bundler', 'composer', 'next'] as const;
 
 /** The whole build cache of a project (every environment's). */
 export function projectCacheRoot(dataDir: string, projectId: string): string {

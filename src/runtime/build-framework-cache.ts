@@ -1,5 +1,5 @@
-import { lstat, lchown, mkdir, readlink, rmdir, symlink, unlink } from 'node:fs/promises';
-import { lstatSync } from 'node:fs';
+import { chmod, copyFile, lstat, lchown, mkdir, readdir, readlink, rmdir, symlink, unlink } from 'node:fs/promises';
+import { constants as fsConstants, lstatSync } from 'node:fs';
 import path from 'node:path';
 import { readTenantFile } from '../lib/tenant-file.js';
 import type { Identity } from './driver.js';
@@ -65,4 +65,57 @@ async function dependsOnNext(srcDir: string, appDir: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** The folder of the environment's cache that holds Cargo's `target` (compiled dependencies). */
+export const CARGO_TARGET = 'cargo-target';
+
+/**
+ * Cargo's `target` kept with the project's caches (contract section 21: "Cargo (registry and target)"):
+ * for a Rust build with a build step, the app folder's `target` is a link to the `cargo-target` folder of
+ * the environment's cache (`/cache/cargo-target` in the build box), so `cargo build` finds the
+ * dependencies it compiled last time (the registry is cached through CARGO_HOME). After the build (its
+ * box gone) the link goes, and the release gets, as its own files, what Cargo leaves at the top of each
+ * profile folder (`target/release/<bin>`: what the start command runs); the compiled dependencies stay
+ * in the cache. Regular files only: nothing the cache holds is followed. A source with its own `target`
+ * is left as it is. Answers what takes the link away (null: nothing linked).
+ */
+export async function linkCargoTarget(o: { appDir: string; hostCache: string; insideCache: string; identity: Identity | null }): Promise<(() => Promise<void>) | null> {
+  if (!lstatSync(path.join(o.appDir, 'Cargo.toml'), { throwIfNoEntry: false })?.isFile()) return null;
+  const target = path.join(o.appDir, 'target');
+  if (lstatSync(target, { throwIfNoEntry: false })) return null;
+  const own = async (p: string) => {
+    if (o.identity && process.getuid?.() === 0) await lchown(p, o.identity.uid, o.identity.gid);
+  };
+  const kept = path.join(o.hostCache, CARGO_TARGET);
+  if (!lstatSync(kept, { throwIfNoEntry: false })?.isDirectory()) {
+    await mkdir(kept, { mode: 0o700 });
+    await own(kept);
+  }
+  const inside = path.posix.join(o.insideCache, CARGO_TARGET);
+  await symlink(inside, target);
+  await own(target);
+  return async () => {
+    // Only the link this made: a build that put its own `target` there keeps it.
+    const st = await lstat(target).catch(() => null);
+    if (!st?.isSymbolicLink() || (await readlink(target).catch(() => null)) !== inside) return;
+    await unlink(target);
+    await mkdir(target, { mode: 0o755 });
+    await own(target);
+    for (const profile of await readdir(kept)) {
+      const from = path.join(kept, profile);
+      // A profile folder (release, debug, a custom one) is where Cargo keeps its fingerprints.
+      if (!(await lstat(from)).isDirectory() || !lstatSync(path.join(from, '.fingerprint'), { throwIfNoEntry: false })?.isDirectory()) continue;
+      const to = path.join(target, profile);
+      await mkdir(to, { mode: 0o755 });
+      await own(to);
+      for (const name of await readdir(from)) {
+        const f = await lstat(path.join(from, name));
+        if (!f.isFile()) continue;
+        await copyFile(path.join(from, name), path.join(to, name), fsConstants.COPYFILE_FICLONE);
+        await chmod(path.join(to, name), f.mode & 0o777);
+        await own(path.join(to, name));
+      }
+    }
+  };
 }

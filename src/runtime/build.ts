@@ -22,7 +22,7 @@ import { checkRegistry, npmInstallIsNoop } from './build-install.js';
 import { timed } from '../lib/spans.js';
 import { cacheEnv } from './build-cache.js';
 import { hostRuntimeVersion, keepInstallAfter, laterStepsTouchInstall, reuseInstall } from './build-reuse.js';
-import { linkNextCache } from './build-framework-cache.js';
+import { linkCargoTarget, linkNextCache } from './build-framework-cache.js';
 import { withCaOptions } from './host-ca.js';
 import { applyKeptOutput, keptOutputFor, sourceTreeHash, variablesHash } from './build-output.js';
 
@@ -324,8 +324,12 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
     }
     // Next.js's own build cache (.next/cache) lives in the environment's cache folder (build-framework-cache.ts).
     let unlinkNext: (() => Promise<void>) | null = null;
+    // Cargo's target (compiled dependencies) likewise; its binaries come back into the release after the build.
+    let unlinkCargo: (() => Promise<void>) | null = null;
+    let cargoOut: Error | null = null;
     try {
       if (input.cacheDir && box.paths.cache && steps.some((st) => st.label === 'build')) unlinkNext = await linkNextCache({ srcDir, appDir, hostCache: input.cacheDir, insideCache: box.paths.cache, identity: input.identity }).catch(() => null);
+      if (input.cacheDir && box.paths.cache && plan.runtime === 'rust' && steps.some((st) => st.label === 'build')) unlinkCargo = await linkCargoTarget({ appDir, hostCache: input.cacheDir, insideCache: box.paths.cache, identity: input.identity }).catch(() => null);
       // The package managers' caches first: the project's own variables (an npm_config_cache it sets) win.
       const cached = box.paths.cache ? cacheEnv(box.paths.cache, plan.runtime, tools) : {};
       const stepEnv = { ...cached, ...variables, ...input.env, ...toolchainEnv(box.inside(srcDir)), PATH: pathWithBin(box.inside(appDir), hostPath, box.inside(srcDir)) };
@@ -356,7 +360,9 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
     } finally {
       await timed('build.box-close', () => box.dispose()).catch(() => {});
       await unlinkNext?.().catch(() => {});
+      cargoOut = unlinkCargo ? await unlinkCargo().then(() => null, (e: Error) => e) : null;
     }
+    if (cargoOut) throw new BuildError(`the build's Cargo output could not be taken out of the build cache: ${cargoOut.message}`);
   }
   await timed('build.keep-install', () => keepInstallAfter(input.cacheDir, reuse, appDir, note, input.identity, input.deploymentId));
   if (isStatic) {
