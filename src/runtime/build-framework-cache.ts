@@ -16,6 +16,23 @@ import type { Identity } from './driver.js';
  * left as it is.
  */
 
+/** Gives a path to the project's uid (as root; the server's own otherwise). */
+function owner(identity: Identity | null): (p: string) => Promise<void> {
+  return async (p) => {
+    if (identity && process.getuid?.() === 0) await lchown(p, identity.uid, identity.gid);
+  };
+}
+
+/** The cache's folder `name` (made, the project's, when missing). */
+async function keptFolder(hostCache: string, name: string, own: (p: string) => Promise<void>): Promise<string> {
+  const kept = path.join(hostCache, name);
+  if (!lstatSync(kept, { throwIfNoEntry: false })?.isDirectory()) {
+    await mkdir(kept, { mode: 0o700 });
+    await own(kept);
+  }
+  return kept;
+}
+
 /** The folder of the environment's cache that holds Next.js's. */
 export const NEXT_CACHE = 'next';
 
@@ -28,14 +45,8 @@ export async function linkNextCache(o: { srcDir: string; appDir: string; hostCac
   if (!(await dependsOnNext(o.srcDir, o.appDir))) return null;
   const dotNext = path.join(o.appDir, '.next');
   if (lstatSync(dotNext, { throwIfNoEntry: false })) return null;
-  const own = async (p: string) => {
-    if (o.identity && process.getuid?.() === 0) await lchown(p, o.identity.uid, o.identity.gid);
-  };
-  const kept = path.join(o.hostCache, NEXT_CACHE);
-  if (!lstatSync(kept, { throwIfNoEntry: false })?.isDirectory()) {
-    await mkdir(kept, { mode: 0o700 });
-    await own(kept);
-  }
+  const own = owner(o.identity);
+  await keptFolder(o.hostCache, NEXT_CACHE, own);
   const target = path.posix.join(o.insideCache, NEXT_CACHE);
   const link = path.join(dotNext, 'cache');
   await mkdir(dotNext, { mode: 0o755 });
@@ -84,14 +95,8 @@ export async function linkCargoTarget(o: { appDir: string; hostCache: string; in
   if (!lstatSync(path.join(o.appDir, 'Cargo.toml'), { throwIfNoEntry: false })?.isFile()) return null;
   const target = path.join(o.appDir, 'target');
   if (lstatSync(target, { throwIfNoEntry: false })) return null;
-  const own = async (p: string) => {
-    if (o.identity && process.getuid?.() === 0) await lchown(p, o.identity.uid, o.identity.gid);
-  };
-  const kept = path.join(o.hostCache, CARGO_TARGET);
-  if (!lstatSync(kept, { throwIfNoEntry: false })?.isDirectory()) {
-    await mkdir(kept, { mode: 0o700 });
-    await own(kept);
-  }
+  const own = owner(o.identity);
+  const kept = await keptFolder(o.hostCache, CARGO_TARGET, own);
   const inside = path.posix.join(o.insideCache, CARGO_TARGET);
   await symlink(inside, target);
   await own(target);
