@@ -102,6 +102,18 @@ const running = new Set();
 let started = 0;
 const t0 = Date.now();
 
+/**
+ * What a failed file's output says about its failures, printed again at the very end (a CI log is
+ * often read from its tail): the spec reporter's closing "failing tests" section, or, when the file
+ * did not get that far (a load error, a crash), the last lines it printed. At most 150 lines.
+ */
+function failuresOf(text) {
+  const lines = text.split('\n');
+  const at = lines.findIndex((l) => /^\S*\s*failing tests:/.test(l.replace(/\x1b\[[0-9;]*m/g, '')));
+  const part = at >= 0 ? lines.slice(at + 1) : lines.slice(-60);
+  return part.slice(0, 150).join('\n').trimEnd();
+}
+
 function runJob(job) {
   return new Promise((resolve) => {
     const n = ++started;
@@ -127,10 +139,11 @@ function runJob(job) {
       } catch { /* the file did not get as far as a report */ }
       // A file that exits non-zero without a failed case (a load error, a crash, a hang killed) is one failure.
       if ((code !== 0 || signal) && fail === 0) fail = 1;
-      const result = { ...job, pass, fail, code, signal, seconds };
+      const text = readFileSync(out, 'utf8');
+      const result = { ...job, pass, fail, code, signal, seconds, failures: fail ? failuresOf(text) : '' };
       results.push(result);
       const head = `--- [${job.store}] ${rel(job.file)}: ${pass} passed, ${fail} failed, ${seconds.toFixed(1)} s (${results.length}/${jobs.length}, ${((Date.now() - t0) / 60000).toFixed(1)} min)`;
-      process.stdout.write(`\n${head}\n${readFileSync(out, 'utf8')}`);
+      process.stdout.write(`\n${head}\n${text}`);
       resolve(result);
     });
   });
@@ -169,6 +182,10 @@ for (const s of stores) {
   console.log(`=== ${s.name}: ${mine.length} files, ${p} passed, ${f} failed ===`);
 }
 const failed = results.filter((r) => r.fail > 0);
+for (const r of failed) {
+  console.log(`\n=== what failed in [${r.store}] ${rel(r.file)} ===\n${r.failures}`);
+}
+console.log('');
 for (const r of failed) console.log(`failed: [${r.store}] ${rel(r.file)} (${r.fail}${r.signal ? `, ${r.signal}` : r.code ? `, exit ${r.code}` : ''})`);
 console.log(`\n${pass} passed, ${fail} failed in ${((Date.now() - t0) / 60000).toFixed(1)} min`);
 process.exit(failed.length ? 1 : 0);
