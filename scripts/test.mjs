@@ -92,7 +92,15 @@ for (const s of stores) {
 }
 if (process.env.DATABASE_URL && !onStore.length) console.log('=== postgres: no file that depends on the store matches: no PostgreSQL pass ===');
 
-const jobs = stores.flatMap((s) => s.files.map((file) => ({ store: s.name, env: s.env, file })));
+/**
+ * Files that share one machine-wide thing and take turns at it through a lock of their own (the
+ * Swarm suites share the engine's single swarm: test/support/swarm.ts): the pool never starts two
+ * of a group at once, so no slot sits waiting on the lock while another file could run.
+ */
+function groupOf(file) {
+  return /from '\.\.\/support\/swarm\.js'/.test(readFileSync(file, 'utf8')) ? 'docker-swarm' : file;
+}
+const jobs = stores.flatMap((s) => s.files.map((file) => ({ store: s.name, env: s.env, file, group: groupOf(file) })));
 for (const j of jobs) j.estimate = durations[keyOf(j)] ?? guess(j);
 jobs.sort((a, b) => b.estimate - a.estimate);
 
@@ -154,8 +162,8 @@ await new Promise((done) => {
   const next = () => {
     if (!pending.length && !running.size) return done();
     while (running.size < concurrency) {
-      // The longest job whose file is not running on the other store now.
-      const i = pending.findIndex((j) => ![...running].some((r) => r.file === j.file));
+      // The longest job whose file (or group) is not running now, on either store.
+      const i = pending.findIndex((j) => ![...running].some((r) => r.group === j.group));
       if (i < 0) break;
       const [job] = pending.splice(i, 1);
       running.add(job);

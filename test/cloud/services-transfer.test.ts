@@ -1,3 +1,4 @@
+// @store-independent: what it checks is the services' definitions and dumps moving between two servers with real database servers; the transfers' records and their all-or-nothing run on both stores in transfer-to-cloud, transfer-back and transfers-background.
 /**
  * A project's managed services in its transfer to the cloud and back (issue 37 point 6,
  * docs/services.md "Transfers"): the definitions move and each side makes its own instance with
