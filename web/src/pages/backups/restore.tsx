@@ -9,7 +9,7 @@ import { Button, ConfirmDialog, ErrorNotice, Field, Input, Notice, Spinner, Stat
 import { useToast } from '../../ui/toast';
 import { useProject } from '../project/shell';
 import { destinationsQuery, keys, servicesQuery, type PreparedState, type ProgressEvent, type Restore, type Transition } from './api';
-import { LiveProgress } from './live-progress';
+import { LiveProgress } from '../../ui/live-progress';
 import { Replaced, Steps, useExpiry, type RestoreFacts } from './restore-parts';
 import './backups.css';
 

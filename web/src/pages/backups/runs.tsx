@@ -7,7 +7,7 @@ import { useEventStream } from '../../api/sse';
 import { Button, EmptyState, ErrorNotice, StatusBadge, TimeAgo, formatBytes } from '../../ui/controls';
 import { useToast } from '../../ui/toast';
 import { inFlight, keys, serviceLabel, type Destination, type PreparedState, type ProgressEvent, type Run, type Service, type Transition } from './api';
-import { LiveProgress } from './live-progress';
+import { LiveProgress } from '../../ui/live-progress';
 
 /** Replaces one run's fields in the project's cached list (live events, optimistic updates). */
 function usePatchRun(projectId: string) {
