@@ -1,14 +1,17 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
+import type { ModuleDef } from '../../src/http/route.js';
+import { serviceRunning } from '../services/helpers.js';
 import { browserSuite, openPage, pageErrors, useDashboard } from '../support/browser.js';
 import { createProject, createUser, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 
 /**
- * The settings page's Cloud card (docs/cloud.md "Transfers") on a real self-hosted dashboard server
- * linked to a real cloud server: "Include the services' data" shows only for a project with managed
- * services, is sent as includeData (a stopped service's 409 shows at the checkbox), and the move there and back.
- * (The data moving: test/cloud/services-transfer.)
+ * The settings page's Cloud card (docs/cloud.md "Transfers", "Transfers in the background") on a real
+ * self-hosted dashboard server linked to a real cloud server: "Include the services' data" shows only
+ * for a project with managed services, is sent as includeData (a stopped service's 409 shows at the
+ * checkbox), and the move there and back runs in the background, its progress followed in the card.
+ * (The data moving: test/cloud/services-transfer and transfers-background.)
  */
 describe('moving a project to the cloud from the dashboard', browserSuite('the project transfer card'), () => {
   let cloud: TestServer;
@@ -70,6 +73,109 @@ describe('moving a project to the cloud from the dashboard', browserSuite('the p
     await page.locator('.toast').filter({ hasText: 'Mover is back on this server' }).waitFor({ timeout: 60_000 });
     await card.getByRole('button', { name: 'Move to the cloud' }).waitFor();
     assert.equal(await location(), 'local');
+    assert.deepEqual(pageErrors(page), []);
+    await context.close();
+  });
+});
+
+/**
+ * A module for the cloud server that holds each service's data sent to it (`POST .../transfer-data/:name`)
+ * until the test lets it through: the transfer stays running, in its send or load phase, while the
+ * page is looked at. Held before the route reads anything; then the route runs as ever.
+ */
+function holdServiceData() {
+  let reached!: () => void;
+  let release!: () => void;
+  const state = {
+    reached: new Promise<void>((r) => (reached = r)),
+    released: new Promise<void>((r) => (release = r)),
+    release: () => release(),
+  };
+  const module: ModuleDef = {
+    name: 'hold-service-data',
+    routes: [],
+    async forward(def) {
+      if (def.method !== 'POST' || def.url !== '/api/projects/:id/transfer-data/:name') return false;
+      reached();
+      await state.released;
+      return false;
+    },
+  };
+  return { state, module };
+}
+
+const root = process.getuid?.() === 0;
+
+describe('moving a project with its data from the dashboard', { ...browserSuite('the project transfer card with data'), ...(root ? {} : { skip: 'the sandbox runs services under project uids only as root' }) }, () => {
+  let cloud: TestServer;
+  let cloudOwner: TestUser;
+  const hold = holdServiceData();
+  const dash = useDashboard(async () => {
+    cloud = await startTestServer({ background: true, flags: { mode: 'cloud', runtime: 'sandbox' }, build: { modules: [hold.module] } });
+    cloudOwner = await createUser(cloud);
+    return { background: true, flags: { runtime: 'sandbox' }, env: { BERTH_CLOUD_URL: cloud.url, BERTH_CLOUD_TOKEN: cloudOwner.token } };
+  });
+  after(async () => {
+    hold.state.release();
+    await cloud?.close();
+  });
+
+  it("the card shows the step, the service and its bytes with a bar while the data moves, then the result; a failure on the cloud's side shows at the checkbox", async () => {
+    const user = await createUser(dash.server);
+    const project = await createProject(dash.server, user, { name: 'Mover' });
+    const api = dash.server.api(user.token);
+    const made = await api.post(`/api/projects/${project.id}/services`, { kind: 'redis', name: 'cache' });
+    assert.equal(made.status, 201, made.text);
+    await serviceRunning(dash.server, user.token, project.id, made.body.data.id, 120_000);
+
+    const { context, page } = await openPage(dash.browser, dash.server);
+    const login = await page.request.post('/api/auth/login', { data: { email: user.email, password: user.password }, headers: { origin: dash.server.url } });
+    assert.equal(login.status(), 200, await login.text());
+    await page.goto(`/projects/${project.id}/settings`);
+    const card = page.getByRole('region', { name: 'Cloud' });
+    const include = card.getByLabel("Include the services' data");
+    await include.check();
+    await card.getByRole('button', { name: 'Move to the cloud' }).click();
+    await page.getByRole('dialog', { name: 'Move Mover to the cloud?' }).getByRole('button', { name: 'Move it' }).click();
+
+    // The cloud holds the dump it is sent: the transfer runs, and the card says where it is.
+    await hold.state.reached;
+    const step = card.getByRole('status');
+    await step.filter({ hasText: /(Sending|Loading) the data of cache/ }).waitFor();
+    const bar = card.getByRole('progressbar', { name: /the data of cache/ });
+    await bar.waitFor();
+    assert.notEqual(await bar.getAttribute('aria-valuenow'), null, 'a bar with its value: the total is known once the dump is written');
+    assert.match(await card.locator('.live-progress-text').innerText(), /^\d+(\.\d)? [KM]?B of \d+(\.\d)? [KM]?B$/);
+    assert.equal(await card.getByRole('button', { name: 'Move to the cloud' }).isDisabled(), true, 'one transfer at a time');
+    assert.equal(await include.isDisabled(), true);
+    const running = await dash.server.ctx.db.selectFrom('projects').select('location').where('id', '=', project.id).executeTakeFirstOrThrow();
+    assert.equal(running.location, 'local', 'nothing flips before the data is loaded');
+
+    hold.state.release();
+    await page.locator('.toast').filter({ hasText: 'Mover moved to the cloud with the data of cache' }).waitFor({ timeout: 120_000 });
+    await card.getByRole('button', { name: 'Bring back to this server' }).waitFor();
+    assert.equal(await card.getByRole('progressbar').count(), 0, 'the progress is gone once the transfer is over');
+
+    // Stopped on the cloud: the refusal comes from the cloud once the transfer runs, and still shows at the checkbox.
+    const there = (await api.get(`/api/projects/${project.id}/services`)).body.data.find((x: any) => x.name === 'cache');
+    assert.equal((await api.patch(`/api/projects/${project.id}/services/${there.id}`, { stopped: true })).status, 200);
+    await page.reload();
+    await include.check();
+    await card.getByRole('button', { name: 'Bring back to this server' }).click();
+    await page.getByRole('dialog', { name: 'Bring Mover back to this server?' }).getByRole('button', { name: 'Bring it back' }).click();
+    const alert = card.locator('.field-invalid').getByRole('alert');
+    await alert.waitFor({ timeout: 60_000 });
+    assert.match(await alert.innerText(), /the service cache is stopped on the cloud/);
+    assert.equal(await include.getAttribute('aria-invalid'), 'true');
+    const stayed = await dash.server.ctx.db.selectFrom('projects').select('location').where('id', '=', project.id).executeTakeFirstOrThrow();
+    assert.equal(stayed.location, 'cloud', 'the project stays on the cloud');
+
+    // Without the data it comes back.
+    await include.uncheck();
+    await card.getByRole('button', { name: 'Bring back to this server' }).click();
+    await page.getByRole('dialog', { name: 'Bring Mover back to this server?' }).getByRole('button', { name: 'Bring it back' }).click();
+    await page.locator('.toast').filter({ hasText: 'Mover is back on this server' }).waitFor({ timeout: 120_000 });
+    await card.getByRole('button', { name: 'Move to the cloud' }).waitFor();
     assert.deepEqual(pageErrors(page), []);
     await context.close();
   });

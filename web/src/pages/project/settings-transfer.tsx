@@ -1,4 +1,4 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useState } from 'react';
 import { api, data, messageOf } from '../../api/client';
 import { Button, ConfirmDialog, ErrorNotice, errorNames } from '../../ui/controls';
@@ -6,18 +6,20 @@ import { useToast } from '../../ui/toast';
 import { servicesQuery } from '../services/api';
 import { infoQuery } from './app-url';
 import type { Project } from './settings-common';
-
-type Direction = 'to-cloud' | 'to-self-hosted';
+import { TransferProgress, useBackgroundTransfer, type TransferRecord } from './transfer-live';
 
 /** The projects list (the home page's cache entry): it holds each local record's `location`. */
 const projectsQuery = { queryKey: ['projects'], queryFn: () => data(api.GET('/api/projects')) };
 
 /**
  * Moving the project to the linked cloud and back (project admins; docs/cloud.md "Transfers").
- * Shown for a local project of a linked server, and for a project that lives on the cloud. With
- * managed services, "Include the services' data" sends `includeData` (docs/services.md
- * "Transfers"); the server's 409 about it (a stopped service) shows at that checkbox. `id` is the
- * local record's (the page's address): a cloud project's own record, forwarded, may carry the cloud's.
+ * Shown for a local project of a linked server, and for a project that lives on the cloud. The move
+ * runs in the background on the server (`POST .../transfers`) and the card follows it live
+ * (transfer-live.tsx): the step, the service whose data moves, its bytes and a bar. With managed
+ * services, "Include the services' data" sends `includeData` (docs/services.md "Transfers"); an
+ * error naming it (a stopped service: at once here, or on the cloud when the transfer fails) shows at
+ * that checkbox, any other failure in the card. `id` is the local record's (the page's address): a
+ * cloud project's own record, forwarded, may carry the cloud's.
  */
 export function CloudTransfer({ id, project }: { id: string; project: Project }) {
   const qc = useQueryClient();
@@ -31,24 +33,18 @@ export function CloudTransfer({ id, project }: { id: string; project: Project })
   const info = useQuery({ ...infoQuery(id), enabled: list.isSuccess && !onCloud });
   const services = useQuery(servicesQuery(id));
   const managed = (services.data ?? []).filter((s) => s.managed);
-  const move = useMutation({
-    mutationFn: (to: Direction) => {
-      const params = { path: { id } };
-      const body = { includeData: managed.length > 0 && includeData };
-      return data(to === 'to-cloud' ? api.POST('/api/projects/{id}/transfer/to-cloud', { params, body }) : api.POST('/api/projects/{id}/transfer/to-self-hosted', { params, body }));
-    },
-    onSettled: () => setConfirming(false),
-    onSuccess: (t) => {
-      const moved = t.transferred.serviceData?.length ? ` with the data of ${t.transferred.serviceData.join(', ')}` : '';
-      toast(t.location === 'cloud' ? `${project.name} moved to the cloud${moved}` : `${project.name} is back on this server${moved}`);
-      setIncludeData(false);
-      void qc.invalidateQueries({ queryKey: ['projects'] });
-      void qc.invalidateQueries({ queryKey: ['project', id] });
-      void qc.invalidateQueries({ queryKey: servicesQuery(id).queryKey });
-    },
+  const move = useBackgroundTransfer(id, (t: TransferRecord) => {
+    const result = t.result!;
+    const moved = result.transferred.serviceData?.length ? ` with the data of ${result.transferred.serviceData.join(', ')}` : '';
+    toast(result.location === 'cloud' ? `${project.name} moved to the cloud${moved}` : `${project.name} is back on this server${moved}`);
+    setIncludeData(false);
+    void qc.invalidateQueries({ queryKey: ['projects'] });
+    void qc.invalidateQueries({ queryKey: ['project', id] });
+    void qc.invalidateQueries({ queryKey: servicesQuery(id).queryKey });
   });
   if (!list.isSuccess || (!onCloud && !info.data?.cloud?.linked)) return null;
-  const to: Direction = onCloud ? 'to-self-hosted' : 'to-cloud';
+  const to = onCloud ? 'self-hosted' : 'cloud';
+  const busy = move.starting || !!move.running;
   const dataError = errorNames(move.error, 'includeData');
   return (
     <section className="card" aria-labelledby="transfer-title">
@@ -65,6 +61,7 @@ export function CloudTransfer({ id, project }: { id: string; project: Project })
               id={checkId}
               type="checkbox"
               checked={includeData}
+              disabled={busy}
               onChange={(e) => (move.reset(), setIncludeData(e.target.checked))}
               {...(dataError ? { 'aria-invalid': true, 'aria-describedby': `${checkId}-err` } : {})}
             />{' '}
@@ -81,8 +78,9 @@ export function CloudTransfer({ id, project }: { id: string; project: Project })
           )}
         </div>
       ) : null}
-      <ErrorNotice error={move.error} fields={['includeData']} />
-      <Button variant="primary" busy={move.isPending} onClick={() => (move.reset(), setConfirming(true))}>
+      {move.running ? <TransferProgress record={move.running} /> : null}
+      <ErrorNotice error={move.error} {...(move.failed ? { title: 'The transfer failed' } : {})} fields={['includeData']} />
+      <Button variant="primary" busy={busy} onClick={() => (move.reset(), setConfirming(true))}>
         {onCloud ? 'Bring back to this server' : 'Move to the cloud'}
       </Button>
       <ConfirmDialog
@@ -90,8 +88,8 @@ export function CloudTransfer({ id, project }: { id: string; project: Project })
         danger={false}
         title={onCloud ? `Bring ${project.name} back to this server?` : `Move ${project.name} to the cloud?`}
         confirmLabel={onCloud ? 'Bring it back' : 'Move it'}
-        busy={move.isPending}
-        onConfirm={() => move.mutate(to)}
+        busy={move.starting}
+        onConfirm={() => move.start({ to, includeData: managed.length > 0 && includeData }, { onSettled: () => setConfirming(false) })}
         onCancel={() => setConfirming(false)}
       >
         <p>
