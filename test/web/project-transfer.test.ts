@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import type { ModuleDef } from '../../src/http/route.js';
+import { probeModule, probeState } from '../cloud/probe.js';
 import { serviceRunning } from '../services/helpers.js';
 import { browserSuite, openPage, pageErrors, useDashboard } from '../support/browser.js';
 import { createProject, createUser, type TestUser } from '../support/factories.js';
@@ -17,8 +18,9 @@ describe('moving a project to the cloud from the dashboard', browserSuite('the p
   let cloud: TestServer;
   let cloudOwner: TestUser;
   let user: TestUser;
+  const probe = probeState();
   const dash = useDashboard(async () => {
-    cloud = await startTestServer({ flags: { mode: 'cloud' } });
+    cloud = await startTestServer({ flags: { mode: 'cloud' }, build: { modules: [probeModule(probe)] } });
     cloudOwner = await createUser(cloud);
     return { env: { BERTH_CLOUD_URL: cloud.url, BERTH_CLOUD_TOKEN: cloudOwner.token } };
   });
@@ -26,7 +28,7 @@ describe('moving a project to the cloud from the dashboard', browserSuite('the p
     await cloud?.close();
   });
 
-  it("a stopped service's refusal shows at \"Include the services' data\"; without services the project moves there and back", async () => {
+  it("a stopped service's refusal shows at \"Include the services' data\"; a transfer that fails once running says why in the card; without services the project moves there and back", async () => {
     user = await createUser(dash.server);
     const project = await createProject(dash.server, user, { name: 'Mover' });
     // A stopped Redis as the services area keeps it (this server runs no database servers: it needs none to refuse).
@@ -58,15 +60,24 @@ describe('moving a project to the cloud from the dashboard', browserSuite('the p
     assert.equal(await cloud.ctx.db.selectFrom('projects').select('id').executeTakeFirst(), undefined, 'nothing was made on the cloud');
 
     // Without managed services the checkbox is not offered, and the project moves.
+    const location = async () => (await dash.server.ctx.db.selectFrom('projects').select('location').where('id', '=', project.id).executeTakeFirstOrThrow()).location;
     await dash.server.ctx.db.deleteFrom('managedServices').where('projectId', '=', project.id).execute();
     await page.reload();
     await card.getByRole('button', { name: 'Move to the cloud' }).waitFor();
     assert.equal(await include.count(), 0);
+    // A transfer that fails once running (the cloud's read-back refused) says why in the card; the project stays.
+    probe.failNextExport = true;
     await card.getByRole('button', { name: 'Move to the cloud' }).click();
     await page.getByRole('dialog', { name: 'Move Mover to the cloud?' }).getByRole('button', { name: 'Move it' }).click();
+    const failed = card.getByRole('alert').filter({ hasText: 'The transfer failed' });
+    await failed.waitFor({ timeout: 60_000 });
+    assert.match(await failed.innerText(), /probe: export made to fail/);
+    assert.equal(await location(), 'local');
+    await card.getByRole('button', { name: 'Move to the cloud' }).click();
+    await page.getByRole('dialog', { name: 'Move Mover to the cloud?' }).getByRole('button', { name: 'Move it' }).click();
+    await failed.waitFor({ state: 'hidden' });
     await page.locator('.toast').filter({ hasText: 'Mover moved to the cloud' }).waitFor({ timeout: 60_000 });
     await card.getByRole('button', { name: 'Bring back to this server' }).waitFor();
-    const location = async () => (await dash.server.ctx.db.selectFrom('projects').select('location').where('id', '=', project.id).executeTakeFirstOrThrow()).location;
     assert.equal(await location(), 'cloud');
     await card.getByRole('button', { name: 'Bring back to this server' }).click();
     await page.getByRole('dialog', { name: 'Bring Mover back to this server?' }).getByRole('button', { name: 'Bring it back' }).click();
