@@ -108,6 +108,30 @@ describe('backups of managed services by native dump', { skip: root ? false : 't
     assert.ok(!runner().logs(s.id).join('\n').includes(creds.password), 'the service log has no password');
   });
 
+  it('postgres: an artifact changed between prepare and apply fails the restore on its sha256 while the fresh instance starts; the service keeps its data, and nothing of the fresh one is left', async () => {
+    const { p, s, creds, dest, policy } = await serviceWithPolicy('postgres', 'changed-db');
+    const q = async (text: string) => {
+      const r = await execIn(s.internalHost, '/usr/bin/psql', ['-At', '-h', s.internalHost, '-p', String(s.port), '-U', creds.username, '-d', creds.database, '-c', text], { PGPASSWORD: creds.password });
+      assert.equal(r.code, 0, r.out);
+      return r.out.trim();
+    };
+    await q("create table notes (id int primary key, body text); insert into notes values (1, 'before')");
+    const runId = await backUp(policy.id, dest, '.dump', creds.password);
+    await q("update notes set body = 'after' where id = 1");
+    const prep = await api().post(`/api/backup-runs/${runId}/restore/prepare`, {});
+    assert.equal(prep.status, 201, prep.text);
+    const file = readdirSync(dest.dir, { recursive: true }).map(String).find((f) => f.endsWith(`${runId}.dump`))!;
+    writeFileSync(path.join(dest.dir, file), 'not the dump that was written');
+    const applied = await api().post(`/api/backup-restores/${prep.body.data.restoreId}/apply`, { confirmationToken: prep.body.data.confirmationToken });
+    assert.equal(applied.status, 200, applied.text);
+    const r = await waitTerminal(server, owner.token, `/api/backup-restores/${prep.body.data.restoreId}`, 240_000);
+    assert.equal(r.status, 'failed');
+    assert.match(r.error, /sha256/);
+    assert.equal(await q('select body from notes where id = 1'), 'after', 'the service was not touched');
+    const extra = () => readdirSync(runner().volumeDir({ projectId: p.id, id: s.id })).filter((n) => n !== 'data' && n !== 'conf');
+    await waitFor(() => extra().length === 0, `no fresh data folder or its configuration left (${extra()})`, 30_000, 100);
+  });
+
   it('redis: BGSAVE and the RDB file, a changed key, a restore: the old value is back and kept on the next start (append-only file)', async () => {
     const { p, s, creds, dest, policy } = await serviceWithPolicy('redis', 'cache');
     const cli = (at: any, ...args: string[]) => execIn(at.internalHost, '/usr/bin/redis-cli', ['--no-auth-warning', '-h', at.internalHost, '-p', String(at.port), ...args], { REDISCLI_AUTH: creds.password });

@@ -52,13 +52,18 @@ async function stageArtifact(ctx: Ctx, r: RestoreRow, run: RunRow, svc: Target, 
   if (svc.managed) {
     // A fresh instance of the same kind and version is made from the artifact beside the service's
     // data and checked (it answers, it holds the artifact's tables or keys) before anything changes.
-    left.staging = path.join(ctx.config.dataDir, 'tmp', `restore-${r.id}${managedBackups.extension(svc.kind)}`);
-    const got = await timed('restore.download', () => downloadTo(storage, run.artifactKey!, left.staging!, progress('download', total), signal));
-    if (got.sha256 !== run.sha256) throw new Error('the artifact does not match its recorded sha256');
-    if (signal.aborted) throw new Cancelled();
-    events.publish(`restore:${r.id}`, { type: 'progress', data: { phase: 'restore', bytes: total ?? 0, ...(total !== undefined ? { totalBytes: total } : {}) } });
+    // The download (and its hash check) runs while the fresh instance starts (prepareFresh).
+    const file = path.join(ctx.config.dataDir, 'tmp', `restore-${r.id}${managedBackups.extension(svc.kind)}`);
+    left.staging = file;
+    const fetch = async () => {
+      const got = await timed('restore.download', () => downloadTo(storage, run.artifactKey!, file, progress('download', total), signal));
+      if (got.sha256 !== run.sha256) throw new Error('the artifact does not match its recorded sha256');
+      if (signal.aborted) throw new Cancelled();
+      events.publish(`restore:${r.id}`, { type: 'progress', data: { phase: 'restore', bytes: total ?? 0, ...(total !== undefined ? { totalBytes: total } : {}) } });
+      return file;
+    };
     left.freshDir = managedBackups.paths(ctx, svc.managed, r.id).staging;
-    await managedBackups.prepareFresh(ctx, svc.managed, left.staging, left.freshDir, `restore-${r.id}`);
+    await managedBackups.prepareFresh(ctx, svc.managed, fetch, left.freshDir, `restore-${r.id}`);
   } else if (svc.kind === 'postgres') {
     left.staging = path.join(ctx.config.dataDir, 'tmp', `restore-${r.id}.dump`);
     const got = await downloadTo(storage, run.artifactKey!, left.staging, progress('download', total), signal);

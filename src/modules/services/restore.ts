@@ -6,7 +6,7 @@
  * in for the data of the service, whose old data is kept until the service answered on the new one.
  */
 import { createReadStream, existsSync } from 'node:fs';
-import { copyFile, mkdir, rename, rm, stat } from 'node:fs/promises';
+import { chown, copyFile, mkdir, rename, rm, stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import path from 'node:path';
 import type { AppContext } from '../../context.js';
@@ -164,33 +164,55 @@ function adaptFor(kind: string, c: Credentials, memoryMb: number): ((plan: Engin
 
 /**
  * Makes `staging` a fresh instance's data folder holding the artifact's data, checked: it answered,
- * and holds the artifact's tables (keys). `artifact` (a host file, verified by the caller) is moved
- * into it. Throws (removing `staging`) otherwise. The service itself is not touched.
+ * and holds the artifact's tables (keys). `artifact` is a host file (verified by the caller), or a
+ * function that fetches and verifies it: then a kind that loads its data with a client (PostgreSQL,
+ * MariaDB, MongoDB) starts its fresh instance meanwhile (initdb and the server's start, seconds, no
+ * longer wait for the download); Redis, which loads its RDB as it starts, waits for the file. The
+ * artifact is moved into the folder. Throws (removing `staging`) otherwise. The service itself is
+ * not touched.
  */
-export async function prepareFresh(ctx: AppContext, row: ManagedServiceRow, artifact: string, staging: string, name: string): Promise<void> {
+export async function prepareFresh(ctx: AppContext, row: ManagedServiceRow, artifact: string | (() => Promise<string>), staging: string, name: string): Promise<void> {
   const kind = row.kind as ServiceKind;
   if (!ARTIFACT[kind]) throw new Error(`${kind} services cannot be restored here`);
   await rm(staging, { recursive: true, force: true });
   await rm(`${staging}.conf`, { recursive: true, force: true });
+  const fetch = typeof artifact === 'string' ? () => Promise.resolve(artifact) : artifact;
+  const inside = path.join(staging, ARTIFACT[kind]!);
+  const open = () => timed('restore.fresh-instance', () => runnerOf(ctx).scratch(row, staging, name, adaptFor(kind, openCredentials(ctx.keyring, row.id, row.credentials), row.memoryMb)));
+  let instance: ScratchInstance | null = null;
   try {
     await mkdir(staging, { recursive: true, mode: 0o700 });
-    const inside = path.join(staging, ARTIFACT[kind]!);
-    await timed('restore.move-artifact', () => moveFile(artifact, inside));
-    const instance = await timed('restore.fresh-instance', () => runnerOf(ctx).scratch(row, staging, name, adaptFor(kind, openCredentials(ctx.keyring, row.id, row.credentials), row.memoryMb)));
+    if (kind === 'redis') {
+      await timed('restore.move-artifact', async () => moveFile(await fetch(), inside));
+      instance = await open();
+    } else {
+      const [opened, file] = await Promise.allSettled([open(), fetch()]);
+      if (opened.status === 'fulfilled') instance = opened.value;
+      if (file.status === 'rejected') throw file.reason;
+      if (opened.status === 'rejected') throw opened.reason;
+      await timed('restore.move-artifact', () => moveFile(file.value, inside));
+      // The instance made its folder its box's own (scratch.ts): the artifact, moved in after, too.
+      const owner = await stat(staging);
+      const st = await stat(inside);
+      if (st.uid !== owner.uid || st.gid !== owner.gid) await chown(inside, owner.uid, owner.gid);
+    }
+    const ready = instance!;
     try {
       await timed('restore.load', async () => {
-        if (kind === 'postgres') await loadPostgres(instance);
-        else if (kind === 'mysql') await loadMariadb(instance, inside);
-        else if (kind === 'mongodb') await loadMongo(instance);
-        else await loadRedis(instance);
+        if (kind === 'postgres') await loadPostgres(ready);
+        else if (kind === 'mysql') await loadMariadb(ready, inside);
+        else if (kind === 'mongodb') await loadMongo(ready);
+        else await loadRedis(ready);
       });
     } finally {
-      await timed('restore.fresh-close', () => instance.close());
+      instance = null;
+      await timed('restore.fresh-close', () => ready.close());
     }
     await timed('restore.sync', () => syncFilesystemOf(staging));
     if (kind !== 'redis') await rm(inside, { force: true });
     await rm(path.join(staging, 'run'), { recursive: true, force: true });
   } catch (e) {
+    if (instance) await (instance as ScratchInstance).close().catch(() => {});
     await rm(staging, { recursive: true, force: true }).catch(() => {});
     const detail = (e as { detail?: string }).detail;
     if (detail) ctx.log.warn({ serviceId: row.id, detail }, 'a fresh instance could not be made from a backup');
