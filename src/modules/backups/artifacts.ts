@@ -37,6 +37,7 @@ export async function writeArtifact(
 
 /** Reads the object back and hashes it. */
 export async function hashObject(storage: Storage, key: string, onProgress?: ProgressFn, signal?: AbortSignal): Promise<{ sha256: string; sizeBytes: number }> {
+  if (storage.hash) return storage.hash(key, { ...(onProgress ? { onProgress } : {}), ...(signal ? { signal } : {}) });
   return hashReadable(await storage.get(key, signal), onProgress, signal);
 }
 
@@ -48,7 +49,7 @@ export async function hashObject(storage: Storage, key: string, onProgress?: Pro
 export async function hashPinned(storage: Storage, key: string, signal?: AbortSignal): Promise<{ sha256: string; sizeBytes: number; identity: string | null }> {
   if (!storage.identity || !storage.getPinned) return { ...(await hashObject(storage, key, undefined, signal)), identity: null };
   const before = await storage.identity(key);
-  const got = await hashReadable(await storage.getPinned(key, before), undefined, signal);
+  const got = storage.hash ? await storage.hash(key, { identity: before, ...(signal ? { signal } : {}) }) : await hashReadable(await storage.getPinned(key, before), undefined, signal);
   const after = await storage.identity(key);
   return { ...got, identity: before === after ? before : null };
 }

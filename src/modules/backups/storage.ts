@@ -5,6 +5,8 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { CHUNK_BYTES } from '../../lib/blockgzip.js';
+import type { ProgressFn } from '../../lib/hash-counter.js';
+import { hashFileHandle } from '../../lib/hash-file.js';
 import type { OutboundPolicy } from '../../lib/outbound.js';
 
 /** Where artifacts live: a folder or an S3-compatible bucket. Keys are `/`-separated relative paths. */
@@ -31,6 +33,11 @@ export interface Storage {
   identity?(key: string): Promise<string>;
   /** Optional: the object's bytes, only if the object opened still has `identity` (else ArtifactChangedError). */
   getPinned?(key: string, identity: string): Promise<Readable>;
+  /**
+   * Optional: the object's sha256 and size, read by the storage itself (a local file through one
+   * reused buffer, hash-file.ts); with `identity`, only if the object opened still has it.
+   */
+  hash?(key: string, opts: { identity?: string; onProgress?: ProgressFn; signal?: AbortSignal }): Promise<{ sha256: string; sizeBytes: number }>;
 }
 
 export class ArtifactChangedError extends Error {
@@ -102,6 +109,16 @@ export class LocalStorage implements Storage {
       throw e;
     }
     return fh.createReadStream({ highWaterMark: CHUNK_BYTES });
+  }
+
+  async hash(key: string, opts: { identity?: string; onProgress?: ProgressFn; signal?: AbortSignal } = {}): Promise<{ sha256: string; sizeBytes: number }> {
+    const fh = await open(this.file(key), 'r');
+    try {
+      if (opts.identity !== undefined && identityOf(await fh.stat({ bigint: true })) !== opts.identity) throw new ArtifactChangedError();
+      return await hashFileHandle(fh, opts.onProgress, opts.signal);
+    } finally {
+      await fh.close();
+    }
   }
 
   async size(key: string): Promise<number | null> {
