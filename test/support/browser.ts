@@ -83,7 +83,8 @@ export interface ViewOptions {
 export async function openPage(browser: Browser, server: TestServer, view: ViewOptions = {}): Promise<{ context: BrowserContext; page: Page }> {
   const width = view.width ?? 1280;
   const context = await browser.newContext({ baseURL: server.url, viewport: { width, height: width < 600 ? 780 : 860 }, colorScheme: view.colorScheme ?? 'light' });
-  context.setDefaultTimeout(15_000);
+  // A bound, not a measure: on a CPU-bound CI machine a sign-in and the projects page once took over 15 s.
+  context.setDefaultTimeout(30_000);
   const page = await context.newPage();
   // A page error (an exception the app did not catch) fails the test that caused it.
   const errors: string[] = [];
