@@ -39,6 +39,13 @@ describe('backups of managed services by native dump', { skip: root ? false : 't
   const running = (projectId: string, id: string, timeoutMs = 120_000) => serviceRunning(server, owner.token, projectId, id, timeoutMs);
 
 
+  /** Runs `text` in the PostgreSQL service at its address as its user; answers psql's unaligned output. */
+  async function psql(at: { internalHost: string; port: number }, creds: { username: string; password: string; database: string }, text: string): Promise<string> {
+    const r = await execIn(at.internalHost, '/usr/bin/psql', ['-At', '-h', at.internalHost, '-p', String(at.port), '-U', creds.username, '-d', creds.database, '-c', text], { PGPASSWORD: creds.password });
+    assert.equal(r.code, 0, r.out);
+    return r.out.trim();
+  }
+
   /** A managed service of a new project, running, with its credentials, and a policy backing it up (restore-tested). */
   async function serviceWithPolicy(kind: string, name: string) {
     const p = await createProject(server, owner);
@@ -94,11 +101,7 @@ describe('backups of managed services by native dump', { skip: root ? false : 't
 
   it('postgres: pg_dump -Fc of a managed service, a changed row, a restore into a fresh instance swapped in: the old row is back', async () => {
     const { p, s, creds, dest, policy } = await serviceWithPolicy('postgres', 'main-db');
-    const q = async (text: string, at = s) => {
-      const r = await execIn(at.internalHost, '/usr/bin/psql', ['-At', '-h', at.internalHost, '-p', String(at.port), '-U', creds.username, '-d', creds.database, '-c', text], { PGPASSWORD: creds.password });
-      assert.equal(r.code, 0, r.out);
-      return r.out.trim();
-    };
+    const q = (text: string, at = s) => psql(at, creds, text);
     await q("create table notes (id int primary key, body text); insert into notes values (1, 'before')");
     const runId = await backUp(policy.id, dest, '.dump', creds.password);
     await q("update notes set body = 'after' where id = 1; create table later (v int)");
@@ -110,11 +113,7 @@ describe('backups of managed services by native dump', { skip: root ? false : 't
 
   it('postgres: an artifact changed between prepare and apply fails the restore on its sha256 while the fresh instance starts; the service keeps its data, and nothing of the fresh one is left', async () => {
     const { p, s, creds, dest, policy } = await serviceWithPolicy('postgres', 'changed-db');
-    const q = async (text: string) => {
-      const r = await execIn(s.internalHost, '/usr/bin/psql', ['-At', '-h', s.internalHost, '-p', String(s.port), '-U', creds.username, '-d', creds.database, '-c', text], { PGPASSWORD: creds.password });
-      assert.equal(r.code, 0, r.out);
-      return r.out.trim();
-    };
+    const q = (text: string) => psql(s, creds, text);
     await q("create table notes (id int primary key, body text); insert into notes values (1, 'before')");
     const runId = await backUp(policy.id, dest, '.dump', creds.password);
     await q("update notes set body = 'after' where id = 1");

@@ -3,9 +3,20 @@ import { after, describe, it } from 'node:test';
 import type { ModuleDef } from '../../src/http/route.js';
 import { probeModule, probeState } from '../cloud/probe.js';
 import { serviceRunning } from '../services/helpers.js';
+import type { Browser } from 'playwright-core';
 import { browserSuite, openPage, pageErrors, useDashboard } from '../support/browser.js';
 import { createProject, createUser, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
+
+/** A signed-in page (signed in through the API, the sign-in form is auth.test's) on the project's settings, its Cloud card and the data checkbox. */
+async function openCloudCard(browser: Browser, server: TestServer, user: TestUser, projectId: string) {
+  const { context, page } = await openPage(browser, server);
+  const login = await page.request.post('/api/auth/login', { data: { email: user.email, password: user.password }, headers: { origin: server.url } });
+  assert.equal(login.status(), 200, await login.text());
+  await page.goto(`/projects/${projectId}/settings`);
+  const card = page.getByRole('region', { name: 'Cloud' });
+  return { context, page, card, include: card.getByLabel("Include the services' data") };
+}
 
 /**
  * The settings page's Cloud card (docs/cloud.md "Transfers", "Transfers in the background") on a real
@@ -37,12 +48,7 @@ describe('moving a project to the cloud from the dashboard', browserSuite('the p
       .insertInto('managedServices')
       .values({ id: `svc_${'w'.repeat(20)}`, orgId: user.orgId, projectId: project.id, kind: 'redis', name: 'idle', version: '7', runtime: 'sandbox', desired: 'stopped', status: 'stopped', cpuCores: 0.5, memoryMb: 256, diskMb: 1024, port: 6379, credentials: 'x', lastError: null, environment: 'production', sourceId: null, seedFrom: null, address: null, createdAt: now, updatedAt: now })
       .execute();
-    const { context, page } = await openPage(dash.browser, dash.server);
-    const login = await page.request.post('/api/auth/login', { data: { email: user.email, password: user.password }, headers: { origin: dash.server.url } });
-    assert.equal(login.status(), 200, await login.text());
-    await page.goto(`/projects/${project.id}/settings`);
-    const card = page.getByRole('region', { name: 'Cloud' });
-    const include = card.getByLabel("Include the services' data");
+    const { context, page, card, include } = await openCloudCard(dash.browser, dash.server, user, project.id);
     await include.check();
     await card.getByRole('button', { name: 'Move to the cloud' }).click();
     // A confirmation says what moves and what does not; Cancel leaves everything as it was.
@@ -139,12 +145,7 @@ describe('moving a project with its data from the dashboard', { ...browserSuite(
     assert.equal(made.status, 201, made.text);
     await serviceRunning(dash.server, user.token, project.id, made.body.data.id, 120_000);
 
-    const { context, page } = await openPage(dash.browser, dash.server);
-    const login = await page.request.post('/api/auth/login', { data: { email: user.email, password: user.password }, headers: { origin: dash.server.url } });
-    assert.equal(login.status(), 200, await login.text());
-    await page.goto(`/projects/${project.id}/settings`);
-    const card = page.getByRole('region', { name: 'Cloud' });
-    const include = card.getByLabel("Include the services' data");
+    const { context, page, card, include } = await openCloudCard(dash.browser, dash.server, user, project.id);
     await include.check();
     await card.getByRole('button', { name: 'Move to the cloud' }).click();
     await page.getByRole('dialog', { name: 'Move Mover to the cloud?' }).getByRole('button', { name: 'Move it' }).click();
