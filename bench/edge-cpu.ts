@@ -15,7 +15,8 @@ import { api, ensureNginx, startNginx, tgzOf, uploadAndDeploy, waitReady, writeH
  * (the load generator), from /proc. First each target's idle CPU over 5 s, then WARM_MS of unmeasured
  * load each. ROUNDS, ROUND_MS; NO_MIN=1 leaves the minimal proxy out; STRACE=1 counts the syscalls of
  * the last round into /tmp/edgeh/strace-<target>.txt; B=1 adds a second Berth whose node flags are
- * B_FLAGS and whose tree (dist/) is B_ROOT, for A/B runs in the same rounds.
+ * B_FLAGS and whose tree (dist/) is B_ROOT, for A/B runs in the same rounds; WORKER=1 adds the EdgeServer
+ * class alone on a worker thread of the first Berth's process (bench/servers/edge-in-worker.mjs).
  */
 
 const children = (pid: number): number[] => {
@@ -48,9 +49,11 @@ s.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: s.address().po
 export async function main() {
   const rounds = Number(process.env.ROUNDS ?? 5);
   const ms = Number(process.env.ROUND_MS ?? 2000);
-  const berth = await startChild('bench/servers/berth.mjs', { BERTH_SLEEP_IDLE_SECONDS: '3600', BERTH_RUNTIME: 'process', BERTH_CGROUPS: '' });
-  const extra: Child[] = [];
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'berth-edgecpu-'));
+  const inWorker = process.env.WORKER ? path.join(tmp, 'in-worker') : null;
+  if (inWorker) mkdirSync(inWorker);
+  const berth = await startChild('bench/servers/berth.mjs', { BERTH_SLEEP_IDLE_SECONDS: '3600', BERTH_RUNTIME: 'process', BERTH_CGROUPS: '', ...(inWorker ? { BENCH_EDGE_IN_WORKER: inWorker } : {}) });
+  const extra: Child[] = [];
   try {
     const { url, token, pid } = berth.info as { url: string; token: string; pid: number };
     const appDir = path.join(tmp, 'app');
@@ -90,6 +93,11 @@ export async function main() {
       const inf = await api(i2.url, i2.token, 'GET', `/api/projects/${pr.id}/info`);
       if (pr.slug !== project.slug) throw new Error('slugs differ');
       targets.push({ name: 'edge-B', url: `http://127.0.0.1:${Number(new URL(inf.runtime.url).port)}`, pids: [i2.pid] });
+    }
+    if (inWorker) {
+      // The same class on a worker thread of Berth's process: its own heap and compiled code, the process's CPU.
+      writeFileSync(path.join(inWorker, 'up'), String(appPort));
+      targets.push({ name: 'edge-in-worker', url: `http://127.0.0.1:${readFileSync(path.join(inWorker, 'port'), 'utf8')}`, pids: [pid] });
     }
     if (process.env.ALONE) {
       const m = await startChild('bench/servers/edge-alone.mjs', { UP: String(appPort), HOSTNAME: host });

@@ -4,7 +4,7 @@
  * measured in the same run. Never used by tests: figures are printed, not asserted.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Pool } from 'undici';
 
@@ -97,6 +97,7 @@ export function startFlags(): string[] {
 /**
  * Runs a server script under plain node with the flags of `npm start` (the scripts import the
  * compiled `dist/`; `npm run bench` builds it first) and waits for its first JSON line on stdout.
+ * BENCH_CHILD_OUT=PREFIX keeps each child's whole stdout in `PREFIX.<pid>` (`--trace-gc` in BENCH_NODE_FLAGS).
  */
 export function startChild(file: string, env: Record<string, string> = {}, timeoutMs = 30000): Promise<Child> {
   return new Promise((resolve, reject) => {
@@ -109,6 +110,7 @@ export function startChild(file: string, env: Record<string, string> = {}, timeo
     }, timeoutMs);
     let started = false;
     proc.stdout!.on('data', (d: Buffer) => {
+      if (process.env.BENCH_CHILD_OUT) appendFileSync(`${process.env.BENCH_CHILD_OUT}.${proc.pid}`, d);
       if (started) return;
       buf += d.toString();
       // The first JSON line that is not a log line (pino's carry `level`) describes the child.

@@ -1,7 +1,8 @@
 // Berth as `npm start` runs it: the compiled server (dist/) under plain node with the start script's
 // node flags (bench/lib.ts startChild), a fresh data dir (SQLite unless DATABASE_URL is set), one owner
 // user. BENCH_MEM_TRACE=1 prints the process's memory figures to stderr every 100 ms (BENCH_MEM_TRACE_MS);
-// BENCH_GC_STATS=1 prints cumulative GC time; BENCH_SECRET_KEY keeps one secret key across restarts.
+// BENCH_GC_STATS=1 prints cumulative GC time; BENCH_SECRET_KEY keeps one secret key across restarts;
+// BENCH_EDGE_IN_WORKER=DIR starts the EdgeServer class alone on a worker thread (bench/servers/edge-in-worker.mjs).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -17,6 +18,15 @@ const config = loadConfig(
   { ...process.env, BERTH_DATA_DIR: dataDir, BERTH_SECRET_KEY: process.env.BENCH_SECRET_KEY ?? randomBytes(32).toString('base64'), BERTH_LOG_LEVEL: 'warn' },
 );
 const server = await startServer(config, () => {});
+// A diagnostic (bench/edge-cpu.ts WORKER=1): the EdgeServer class alone on a worker thread of this process.
+if (process.env.BENCH_EDGE_IN_WORKER) {
+  const { Worker } = await import('node:worker_threads');
+  const { writeFileSync } = await import('node:fs');
+  const dir = process.env.BENCH_EDGE_IN_WORKER;
+  const w = new Worker(new URL('./edge-in-worker.mjs', import.meta.url), { workerData: { dir } });
+  w.unref();
+  await new Promise((resolve) => w.once('message', (port) => resolve(writeFileSync(path.join(dir, 'port'), String(port)))));
+}
 const user = await adminCreateUser(server.app.berth.ctx, { email: `bench-${Date.now()}@example.test`, password: 'bench-password' });
 console.log(JSON.stringify({ url: server.url, token: user.token, orgId: user.orgId, userId: user.userId, dataDir, pid: process.pid }));
 process.on('SIGTERM', () => void server.stop().then(() => {
