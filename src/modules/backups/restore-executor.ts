@@ -1,4 +1,4 @@
-import { timed } from '../../lib/spans.js';
+import { span, timed } from '../../lib/spans.js';
 import { existsSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -75,7 +75,7 @@ async function stageArtifact(ctx: Ctx, r: RestoreRow, run: RunRow, svc: Target, 
     // Prepare hashed the artifact; where it also pinned the exact file, apply reads that file
     // without a second hash pass and checks it is still the same file afterwards.
     const pinned = r.artifactIdentity && storage.getPinned && storage.identity ? r.artifactIdentity : undefined;
-    const got = await extractArtifact(storage, run.artifactKey!, left.staging, progress('download', total), signal, pinned);
+    const got = await timed('restore.extract', () => extractArtifact(storage, run.artifactKey!, left.staging!, progress('download', total), signal, pinned));
     if (pinned) {
       if ((total !== undefined && got.sizeBytes !== total) || (await storage.identity!(run.artifactKey!)) !== pinned) throw new ArtifactChangedError();
     } else if (got.sha256 !== run.sha256) throw new Error('the artifact does not match its recorded sha256');
@@ -96,7 +96,7 @@ async function swapInStaged(ctx: Ctx, r: RestoreRow, run: RunRow, svc: Target, s
   } else {
     const target = volumeDir(ctx, run.projectId, svc.name);
     await mkdir(path.dirname(target), { recursive: true });
-    return (await swapIn(staging, target, r.id)).old;
+    return (await timed('restore.swap', () => swapIn(staging, target, r.id))).old;
   }
 }
 
@@ -131,7 +131,7 @@ export async function executeRestore(ctx: Ctx, restoreId: string, orgId: string,
     const svc = await findTarget(ctx.db, orgId, run.projectId, run.serviceId);
     if (!svc) throw new Error('the service no longer exists');
     const storage = await storageOf(ctx, dest);
-    await stageArtifact(ctx, r, run, svc, storage, progress, signal, left);
+    await timed('restore.stage', () => stageArtifact(ctx, r, run, svc, storage, progress, signal, left));
     if (signal.aborted) throw new Cancelled();
     // From here on the target changes: stop the project's process first (if it runs).
     if (runtime) {
@@ -152,13 +152,15 @@ export async function executeRestore(ctx: Ctx, restoreId: string, orgId: string,
     if (!cancelled) ctx.log.warn({ restoreId: r.id, ...logDetail(e) }, 'restore failed; the previous data is untouched');
   } finally {
     // Clean up and restart the project before the terminal status is visible.
+    const cleaned = span('restore.cleanup');
     for (const dir of [left.staging, left.freshDir]) if (dir && existsSync(dir)) await rm(dir, { recursive: true, force: true }).catch(() => {});
+    cleaned();
     if (restartProject && runtime) await runtime.bringOnline(ctx, orgId, r.projectId).catch((e) => ctx.log.warn({ err: describeFailure(e) }, 'could not restart the project after a restore'));
     stopWatch();
     jobSignal?.removeEventListener('abort', onJobAbort);
     aborts.delete(r.id);
   }
-  await moveRestore(ctx, r, 'applying', outcome.to, { finishedAt: nowIso(), cancelRequested: 0, ...(outcome.error ? { error: outcome.error } : {}) });
+  await timed('restore.status', () => moveRestore(ctx, r, 'applying', outcome.to, { finishedAt: nowIso(), cancelRequested: 0, ...(outcome.error ? { error: outcome.error } : {}) }));
   if (oldDir) await rm(oldDir, { recursive: true, force: true }).catch(() => {});
 }
 
