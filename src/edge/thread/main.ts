@@ -177,12 +177,21 @@ export class ThreadedEdge {
 
   /** Open client connections of a socket address on the worker (tests and diagnostics). */
   connectionsOf(address: string): Promise<number> {
+    return this.request((id) => ({ t: 'connections', id, address }));
+  }
+
+  /** Resolves once the requests the worker answered so far are recorded here (the request log is read after it). */
+  async flush(): Promise<void> {
+    await this.request((id) => ({ t: 'flush', id }));
+  }
+
+  private request(message: (id: number) => ToWorker): Promise<number> {
     const w = this.worker;
     if (!w) return Promise.resolve(0);
     const id = this.nextId++;
     return new Promise((resolve) => {
       this.counts.set(id, resolve);
-      w.postMessage({ t: 'connections', id, address } satisfies ToWorker);
+      w.postMessage(message(id));
     });
   }
 

@@ -61,6 +61,8 @@ export type ToWorker =
   /** The supervisor's state of an app changed: its cached address (and the hosts naming it) go. */
   | { t: 'app'; app: string }
   | { t: 'connections'; id: number; address: string }
+  /** Send the batch now (answered once it is sent: a read of the request log after this sees every request answered before). */
+  | { t: 'flush'; id: number }
   | { t: 'close' };
 
 /** Values per request entry in a batch. */

@@ -91,7 +91,10 @@ function run(port: MessagePort, init: EdgeThreadInit): void {
     } else if (m.t === 'invalidate') cache.invalidate();
     else if (m.t === 'app') cache.appChanged(m.app);
     else if (m.t === 'connections') post({ t: 'answer', id: m.id, value: edge.connectionsOf(m.address) });
-    else if (m.t === 'close') void close();
+    else if (m.t === 'flush') {
+      cache.flush();
+      post({ t: 'answer', id: m.id, value: 0 });
+    } else if (m.t === 'close') void close();
   });
   void listen(init, edge, holder.tls, post);
 }

@@ -18,6 +18,8 @@ export interface RunningEdge {
   invalidate(): void;
   /** The supervisor's state of an app changed (the threaded edge drops its address). */
   appChanged(app: string): void;
+  /** Resolves once every request answered so far is in the request log and its stats (the threaded edge sends them in batches). */
+  flush(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -41,6 +43,7 @@ class MainThreadEdge implements RunningEdge {
   }
   invalidate(): void {}
   appChanged(): void {}
+  async flush(): Promise<void> {}
   async close(): Promise<void> {
     await Promise.all([this.tls?.close(), this.edge.close()]);
   }

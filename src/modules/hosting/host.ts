@@ -335,6 +335,11 @@ export class BerthRuntime {
     return this.edge?.httpsPort() ?? this.ctx.config.https.port;
   }
 
+  /** Resolves once every request the edge answered so far is recorded (read the request log or its stats after it). */
+  async edgeRecorded(): Promise<void> {
+    await this.edge?.flush();
+  }
+
   /** The port the edge listens on (its configured one before it listens). */
   edgePort(): number {
     return this.edge?.port() ?? this.ctx.config.edgePort;
