@@ -63,3 +63,14 @@ test('the edge thread restarts on the same port when it dies, and the app is ser
   await waitFor(async () => (await rawRequest(port, 'GET', '/after-restart', app.host).catch(() => ({ status: 0 }))).status === 200, 'the edge to serve again', 10_000, 100);
   assert.equal(app.edgePort(), port);
 });
+
+test('with BERTH_EDGE_THREAD=0 the edge runs on the main thread and serves and logs the same', async () => {
+  const other = await startEdgeApp({ BERTH_EDGE_THREAD: '0' });
+  try {
+    assert.equal(getRuntime(other.server.ctx).edge!.thread, false);
+    assert.equal((await rawRequest(other.edgePort(), 'GET', '/on-main', other.host)).status, 200);
+    assert.ok((await other.requestLog()).some((e) => e.path === '/on-main' && e.status === 200));
+  } finally {
+    await other.close();
+  }
+});

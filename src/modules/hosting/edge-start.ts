@@ -69,7 +69,7 @@ export async function startEdge(rt: BerthRuntime, routes: EdgeRoutes, upstream: 
   const acme = certificates ? { acmeChallenge: (token: string) => ctx.ports.certificates?.http01(token) ?? Promise.resolve(null) } : {};
   const host = ctx.config.edgeHost;
   const httpsPort = ctx.config.https.port;
-  if (!rt.owners.enabled && process.env.BERTH_EDGE_THREAD !== '0') {
+  if (!rt.owners.enabled && ctx.config.edgeThread) {
     const edge = new ThreadedEdge(
       { lookup: (h) => routes.lookup(h), upstream, touch: (app) => rt.supervisor.touch(app), record: (app, e) => rt.requests.record(app, e), ...acme, certificates: () => ctx.ports.certificates, log: ctx.log },
       { host, port: ctx.config.edgePort, httpsPort, limits: edgeLimitsFromEnv() },
