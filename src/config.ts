@@ -31,6 +31,8 @@ export interface Config {
   publicUrl?: string;
   edgeHost: string;
   edgePort: number;
+  /** The edge runs on a worker thread of its own (BERTH_EDGE_THREAD, default on; `0`: the main thread; docs/edge.md). */
+  edgeThread: boolean;
   /** The built dashboard `berth serve` answers at `/` (BERTH_DASHBOARD_DIR; default: the package's dist/web). */
   dashboardDir: string;
   appsDomain: string;
@@ -271,6 +273,7 @@ export function loadConfig(flags: ServeFlags = {}, env: NodeJS.ProcessEnv = proc
     publicUrl: env.BERTH_PUBLIC_URL ? trimSlash(env.BERTH_PUBLIC_URL) : undefined,
     edgeHost: env.BERTH_EDGE_HOST ?? host,
     edgePort,
+    edgeThread: env.BERTH_EDGE_THREAD !== '0',
     dashboardDir: path.resolve(env.BERTH_DASHBOARD_DIR || fileURLToPath(new URL('../dist/web', import.meta.url))),
     appsDomain: env.BERTH_APPS_DOMAIN || 'localhost',
     cloudUrl: env.BERTH_CLOUD_URL ? trimSlash(env.BERTH_CLOUD_URL) : undefined,

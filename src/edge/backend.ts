@@ -1,4 +1,4 @@
-import type { CompiledRule } from './rules.js';
+import type { CompiledRule, RuleRow } from './rules.js';
 
 /** What the edge knows about the project a host names. */
 export interface EdgeTarget {
@@ -10,6 +10,8 @@ export interface EdgeTarget {
   /** Set when the project cannot serve: disabled, failed or not deployed (503). */
   unavailable: string | null;
   rules: CompiledRule[];
+  /** The rows `rules` were compiled from (the threaded edge compiles them again on its thread: rules hold functions). */
+  ruleRows?: RuleRow[];
   /**
    * Set when the project is a static site: the edge serves the files of its ready deployment itself
    * (after the route rules), and `upstream` is never asked.

@@ -15,7 +15,7 @@ import { edgeLimitsFromEnv, type EdgeLimits } from './limits.js';
 import { normalizeTarget, pathOfTarget } from './normalize.js';
 import { OpenRequests } from './open-requests.js';
 import { isoNow } from '../lib/iso-now.js';
-import type { RequestEntry, RequestLog } from './requests.js';
+import type { RequestEntry, RequestSink } from './requests.js';
 import { ACME_CHALLENGE_PREFIX, REQUEST_DROP, acmeChallengeToken, forwardedProto, hostHeader, hostOf, httpsLocation, isSecure, logPath, pathOf } from './request-head.js';
 import { evaluateRules, RateCounter } from './rules.js';
 import { serveStatic } from './static-site.js';
@@ -41,7 +41,7 @@ export class EdgeServer {
   private readonly pools = new UpstreamPools();
   private readonly counter = new RateCounter();
   private readonly upgrades = new Set<Duplex>();
-  private readonly open = new OpenRequests();
+  private readonly open: OpenRequests;
   /** Open client connections per (socket) address, for the per-address cap. */
   private readonly connections = new AddressCounter();
   readonly limits: EdgeLimits;
@@ -53,11 +53,14 @@ export class EdgeServer {
 
   constructor(
     private readonly backend: EdgeBackend,
-    private readonly requests: RequestLog,
+    private readonly requests: RequestSink,
     private readonly log: Logger,
     limits?: Partial<EdgeLimits>,
+    /** Told when an app's open requests go from none to some and back (the threaded edge, src/edge/thread/). */
+    onOpenChange?: (projectId: string, open: boolean) => void,
   ) {
-    this.limits = { ...edgeLimitsFromEnv(), ...limits };
+    this.open = new OpenRequests(onOpenChange);
+    this.limits = limits && isWhole(limits) ? limits : { ...edgeLimitsFromEnv(), ...limits };
     const { headersTimeoutMs, requestTimeoutMs } = this.limits;
     this.server = http.createServer(
       {
@@ -268,6 +271,11 @@ export class EdgeServer {
       if (!res.writableFinished) socket.setTimeout(0);
     });
   }
+}
+
+/** Limits given whole (the threaded edge's, resolved on the main thread) need no environment. */
+function isWhole(l: Partial<EdgeLimits>): l is EdgeLimits {
+  return l.headersTimeoutMs !== undefined && l.bodyIdleMs !== undefined && l.requestTimeoutMs !== undefined && l.maxConnectionsPerAddress !== undefined && l.trustedProxies !== undefined;
 }
 
 /** Over the per-address connection cap: one 503, then the connection closes. */

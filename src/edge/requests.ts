@@ -12,6 +12,11 @@ export interface RequestEntry {
   bytes: number;
 }
 
+/** Where the edge records what it served: the RequestLog, or the threaded edge's batches to it (src/edge/thread/). */
+export interface RequestSink {
+  record(projectId: string, e: RequestEntry): void;
+}
+
 type Listener = (e: RequestEntry) => void;
 
 /**
@@ -19,7 +24,7 @@ type Listener = (e: RequestEntry) => void;
  * subscribers for the server-log stream. In memory: a restart starts the rings empty (the kept
  * request log on disk is written through `onRecord`).
  */
-export class RequestLog {
+export class RequestLog implements RequestSink {
   /** Per project: a fixed-size circular buffer and the index of the next write. */
   private readonly rings = new Map<string, { buf: RequestEntry[]; next: number }>();
   private readonly listeners = new Map<string, Set<Listener>>();

@@ -10,7 +10,7 @@ import { hopHeaders, readHop } from './forward.js';
 import type { EdgeLimits } from './limits.js';
 import { normalizeTarget, pathOfTarget } from './normalize.js';
 import type { OpenRequests } from './open-requests.js';
-import type { RequestLog } from './requests.js';
+import type { RequestSink } from './requests.js';
 import { HOP_BY_HOP, UPGRADE_DROP, asksClose, forwardedProto, hostHeader, hostOf, httpsLocation, isSecure, logPath, pathOf } from './request-head.js';
 import { evaluateRules, type RateCounter } from './rules.js';
 
@@ -18,7 +18,7 @@ import { evaluateRules, type RateCounter } from './rules.js';
 export interface UpgradeContext {
   server: http.Server;
   backend: EdgeBackend;
-  requests: RequestLog;
+  requests: RequestSink;
   log: Logger;
   limits: EdgeLimits;
   counter: RateCounter;

@@ -112,7 +112,7 @@ test('a body that arrives in time is proxied whole', async () => {
 });
 
 test('one address holds at most the cap of connections: the next one is answered 503 and closed, and a freed slot is usable again', { timeout: 60_000 }, async () => {
-  await waitFor(async () => openConnections() === 0, 'earlier connections to close', 10_000, 50);
+  await waitFor(async () => (await openConnections()) === 0, 'earlier connections to close', 10_000, 50);
   const held: RawConnection[] = [];
   try {
     for (let i = 0; i < 4; i++) {
@@ -121,7 +121,7 @@ test('one address holds at most the cap of connections: the next one is answered
       c.send('GET', `/held-${i}`, app.host);
       assert.equal((await c.read()).status, 200);
     }
-    assert.equal(openConnections(), 4);
+    assert.equal(await openConnections(), 4);
 
     const extra = await RawConnection.open(app.edgePort());
     try {
@@ -135,7 +135,7 @@ test('one address holds at most the cap of connections: the next one is answered
     }
 
     held.pop()!.close();
-    await waitFor(async () => openConnections() === 3, 'the freed connection to be counted out', 5000, 20);
+    await waitFor(async () => (await openConnections()) === 3, 'the freed connection to be counted out', 5000, 20);
     const again = await RawConnection.open(app.edgePort());
     try {
       again.send('GET', '/after-free', app.host);
@@ -146,7 +146,7 @@ test('one address holds at most the cap of connections: the next one is answered
   } finally {
     for (const c of held) c.close();
   }
-  await waitFor(async () => openConnections() === 0, 'all connections to close', 5000, 20);
+  await waitFor(async () => (await openConnections()) === 0, 'all connections to close', 5000, 20);
   const seen = await app.seen();
   assert.ok(!seen.includes('/one-too-many'), 'the refused request never reached the app');
 });

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { startTestServer, tempDir, type TestServer } from '../support/harness.js';
+import { startTestServer, tempDir, type TestServer, type TestServerOptions } from '../support/harness.js';
 import { createUser, type TestUser } from '../support/factories.js';
 import type { HttpClient } from '../support/http.js';
 import { getRuntime } from '../../src/modules/hosting/host.js';
@@ -65,12 +65,12 @@ export interface EdgeApp {
 }
 
 /** Boots Berth with `env`, deploys the app from a local folder and waits until the edge serves it. */
-export async function startEdgeApp(env: Record<string, string> = {}): Promise<EdgeApp> {
+export async function startEdgeApp(env: Record<string, string> = {}, build: TestServerOptions['build'] = undefined): Promise<EdgeApp> {
   const root = tempDir('berth-edge-sec-');
   const appDir = path.join(root, 'local', 'app');
   mkdirSync(appDir, { recursive: true });
   writeFileSync(path.join(appDir, 'server.js'), APP);
-  const server = await startTestServer({ background: true, env: { BERTH_LOCAL_ROOTS: path.join(root, 'local'), BERTH_EDGE_PORT: '0', ...env } });
+  const server = await startTestServer({ background: true, build, env: { BERTH_LOCAL_ROOTS: path.join(root, 'local'), BERTH_EDGE_PORT: '0', ...env } });
   try {
     const runtime = getRuntime(server.ctx);
     await runtime.restored;

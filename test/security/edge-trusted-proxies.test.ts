@@ -119,7 +119,7 @@ test('connections from a trusted proxy are not held to the per-address cap', asy
   try {
     c.send('GET', '/', behindProxy.host);
     assert.equal((await c.read()).status, 200);
-    assert.equal(getRuntime(behindProxy.server.ctx).edge!.connectionsOf('127.0.0.1'), 0);
+    assert.equal(await getRuntime(behindProxy.server.ctx).edge!.connectionsOf('127.0.0.1'), 0);
   } finally {
     c.close();
   }

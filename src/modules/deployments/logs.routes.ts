@@ -161,6 +161,7 @@ export const logRoutes = [
       const rt = hostOf(ctx);
       // Entries live in the memory of the instance that runs the app: ask it when it is another one.
       const owner = rt.owners.heldElsewhere(app) ? rt.owners.ownerOf(app)?.instanceId : undefined;
+      await rt.edgeRecorded();
       return rt.logRelay.recentRequests(app, query.limit ?? 100, owner);
     },
   }),

@@ -1,7 +1,7 @@
 import type { AppContext } from '../../context.js';
 import type { EdgeTarget } from '../../edge/proxy.js';
 import type { StaticSite } from '../../edge/backend.js';
-import { compileRules, type CompiledRule } from '../../edge/rules.js';
+import { compileRules, type CompiledRule, type RuleRow } from '../../edge/rules.js';
 import type { Supervisor } from '../../runtime/supervisor.js';
 import { projectHosts, hostReads, type EdgeProject } from '../projects/index.js';
 import * as store from '../deployments/index.js';
@@ -21,6 +21,7 @@ type RouteValue = {
   app: string;
   hasRelease: boolean;
   rules: CompiledRule[];
+  ruleRows: RuleRow[];
   static: StaticSite | null;
   httpsRedirect: boolean;
   hsts: boolean;
@@ -68,7 +69,11 @@ export class EdgeRoutes {
    */
   invalidate(_projectId?: string): void {
     this.routes.clear();
+    this.onInvalidate?.();
   }
+
+  /** Told of every drop (the threaded edge drops its own copies: src/edge/thread/). */
+  onInvalidate: (() => void) | null = null;
 
   private async load(host: string): Promise<RouteValue | null> {
     let project = await hostReads.projectByDomain(this.ctx.db, host);
@@ -91,12 +96,14 @@ export class EdgeRoutes {
     }
     if (!project || project.location !== 'local') return null;
     const rel = await store.currentRelease(this.ctx.db, project.orgId, project.id, environment);
-    const rules = compileRules(await hostReads.listRouteRules(this.ctx.db, project.orgId, project.id));
+    const ruleRows = await hostReads.listRouteRules(this.ctx.db, project.orgId, project.id);
+    const rules = compileRules(ruleRows);
     return {
       project,
       app: appKeyOf(project.id, environment),
       hasRelease: !!rel,
       rules,
+      ruleRows,
       static: staticSiteOf(project, rel),
       httpsRedirect: await this.redirects(host, project),
       hsts: project.hsts === 1,
@@ -173,9 +180,9 @@ export class EdgeRoutes {
     if (v.project.status !== 'enabled') unavailable = 'This project is disabled.';
     else if (!v.hasRelease) unavailable = 'This project has not been deployed yet.';
     else if (!v.static && this.supervisor.stateOf(v.app) === 'failed') unavailable = 'The app failed to start; check its logs.';
-    if (unavailable) return { projectId: v.app, unavailable, rules: v.rules, httpsRedirect: v.httpsRedirect, hsts: v.hsts };
+    if (unavailable) return { projectId: v.app, unavailable, rules: v.rules, ruleRows: v.ruleRows, httpsRedirect: v.httpsRedirect, hsts: v.hsts };
     if (!entry.ok || entry.ok.rules !== v.rules) {
-      entry.ok = { projectId: v.app, unavailable: null, rules: v.rules, static: v.static, httpsRedirect: v.httpsRedirect, hsts: v.hsts };
+      entry.ok = { projectId: v.app, unavailable: null, rules: v.rules, ruleRows: v.ruleRows, static: v.static, httpsRedirect: v.httpsRedirect, hsts: v.hsts };
     }
     return entry.ok;
   }

@@ -1,6 +1,4 @@
 import type { AppContext } from '../../context.js';
-import { EdgeTls } from '../../edge/https.js';
-import { EdgeServer } from '../../edge/proxy.js';
 import { RequestLog } from '../../edge/requests.js';
 import { nowIso } from '../../lib/ids.js';
 import type { RuntimeDriver } from '../../runtime/driver.js';
@@ -23,6 +21,7 @@ import { LogRelay } from './log-relay.js';
 import { span, timed } from '../../lib/spans.js';
 import { AppHealthWatch } from './app-health-watch.js';
 import { KeptLogs } from './kept-logs.js';
+import { startEdge, type RunningEdge } from './edge-start.js';
 
 /** Seconds an `auto_sleep` app may be idle before it is stopped (BERTH_SLEEP_IDLE_SECONDS, default 300). */
 function sleepIdleMs(): number {
@@ -48,10 +47,9 @@ export class BerthRuntime {
   readonly building = new Map<string, AbortController>();
   /** The deployment-settled listeners running now (settled.ts); a stop waits for them briefly. */
   readonly settling = new Set<Promise<void>>();
-  edge: EdgeServer | null = null;
+  /** The edge proxy and its TLS listener, on a worker thread of their own unless scale-out (edge-start.ts). */
+  edge: RunningEdge | null = null;
   edgeUrl: string | null = null;
-  /** The edge's TLS listener (BERTH_HTTPS_PORT set), else null. */
-  https: EdgeTls | null = null;
   httpsUrl: string | null = null;
   /** Resolves when the apps that ran before the last shutdown are back (tests wait on it). */
   restored: Promise<void> = Promise.resolve();
@@ -81,6 +79,7 @@ export class BerthRuntime {
     });
     this.releases = new Releases(ctx, this.driver, this.supervisor);
     this.routes = new EdgeRoutes(ctx, this.supervisor);
+    this.routes.onInvalidate = () => this.edge?.invalidate();
     this.owners = new AppOwnership(ctx, {
       lost: (app) => this.supervisor.stop(app, 'stopped'),
       tookOver: (apps) => this.takeOver(apps),
@@ -95,6 +94,7 @@ export class BerthRuntime {
    */
   private onState(app: string, snap: RuntimeSnapshot): void {
     this.health.onState(app, snap);
+    this.edge?.appChanged(app);
     if (snap.state === 'running' && !this.owners.isMine(app) && !this.shuttingDown) void this.owners.claim(app, true);
     if (snap.state === 'failed' && this.owners.heldElsewhere(app)) {
       queueMicrotask(() => {
@@ -148,49 +148,13 @@ export class BerthRuntime {
     this.releases.diskLimits = disk;
     if (!disk.enforced && disk.mode !== 'off') this.ctx.log.warn(`disk limits are not enforced: ${disk.reason}`);
     this.egress = status.ready ? startEgressCheck(this.driver, envNumber('BERTH_EGRESS_CHECK_SECONDS', 300) * 1000, uidBase(this.ctx.uidRange) - 1) : null;
-    const edge = new EdgeServer(
-      {
-        lookup: (host) => this.routes.lookup(host),
-        upstream: (app) => this.upstream(app),
-        // Several instances on one PostgreSQL: an app another live instance runs is served through its edge.
-        ...(this.owners.enabled ? { peer: (app: string) => (this.supervisor.upstreamNow(app) ? null : this.owners.peerOf(app)), hopToken: this.hopToken() } : {}),
-        ...(this.ctx.ports.certificates ? { acmeChallenge: (token: string) => this.ctx.ports.certificates?.http01(token) ?? Promise.resolve(null) } : {}),
-        httpsPort: () => this.https?.port() ?? null,
-      },
-      this.requests,
-      this.ctx.log,
-    );
-    let addr: { host: string; port: number };
-    try {
-      addr = await edge.listen(this.ctx.config.edgeHost, this.ctx.config.edgePort);
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      throw new Error(
-        `the edge proxy cannot listen on ${this.ctx.config.edgeHost}:${this.ctx.config.edgePort}` +
-          (code === 'EADDRINUSE' ? ': the port is in use (set --edge-port / BERTH_EDGE_PORT, 0 picks a free one)' : `: ${(e as Error).message}`),
-      );
-    }
+    const { edge, port } = await startEdge(this, this.routes, (app) => this.upstream(app));
     this.edge = edge;
-    const h = addr.host.includes(':') ? `[${addr.host}]` : addr.host;
-    this.edgeUrl = `http://${h}:${addr.port}`;
-    const httpsPort = this.ctx.config.https.port;
-    if (httpsPort !== null) {
-      const tlsEdge = new EdgeTls(edge, () => this.ctx.ports.certificates, this.ctx.log);
-      try {
-        const a = await tlsEdge.listen(this.ctx.config.edgeHost, httpsPort);
-        this.httpsUrl = `https://${h}:${a.port}`;
-      } catch (e) {
-        await edge.close();
-        this.edge = null;
-        const code = (e as NodeJS.ErrnoException).code;
-        throw new Error(
-          `the edge's TLS listener cannot listen on ${this.ctx.config.edgeHost}:${httpsPort}` +
-            (code === 'EADDRINUSE' ? ': the port is in use (set BERTH_HTTPS_PORT, 0 picks a free one)' : `: ${(e as Error).message}`),
-        );
-      }
-      this.https = tlsEdge;
-    }
-    this.owners.start(this.ctx.config.instance.url ?? `http://${loopbackOf(this.ctx.config.edgeHost)}:${addr.port}`);
+    const h = this.ctx.config.edgeHost.includes(':') ? `[${this.ctx.config.edgeHost}]` : this.ctx.config.edgeHost;
+    this.edgeUrl = `http://${h}:${port}`;
+    const tlsPort = edge.httpsPort();
+    if (tlsPort !== null) this.httpsUrl = `https://${h}:${tlsPort}`;
+    this.owners.start(this.ctx.config.instance.url ?? `http://${loopbackOf(this.ctx.config.edgeHost)}:${port}`);
     const tick = Math.max(200, Math.min(5000, Math.floor(sleepIdleMs() / 4)));
     this.sweeper = setInterval(() => void this.sweep().catch((err) => this.ctx.log.warn({ err }, 'sleep sweep failed')), tick);
     this.sweeper.unref();
@@ -219,7 +183,7 @@ export class BerthRuntime {
     this.health.stop();
     this.keptLogs.stop();
     for (const c of this.building.values()) c.abort();
-    await Promise.all([this.https?.close(), this.edge?.close()]);
+    await this.edge?.close();
     // The other instances take this one's apps over at their next tick (their runtime states say what ran).
     await this.owners.stop();
     if (this.settling.size) await Promise.race([Promise.all([...this.settling]), new Promise((r) => setTimeout(r, 5000).unref())]);
@@ -368,13 +332,17 @@ export class BerthRuntime {
 
   /** The port the edge's TLS listener listens on (its configured one before it listens; null: none). */
   httpsPort(): number | null {
-    return this.https?.port() ?? this.ctx.config.https.port;
+    return this.edge?.httpsPort() ?? this.ctx.config.https.port;
+  }
+
+  /** Resolves once every request the edge answered so far is recorded (read the request log or its stats after it). */
+  async edgeRecorded(): Promise<void> {
+    await this.edge?.flush();
   }
 
   /** The port the edge listens on (its configured one before it listens). */
   edgePort(): number {
-    const a = this.edge?.server.address();
-    return a && typeof a === 'object' ? a.port : this.ctx.config.edgePort;
+    return this.edge?.port() ?? this.ctx.config.edgePort;
   }
 }
 

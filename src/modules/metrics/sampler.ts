@@ -63,6 +63,7 @@ export async function sampleOnce(ctx: AppContext): Promise<number> {
   const at = ctx.clock.now();
   const ts = Math.floor(at / 1000);
   const state = ctx.state.metrics;
+  await ctx.ports.runtimeHost?.edgeRecorded();
   const requests = ctx.ports.runtimeHost?.requests.stats.drain() ?? new Map<string, RequestSummary>();
   const rows: NewPoint[] = [];
   const seen = new Set<string>();
