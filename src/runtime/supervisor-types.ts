@@ -36,4 +36,9 @@ export interface SupervisorOptions {
   graceMs?: number;
   /** Called on every state change (persisted by the runtime so a restart can bring apps back), with the app's key. */
   onState?(app: string, snap: RuntimeSnapshot): void;
+  /**
+   * Awaited after a new instance takes the app's traffic and before the one it replaced is stopped: the
+   * edge on its worker thread answers once it no longer sends requests to the old address.
+   */
+  promoted?(app: string): Promise<void>;
 }

@@ -309,7 +309,11 @@ export class Supervisor {
     slot.lastActivity = Date.now();
     this.watch(slot, inst);
     this.setState(slot, 'running');
-    if (old && old !== inst) await this.stopInstance(old);
+    if (old && old !== inst) {
+      // The edge may send requests to the old address until it has heard of the new one (a worker thread).
+      await this.opts.promoted?.(slot.app).catch(() => {});
+      await this.stopInstance(old);
+    }
   }
 
   private watch(slot: Slot, inst: Instance): void {

@@ -76,6 +76,7 @@ export class BerthRuntime {
       healthTimeoutMs: this.healthTimeoutMs,
       graceMs: envNumber('BERTH_STOP_GRACE_SECONDS', 10) * 1000,
       onState: (app, snap) => this.onState(app, snap),
+      promoted: () => this.edgeCaughtUp(),
     });
     this.releases = new Releases(ctx, this.driver, this.supervisor);
     this.routes = new EdgeRoutes(ctx, this.supervisor);
@@ -84,6 +85,20 @@ export class BerthRuntime {
       lost: (app) => this.supervisor.stop(app, 'stopped'),
       tookOver: (apps) => this.takeOver(apps),
     });
+  }
+
+  /**
+   * Resolves once the edge sends no new request to an address the supervisor just replaced: the
+   * threaded edge has handled every message posted before (the state change that dropped its cached
+   * address comes first); the main-thread edge at once. Bounded, so that a stuck worker cannot hold a
+   * swap: after 2 s the old instance is stopped anyway.
+   */
+  private async edgeCaughtUp(): Promise<void> {
+    const edge = this.edge;
+    if (!edge?.thread) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([edge.flush(), new Promise<void>((r) => (timer = setTimeout(r, 2000)))]);
+    clearTimeout(timer);
   }
 
   /**
