@@ -47,6 +47,16 @@ export class ArtifactChangedError extends Error {
   }
 }
 
+/** fsync(2) of a file's or a folder's contents, through a read-only handle (fsync is per inode, not per handle). */
+async function fsyncPath(p: string): Promise<void> {
+  const fh = await open(p, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
 function identityOf(st: BigIntStats): string {
   return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
 }
@@ -76,6 +86,12 @@ export function checkKey(key: string): void {
 }
 
 export class LocalStorage implements Storage {
+  /**
+   * Objects written by `put` whose fsync is under way: started as the write ends, so that it runs
+   * beside the read-back (hash) that follows, and awaited by `finalize` before the rename.
+   */
+  private readonly syncing = new Map<string, Promise<void>>();
+
   constructor(readonly root: string) {}
 
   private file(key: string): string {
@@ -86,7 +102,11 @@ export class LocalStorage implements Storage {
   async put(key: string, body: Readable, signal?: AbortSignal): Promise<void> {
     const file = this.file(key);
     await mkdir(path.dirname(file), { recursive: true });
+    this.syncing.delete(file);
     await pipeline(body, createWriteStream(file, { flags: 'w', highWaterMark: 1024 * 1024 }), { signal });
+    const synced = fsyncPath(file);
+    synced.catch(() => {}); // heard by finalize, which awaits it
+    this.syncing.set(file, synced);
   }
 
   async get(key: string): Promise<Readable> {
@@ -130,14 +150,28 @@ export class LocalStorage implements Storage {
     }
   }
 
+  /**
+   * Durable before it is final: the object's bytes are on disk (the fsync `put` started, or one now
+   * for an object another process wrote) before the rename, and the rename is on disk (its folders'
+   * fsync) before this answers. Without them a crash soon after a backup was recorded `succeeded`
+   * could leave the final name empty or missing, while its read-back had passed from the page cache.
+   */
   async finalize(from: string, to: string): Promise<void> {
+    const src = this.file(from);
     const dst = this.file(to);
+    const synced = this.syncing.get(src) ?? fsyncPath(src);
+    this.syncing.delete(src);
+    await synced;
     await mkdir(path.dirname(dst), { recursive: true });
-    await rename(this.file(from), dst);
+    await rename(src, dst);
+    await fsyncPath(path.dirname(dst));
+    if (path.dirname(src) !== path.dirname(dst)) await fsyncPath(path.dirname(src));
   }
 
   async delete(key: string): Promise<void> {
-    await rm(this.file(key), { force: true });
+    const file = this.file(key);
+    this.syncing.delete(file);
+    await rm(file, { force: true });
   }
 
   async list(prefix: string): Promise<string[]> {
