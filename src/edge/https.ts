@@ -10,6 +10,8 @@ export interface EdgeCertificates {
   forServerName(name: string): Promise<{ cert: string; key: string } | null>;
   /** The TLS-ALPN-01 challenge certificate of a name with a pending challenge (RFC 8737), or null. */
   tlsAlpn01?(name: string): Promise<{ cert: string; key: string } | null>;
+  /** Calls `fn` whenever a name's certificate changed on this server (the threaded edge drops its copies); answers the unsubscribe. */
+  onInvalidate?(fn: () => void): () => void;
 }
 
 /** The ALPN protocol of TLS-ALPN-01 validation (RFC 8737). */

@@ -10,7 +10,7 @@ process.env.BERTH_STOP_GRACE_SECONDS = '2';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http2 from 'node:http2';
 import https from 'node:https';
 import path from 'node:path';
@@ -34,6 +34,7 @@ let pair: { cert: string; key: string };
 /** The fake certificates port: names it holds a certificate for, and pending HTTP-01 tokens. */
 const certs = new Map<string, { cert: string; key: string }>();
 const challenges = new Map<string, string>();
+const watchers = new Set<() => void>();
 const fake: CertificatesPort = {
   async forServerName(name) {
     return certs.get(name) ?? null;
@@ -42,6 +43,14 @@ const fake: CertificatesPort = {
     return challenges.get(token) ?? null;
   },
   async requested() {},
+  // As the server's own port: a certificate issued, renewed or removed here is announced.
+  invalidate() {
+    for (const fn of watchers) fn();
+  },
+  onInvalidate(fn) {
+    watchers.add(fn);
+    return () => watchers.delete(fn);
+  },
 };
 
 /** A throwaway CA and a leaf for `names`, made with openssl (argument arrays). */
@@ -179,6 +188,42 @@ test('a TLS server name without a certificate (or no SNI at all) fails the hands
   assert.match(await handshake({ rejectUnauthorized: false }), /^error/);
   // The listener is still fine for a known name.
   assert.equal((await httpsGet(host)).status, 200);
+});
+
+test('a certificate renewed or removed on this server is what the next handshake sees', async () => {
+  const fingerprint = () =>
+    new Promise<string>((resolve) => {
+      const s = tls.connect({ host: '127.0.0.1', port: tlsPort(), servername: host, rejectUnauthorized: false }, () => {
+        const f = s.getPeerCertificate().fingerprint256;
+        s.destroy();
+        resolve(f);
+      });
+      s.on('error', (e) => resolve(`error: ${e.message}`));
+    });
+  // The edge's worker thread handles messages in order: once a flush is answered, the change before it was seen.
+  const announce = async () => {
+    fake.invalidate!(host);
+    await getRuntime(server.ctx).edgeRecorded();
+  };
+  const first = await fingerprint();
+  assert.doesNotMatch(first, /^error/);
+  const dir = path.join(root, 'renewed');
+  mkdirSync(dir, { recursive: true });
+  const renewed = makeCertificate(dir, [host]);
+  try {
+    certs.set(host, { cert: renewed.cert, key: renewed.key });
+    await announce();
+    const second = await fingerprint();
+    assert.doesNotMatch(second, /^error/);
+    assert.notEqual(second, first);
+    certs.delete(host);
+    await announce();
+    assert.match(await fingerprint(), /^error/);
+  } finally {
+    certs.set(host, pair);
+    await announce();
+  }
+  assert.equal(await fingerprint(), first);
 });
 
 test('a WebSocket upgrade over HTTP/1.1 TLS reaches the app and echoes', async () => {

@@ -47,6 +47,8 @@ export class ThreadedEdge {
   private nextId = 1;
   private readonly counts = new Map<number, (n: number) => void>();
   private closed: (() => void) | null = null;
+  /** Stops telling the worker of certificate changes (set while it runs). */
+  private unwatchCerts: (() => void) | null = null;
 
   constructor(
     private readonly host: EdgeThreadHost,
@@ -55,6 +57,7 @@ export class ThreadedEdge {
 
   /** Starts the worker; resolves once it listens, rejects with EdgeListenError when a port cannot be bound. */
   listen(): Promise<{ port: number; httpsPort: number | null }> {
+    this.unwatchCerts ??= this.host.certificates?.()?.onInvalidate?.(() => this.post({ t: 'certs' })) ?? null;
     return this.spawn(this.where.port, this.where.httpsPort);
   }
 
@@ -195,6 +198,8 @@ export class ThreadedEdge {
   /** The worker closes its listeners and connections, sends its last batch, and exits. */
   async close(): Promise<void> {
     this.closing = true;
+    this.unwatchCerts?.();
+    this.unwatchCerts = null;
     const w = this.worker;
     if (!w) return;
     const exited = new Promise<void>((resolve) => (this.closed = resolve));

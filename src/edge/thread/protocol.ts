@@ -60,6 +60,8 @@ export type ToWorker =
   | { t: 'invalidate' }
   /** The supervisor's state of an app changed: its cached address (and the hosts naming it) go. */
   | { t: 'app'; app: string }
+  /** A certificate was issued, renewed or removed on this server: every cached server name's certificate goes. */
+  | { t: 'certs' }
   | { t: 'connections'; id: number; address: string }
   /** Send the batch now (answered once it is sent: a read of the request log after this sees every request answered before). */
   | { t: 'flush'; id: number }

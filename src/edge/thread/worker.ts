@@ -59,6 +59,11 @@ async function listen(init: EdgeThreadInit, edge: EdgeServer, tls: EdgeTls | nul
   post({ t: 'listening', port: http.port, httpsPort: tls?.port() ?? null });
 }
 
+/** How long the worker serves a server name's certificate before asking the main thread again. */
+const CERT_TTL_MS = 5_000;
+/** Names kept at most (a flood of unknown server names gets no entries: only names with a certificate are kept). */
+const MAX_CERT_NAMES = 10_000;
+
 /** Everything lives in this call (one edge per worker thread; no module state). */
 function run(port: MessagePort, init: EdgeThreadInit): void {
   const post: Post = (m) => port.postMessage(m);
@@ -75,7 +80,25 @@ function run(port: MessagePort, init: EdgeThreadInit): void {
   const limits = { ...init.limits, trustedProxies: parseTrustedProxies(init.limits.trustedProxies) };
   const edge = new EdgeServer(backend, cache, log, limits, (app, open) => post({ t: 'open', app, open }));
   type Pair = { cert: string; key: string } | null;
-  const certificates = init.certificates ? { forServerName: (name: string) => ask('cert', name) as Promise<Pair>, tlsAlpn01: (name: string) => ask('alpn', name) as Promise<Pair> } : null;
+  /**
+   * A server name's certificate, asked of the main thread once per CERT_TTL_MS instead of on every
+   * handshake (a round trip and a copy of the PEM pair each); names without one are not kept, so a
+   * first certificate is served at once, and the routes' invalidation drops them all.
+   */
+  const certs = new Map<string, { at: number; pair: Promise<Pair> }>();
+  const forServerName = (name: string): Promise<Pair> => {
+    const now = Date.now();
+    const hit = certs.get(name);
+    if (hit && now - hit.at < CERT_TTL_MS) return hit.pair;
+    const pair = ask('cert', name) as Promise<Pair>;
+    if (certs.size >= MAX_CERT_NAMES) certs.clear();
+    const entry = { at: now, pair };
+    certs.set(name, entry);
+    const drop = () => certs.get(name) === entry && certs.delete(name);
+    pair.then((p) => void (p ? undefined : drop()), drop);
+    return pair;
+  };
+  const certificates = init.certificates ? { forServerName, tlsAlpn01: (name: string) => ask('alpn', name) as Promise<Pair> } : null;
   if (init.httpsPort !== null) holder.tls = new EdgeTls(edge, () => certificates, log);
   const close = async () => {
     await Promise.all([holder.tls?.close(), edge.close()]);
@@ -88,8 +111,12 @@ function run(port: MessagePort, init: EdgeThreadInit): void {
       answers.delete(m.id);
       if (m.ok) a?.resolve(m.value);
       else a?.reject(new Error(m.message));
-    } else if (m.t === 'invalidate') cache.invalidate();
+    } else if (m.t === 'invalidate') {
+      cache.invalidate();
+      certs.clear();
+    }
     else if (m.t === 'app') cache.appChanged(m.app);
+    else if (m.t === 'certs') certs.clear();
     else if (m.t === 'connections') post({ t: 'answer', id: m.id, value: edge.connectionsOf(m.address) });
     else if (m.t === 'flush') {
       cache.flush();

@@ -34,6 +34,8 @@ export interface CertificatesPort {
   tls?(ctx: AppContext, orgId: string, domains: readonly string[]): Promise<Map<string, DomainTls>>;
   /** Drops what this server cached for `domain` (after it got a new certificate). */
   invalidate?(domain: string): void;
+  /** Calls `fn` after every `invalidate` (the threaded edge drops the certificates it keeps); answers the unsubscribe. */
+  onInvalidate?(fn: () => void): () => void;
 }
 
 /** A domain's certificate as the domain answers show it. */

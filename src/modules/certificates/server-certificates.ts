@@ -37,6 +37,7 @@ export function wildcardOf(name: string): string | null {
  */
 export class ServerCertificates implements CertificatesPort {
   private readonly entries = new Map<string, Entry>();
+  private readonly watchers = new Set<() => void>();
 
   constructor(private readonly ctx: AppContext) {}
 
@@ -139,5 +140,11 @@ export class ServerCertificates implements CertificatesPort {
       for (const key of this.entries.keys()) if (key.endsWith(suffix) && !key.slice(0, -suffix.length).includes('.')) this.entries.delete(key);
     }
     this.entries.delete(name);
+    for (const fn of this.watchers) fn();
+  }
+
+  onInvalidate(fn: () => void): () => void {
+    this.watchers.add(fn);
+    return () => this.watchers.delete(fn);
   }
 }
