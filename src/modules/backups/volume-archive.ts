@@ -7,6 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import * as tar from 'tar';
 import { copyContents, imageOf, isMounted } from '../../runtime/disk-image.js';
 import { BLOCK_BYTES, BlockGunzip, BlockGzip, CHUNK_BYTES } from '../../lib/blockgzip.js';
+import { syncFilesystemOf } from '../../lib/sync-fs.js';
 
 /**
  * A volume (a folder) as one artifact and back: a blocked-gzip tar of its contents, its size
@@ -162,6 +163,8 @@ async function moveEntries(from: string, to: string, keep: (name: string) => boo
  * 2. the old entries are moved into `<target>/.berth-old-<tag>`, which is then marked `.moved`;
  * 3. the new entries are moved up into the target, and `.berth-new-<tag>` is removed.
  *
+ * Between steps 1 and 2 the new contents are flushed to disk (`syncFilesystemOf`, one syncfs), so
+ * the mark never names contents a crash could still lose.
  * Steps 2 and 3 are renames inside one filesystem. A failure in step 2 puts the old entries back; a
  * crash is repaired by `repairVolume` (back to the old contents before the mark, forward after it).
  * The caller removes the answered `old` folder once the restore is reported.
@@ -189,6 +192,9 @@ export async function swapIn(staged: string, target: string, tag: string): Promi
       throw e;
     }
   }
+  // The new contents are on disk before the mark that makes a crash's repair go forward (and the old
+  // contents go): without it a crash soon after could leave the restored files empty, the old ones gone.
+  await syncFilesystemOf(fresh);
   await mkdir(old, { mode: 0o700 });
   try {
     await moveEntries(target, old, keep);
