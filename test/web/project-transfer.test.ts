@@ -62,6 +62,9 @@ describe('moving a project to the cloud from the dashboard', browserSuite('the p
     const alert = card.locator('.field-invalid').getByRole('alert');
     await alert.waitFor();
     assert.match(await alert.innerText(), /the service idle is stopped/);
+    // In the checkbox's words, not the API's field name.
+    assert.match(await alert.innerText(), /transfer without "Include the services' data"/);
+    assert.doesNotMatch(await alert.innerText(), /includeData/);
     assert.equal(await include.getAttribute('aria-invalid'), 'true');
     assert.equal(await cloud.ctx.db.selectFrom('projects').select('id').executeTakeFirst(), undefined, 'nothing was made on the cloud');
 

@@ -69,7 +69,8 @@ export function CloudTransfer({ id, project }: { id: string; project: Project })
           </label>
           {dataError ? (
             <p className="field-error" id={`${checkId}-err`} role="alert">
-              {messageOf(move.error)}
+              {/* The API names its field (`without includeData`); here it is the checkbox. */}
+              {messageOf(move.error).replace(/\bincludeData\b/g, `"Include the services' data"`)}
             </p>
           ) : (
             <p className="field-hint">
