@@ -5,7 +5,7 @@ import { Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { HashCounter, type ProgressFn } from '../../lib/hash-counter.js';
 import type { Storage } from './storage.js';
-import { extractOffThread } from './extract-thread.js';
+import { extractInChild } from './volume-archive.js';
 
 /**
  * Artifacts in a destination, hashed on the way: writing one from a source stream, reading one back
@@ -70,7 +70,7 @@ export async function downloadTo(storage: Storage, key: string, file: string, on
 }
 
 /**
- * Extracts the artifact into `dir` (on a thread of its own: extract-thread.ts), hashing the compressed
+ * Extracts the artifact into `dir` (in a process of its own: volume-archive.ts `extractInChild`), hashing the compressed
  * bytes on the way. With `pinned` (an identity from hashPinned) it reads exactly that object and does not
  * hash it again (`sha256` is null): prepare hashed those bytes, and gzip's own CRC-32 and length check
  * still catch a damaged read.
@@ -88,6 +88,6 @@ export async function extractArtifact(
   const hc = new HashCounter(onProgress, !pin);
   hc.on('error', () => {});
   src.on('error', (e) => hc.destroy(e));
-  await extractOffThread(src.pipe(hc), dir, signal);
+  await extractInChild({ stream: src.pipe(hc) }, dir, signal ? { signal } : {});
   return { sha256: pin ? null : hc.digest(), sizeBytes: hc.bytes };
 }

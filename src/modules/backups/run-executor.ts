@@ -55,7 +55,7 @@ async function openSource(ctx: Ctx, run: RunRow, svc: Target, destKind: string, 
   assertVolumeHere(dir);
   await mkdir(dir, { recursive: true });
   const sizeHint = destKind === 's3' ? await volumeSizeHint(dir) : undefined;
-  return { source: volumeSource(dir), sizeHint };
+  return { source: volumeSource(dir, signal), sizeHint };
 }
 
 /**

@@ -1,0 +1,24 @@
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * Starts the Node script `name` beside the caller (`from`: the caller's `import.meta.url`) as a child
+ * process: `<name>.js` in the built server; under tsx (the tests, `npx tsx`) `<name>.ts`, with tsx's
+ * hooks loaded by `--import` (resolved from this module, so the child needs no node_modules lookup of
+ * its own). The child process counterpart of worker-file.ts.
+ *
+ * The child gets an argument array and a minimal environment (`PATH`, `LANG`): none of the server's
+ * secrets. It runs with the start script's node flag (`--max-semi-space-size=8`, package.json).
+ */
+export function startNodeChild(from: string, name: string, args: string[], opts: { stdio: StdioOptions; signal?: AbortSignal }): ChildProcess {
+  const ts = from.endsWith('.ts');
+  const script = fileURLToPath(new URL(`./${name}.${ts ? 'ts' : 'js'}`, from));
+  const node = ['--max-semi-space-size=8', ...(ts ? ['--import', import.meta.resolve('tsx')] : [])];
+  const env: Record<string, string> = {};
+  for (const k of ['PATH', 'LANG']) if (process.env[k]) env[k] = process.env[k]!;
+  return spawn(process.execPath, [...node, script, ...args], {
+    env,
+    stdio: opts.stdio,
+    ...(opts.signal ? { signal: opts.signal, killSignal: 'SIGKILL' as const } : {}),
+  });
+}
