@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { rssMb, sampleRss, startChild, type Row } from './lib.js';
@@ -60,6 +60,39 @@ async function waitStatus(url: string, headers: Record<string, string>, timeoutM
   }
 }
 
+/**
+ * The peak RSS (VmHWM) of the server's children that archive or extract a volume
+ * (src/modules/backups/volume-child.ts), read from /proc every `everyMs` while they live: VmHWM is
+ * the kernel's own peak, so only growth in a child's last interval can be missed. Per command
+ * (`pack`, `unpack`), the highest seen.
+ */
+function sampleVolumeChildren(serverPid: number, everyMs = 50): { stop(): Record<string, number> } {
+  const peaks: Record<string, number> = {};
+  const scan = () => {
+    for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) !== serverPid) continue;
+        const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+        const at = argv.findIndex((a) => /volume-child\.(js|ts)$/.test(a));
+        if (at < 0) continue;
+        const hwm = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
+        const cmd = argv[at + 1] ?? '?';
+        if (Number.isFinite(hwm) && hwm > (peaks[cmd] ?? 0)) peaks[cmd] = hwm;
+      } catch {
+        /* gone meanwhile */
+      }
+    }
+  };
+  const t = setInterval(scan, everyMs);
+  return {
+    stop() {
+      clearInterval(t);
+      return peaks;
+    },
+  };
+}
+
 /** With BENCH_MEM_TRACE=1 the server prints its memory every 100 ms; these lines say what ran when. */
 function phase(name: string): void {
   if (process.env.BENCH_MEM_TRACE) console.error(`${Date.now() % 100000} phase: ${name}`);
@@ -100,6 +133,7 @@ export async function backupsBench(): Promise<Row[]> {
     };
     const baseline = rssMb(berth.info.pid);
     const rss = sampleRss(berth.info.pid);
+    const children = sampleVolumeChildren(berth.info.pid);
     const backups: { tar: number; ours: number; runId: string; sizeBytes: number }[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       await settle();
@@ -114,7 +148,7 @@ export async function backupsBench(): Promise<Row[]> {
       if (run.status !== 'succeeded') throw new Error(`backup run ${run.status}: ${run.error}`);
       backups.push({ tar, ours, runId, sizeBytes: Number(run.sizeBytes) });
     }
-    console.error(`  server peak after the backups: ${rss.peek().toFixed(0)} MB`);
+    console.error(`  server peak after the backups: ${rss.peek().toFixed(0)} MB, RSS now ${rssMb(berth.info.pid).toFixed(0)} MB`);
     const restores: { tar: number; ours: number; prepare: number }[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       const extractTo = path.join(refDir, `x-${round}`);
@@ -138,6 +172,7 @@ export async function backupsBench(): Promise<Row[]> {
     }
     phase('done');
     const peak = rss.stop();
+    const childPeaks = children.stop();
     console.error(`  backups (tar s / ours s): ${backups.map((b) => `${b.tar.toFixed(1)}/${b.ours.toFixed(1)}`).join(', ')}`);
     console.error(`  restores (tar s / ours s): ${restores.map((b) => `${b.tar.toFixed(1)}/${b.ours.toFixed(1)}`).join(', ')}`);
 
@@ -152,6 +187,8 @@ export async function backupsBench(): Promise<Row[]> {
       { bench: 'backups', metric: 'artifact size', value: backups[0]!.sizeBytes / MB, unit: 'MiB' },
       { bench: 'backups', metric: `server peak RSS during all backups and restores (${rss.exact ? 'VmHWM' : 'sampled'})`, value: peak, unit: 'MB', reference: baseline, target: '< 150 MB', ok: peak < 150 },
       { bench: 'backups', metric: 'server RSS growth during backups and restores', value: peak - baseline, unit: 'MB' },
+      { bench: 'backups', metric: 'archiving child (volume-child pack) peak RSS, highest of the backups (VmHWM, sampled 50 ms)', value: childPeaks.pack ?? NaN, unit: 'MB' },
+      { bench: 'backups', metric: 'extracting child (volume-child unpack) peak RSS, highest of the restores (VmHWM, sampled 50 ms)', value: childPeaks.unpack ?? NaN, unit: 'MB' },
     ];
   } finally {
     await berth.stop();

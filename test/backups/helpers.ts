@@ -59,3 +59,19 @@ export async function readSse(url: string, token: string, timeoutMs = 15000): Pr
   }
   return { status: res.status, events, raw, contentType: res.headers.get('content-type') };
 }
+
+/** This process's living children (not zombies) whose command line mentions `word` (/proc). */
+export function childrenWith(word: string): number[] {
+  const out: number[] = [];
+  for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[1]) !== process.pid || fields[0] === 'Z') continue;
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(word)) out.push(Number(pid));
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return out;
+}

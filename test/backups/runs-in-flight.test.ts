@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { before, describe, it } from 'node:test';
 import { useBackupServer } from '../support/backup-suite.js';
 import { createProjectWithVolume, createUser, type TestOrg } from '../support/factories.js';
 import type { TestServer } from '../support/harness.js';
 import { waitFor } from '../support/wait.js';
-import { fillVolume, readSse, waitTerminal } from './helpers.js';
+import { childrenWith, fillVolume, readSse, waitTerminal } from './helpers.js';
+
 
 describe('backup runs in flight: one at a time, cancel, the live stream (local destination)', () => {
   const suite = useBackupServer();
@@ -71,6 +73,26 @@ describe('backup runs in flight: one at a time, cancel, the live stream (local d
     assert.notEqual(next.body.data.runId, runId);
     await api().post(`/api/backup-runs/${next.body.data.runId}/cancel`);
     await waitTerminal(server, team.owner.token, `/api/backup-runs/${next.body.data.runId}`);
+  });
+
+  it('a run whose archiving process is killed fails in Berth\'s words, leaves no artifact, and the policy runs again', async () => {
+    const p = await createProjectWithVolume(server, team.owner);
+    mkdirSync(p.volume, { recursive: true });
+    for (let i = 0; i < 16; i++) writeFileSync(path.join(p.volume, `big-${i}.bin`), randomBytes(4 * 1024 * 1024));
+    const pol = await policyFor(p.id);
+    const runId = (await api().post(`/api/backup-policies/${pol.id}/run`)).body.data.runId;
+    // The server runs in this process: the archiving child is ours, its command line names the volume.
+    const pid = await waitFor(() => childrenWith(p.volume)[0], 'the archiving child to start');
+    process.kill(pid, 'SIGKILL');
+    const fin = await waitTerminal(server, team.owner.token, `/api/backup-runs/${runId}`);
+    assert.equal(fin.status, 'failed');
+    assert.equal(fin.error, 'archiving the volume stopped: its process was killed (SIGKILL)');
+    const polDir = path.join(dest.dir, 'berth', team.orgId, p.id, pol.id);
+    assert.deepEqual(existsSync(polDir) ? readdirSync(polDir) : [], []);
+    assert.deepEqual(childrenWith('volume-child'), []);
+    const again = await api().post(`/api/backup-policies/${pol.id}/run`);
+    assert.equal(again.status, 201);
+    assert.equal((await waitTerminal(server, team.owner.token, `/api/backup-runs/${again.body.data.runId}`, 60000)).status, 'succeeded');
   });
 
   it('SSE: snapshot first, live transitions and progress, complete, then close; a finished run gets snapshot and complete at once', async () => {

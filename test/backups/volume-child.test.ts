@@ -16,6 +16,7 @@ import { PassThrough, Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { extractInChild, volumeSource } from '../../src/modules/backups/volume-archive.js';
 import { waitFor } from '../support/wait.js';
+import { childrenWith } from './helpers.js';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'berth-volume-child-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -61,21 +62,6 @@ function streamOf(bytes: Buffer, size = 256 * 1024): Readable {
   })());
 }
 
-/** This process's living children whose command line mentions `word`. */
-function childrenWith(word: string): number[] {
-  const out: number[] = [];
-  for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(fields[1]) !== process.pid || fields[0] === 'Z') continue;
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(word)) out.push(Number(pid));
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  return out;
-}
 
 test('an artifact archived and extracted by child processes gives back the folder: contents, modes, links and times', async () => {
   const { dir, artifact } = await volumeAndArtifact('whole');
