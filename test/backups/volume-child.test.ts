@@ -7,14 +7,14 @@
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
-import { extractInChild, volumeSource } from '../../src/modules/backups/volume-archive.js';
+import { extractInChild, packIntoFile, volumeSource } from '../../src/modules/backups/volume-archive.js';
 import { waitFor } from '../support/wait.js';
 import { childrenWith } from './helpers.js';
 
@@ -88,6 +88,29 @@ test('the child reads an artifact file the server opened (its fd as stdin) and r
   }
   assert.deepEqual(tree(path.join(root, 'from-file-out')), tree(dir));
   assert.equal(heard.at(-1), artifact.length);
+});
+
+test('the archiving child writes into a file the server opened and reports the sha256 and size of what it wrote', async () => {
+  const { dir, artifact } = await volumeAndArtifact('into-file');
+  const file = path.join(root, 'into-file.tar.gz');
+  const fh = await open(file, 'w');
+  const heard: number[] = [];
+  let got;
+  try {
+    got = await packIntoFile(dir, fh.fd, { onProgress: (b) => heard.push(b) });
+  } finally {
+    await fh.close();
+  }
+  const written = readFileSync(file);
+  assert.equal(got.sizeBytes, written.length);
+  assert.equal(got.sha256, createHash('sha256').update(written).digest('hex'));
+  assert.equal(heard.at(-1), written.length);
+  // The same tar as the piped one (blocked gzip is deterministic for the same folder).
+  assert.equal(written.length, artifact.length);
+  await extractInChild({ stream: streamOf(written) }, path.join(root, 'into-file-out'));
+  assert.deepEqual(tree(path.join(root, 'into-file-out')), tree(dir));
+  await assert.rejects(packIntoFile(path.join(root, 'no-such-folder'), 1), /archiving the volume failed \(exit 1\); the server log has its output/);
+  assert.deepEqual(childrenWith('volume-child'), []);
 });
 
 test('a damaged artifact fails the extraction with the unpacker\'s error', async () => {

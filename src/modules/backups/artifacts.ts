@@ -5,7 +5,7 @@ import { Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { HashCounter, type ProgressFn } from '../../lib/hash-counter.js';
 import type { Storage } from './storage.js';
-import { extractInChild } from './volume-archive.js';
+import { extractInChild, packIntoFile, volumeSource } from './volume-archive.js';
 
 /**
  * Artifacts in a destination, hashed on the way: writing one from a source stream, reading one back
@@ -33,6 +33,30 @@ export async function writeArtifact(
   await storage.put(key, piped, signal, sizeHint);
   if (hc.errored) throw hc.errored;
   return { sha256: hc.digest(), sizeBytes: hc.bytes };
+}
+
+/**
+ * Writes the gzipped tar of the volume folder `dir` to `key`, hashed on the way; answers sha256 and size.
+ * Archiving runs in a child process either way (volume-archive.ts). Where the storage opens the object's
+ * file (local), the child writes and hashes it itself and this process touches none of the bytes;
+ * elsewhere (S3) this process reads the child's stdout into `writeArtifact`. Why: the server's peak RSS
+ * (docs/backups.md "Where a volume is archived and extracted").
+ */
+export async function writeVolumeArtifact(
+  storage: Storage,
+  key: string,
+  dir: string,
+  onProgress?: ProgressFn,
+  signal?: AbortSignal,
+  sizeHint?: number,
+): Promise<{ sha256: string; sizeBytes: number }> {
+  if (!storage.openForWrite) return writeArtifact(storage, key, volumeSource(dir, signal), onProgress, signal, sizeHint);
+  const fh = await storage.openForWrite(key);
+  try {
+    return await packIntoFile(dir, fh.fd, { ...(signal ? { signal } : {}), ...(onProgress ? { onProgress } : {}) });
+  } finally {
+    await fh.close();
+  }
 }
 
 /** Reads the object back and hashes it. */
@@ -70,10 +94,12 @@ export async function downloadTo(storage: Storage, key: string, file: string, on
 }
 
 /**
- * Extracts the artifact into `dir` (in a process of its own: volume-archive.ts `extractInChild`), hashing the compressed
- * bytes on the way. With `pinned` (an identity from hashPinned) it reads exactly that object and does not
- * hash it again (`sha256` is null): prepare hashed those bytes, and gzip's own CRC-32 and length check
- * still catch a damaged read.
+ * Extracts the artifact into `dir` in a process of its own (volume-archive.ts `extractInChild`),
+ * hashing the compressed bytes on the way. With `pinned` (an identity from hashPinned) it reads exactly
+ * that object and does not hash it again (`sha256` is null): prepare hashed those bytes, and gzip's own
+ * CRC-32 and length check still catch a damaged read. A local file pinned is read by the child itself,
+ * from the handle opened on that identity (the server touches none of its bytes); otherwise this
+ * process reads the object and pipes it in.
  */
 export async function extractArtifact(
   storage: Storage,
@@ -83,6 +109,15 @@ export async function extractArtifact(
   signal?: AbortSignal,
   pinned?: string,
 ): Promise<{ sha256: string | null; sizeBytes: number }> {
+  if (pinned && storage.openPinned) {
+    const fh = await storage.openPinned(key, pinned);
+    try {
+      const got = await extractInChild({ fd: fh.fd }, dir, { ...(signal ? { signal } : {}), ...(onProgress ? { onProgress } : {}) });
+      return { sha256: null, sizeBytes: got.bytes };
+    } finally {
+      await fh.close();
+    }
+  }
   const pin = pinned && storage.getPinned ? pinned : null;
   const src = pin ? await storage.getPinned!(key, pin) : await storage.get(key, signal);
   const hc = new HashCounter(onProgress, !pin);

@@ -1,4 +1,5 @@
 import { mkdir } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
 import { timed } from '../../lib/spans.js';
 import type { AppContext } from '../../context.js';
 import { clockIso } from '../../lib/clock.js';
@@ -6,7 +7,7 @@ import { clockIso } from '../../lib/clock.js';
 import { backupsRuntime } from './backups.runtime.js';
 import * as store from './backups.store.js';
 import type { RunRow } from './backups.store.js';
-import { hashObject, writeArtifact } from './artifacts.js';
+import { hashObject, writeArtifact, writeVolumeArtifact } from './artifacts.js';
 import { storageOf } from './destination-storage.js';
 import { Cancelled, serviceTarget, STOPPING, stoppedBy, volumeDir, watch } from './execution.js';
 import { describeFailure, logDetail } from './failures.js';
@@ -14,7 +15,7 @@ import { pgDumpSource } from './pg-tools.js';
 import { findTarget, managedBackups } from './project-link.js';
 import { policyPrefix, pruneRuns } from './prune.js';
 import type { Storage } from './storage.js';
-import { assertVolumeHere, volumeSizeHint, volumeSource } from './volume-archive.js';
+import { assertVolumeHere, volumeSizeHint } from './volume-archive.js';
 import { noticeRunFailed } from './run-notice.js';
 import { localDestinationDir } from './local-root.js';
 import { enqueueVerify } from './verify-executor.js';
@@ -39,11 +40,12 @@ type Target = NonNullable<Awaited<ReturnType<typeof findTarget>>>;
 
 /**
  * What a run reads: a managed service's native dump (pg_dump -Fc, mysqldump, Redis BGSAVE + RDB:
- * services area), a PostgreSQL service's pg_dump, or a volume's tar; with an upper estimate of the
+ * services area), a PostgreSQL service's pg_dump, or a volume's folder (archived in a child process:
+ * artifacts.ts writeVolumeArtifact); with an upper estimate of the
  * artifact's size, so that an S3 upload picks parts big enough for it: the volume's tar size, or for
  * a dump twice the last successful one of this policy.
  */
-async function openSource(ctx: Ctx, run: RunRow, svc: Target, destKind: string, signal: AbortSignal) {
+async function openSource(ctx: Ctx, run: RunRow, svc: Target, destKind: string, signal: AbortSignal): Promise<{ source: Readable; sizeHint: number | undefined } | { volume: string; sizeHint: number | undefined }> {
   if (svc.managed || svc.kind === 'postgres') {
     const last = await store.lastSucceededSize(ctx.db, run.orgId, run.policyId);
     const sizeHint = last ? last * 2 : undefined;
@@ -55,7 +57,7 @@ async function openSource(ctx: Ctx, run: RunRow, svc: Target, destKind: string, 
   assertVolumeHere(dir);
   await mkdir(dir, { recursive: true });
   const sizeHint = destKind === 's3' ? await volumeSizeHint(dir) : undefined;
-  return { source: volumeSource(dir, signal), sizeHint };
+  return { volume: dir, sizeHint };
 }
 
 /**
@@ -118,8 +120,13 @@ export async function executeRun(ctx: Ctx, runId: string, orgId: string, jobSign
     if (signal.aborted) throw new Cancelled();
 
     if (!(await moveRun(ctx, run, 'running', 'uploading'))) throw new Cancelled();
-    const { source, sizeHint } = await timed('backup.open-source', () => openSource(ctx, run!, svc, dest.kind, signal));
-    const written = await timed('backup.write', () => writeArtifact(storage!, tempKey!, source, progress('upload'), signal, sizeHint));
+    const opened = await timed('backup.open-source', () => openSource(ctx, run!, svc, dest.kind, signal));
+    // A volume is archived by a child process (writeVolumeArtifact); a dump is read from its tool.
+    const written = await timed('backup.write', () =>
+      'volume' in opened
+        ? writeVolumeArtifact(storage!, tempKey!, opened.volume, progress('upload'), signal, opened.sizeHint)
+        : writeArtifact(storage!, tempKey!, opened.source, progress('upload'), signal, opened.sizeHint),
+    );
     if (signal.aborted) throw new Cancelled();
     if (!(await moveRun(ctx, run, 'uploading', 'verifying', { sha256: written.sha256, sizeBytes: written.sizeBytes }))) throw new Cancelled();
     const back = await timed('backup.read-back', () => hashObject(storage!, tempKey!, progress('verify', written.sizeBytes), signal));

@@ -1,5 +1,6 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import type { BigIntStats } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -33,6 +34,17 @@ export interface Storage {
   identity?(key: string): Promise<string>;
   /** Optional: the object's bytes, only if the object opened still has `identity` (else ArtifactChangedError). */
   getPinned?(key: string, identity: string): Promise<Readable>;
+  /**
+   * Optional (local files): the object's file opened for reading, only if it still has `identity` (else
+   * ArtifactChangedError): the caller hands the handle's fd to a volume's extracting child, which then
+   * reads exactly that file. The caller closes it.
+   */
+  openPinned?(key: string, identity: string): Promise<FileHandle>;
+  /**
+   * Optional (local files): the object's file, created or emptied, opened for writing (its folders
+   * made): a volume's archiving child writes into it. The caller closes it.
+   */
+  openForWrite?(key: string): Promise<FileHandle>;
   /**
    * Optional: the object's sha256 and size, read by the storage itself (a local file through one
    * reused buffer, hash-file.ts); with `identity`, only if the object opened still has it.
@@ -120,6 +132,10 @@ export class LocalStorage implements Storage {
   }
 
   async getPinned(key: string, identity: string): Promise<Readable> {
+    return (await this.openPinned(key, identity)).createReadStream({ highWaterMark: CHUNK_BYTES });
+  }
+
+  async openPinned(key: string, identity: string): Promise<FileHandle> {
     // The identity is checked on the opened file, so the bytes read are those of the file it names.
     const fh = await open(this.file(key), 'r');
     try {
@@ -128,7 +144,13 @@ export class LocalStorage implements Storage {
       await fh.close();
       throw e;
     }
-    return fh.createReadStream({ highWaterMark: CHUNK_BYTES });
+    return fh;
+  }
+
+  async openForWrite(key: string): Promise<FileHandle> {
+    const file = this.file(key);
+    await mkdir(path.dirname(file), { recursive: true });
+    return open(file, 'w');
   }
 
   async hash(key: string, opts: { identity?: string; onProgress?: ProgressFn; signal?: AbortSignal } = {}): Promise<{ sha256: string; sizeBytes: number }> {

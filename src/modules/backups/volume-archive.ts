@@ -9,6 +9,7 @@ import { copyContents, imageOf, isMounted } from '../../runtime/disk-image.js';
 import { BLOCK_BYTES, BlockGunzip, BlockGzip, CHUNK_BYTES } from '../../lib/blockgzip.js';
 import { syncFilesystemOf } from '../../lib/sync-fs.js';
 import { startNodeChild } from '../../lib/node-child.js';
+import type { ChildProcess } from 'node:child_process';
 
 /**
  * A volume (a folder) as one artifact and back: a blocked-gzip tar of its contents, its size
@@ -75,6 +76,79 @@ function abortError(signal: AbortSignal): Error {
   return Object.assign(new Error('The operation was aborted'), { name: 'AbortError', code: 'ABORT_ERR', cause: signal.reason });
 }
 
+/** What a volume child reports on fd 3 (volume-child.ts): progress, then done (with what it read or wrote) or its error. */
+type Report = { done?: boolean; error?: string; code?: string; bytes?: number; sha256?: string };
+
+/**
+ * Starts a volume child whose fd 3 carries its reports, and answers once it has exited (all its stdio
+ * closed): its last report (done or error), its exit, its stderr's tail. `onProgress` hears the
+ * bytes it reports on the way.
+ */
+function runVolumeChild(
+  args: string[],
+  stdio: ['pipe' | 'ignore' | number, 'ignore' | number],
+  signal: AbortSignal | undefined,
+  onProgress: ((bytes: number) => void) | undefined,
+): { child: ChildProcess; ended: Promise<{ result: Report | null; code: number | null; sig: NodeJS.Signals | null; stderr: string; spawnError: Error | null }> } {
+  const child = startNodeChild(import.meta.url, 'volume-child', args, { stdio: [...stdio, 'pipe', 'pipe'], ...(signal ? { signal } : {}) });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString('utf8')).slice(-4000);
+  });
+  let result: Report | null = null;
+  let pending = '';
+  const reports = child.stdio[3] as Readable;
+  reports.setEncoding('utf8');
+  reports.on('data', (text: string) => {
+    pending += text;
+    for (let i = pending.indexOf('\n'); i >= 0; i = pending.indexOf('\n')) {
+      const line = pending.slice(0, i);
+      pending = pending.slice(i + 1);
+      try {
+        const m = JSON.parse(line) as Report;
+        if (m.done || m.error !== undefined) result = m;
+        else if (typeof m.bytes === 'number') onProgress?.(m.bytes);
+      } catch {
+        /* not a report */
+      }
+    }
+  });
+  let spawnError: Error | null = null;
+  child.on('error', (e) => {
+    // An abort's kill is reported as an error too: the caller answers the abort itself.
+    if ((e as Error).name !== 'AbortError') spawnError = e;
+  });
+  const ended = new Promise<{ code: number | null; sig: NodeJS.Signals | null }>((resolve) => child.on('close', (code, sig) => resolve({ code, sig }))).then(({ code, sig }) => ({
+    result,
+    code,
+    sig,
+    stderr,
+    spawnError,
+  }));
+  return { child, ended };
+}
+
+/**
+ * Writes the blocked-gzip tar of `dir` into the open file `fd` (a local destination's temporary
+ * object, opened by the storage) from a process of its own (volume-child.ts `pack`), which hashes
+ * what it writes: answers sha256 and size. The server touches none of the bytes, so none of their
+ * buffers pile up in its heap (docs/backups.md). `signal` kills the child; every way out waits for it
+ * to have exited.
+ */
+export async function packIntoFile(dir: string, fd: number, opts: { signal?: AbortSignal; onProgress?: (bytes: number) => void } = {}): Promise<{ sha256: string; sizeBytes: number }> {
+  const { signal, onProgress } = opts;
+  signal?.throwIfAborted();
+  const { ended } = runVolumeChild(['pack', dir], ['ignore', fd], signal, onProgress);
+  const { result, code, sig, stderr, spawnError } = await ended;
+  if (result?.done && code === 0 && typeof result.sha256 === 'string') {
+    onProgress?.(result.bytes ?? 0);
+    return { sha256: result.sha256, sizeBytes: result.bytes ?? 0 };
+  }
+  if (signal?.aborted) throw abortError(signal);
+  if (spawnError) throw new Error(`the volume could not be archived: its process did not start (${(spawnError as Error).message})`);
+  throw childFailure('archiving the volume', code, sig, result?.error ? `${stderr}\n${result.error}` : stderr);
+}
+
 /** Where `extractInChild` reads the artifact: a stream the server pipes in, or a file it opened (its fd). */
 export type ExtractInput = { stream: Readable } | { fd: number };
 
@@ -91,40 +165,7 @@ export async function extractInChild(input: ExtractInput, dir: string, opts: { s
   const { signal, onProgress } = opts;
   signal?.throwIfAborted();
   const source = 'stream' in input ? input.stream : null;
-  const child = startNodeChild(import.meta.url, 'volume-child', ['unpack', dir], {
-    stdio: ['stream' in input ? 'pipe' : input.fd, 'ignore', 'pipe', 'pipe'],
-    ...(signal ? { signal } : {}),
-  });
-  let stderr = '';
-  child.stderr!.on('data', (d: Buffer) => {
-    stderr = (stderr + d.toString('utf8')).slice(-4000);
-  });
-  type Report = { done?: boolean; error?: string; code?: string; bytes?: number };
-  const answer: { result: Report | null } = { result: null };
-  let pending = '';
-  const reports = child.stdio[3] as Readable;
-  reports.setEncoding('utf8');
-  reports.on('data', (text: string) => {
-    pending += text;
-    for (let i = pending.indexOf('\n'); i >= 0; i = pending.indexOf('\n')) {
-      const line = pending.slice(0, i);
-      pending = pending.slice(i + 1);
-      try {
-        const m = JSON.parse(line) as Report;
-        if (m.done || m.error !== undefined) answer.result = m;
-        else if (typeof m.bytes === 'number') onProgress?.(m.bytes);
-      } catch {
-        /* not ours */
-      }
-    }
-  });
-  let spawnError: Error | null = null;
-  const closed = new Promise<{ code: number | null; sig: NodeJS.Signals | null }>((resolve) => {
-    child.on('error', (e) => {
-      if ((e as Error).name !== 'AbortError') spawnError = e;
-    });
-    child.on('close', (code, sig) => resolve({ code, sig }));
-  });
+  const { child, ended } = runVolumeChild(['unpack', dir], ['stream' in input ? 'pipe' : input.fd, 'ignore'], signal, onProgress);
   let exited = false;
   let sourceError: unknown = null;
   if (source) {
@@ -132,7 +173,7 @@ export async function extractInChild(input: ExtractInput, dir: string, opts: { s
     stdin.on('error', () => {
       /* the child stopped reading (it failed, or was killed): its own answer says why */
     });
-    void closed.then(() => {
+    void ended.then(() => {
       exited = true;
       // A failed or stopped extraction stops reading its source (a storage's download) too.
       if (!source.readableEnded) source.destroy();
@@ -161,13 +202,12 @@ export async function extractInChild(input: ExtractInput, dir: string, opts: { s
       }
     })();
   }
-  const { code, sig } = await closed;
-  const got = answer.result;
-  if (got?.done && code === 0) {
-    onProgress?.(got.bytes ?? 0);
-    return { bytes: got.bytes ?? 0 };
+  const { result, code, sig, stderr, spawnError } = await ended;
+  if (result?.done && code === 0) {
+    onProgress?.(result.bytes ?? 0);
+    return { bytes: result.bytes ?? 0 };
   }
-  if (got?.error !== undefined) throw Object.assign(new Error(got.error), got.code ? { code: got.code } : {});
+  if (result?.error !== undefined) throw Object.assign(new Error(result.error), result.code ? { code: result.code } : {});
   if (sourceError) throw sourceError;
   if (signal?.aborted) throw abortError(signal);
   if (spawnError) throw new Error(`the volume could not be extracted: its process did not start (${(spawnError as Error).message})`);
