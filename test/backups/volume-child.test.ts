@@ -1,6 +1,6 @@
 /**
  * A volume is archived and extracted by a process of its own (src/modules/backups/volume-child.ts,
- * started by volume-archive.ts): the same folder comes out (contents, modes, symbolic links, times),
+ * started by volume-process.ts): the same folder comes out (contents, modes, symbolic links, times),
  * whether the server pipes the artifact in or the child reads the artifact's file itself; a damaged
  * artifact or a failing source fails the extraction with its own error; an abort kills the child and
  * leaves no process behind; a killed child fails the archive stream.
@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
-import { extractInChild, packIntoFile, volumeSource } from '../../src/modules/backups/volume-archive.js';
+import { extractInChild, packIntoFile, volumeSource } from '../../src/modules/backups/volume-process.js';
 import { waitFor } from '../support/wait.js';
 import { childrenWith } from './helpers.js';
 

@@ -5,7 +5,7 @@ import { Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { HashCounter, type ProgressFn } from '../../lib/hash-counter.js';
 import type { Storage } from './storage.js';
-import { extractInChild, packIntoFile, volumeSource } from './volume-archive.js';
+import { extractInChild, packIntoFile, volumeSource } from './volume-process.js';
 
 /**
  * Artifacts in a destination, hashed on the way: writing one from a source stream, reading one back
@@ -37,7 +37,7 @@ export async function writeArtifact(
 
 /**
  * Writes the gzipped tar of the volume folder `dir` to `key`, hashed on the way; answers sha256 and size.
- * Archiving runs in a child process either way (volume-archive.ts). Where the storage opens the object's
+ * Archiving runs in a child process either way (volume-process.ts). Where the storage opens the object's
  * file (local), the child writes and hashes it itself and this process touches none of the bytes;
  * elsewhere (S3) this process reads the child's stdout into `writeArtifact`. Why: the server's peak RSS
  * (docs/backups.md "Where a volume is archived and extracted").
@@ -94,7 +94,7 @@ export async function downloadTo(storage: Storage, key: string, file: string, on
 }
 
 /**
- * Extracts the artifact into `dir` in a process of its own (volume-archive.ts `extractInChild`),
+ * Extracts the artifact into `dir` in a process of its own (volume-process.ts `extractInChild`),
  * hashing the compressed bytes on the way. With `pinned` (an identity from hashPinned) it reads exactly
  * that object and does not hash it again (`sha256` is null): prepare hashed those bytes, and gzip's own
  * CRC-32 and length check still catch a damaged read. A local file pinned is read by the child itself,

@@ -8,7 +8,7 @@ import { extractInto, packVolume } from './volume-archive.js';
 
 /**
  * The process that archives or extracts one volume (docs/backups.md "Where a volume is archived and
- * extracted"), started by volume-archive.ts with an argument array and no secrets in its environment:
+ * extracted"), started by volume-process.ts with an argument array and no secrets in its environment:
  *
  * - `pack <dir>`: the blocked-gzip tar of `<dir>` on stdout; exits 0 when all of it was written, else
  *   1 with the error on stderr. When stdout is a file (a local destination's object, opened by the
