@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { before, describe, it } from 'node:test';
 import { useBackupServer } from '../support/backup-suite.js';
@@ -40,8 +40,6 @@ describe('backup runs in flight: one at a time, cancel, the live stream (local d
 
   it('a run in flight: another trigger answers it (200, same runId); cancel stops it and leaves no artifact', async () => {
     const p = await createProjectWithVolume(server, team.owner);
-    const { mkdirSync } = await import('node:fs');
-    const { randomBytes } = await import('node:crypto');
     mkdirSync(p.volume, { recursive: true });
     for (let i = 0; i < 6; i++) writeFileSync(path.join(p.volume, `big-${i}.bin`), randomBytes(4 * 1024 * 1024));
     const pol = await policyFor(p.id);
