@@ -124,8 +124,10 @@ export async function packIntoFile(dir: string, fd: number, opts: { signal?: Abo
     return { sha256: result.sha256, sizeBytes: result.bytes ?? 0 };
   }
   if (signal?.aborted) throw abortError(signal);
+  // The archiving's own error (a folder it cannot read, a full disk), with its code, as in this process.
+  if (result?.error !== undefined) throw Object.assign(new Error(result.error), result.code ? { code: result.code } : {}, { detail: stderr.trim() });
   if (spawnError) throw new Error(`the volume could not be archived: its process did not start (${(spawnError as Error).message})`);
-  throw childFailure('archiving the volume', code, sig, result?.error ? `${stderr}\n${result.error}` : stderr);
+  throw childFailure('archiving the volume', code, sig, stderr);
 }
 
 /** Where `extractInChild` reads the artifact: a stream the server pipes in, or a file it opened (its fd). */
