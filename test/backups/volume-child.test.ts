@@ -35,6 +35,9 @@ async function volumeAndArtifact(name: string): Promise<{ dir: string; artifact:
   writeFileSync(path.join(dir, 'sub', 'deeper', 'text.txt'), 'line\n'.repeat(200_000));
   symlinkSync('sub/deeper/text.txt', path.join(dir, 'link-to-text'));
   symlinkSync('nowhere/at/all', path.join(dir, 'dangling'));
+  // The app's own links, resolved in its view of the filesystem: absolute, and out of the folder.
+  symlinkSync('/data/releases/5', path.join(dir, 'current'));
+  symlinkSync('../../shared/config', path.join(dir, 'sub', 'deeper', 'config'));
   const when = new Date('2024-03-04T05:06:07Z');
   utimesSync(path.join(dir, 'a.txt'), when, when);
   utimesSync(path.join(dir, 'sub', 'big.bin'), when, when);
@@ -116,6 +119,27 @@ test('the archiving child writes into a file the server opened and reports the s
   } finally {
     await other.close();
   }
+  assert.deepEqual(childrenWith('volume-child'), []);
+});
+
+test('an artifact whose entry lies beneath one of its links fails, and nothing is written through the link', async () => {
+  // What `tar c` of a real folder never makes: `escape -> <outside>` and then `escape/planted`.
+  const outside = path.join(root, 'outside');
+  mkdirSync(outside);
+  const crafted = path.join(root, 'crafted');
+  mkdirSync(path.join(crafted, 'escape'), { recursive: true });
+  writeFileSync(path.join(crafted, 'escape', 'planted'), 'x\n');
+  const tar = await import('tar');
+  const withDir = await buffer(tar.c({ cwd: crafted, gzip: true, portable: true }, ['escape/planted']) as unknown as Readable);
+  rmSync(path.join(crafted, 'escape'), { recursive: true });
+  symlinkSync(outside, path.join(crafted, 'escape'));
+  const link = await buffer(tar.c({ cwd: crafted, gzip: true, portable: true }, ['escape']) as unknown as Readable);
+  const gunzip = (await import('node:zlib')).gunzipSync;
+  // The link first, then the file beneath it, as one archive (each tar's two end blocks dropped).
+  const body = (b: Buffer) => { const t = gunzip(b); return t.subarray(0, t.length - 1024); };
+  const artifact = (await import('node:zlib')).gzipSync(Buffer.concat([body(link), body(withDir), Buffer.alloc(1024)]));
+  await assert.rejects(extractInChild({ stream: streamOf(artifact) }, path.join(root, 'crafted-out')), /EEXIST|not inside a folder/);
+  assert.deepEqual(readdirSync(outside), []);
   assert.deepEqual(childrenWith('volume-child'), []);
 });
 

@@ -52,11 +52,14 @@ export async function writeVolumeArtifact(
 ): Promise<{ sha256: string; sizeBytes: number }> {
   if (!storage.openForWrite) return writeArtifact(storage, key, volumeSource(dir, signal), onProgress, signal, sizeHint);
   const fh = await storage.openForWrite(key);
+  let packed: { sha256: string; sizeBytes: number };
   try {
-    return await packIntoFile(dir, fh.fd, { ...(signal ? { signal } : {}), ...(onProgress ? { onProgress } : {}) });
+    packed = await packIntoFile(dir, fh.fd, { ...(signal ? { signal } : {}), ...(onProgress ? { onProgress } : {}) });
   } finally {
     await fh.close();
   }
+  storage.written?.(key);
+  return packed;
 }
 
 /** Reads the object back and hashes it. */

@@ -45,6 +45,8 @@ export interface Storage {
    * made): a volume's archiving child writes into it. The caller closes it.
    */
   openForWrite?(key: string): Promise<FileHandle>;
+  /** Optional: what was written through `openForWrite` is complete (its fsync starts, beside the read-back; `finalize` awaits it). */
+  written?(key: string): void;
   /**
    * Optional: the object's sha256 and size, read by the storage itself (a local file through one
    * reused buffer, hash-file.ts); with `identity`, only if the object opened still has it.
@@ -150,7 +152,15 @@ export class LocalStorage implements Storage {
   async openForWrite(key: string): Promise<FileHandle> {
     const file = this.file(key);
     await mkdir(path.dirname(file), { recursive: true });
+    this.syncing.delete(file);
     return open(file, 'w');
+  }
+
+  written(key: string): void {
+    const file = this.file(key);
+    const synced = fsyncPath(file);
+    synced.catch(() => {}); // heard by finalize, which awaits it
+    this.syncing.set(file, synced);
   }
 
   async hash(key: string, opts: { identity?: string; onProgress?: ProgressFn; signal?: AbortSignal } = {}): Promise<{ sha256: string; sizeBytes: number }> {

@@ -8,6 +8,7 @@ import * as tar from 'tar';
 import { copyContents, imageOf, isMounted } from '../../runtime/disk-image.js';
 import { BLOCK_BYTES, BlockGunzip, BlockGzip, CHUNK_BYTES } from '../../lib/blockgzip.js';
 import { syncFilesystemOf } from '../../lib/sync-fs.js';
+import { DeferredLinks } from './volume-links.js';
 
 /**
  * A volume (a folder) as one artifact and back: a blocked-gzip tar of its contents, its size
@@ -62,7 +63,9 @@ export async function volumeSizeHint(dir: string): Promise<number> {
 /** Extracts a gzipped tar stream into `dir` (which must be fresh), in this process: volume-child.ts's `unpack`. */
 export async function extractInto(source: Readable, dir: string, signal?: AbortSignal): Promise<void> {
   await mkdir(dir, { recursive: true });
-  const unpack = new tar.Unpack({ cwd: dir, strict: true, preservePaths: false, processUmask: 0 });
+  // Symbolic links are made last, exactly as archived (volume-links.ts).
+  const links = new DeferredLinks(dir);
+  const unpack = new tar.Unpack({ cwd: dir, strict: true, preservePaths: false, processUmask: 0, filter: links.filter });
   const sink = new Writable({
     highWaterMark: 1024 * 1024,
     write(chunk, _enc, cb) {
@@ -101,6 +104,7 @@ export async function extractInto(source: Readable, dir: string, signal?: AbortS
     throw e;
   }
   if (unpackErr) throw unpackErr;
+  await links.create();
 }
 
 /**
