@@ -1,4 +1,5 @@
-import { chmod, copyFile, lstat, lchown, mkdir, readdir, readlink, rmdir, symlink, unlink } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { chmod, copyFile, lstat, lchown, mkdir, readdir, readlink, rename, rmdir, symlink, unlink, writeFile } from 'node:fs/promises';
 import { constants as fsConstants, lstatSync } from 'node:fs';
 import path from 'node:path';
 import { readTenantFile } from '../lib/tenant-file.js';
@@ -36,29 +37,68 @@ async function keptFolder(hostCache: string, name: string, own: (p: string) => P
 /** The folder of the environment's cache that holds Next.js's. */
 export const NEXT_CACHE = 'next';
 
+/** The variable that gives `next build` its Server Actions key (Next.js 14+; the project's own wins). */
+export const NEXT_KEY_VARIABLE = 'NEXT_SERVER_ACTIONS_ENCRYPTION_KEY';
+/** Next.js's own file of that key in `.next/cache`, and how long it keeps one (its 14 days). */
+const KEY_FILE = '.rscinfo';
+const KEY_DAYS_MS = 14 * 24 * 3600 * 1000;
+
+/**
+ * The Server Actions key `next build` uses, kept as Next.js keeps it where its cache persists: in
+ * `.next/cache/.rscinfo` (`{"encryption.key", "encryption.expire_at"}`), for 14 days, then a new one.
+ * Next.js does that itself except in a container: there (`/.dockerenv`) it takes its storage for
+ * ephemeral and makes a new key at every build, and the key is part of its webpack cache's version, so
+ * under the docker runtime every build found the kept compiler cache stale and compiled everything again
+ * (docs/builds.md). Berth reads the file (as a tenant's: no link followed) and, when it is missing, broken
+ * or expired, writes a new one (32 random bytes, base64, as Next.js makes them) through a new file renamed
+ * over the old, the project's; the build's steps get the key as NEXT_SERVER_ACTIONS_ENCRYPTION_KEY.
+ */
+async function nextKey(kept: string, own: (p: string) => Promise<void>): Promise<string> {
+  const file = await readTenantFile(kept, KEY_FILE);
+  try {
+    const info = file.text === null ? null : (JSON.parse(file.text) as Record<string, unknown>);
+    const key = info?.['encryption.key'];
+    const until = info?.['encryption.expire_at'];
+    if (typeof key === 'string' && /^[A-Za-z0-9+/]{43}=$/.test(key) && typeof until === 'number' && until > Date.now()) return key;
+  } catch {
+    /* broken: a new key */
+  }
+  const key = randomBytes(32).toString('base64');
+  const tmp = path.join(kept, `${KEY_FILE}.berth-${process.pid}`);
+  await unlink(tmp).catch(() => {});
+  // `wx`: a new file (a link planted there fails it); the rename replaces whatever the name was.
+  await writeFile(tmp, JSON.stringify({ 'encryption.key': key, 'encryption.expire_at': Date.now() + KEY_DAYS_MS }), { flag: 'wx', mode: 0o600 });
+  await own(tmp);
+  await rename(tmp, path.join(kept, KEY_FILE));
+  return key;
+}
+
 /**
  * Links the app folder's `.next/cache` to the environment's cache; answers what takes the link away after
- * the build (null: not a Next.js build, or one with its own `.next`). `hostCache` is the cache folder as the
- * server sees it, `insideCache` as the build's steps see it.
+ * the build and the variables its steps get (the kept Server Actions key: `nextKey`), or null (not a
+ * Next.js build, or one with its own `.next`). `hostCache` is the cache folder as the server sees it,
+ * `insideCache` as the build's steps see it.
  */
-export async function linkNextCache(o: { srcDir: string; appDir: string; hostCache: string; insideCache: string; identity: Identity | null }): Promise<(() => Promise<void>) | null> {
+export async function linkNextCache(o: { srcDir: string; appDir: string; hostCache: string; insideCache: string; identity: Identity | null }): Promise<{ unlink: () => Promise<void>; env: Record<string, string> } | null> {
   if (!(await dependsOnNext(o.srcDir, o.appDir))) return null;
   const dotNext = path.join(o.appDir, '.next');
   if (lstatSync(dotNext, { throwIfNoEntry: false })) return null;
   const own = owner(o.identity);
-  await keptFolder(o.hostCache, NEXT_CACHE, own);
+  const kept = await keptFolder(o.hostCache, NEXT_CACHE, own);
+  const env = { [NEXT_KEY_VARIABLE]: await nextKey(kept, own) };
   const target = path.posix.join(o.insideCache, NEXT_CACHE);
   const link = path.join(dotNext, 'cache');
   await mkdir(dotNext, { mode: 0o755 });
   await own(dotNext);
   await symlink(target, link);
   await own(link);
-  return async () => {
+  const unlinkCache = async () => {
     // Only the link this made: a build that put something else there keeps it.
     const st = await lstat(link).catch(() => null);
     if (st?.isSymbolicLink() && (await readlink(link).catch(() => null)) === target) await unlink(link);
     await rmdir(dotNext).catch(() => {});
   };
+  return { unlink: unlinkCache, env };
 }
 
 /** Whether the app's package.json (read as a tenant's file: no link followed) names `next` among its dependencies. */

@@ -323,15 +323,15 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
       throw new BuildError(`the build cannot run: ${(e as Error).message}`);
     }
     // Next.js's own build cache (.next/cache) lives in the environment's cache folder (build-framework-cache.ts).
-    let unlinkNext: (() => Promise<void>) | null = null;
+    let nextCache: Awaited<ReturnType<typeof linkNextCache>> = null;
     // Cargo's target (compiled dependencies) likewise; its binaries come back into the release after the build.
     let unlinkCargo: (() => Promise<void>) | null = null;
     let cargoOut: Error | null = null;
     try {
-      if (input.cacheDir && box.paths.cache && steps.some((st) => st.label === 'build')) unlinkNext = await linkNextCache({ srcDir, appDir, hostCache: input.cacheDir, insideCache: box.paths.cache, identity: input.identity }).catch(() => null);
+      if (input.cacheDir && box.paths.cache && steps.some((st) => st.label === 'build')) nextCache = await linkNextCache({ srcDir, appDir, hostCache: input.cacheDir, insideCache: box.paths.cache, identity: input.identity }).catch(() => null);
       if (input.cacheDir && box.paths.cache && plan.runtime === 'rust' && steps.some((st) => st.label === 'build')) unlinkCargo = await linkCargoTarget({ appDir, hostCache: input.cacheDir, insideCache: box.paths.cache, identity: input.identity }).catch(() => null);
       // The package managers' caches first: the project's own variables (an npm_config_cache it sets) win.
-      const cached = box.paths.cache ? cacheEnv(box.paths.cache, plan.runtime, tools) : {};
+      const cached = box.paths.cache ? { ...cacheEnv(box.paths.cache, plan.runtime, tools), ...nextCache?.env } : {};
       const stepEnv = { ...cached, ...variables, ...input.env, ...toolchainEnv(box.inside(srcDir)), PATH: pathWithBin(box.inside(appDir), hostPath, box.inside(srcDir)) };
       // ---- the way out: the registry the install uses, reached from inside the box (egress.ts)
       if (steps.some((st) => st.label === 'install' && st.shown !== reuse?.then) || tools.length) await timed('build.egress-check', () => checkRegistry(box, plan.runtime, { ...variables, ...input.env }, appDir, stepEnv.PATH, input.driver, note));
@@ -359,7 +359,7 @@ async function runBuildIn(input: BuildInput, limitNow?: () => Promise<void>): Pr
       }
     } finally {
       await timed('build.box-close', () => box.dispose()).catch(() => {});
-      await unlinkNext?.().catch(() => {});
+      await nextCache?.unlink().catch(() => {});
       cargoOut = unlinkCargo ? await unlinkCargo().then(() => null, (e: Error) => e) : null;
     }
     if (cargoOut) throw new BuildError(`the build's Cargo output could not be taken out of the build cache: ${cargoOut.message}`);

@@ -4,7 +4,8 @@
  * spirit, issue 39): on the sandbox runtime through the API, an app that depends on `next` (a stand-in
  * package from its own source, so no registry is needed) finds in `.next/cache` what its project's last
  * build wrote there, another project's build finds nothing, the cache is said in the log with its size,
- * and the release holds no `.next/cache`.
+ * and the release holds no `.next/cache`; its builds get the Server Actions key kept in that cache (the
+ * same build after build: Next.js's webpack cache is versioned by it), another project's another.
  */
 process.env.BERTH_HEALTH_TIMEOUT_SECONDS = '60';
 process.env.BERTH_STOP_GRACE_SECONDS = '2';
@@ -23,6 +24,7 @@ import { waitForDeployment } from '../support/wait.js';
 const PROBE = `const fs = require('node:fs');
 const seen = fs.existsSync('.next/cache/webpack/marker') ? fs.readFileSync('.next/cache/webpack/marker', 'utf8') : 'nothing';
 console.log('probe: cache held ' + seen + ', link ' + fs.readlinkSync('.next/cache'));
+console.log('probe: key ' + (process.env.NEXT_SERVER_ACTIONS_ENCRYPTION_KEY ?? 'none'));
 fs.mkdirSync('.next/cache/webpack', { recursive: true });
 fs.writeFileSync('.next/cache/webpack/marker', process.env.MARK + ' ' + fs.readFileSync('version.txt', 'utf8').trim());
 fs.writeFileSync('.next/BUILD_ID', 'b');
@@ -78,7 +80,10 @@ describe("Next.js's build cache kept with the project's (sandbox runtime)", () =
     return { id: d.id, lines, log };
   }
 
-  test("a project's next build finds what its last build left in .next/cache; another project's finds nothing; the release holds no .next/cache", async () => {
+  /** The Server Actions key the build step saw. */
+const keyOf = (lines: string[]) => lines.find((l) => l.startsWith('probe: key '))?.slice('probe: key '.length);
+
+test("a project's next build finds what its last build left in .next/cache and the same Server Actions key; another project's finds nothing and another key; the release holds no .next/cache", async () => {
     const a = await importApp('next-a', 'a');
     const first = await deploy(a.id);
     assert.ok(first.lines.includes('probe: cache held nothing, link /cache/next'), first.log);
@@ -91,6 +96,9 @@ describe("Next.js's build cache kept with the project's (sandbox runtime)", () =
     const second = await deploy(a.id);
     assert.match(second.log, /^\[berth\] cache: next \d+(\.\d+)? MB restored$/m);
     assert.ok(second.lines.includes('probe: cache held a v1, link /cache/next'), second.log);
+    assert.match(keyOf(first.lines) ?? '', /^[A-Za-z0-9+/]{43}=$/, first.log);
+    assert.equal(keyOf(second.lines), keyOf(first.lines), 'the same key build after build');
+    assert.equal(JSON.parse(readFileSync(path.join(kept, '.rscinfo'), 'utf8'))['encryption.key'], keyOf(first.lines), "kept in the cache's next folder, as Next.js keeps it");
     const release = (await server.ctx.db.selectFrom('deploymentBuilds').select('releaseDir').where('deploymentId', '=', second.id).executeTakeFirstOrThrow()).releaseDir!;
     assert.ok(existsSync(path.join(release, '.next', 'BUILD_ID')), 'the build output is the release');
     assert.equal(lstatSync(path.join(release, '.next', 'cache'), { throwIfNoEntry: false }), undefined, 'the release has no .next/cache');
@@ -98,6 +106,7 @@ describe("Next.js's build cache kept with the project's (sandbox runtime)", () =
     const b = await importApp('next-b', 'b');
     const other = await deploy(b.id);
     assert.ok(other.lines.includes('probe: cache held nothing, link /cache/next'), other.log);
+    assert.notEqual(keyOf(other.lines), keyOf(first.lines), 'another project has a key of its own');
     assert.equal(readFileSync(path.join(kept, 'webpack', 'marker'), 'utf8'), 'a v2', "another project's build never wrote project a's cache");
   });
 });
