@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { lstatSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { BuildError } from './build-error.js';
@@ -15,7 +16,7 @@ import { watchSilence } from './silent-step.js';
  */
 export async function buildReleaseImage(
   images: NonNullable<RuntimeDriver['images']>,
-  input: Pick<BuildInput, 'imageTag' | 'secrets' | 'env' | 'projectId' | 'deploymentId' | 'signal' | 'log' | 'diskMb' | 'noCache'>,
+  input: Pick<BuildInput, 'imageTag' | 'secrets' | 'env' | 'projectId' | 'deploymentId' | 'signal' | 'log' | 'diskMb' | 'noCache' | 'workDir' | 'cacheDir'>,
   contextDir: string,
   dockerfile: { path: string } | { text: string },
   deadline: number,
@@ -29,8 +30,10 @@ export async function buildReleaseImage(
   for (const [k, v] of Object.entries(input.env)) (secretValues.has(v) ? secrets : buildArgs)[k] = v;
   const silence = watchSilence(step, (line) => input.log('stdout', line));
   try {
+    const contextAlias = contextAliasOf(input.workDir, input.cacheDir);
     await images.build({
       contextDir,
+      ...(contextAlias ? { contextAlias } : {}),
       ...('path' in dockerfile ? { dockerfile: dockerfile.path } : { dockerfileText: dockerfile.text }),
       tag: input.imageTag,
       buildArgs,
@@ -51,6 +54,18 @@ export async function buildReleaseImage(
     silence.stop();
   }
   return input.imageTag;
+}
+
+/**
+ * The stable path of a project environment's image build contexts (docker/build-context.ts): beside the
+ * project's build folders (`<data>/builds/<project>/.context-<hash of the environment's cache folder>`),
+ * where no build's box reaches. None without the build cache (`noCache`, `BERTH_BUILD_CACHE_MB=0`): the
+ * whole context is sent, as before.
+ */
+export function contextAliasOf(workDir: string, cacheDir: string | null | undefined): string | undefined {
+  if (!cacheDir) return undefined;
+  const key = createHash('sha256').update(path.resolve(cacheDir)).digest('hex').slice(0, 16);
+  return path.join(path.dirname(path.resolve(workDir)), `.context-${key}`);
 }
 
 /** Names COPY would read as patterns or flags: such a folder is packed with one COPY. */

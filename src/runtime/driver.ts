@@ -149,6 +149,11 @@ export interface RuntimeDriver {
 export interface ImageBuildInput {
   /** The build context (host folder). */
   contextDir: string;
+  /**
+   * A path that names the same context build after build (one per project environment, where no build can
+   * write): the CLI is given a link there, so BuildKit receives only what changed (docker/build-context.ts).
+   */
+  contextAlias?: string;
   /** The Dockerfile as a host path (the project's own; its `.dockerignore` rules apply)... */
   dockerfile?: string;
   /** ...or the text of one Berth generated (the context's `.dockerignore` is then not applied). */

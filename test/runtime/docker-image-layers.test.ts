@@ -7,10 +7,12 @@
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { cpSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, lstatSync, mkdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { packingDockerfile } from '../../src/runtime/build-image.js';
+import { acquireContextAlias } from '../../src/runtime/docker/build-context.js';
 import { DockerEngine } from '../../src/runtime/docker/engine.js';
 import { DockerImageBuilder } from '../../src/runtime/docker/image-build.js';
 import type { ImageBuildInput } from '../../src/runtime/driver.js';
@@ -43,12 +45,13 @@ function folder(name: string, files: Record<string, string>): string {
   return d;
 }
 
-/** Builds `dir` packed with its generated Dockerfile; answers the build's output lines. */
-async function pack(dir: string, tag: string, noCache = false): Promise<string[]> {
+/** Builds `dir` packed with its generated Dockerfile (through the link `alias`, when given); answers the build's output lines. */
+async function pack(dir: string, tag: string, noCache = false, alias?: string): Promise<string[]> {
   const lines: string[] = [];
   tags.push(tag);
   const input: ImageBuildInput = {
     contextDir: dir,
+    ...(alias ? { contextAlias: alias } : {}),
     dockerfileText: packingDockerfile(BASE_IMAGE, '1234:1235', dir),
     tag,
     buildArgs: {},
@@ -113,4 +116,60 @@ test("a rebuild with the same dependencies reuses the node_modules layer; noCach
   } finally {
     await c.remove({ force: true });
   }
+});
+
+/** The bytes BuildKit received of the build context (its `transferring context: <n><unit> ... done` line). */
+function contextBytes(lines: string[]): number {
+  const m = lines.map((l) => /transferring context: ([\d.]+)(B|kB|MB|GB)\b.*done/.exec(l)).filter((x) => x).at(-1);
+  assert.ok(m, lines.join('\n'));
+  return Number(m[1]) * { B: 1, kB: 1e3, MB: 1e6, GB: 1e9 }[m[2] as 'B' | 'kB' | 'MB' | 'GB'];
+}
+
+test('through the same context link, a new build folder with the same dependencies sends only what changed; the image is the new folder', withEngine, async () => {
+  const alias = path.join(root, `.context-${run}`);
+  const big = randomBytes(4 * 1024 * 1024).toString('base64');
+  const first = folder('alias-v1', { 'node_modules/dep/big.js': big, 'src/app.js': 'v1\n', 'package.json': '{"name":"alias"}\n' });
+  const sent1 = contextBytes(await pack(first, `${repo}:alias1`, false, alias));
+  // The next deployment's folder: the kept dependencies (copied with their times to the nanosecond, as a
+  // reused install's are: coreutils' cp -a) and a changed file.
+  const second = folder('alias-v2', { 'src/app.js': 'v2\n', 'package.json': '{"name":"alias"}\n' });
+  execFileSync('cp', ['-a', '--', path.join(first, 'node_modules'), path.join(second, 'node_modules')]);
+  const again = await pack(second, `${repo}:alias2`, false, alias);
+  const sent2 = contextBytes(again);
+  assert.ok(sent1 > 4_000_000, `the first build sends the whole context (${sent1} B)`);
+  assert.ok(sent2 < 1_000_000, `the second sends what changed, not node_modules (${sent2} B)\n${again.join('\n')}`);
+  assert.equal(lstatSync(alias, { throwIfNoEntry: false }), undefined, 'the link goes with the build');
+  const c = await engine.api.createContainer({ Image: `${repo}:alias2`, Cmd: ['sh', '-c', 'cat /app/src/app.js; wc -c < /app/node_modules/dep/big.js'] });
+  try {
+    await c.start();
+    await c.wait();
+    const out = (await c.logs({ stdout: true, stderr: true })).toString('utf8');
+    assert.match(out, /v2/);
+    assert.match(out, new RegExp(`\\b${big.length}\\b`));
+  } finally {
+    await c.remove({ force: true });
+  }
+});
+
+test('a context link is used by one build at a time; a folder at its path is left alone and the real folder is given', () => {
+  const inUse = new Set<string>();
+  const alias = path.join(root, `.context-once-${run}`);
+  const a = folder('once-a', { 'x.txt': 'a' });
+  const b = folder('once-b', { 'x.txt': 'b' });
+  const first = acquireContextAlias(alias, a, inUse);
+  assert.equal(first.path, alias);
+  assert.equal(readlinkSync(alias), a);
+  const second = acquireContextAlias(alias, b, inUse);
+  assert.equal(second.path, b, 'a build meanwhile gets its own folder');
+  assert.equal(readlinkSync(alias), a, "and never moves the link another build reads through");
+  second.release();
+  first.release();
+  assert.equal(lstatSync(alias, { throwIfNoEntry: false }), undefined);
+  mkdirSync(alias);
+  const third = acquireContextAlias(alias, b, inUse);
+  assert.equal(third.path, b);
+  assert.ok(lstatSync(alias).isDirectory(), 'a folder there is not replaced');
+  third.release();
+  assert.ok(lstatSync(alias).isDirectory());
+  assert.equal(acquireContextAlias(undefined, b, inUse).path, b);
 });

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { accessSync, existsSync, constants as fsConstants, mkdirSync, mkdtempSync, realpathSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,6 +10,7 @@ import type { DockerEngine } from './engine.js';
 import { ensureBaseImage } from './base-images.js';
 import { installEgressRules } from './egress-rules.js';
 import { findProgram } from '../sandbox-driver.js';
+import { acquireContextAlias } from './build-context.js';
 
 /**
  * The docker runtime's image builder (contract section 13): `docker build` of the 20.10 CLI with
@@ -90,6 +92,8 @@ export class DockerImageBuilder implements ImageBuilder {
   private readonly env: NodeJS.ProcessEnv;
   private readonly engine: DockerEngine;
   readonly instanceKey: string;
+  /** Context links (build-context.ts) a build is using now. */
+  private readonly aliases = new Set<string>();
 
   constructor(opts: DockerImageBuilderOptions) {
     this.env = opts.env;
@@ -127,11 +131,14 @@ export class DockerImageBuilder implements ImageBuilder {
     const secretValues = Object.values(input.secrets);
     const redactor = new Redactor(secretValues);
     const work = mkdtempSync(path.join(os.tmpdir(), 'berth-image-build-'));
+    let release = () => {};
     try {
       // A DOCKER_CONFIG of its own: no credentials, contexts or plugins of the server's user.
       const configDir = path.join(work, 'config');
       mkdirSync(configDir, { mode: 0o700 });
       writeFileSync(path.join(configDir, 'config.json'), '{}\n', { mode: 0o600 });
+      // The CLI keys BuildKit's kept context by this node id and the context's path: one id per Berth, not a new one per build.
+      writeFileSync(path.join(configDir, '.buildNodeID'), createHash('sha256').update(`berth-build-node:${this.instanceKey}`).digest('hex'), { mode: 0o600 });
 
       let dockerfile = input.dockerfile ? path.resolve(input.dockerfile) : '';
       if (input.dockerfileText !== undefined) {
@@ -174,9 +181,10 @@ export class DockerImageBuilder implements ImageBuilder {
         childEnv[envName] = v;
         args.push(`--secret=${id},env=${envName}`);
       });
-      args.push('--', path.resolve(input.contextDir));
-
       if (input.dockerfile) await readableContext(input.contextDir);
+      const context = acquireContextAlias(input.contextAlias, input.contextDir, this.aliases);
+      release = context.release;
+      args.push('--', context.path);
       // BuildKit runs RUN steps on the engine's default bridge (it takes no other network): the
       // host's egress rules for it are in place before a step runs (root with nftables).
       const nft = process.getuid?.() === 0 ? findProgram('nft') : null;
@@ -184,6 +192,7 @@ export class DockerImageBuilder implements ImageBuilder {
       const storage = input.diskMb ? await this.storageRoot() : null;
       await this.run(this.cli(), args, childEnv, input, redactor, storage);
     } finally {
+      release();
       rmSync(work, { recursive: true, force: true });
     }
   }
