@@ -1,12 +1,11 @@
 import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, realpathSync, statSync } from 'node:fs';
-import { cp, lstat, mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
-import { constants as fsConstants } from 'node:fs';
+import { lstat, mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { readTenantFile } from '../lib/tenant-file.js';
 import type { Identity } from './driver.js';
 import { chownTree } from './identity.js';
-import { copyContents } from './disk-image.js';
+import { copyContents, run } from './disk-image.js';
 import { findProgram } from './toolchains.js';
 import { mountKeptInstall } from './build-overlay.js';
 import { INSTALL_KINDS, localPathsHash } from './build-reuse-kinds.js';
@@ -210,6 +209,21 @@ export async function restoreInstall(kept: string, appDir: string, identity: Ide
 }
 
 /**
+ * Copies an install folder to be kept (`to`, new) with coreutils' cp: links as links (never followed),
+ * modes and times kept to the nanosecond (node's fs.cp keeps milliseconds: the docker runtime's image
+ * build compares a context's files by size and time, so a release made of the kept copy would send every
+ * file of node_modules again: docker/build-context.ts), reflinks where the filesystem has them; `skip`, a
+ * top-level name left out (tools' caches, node_modules/.cache, are not the install). Anything but files,
+ * folders and links (a FIFO or socket a build left) is removed from the copy.
+ */
+async function keepFolder(from: string, to: string, skip: string | null): Promise<void> {
+  await mkdir(to, { mode: (await lstat(from)).mode & 0o7777 });
+  const names = (await readdir(from)).filter((n) => n !== skip).map((n) => path.join(from, n));
+  if (names.length) await run('cp', ['-a', '--reflink=auto', '-t', to, '--', ...names], 24 * 3600_000);
+  await run('find', [to, '(', '-type', 'p', '-o', '-type', 's', '-o', '-type', 'b', '-o', '-type', 'c', ')', '-delete'], 3600_000);
+}
+
+/**
  * Keeps the app folder's installed dependencies (`folders`, all of them, else nothing) for the next build
  * (after its box is gone), replacing the environment's kept one; answers the bytes kept, or null when
  * there was nothing to keep. `deployment`: the build's, named in the next build's log.
@@ -225,19 +239,7 @@ export async function keepInstall(cacheDir: string, key: string, appDir: string,
   await mkdir(tmp, { recursive: true, mode: 0o700 });
   try {
     for (const f of folders) {
-      const from = path.join(appDir, f);
-      await cp(from, path.join(tmp, f), {
-        recursive: true,
-        verbatimSymlinks: true,
-        preserveTimestamps: true,
-        mode: fsConstants.COPYFILE_FICLONE,
-        // Tools' caches (node_modules/.cache) are not the install; anything but files, folders and links is left out.
-        filter: (src) => {
-          if (f === 'node_modules' && src === path.join(from, '.cache')) return false;
-          const s = lstatSync(src, { throwIfNoEntry: false });
-          return !!s && (s.isFile() || s.isDirectory() || s.isSymbolicLink());
-        },
-      });
+      await keepFolder(path.join(appDir, f), path.join(tmp, f), f === 'node_modules' ? '.cache' : null);
       // The project's, as its build left it: a build that mounts it (build-overlay.ts) writes beside it as that uid.
       if (identity && process.getuid?.() === 0) await chownTree(path.join(tmp, f), identity);
     }
