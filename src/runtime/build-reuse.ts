@@ -217,6 +217,8 @@ export async function restoreInstall(kept: string, appDir: string, identity: Ide
  * folders and links (a FIFO or socket a build left) is removed from the copy.
  */
 async function keepFolder(from: string, to: string, skip: string | null): Promise<void> {
+  // A nested install folder (Ruby's `vendor/bundle`) needs its parents in the copy first.
+  await mkdir(path.dirname(to), { recursive: true, mode: 0o755 });
   await mkdir(to, { mode: (await lstat(from)).mode & 0o7777 });
   const names = (await readdir(from)).filter((n) => n !== skip).map((n) => path.join(from, n));
   if (names.length) await run('cp', ['-a', '--reflink=auto', '-t', to, '--', ...names], 24 * 3600_000);
