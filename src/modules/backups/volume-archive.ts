@@ -60,30 +60,15 @@ export async function volumeSizeHint(dir: string): Promise<number> {
   return Math.ceil(bytes * 1.001) + 64 * 1024;
 }
 
-/** How much an extraction writes between the background flushes it starts. */
-const EARLY_SYNC_BYTES = 128 * 1024 * 1024;
-
 /** Extracts a gzipped tar stream into `dir` (which must be fresh), in this process: volume-child.ts's `unpack`. */
 export async function extractInto(source: Readable, dir: string, signal?: AbortSignal): Promise<void> {
   await mkdir(dir, { recursive: true });
   // Symbolic links are made last, exactly as archived (volume-links.ts).
   const links = new DeferredLinks(dir);
   const unpack = new tar.Unpack({ cwd: dir, strict: true, preservePaths: false, processUmask: 0, filter: links.filter });
-  // Writeback started as the extraction goes (a syncfs in the background every EARLY_SYNC_BYTES, one at
-  // a time): the swap's own syncfs (`swapIn`) then finds little left to write.
-  let sinceSync = 0;
-  let syncing = false;
   const sink = new Writable({
     highWaterMark: 1024 * 1024,
-    write(chunk: Buffer, _enc, cb) {
-      sinceSync += chunk.length;
-      if (sinceSync >= EARLY_SYNC_BYTES && !syncing) {
-        sinceSync = 0;
-        syncing = true;
-        void syncFilesystemOf(dir)
-          .catch(() => {})
-          .finally(() => (syncing = false));
-      }
+    write(chunk, _enc, cb) {
       if (unpack.write(chunk)) cb();
       else unpack.once('drain', () => cb());
     },
