@@ -249,3 +249,14 @@ export async function reclaimCgroups(support: CgroupSupport, instanceKey: string
   }
   return busy;
 }
+
+/**
+ * Removes the empty `berth/<instanceKey>/` folders of every controller at shutdown (after every app
+ * stopped): a data dir used once (a test's, a trial's) leaves nothing behind. A group still in use keeps
+ * its folder and the instance's (rmdir refuses a folder that is not empty).
+ */
+export function removeInstanceCgroups(support: CgroupSupport, instanceKey: string): void {
+  if (!support.enforced || !/^[A-Za-z0-9_-]{1,40}$/.test(instanceKey)) return;
+  const bases = support.version === 2 ? [path.join(support.root, 'berth', instanceKey)] : V1_CONTROLLERS.map((c) => path.join(support.root, c, 'berth', instanceKey));
+  for (const base of bases) rmdirQuiet(base);
+}

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { createCgroup, reclaimCgroups, type CgroupHandle, type CgroupSupport } from './cgroups.js';
+import { createCgroup, reclaimCgroups, removeInstanceCgroups, type CgroupHandle, type CgroupSupport } from './cgroups.js';
 import type { Box, BoxProcess, BoxSpec, DriverStatus, ExecOptions, RuntimeDriver } from './driver.js';
 import { groupAlive, killGroup, spawnBoxProcess } from './box-process.js';
 import { freePort } from './proc.js';
@@ -32,6 +32,11 @@ export class ProcessDriver implements RuntimeDriver {
 
   async reclaim(): Promise<void> {
     await reclaimCgroups(this.cgroups, this.instanceKey);
+  }
+
+  /** Server shutdown, after every app stopped: the instance's empty cgroup folders go. */
+  async close(): Promise<void> {
+    removeInstanceCgroups(this.cgroups, this.instanceKey);
   }
 
   async open(spec: BoxSpec): Promise<Box> {

@@ -3,7 +3,7 @@ import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { inside } from '../lib/copy-tree.js';
 import { vethUsage, type UsageCounters } from './usage.js';
-import { createCgroup, reclaimCgroups, type CgroupHandle, type CgroupSupport } from './cgroups.js';
+import { createCgroup, reclaimCgroups, removeInstanceCgroups, type CgroupHandle, type CgroupSupport } from './cgroups.js';
 import type { Box, BoxProcess, BoxSpec, DriverStatus, ExecOptions, RuntimeDriver } from './driver.js';
 import { DriverUnavailableError } from './driver.js';
 import { groupAlive, killGroup, spawnBoxProcess } from './box-process.js';
@@ -182,6 +182,7 @@ export class SandboxDriver implements RuntimeDriver {
 
   async close(): Promise<void> {
     await this.net?.close();
+    removeInstanceCgroups(this.cgroups, this.instanceKey);
   }
 
   async ensureEgressRules(): Promise<unknown> {

@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createCgroup, detectCgroups, reclaimCgroups } from '../../src/runtime/cgroups.js';
+import { createCgroup, detectCgroups, reclaimCgroups, removeInstanceCgroups } from '../../src/runtime/cgroups.js';
 import { findProgram } from '../../src/runtime/sandbox-driver.js';
 import { tempDir } from '../support/harness.js';
 
@@ -117,4 +117,15 @@ test('on this machine: reclaim kills what a previous run of the same instance le
     await other.remove();
     await reclaimCgroups(real, key);
   }
+});
+
+test('on this machine: at shutdown the instance\'s empty cgroup folders go, and one still in use stays', { skip: !real.enforced && 'cgroups are not writable here' }, async () => {
+  const key = `s${process.pid}`;
+  const base = (c: string) => (real.version === 2 ? path.join(real.root, 'berth', key) : path.join(real.root, c, 'berth', key));
+  const g = createCgroup(real, key, 'in-use', { cpuCores: 0.5, memoryMb: 128 })!;
+  removeInstanceCgroups(real, key);
+  assert.equal(existsSync(base('memory')), true, 'a folder with a group in it stays');
+  await g.remove();
+  removeInstanceCgroups(real, key);
+  for (const c of real.version === 2 ? [''] : ['memory', 'cpu', 'pids']) assert.equal(existsSync(base(c)), false, `berth/${key} in ${c || 'the v2 tree'} is gone`);
 });
