@@ -6,12 +6,17 @@
 // Prints the wall time of each step and checks the targets: clone to first deploy served under 5
 // minutes, the first `berth deploy` alone under 30 s.
 //
-//   node scripts/first-five-minutes.mjs [--repo PATH] [--cold-cache] [--strict-times] [--keep]
+//   node scripts/first-five-minutes.mjs [--repo PATH] [--cold-cache] [--compile-native] [--strict-times] [--keep]
 //
 // --repo: the repository to clone (default: the one this script is in), at its HEAD commit
 // (uncommitted changes are not part of it). --cold-cache: npm uses an empty cache (a user's very
 // first try; every package comes from the registry); by default npm's own cache is used, warm on a
 // machine that installed before (a user's second try; on CI, `npm ci` just filled it).
+// better-sqlite3's install downloads its prebuilt binary from GitHub, which this machine's network
+// does not reach (it would compile from source instead: 100 CPU-seconds here, a minute or more of
+// wall time that no user on the internet pays): the binary this checkout's own install made is put
+// where prebuild-install keeps a downloaded one, in the npm cache the install uses, when it is not
+// there already. --compile-native: leave it out, and compile as this network forces.
 // --strict-times: a missed time target fails the script; by default it is printed as MISS and the
 // exit status says only whether every step worked (a slow, shared CI machine must not turn CI red
 // for time alone). --keep: leave the temporary folder for a look (the server is stopped anyway).
@@ -20,7 +25,9 @@
 // its own ports, data dir (the clone's ./.berth) and CLI config; stops the server and removes the
 // temporary folder at the end.
 import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -38,13 +45,13 @@ const PASSWORD = 'a long password for the five-minute path';
 
 const argv = process.argv.slice(2);
 const flags = new Set(argv.filter((a) => a.startsWith('--') && a !== '--repo'));
-for (const f of flags) if (!['--cold-cache', '--strict-times', '--keep'].includes(f)) usage(`unknown option ${f}`);
+for (const f of flags) if (!['--cold-cache', '--compile-native', '--strict-times', '--keep'].includes(f)) usage(`unknown option ${f}`);
 const repoAt = argv.indexOf('--repo');
 if (repoAt >= 0 && !argv[repoAt + 1]) usage('--repo needs a path');
 const repo = path.resolve(repoAt >= 0 ? argv[repoAt + 1] : path.join(path.dirname(fileURLToPath(import.meta.url)), '..'));
 
 function usage(msg) {
-  console.error(`error: ${msg}\nusage: node scripts/first-five-minutes.mjs [--repo PATH] [--cold-cache] [--strict-times] [--keep]`);
+  console.error(`error: ${msg}\nusage: node scripts/first-five-minutes.mjs [--repo PATH] [--cold-cache] [--compile-native] [--strict-times] [--keep]`);
   process.exit(2);
 }
 
@@ -174,6 +181,42 @@ const port = Number(process.env.PORT) || 3000;
 app.listen(port, () => console.log('my-app ${version} listening on ' + port));
 `;
 
+/** The npm cache `npm install` uses with `env`. */
+function npmCacheOf(env) {
+  if (env.npm_config_cache) return env.npm_config_cache;
+  try {
+    return execFileSync('npm', ['config', 'get', 'cache'], { encoding: 'utf8', env }).trim();
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * better-sqlite3's prebuilt binary, as a user's install would download it from GitHub (see the top
+ * of this file): the one this checkout's install made, packed as prebuild-install's download is
+ * (`build/Release/better_sqlite3.node`) at the name prebuild-install looks for in `<cache>/_prebuilds`
+ * (its own util computes the URL the name is hashed from). Answers what it did, for the log.
+ */
+function seedNativePrebuild(env) {
+  const here = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+  const pkgDir = path.join(here, 'node_modules', 'better-sqlite3');
+  const binary = path.join(pkgDir, 'build', 'Release', 'better_sqlite3.node');
+  if (!existsSync(binary)) return 'better-sqlite3 compiles from source (this checkout has no binary of it to give)';
+  const cache = npmCacheOf(env);
+  if (!cache) return 'better-sqlite3 compiles from source (no npm cache found)';
+  const util = createRequire(path.join(here, 'package.json'))('prebuild-install/util');
+  const pkg = JSON.parse(readFileSync(path.join(pkgDir, 'package.json'), 'utf8'));
+  const url = util.getDownloadUrl({ pkg, platform: process.platform, arch: process.arch, libc: '', runtime: 'node', abi: process.versions.modules, 'tag-prefix': 'v' });
+  const name = `${createHash('sha512').update(url).digest('hex').slice(0, 6)}-${path.basename(url).replace(/[^a-zA-Z0-9.]+/g, '-')}`;
+  const file = path.join(cache, '_prebuilds', name);
+  if (existsSync(file)) return `better-sqlite3's binary for ${url} is in the npm cache already (${file})`;
+  mkdirSync(path.dirname(file), { recursive: true });
+  const tmpFile = `${file}.${process.pid}.tmp`;
+  execFileSync('tar', ['-czf', tmpFile, '-C', pkgDir, 'build/Release/better_sqlite3.node']);
+  renameSync(tmpFile, file);
+  return `better-sqlite3's binary, as a user's install downloads it from ${url}: this checkout's, put in ${file}`;
+}
+
 function npmCacheNote() {
   if (flags.has('--cold-cache')) return `an empty npm cache (${dirs.npmCache}): a first try, every package from the registry`;
   let cache = '';
@@ -214,6 +257,7 @@ async function walk() {
   });
   await step('npm install (builds dist/ and the dashboard)', async () => {
     console.log(`    with ${npmCacheNote()}`);
+    if (!flags.has('--compile-native')) console.log(`    ${seedNativePrebuild(env)}`);
     await must('npm', ['install'], { cwd: dirs.clone, env });
     for (const f of ['dist/cli/index.js', 'dist/web/index.html']) if (!existsSync(path.join(dirs.clone, f))) throw new Error(`npm install did not make ${f}`);
   });
