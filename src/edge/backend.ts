@@ -65,4 +65,6 @@ export interface EdgeUpstream {
    * `host:port` (the Swarm balancer spreads those per connection).
    */
   pick?: () => EdgeUpstream | null;
+  /** With `pick`: every address it picks from now (the threaded edge caches these and picks itself). */
+  lanes?: () => EdgeUpstream[];
 }

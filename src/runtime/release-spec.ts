@@ -68,6 +68,8 @@ export interface Upstream {
    * request, asked per request; null: this one.
    */
   pick?: () => Upstream | null;
+  /** With `pick`: every address it picks from now (the threaded edge caches these and picks itself). */
+  lanes?: () => Upstream[];
 }
 
 export class StartError extends Error {

@@ -138,8 +138,8 @@ export class ThreadedEdge {
     }
     if (kind === 'upstream') {
       const up = await this.host.upstream(arg);
-      const picked = up.pick ? (up.pick() ?? up) : up;
-      const w: WireUpstream = { host: picked.host, port: picked.port, key: picked.key, perRequest: !!up.pick };
+      const lanes = up.lanes ? up.lanes().map((l) => ({ host: l.host, port: l.port, key: l.key })) : null;
+      const w: WireUpstream = { host: up.host, port: up.port, key: up.key, lanes };
       return w;
     }
     if (kind === 'acme') return (await this.host.acmeChallenge?.(arg)) ?? null;

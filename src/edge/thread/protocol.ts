@@ -30,12 +30,15 @@ export interface WireTarget {
   hsts?: boolean;
 }
 
-/** An app's address; `perRequest`: one of several (a Swarm service's tasks), picked for this request, never cached. */
+/**
+ * An app's address; `lanes`: the addresses of an app behind several (a Swarm service's tasks), which
+ * the worker rotates over per request and asks for again after LANES_FRESH_MS (null: only `host:port`).
+ */
 export interface WireUpstream {
   host: string;
   port: number;
   key: string;
-  perRequest: boolean;
+  lanes: { host: string; port: number; key: string }[] | null;
 }
 
 export type AskKind = 'lookup' | 'upstream' | 'acme' | 'cert' | 'alpn';

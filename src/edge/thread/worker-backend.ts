@@ -7,6 +7,12 @@ import { ENTRY_WIDTH, type AskKind, type FromWorker, type WireTarget, type WireU
 export const HOST_FRESH_MS = 100;
 /** Younger than this it is served while the main thread is asked again; older, the request waits for the answer. */
 export const HOST_STALE_MS = 800;
+/**
+ * How long the lanes of an app behind several addresses (a Swarm service's tasks) are rotated over
+ * here before the main thread is asked again: a task that came is used this much later, and a task's
+ * lane that left still accepts for 5 s (swarm-balancer.ts).
+ */
+export const LANES_FRESH_MS = 1000;
 /** Requests are sent to the main thread this often (and at BATCH_MAX entries). */
 export const BATCH_MS = 100;
 const BATCH_MAX = 512;
@@ -30,7 +36,8 @@ export class WorkerBackend implements RequestSink {
   private readonly hosts = new Map<string, HostEntry>();
   /** Bumped on every drop: an answer asked for before a drop is not kept. */
   private gen = 0;
-  private readonly upstreams = new Map<string, EdgeUpstream>();
+  /** Each app's address, and until when it may be used (Infinity: until the app's state changes). */
+  private readonly upstreams = new Map<string, { up: EdgeUpstream; until: number }>();
   private readonly appGen = new Map<string, number>();
   private entries: (string | number)[] = [];
   private touched = new Set<string>();
@@ -91,12 +98,19 @@ export class WorkerBackend implements RequestSink {
   upstream(app: string): EdgeUpstream | Promise<EdgeUpstream> {
     this.touch(app);
     const cached = this.upstreams.get(app);
-    if (cached) return cached;
+    if (cached && (cached.until === Infinity || cached.until > Date.now())) return cached.up;
     const gen = this.appGen.get(app) ?? 0;
     return this.ask('upstream', app).then((v) => {
       const w = v as WireUpstream;
       const up: EdgeUpstream = { host: w.host, port: w.port, key: w.key };
-      if (!w.perRequest && (this.appGen.get(app) ?? 0) === gen) this.upstreams.set(app, up);
+      // Several addresses: the next one per request, rotated here (no message per request); none
+      // listening yet: `host:port` itself, asked again soon.
+      const lanes = w.lanes;
+      if (lanes?.length) {
+        let next = 0;
+        up.pick = () => lanes[next++ % lanes.length]!;
+      }
+      if ((this.appGen.get(app) ?? 0) === gen) this.upstreams.set(app, { up, until: lanes ? Date.now() + LANES_FRESH_MS : Infinity });
       return up;
     });
   }

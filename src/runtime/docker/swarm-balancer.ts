@@ -89,7 +89,16 @@ export class TcpBalancer {
    * and retires those of tasks that left (the task list is TaskBackends', read every second).
    */
   pick(): LaneAddress | null {
-    if (this.closed || !this.host) return null;
+    const ready = this.readyLanes();
+    return ready.length ? ready[this.nextLane++ % ready.length]! : null;
+  }
+
+  /**
+   * Every running task's lane that listens now, in a fixed order (empty while none listens yet, or
+   * once closed): what an edge on another thread rotates over itself for a while (edge/thread).
+   */
+  readyLanes(): LaneAddress[] {
+    if (this.closed || !this.host) return [];
     const keys = this.backends().map(keyOf).sort();
     const now = new Set(keys);
     for (const [k, lane] of this.lanes) {
@@ -107,7 +116,7 @@ export class TcpBalancer {
       }
       if (lane.address) ready.push(lane.address);
     }
-    return ready.length ? ready[this.nextLane++ % ready.length]! : null;
+    return ready;
   }
 
   /**
