@@ -2,7 +2,8 @@
  * The live log pages, in a real browser against a real server running a real app: the runtime log
  * follows the app's output (filter, search, pause and resume, reconnect from the last line), the
  * request log follows the edge's requests (newest first, status classes, a fresh token when the
- * stream closes); both fit 375 px and work with the keyboard.
+ * stream closes); both fit 375 px and work with the keyboard; a preview's app's logs are read by
+ * choosing its environment.
  */
 process.env.BERTH_HEALTH_TIMEOUT_SECONDS = '10';
 process.env.BERTH_STOP_GRACE_SECONDS = '2';
@@ -17,7 +18,8 @@ import { assertFitsWidth, browserSuite, openPage, pageErrors, screenshot, signIn
 import { createUser, type TestUser } from '../support/factories.js';
 import { tempDir } from '../support/harness.js';
 import { edgeRequest, type HttpClient } from '../support/http.js';
-import { deployUploadedFolder } from '../support/upload.js';
+import { deployUploadedFolder, uploadFolder } from '../support/upload.js';
+import { waitFor, waitForDeployment } from '../support/wait.js';
 
 /** A Node app that prints a line per request (stderr for /boom) and answers 404 for /missing, 500 for /boom. */
 function writeApp(dir: string): string {
@@ -66,7 +68,8 @@ describe('the live log pages', browserSuite('the live log pages'), () => {
     const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, user);
     await page.goto(`/projects/${projectId}/logs`);
-    await page.getByRole('heading', { name: 'Runtime logs', level: 2 }).waitFor();
+    await page.getByRole('heading', { name: 'Logs', level: 2 }).waitFor();
+    assert.equal(await page.getByLabel('Environment').count(), 0, 'no environment choice while production is the only one');
     await logLine(page, 'listening on').first().waitFor({ timeout: 15_000 });
     await page.getByText('Live.').waitFor();
     // Live: a request through the edge prints a line, which shows without a reload.
@@ -206,6 +209,49 @@ describe('the live log pages', browserSuite('the live log pages'), () => {
     await page.getByText('Paused:').waitFor();
     await page.keyboard.press('Enter'); // the same button, now Resume
     await page.getByText('Live.').waitFor({ timeout: 10_000 });
+    assert.deepEqual(pageErrors(page), []);
+    await context.close();
+  });
+
+  it("a preview's app has logs of its own: the Environment choice reads them live and in a search, and the page's address keeps it", async () => {
+    const env = await api.post(`/api/projects/${projectId}/environments`, { name: 'feat', branch: 'feat' });
+    assert.equal(env.status, 201, env.text);
+    const sessionId = await uploadFolder(api, path.join(root, 'log-app'), { files: ['server.js', 'package.json'], session: { projectId } });
+    const d = await api.post('/api/deployments', { projectId, environment: 'feat', sessionId });
+    assert.equal(d.status, 202, d.text);
+    assert.equal((await waitForDeployment(api, d.body.data.id, 90_000)).status, 'ready');
+    const feat = ((await api.get(`/api/projects/${projectId}/environments`)).body.data as Array<{ name: string; domain: string }>).find((e) => e.name === 'feat')!;
+    const previewEdge = (p: string) => edgeRequest(getRuntime(dash.server.ctx).edgePort(), feat.domain, p);
+
+    const { context, page } = await openPage(dash.browser, dash.server);
+    await signIn(page, user);
+    await page.goto(`/projects/${projectId}/logs`);
+    await page.getByLabel('Environment').selectOption('feat');
+    await page.waitForURL(/[?&]environment=feat\b/);
+    await logLine(page, 'listening on').first().waitFor({ timeout: 15_000 });
+    assert.equal((await previewEdge('/only-in-preview')).status, 200);
+    assert.equal((await edge('/only-in-production')).status, 200);
+    await logLine(page, 'request GET /only-in-preview').waitFor({ timeout: 10_000 });
+    // Production's line is in production's log, not here.
+    await waitFor(async () => (await api.get(`/api/projects/${projectId}/logs?q=only-in-production`)).body.data?.length === 1, "production's line kept");
+    assert.equal(await logLine(page, 'request GET /only-in-production').count(), 0);
+    // A search reads the preview's kept lines.
+    await waitFor(async () => (await api.get(`/api/projects/${projectId}/logs?q=only-in-preview&environment=feat`)).body.data?.length === 1, "the preview's line kept");
+    await page.getByLabel('Text', { exact: true }).fill('only-in-');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    const found = page.locator('ol.found-lines > li.found-line');
+    await found.first().waitFor();
+    assert.deepEqual((await found.allInnerTexts()).map((t) => t.includes('only-in-preview')), [true], 'only the preview\'s line');
+    assert.match((await page.getByRole('link', { name: 'Download' }).getAttribute('href')) ?? '', /[?&]environment=feat\b/);
+    // The address keeps the choice: a reload reads the preview's log again.
+    await page.getByRole('button', { name: 'Clear search' }).click();
+    await page.reload();
+    assert.equal(await page.getByLabel('Environment').inputValue(), 'feat');
+    await logLine(page, 'request GET /only-in-preview').waitFor({ timeout: 10_000 });
+    // Back to production.
+    await page.getByLabel('Environment').selectOption('production');
+    await logLine(page, 'request GET /only-in-production').waitFor({ timeout: 10_000 });
+    assert.ok(!page.url().includes('environment='));
     assert.deepEqual(pageErrors(page), []);
     await context.close();
   });

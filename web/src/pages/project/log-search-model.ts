@@ -38,6 +38,8 @@ export interface LogQuery {
   since?: string;
   until?: string;
   stream: string;
+  /** A preview's name: its app's logs (absent: production's). */
+  environment?: string;
 }
 
 /** A `datetime-local` value (`2026-11-29T14:05`) as an ISO time in UTC; left as typed when it is not a time (the API then names the field). */
@@ -62,7 +64,7 @@ export function queryOf(f: SearchForm, now = Date.now()): LogQuery {
 /** The query string of a search, in a fixed order. */
 function paramsOf(q: LogQuery): URLSearchParams {
   const p = new URLSearchParams();
-  for (const k of ['q', 'since', 'until', 'stream'] as const) if (q[k] !== undefined) p.set(k, q[k]!);
+  for (const k of ['q', 'since', 'until', 'stream', 'environment'] as const) if (q[k] !== undefined) p.set(k, q[k]!);
   return p;
 }
 

@@ -1,10 +1,13 @@
+import { useQuery } from '@tanstack/react-query';
 import { useEffect, useMemo, useRef, useState } from 'react';
+import { useSearchParams } from 'wouter';
 import type { PageProps } from '../../app';
 import { useEventStream } from '../../api/sse';
 import { Button, Field, Input, Select } from '../../ui/controls';
 import { LogView, type LogLine } from '../../ui/log-view';
 import { LogSearchForm, LogSearchResults } from './log-search';
 import { useLogSearch, type LogQuery } from './log-search-model';
+import { environmentsQuery } from './previews-model';
 import './deploy.css';
 
 const MAX_LINES = 5000;
@@ -13,19 +16,22 @@ const BACKLOG = 500;
 
 type StreamFilter = 'all' | 'stdout' | 'stderr';
 
+const PRODUCTION = 'production';
+
 /**
  * The app's output, live. The stream closes now and then (the server restarts, access is
  * re-checked, the network drops): it is opened again after a pause that grows with each failure,
  * asking only for lines after the last one shown (`since=`); a line received resets the pause. Pause closes the stream; Resume opens
  * it from the last line, so nothing said meanwhile is lost.
  */
-function useRuntimeLog(projectId: string, paused: boolean) {
+function useRuntimeLog(projectId: string, environment: string, paused: boolean) {
   const [lines, setLines] = useState<LogLine[]>([]);
   const [since, setSince] = useState<string | null>(null);
   const [key, setKey] = useState(0);
   const last = useRef<string | null>(null);
   const failures = useRef(0);
-  const url = paused ? null : `/api/projects/${encodeURIComponent(projectId)}/logs/stream?${since ? `since=${encodeURIComponent(since)}` : `limit=${BACKLOG}`}`;
+  const env = environment === PRODUCTION ? '' : `&environment=${encodeURIComponent(environment)}`;
+  const url = paused ? null : `/api/projects/${encodeURIComponent(projectId)}/logs/stream?${since ? `since=${encodeURIComponent(since)}` : `limit=${BACKLOG}`}${env}`;
   const state = useEventStream(
     url,
     {
@@ -67,26 +73,48 @@ function useRuntimeLog(projectId: string, paused: boolean) {
  * The project's logs: a search of the kept logs (text, time range, which logs; docs/logs.md) and,
  * while no search is shown, the runtime log live (stdout/stderr filter, a filter of the lines shown,
  * pause and resume). A search closes the live stream; clearing it opens the stream again (its last lines first).
+ * A project with previews offers the environment whose app's logs are read (`?environment=` in the
+ * page's address, so a preview's logs can be linked); builds are the project's, whichever is chosen.
  */
 export default function LogsPage({ params }: PageProps) {
   const projectId = params.id!;
+  const [searchParams, setSearchParams] = useSearchParams();
+  const environment = searchParams.get('environment') || PRODUCTION;
+  const envs = useQuery(environmentsQuery(projectId));
+  const names = envs.data?.map((e) => e.name) ?? [PRODUCTION];
   const [query, setQuery] = useState<LogQuery | null>(null);
-  const search = useLogSearch(projectId, query);
+  const scoped = query && environment !== PRODUCTION ? { ...query, environment } : query;
+  const search = useLogSearch(projectId, scoped);
   return (
     <div className="runtime-logs">
-      <h2>Runtime logs</h2>
+      <h2>Logs</h2>
+      {names.length > 1 || environment !== PRODUCTION ? (
+        <div className="logs-controls">
+          <Field label="Environment">
+            {(p) => (
+              <Select {...p} value={environment} onChange={(e) => setSearchParams(e.target.value === PRODUCTION ? {} : { environment: e.target.value }, { replace: true })}>
+                {(names.includes(environment) ? names : [...names, environment]).map((n) => (
+                  <option key={n} value={n}>
+                    {n === PRODUCTION ? 'production' : `preview: ${n}`}
+                  </option>
+                ))}
+              </Select>
+            )}
+          </Field>
+        </div>
+      ) : null}
       <LogSearchForm active={query !== null} busy={search.isFetching && !search.isFetchingNextPage} error={search.error} onSearch={setQuery} onClear={() => setQuery(null)} />
-      {query ? <LogSearchResults projectId={projectId} query={query} search={search} /> : <LiveTail projectId={projectId} />}
+      {scoped ? <LogSearchResults projectId={projectId} query={scoped} search={search} /> : <LiveTail key={environment} projectId={projectId} environment={environment} />}
     </div>
   );
 }
 
-/** The runtime log, live. */
-function LiveTail({ projectId }: { projectId: string }) {
+/** The runtime log of one environment's app, live. */
+function LiveTail({ projectId, environment }: { projectId: string; environment: string }) {
   const [paused, setPaused] = useState(false);
   const [stream, setStream] = useState<StreamFilter>('all');
   const [search, setSearch] = useState('');
-  const log = useRuntimeLog(projectId, paused);
+  const log = useRuntimeLog(projectId, environment, paused);
   const shown = useMemo(() => {
     const q = search.trim().toLowerCase();
     return log.lines.filter((l) => (stream === 'all' || l.stream === stream) && (!q || l.line.toLowerCase().includes(q)));

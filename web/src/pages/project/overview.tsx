@@ -289,7 +289,7 @@ function QuickActions({ project: p, busy }: { project: Project; busy: boolean })
           All deployments
         </Link>
         <Link href={`/projects/${p.id}/logs`} className="btn">
-          Runtime logs
+          Logs
         </Link>
       </div>
       {canDeploy && noSource ? <p className="muted">Redeploy needs a source.</p> : null}
