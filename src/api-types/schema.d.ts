@@ -1768,7 +1768,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Stream the HTTP requests of the project (SSE `request` events); `?token=` from stream-token */
+        /** Stream the HTTP requests of the project (SSE `request` events); `?token=` from stream-token; `environment` names a preview's host */
         get: operations["getProjectsByIdServerLogsStream"];
         put?: never;
         post?: never;
@@ -8386,6 +8386,7 @@ export interface operations {
     getProjectsByIdServerLogsStream: {
         parameters: {
             query?: {
+                environment?: string;
                 follow?: boolean;
                 token?: string;
             };

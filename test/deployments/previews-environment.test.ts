@@ -167,6 +167,32 @@ describe('a preview environment next to production', () => {
     assert.ok(requests.body.data.some((r: any) => r.path === '/env/GREETING'));
     assert.ok(!(await ps.api.get(`/api/projects/${project.id}/server-logs/recent`)).body.data.some((r: any) => r.path === '/data'), "the preview's requests are not production's");
     assertError(await ps.api.get(`/api/projects/${project.id}/logs?environment=nope`), 400, 'VALIDATION_FAILED', 'environment');
+    // The live request stream of the preview: its requests, not production's.
+    const streamed = async (query: string, served: () => Promise<unknown>): Promise<string> => {
+      const tok = (await ps.api.get(`/api/projects/${project.id}/server-logs/stream-token`)).body.data.token;
+      const ac = new AbortController();
+      const res = await fetch(`${ps.server.url}/api/projects/${project.id}/server-logs/stream?token=${tok}${query}`, { signal: ac.signal });
+      assert.equal(res.status, 200);
+      const reader = res.body!.getReader();
+      await served();
+      let text = '';
+      const deadline = Date.now() + 5000;
+      while (!text.includes('/streamed-') && Date.now() < deadline) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += Buffer.from(value).toString();
+      }
+      ac.abort();
+      return text;
+    };
+    const previewStream = await streamed('&environment=feat', async () => {
+      await edge(prodHost(), '/streamed-production');
+      await edge(previewHost, '/streamed-preview');
+    });
+    assert.match(previewStream, /"path":"\/streamed-preview"/);
+    assert.doesNotMatch(previewStream, /streamed-production/);
+    const tok = (await ps.api.get(`/api/projects/${project.id}/server-logs/stream-token`)).body.data.token;
+    assertError(await ps.api.get(`/api/projects/${project.id}/server-logs/stream?token=${tok}&environment=nope`), 400, 'VALIDATION_FAILED', 'environment');
   });
 
   test('an idle preview goes back to sleep, and the next request wakes it again', async () => {

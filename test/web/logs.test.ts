@@ -213,7 +213,7 @@ describe('the live log pages', browserSuite('the live log pages'), () => {
     await context.close();
   });
 
-  it("a preview's app has logs of its own: the Environment choice reads them live and in a search, and the page's address keeps it", async () => {
+  it("a preview's app has logs of its own: the Environment choice reads its runtime log live and in a search, and its request log; the page's address keeps it", async () => {
     const env = await api.post(`/api/projects/${projectId}/environments`, { name: 'feat', branch: 'feat' });
     assert.equal(env.status, 201, env.text);
     const sessionId = await uploadFolder(api, path.join(root, 'log-app'), { files: ['server.js', 'package.json'], session: { projectId } });
@@ -252,6 +252,19 @@ describe('the live log pages', browserSuite('the live log pages'), () => {
     await page.getByLabel('Environment').selectOption('production');
     await logLine(page, 'request GET /only-in-production').waitFor({ timeout: 10_000 });
     assert.ok(!page.url().includes('environment='));
+    // The request log has the same choice: the preview's requests, recent and live.
+    await page.goto(`/projects/${projectId}/requests?environment=feat`);
+    const row = (p: string) => page.locator('td.req-path', { hasText: new RegExp(`^${p}$`) });
+    await row('/only-in-preview').waitFor({ timeout: 10_000 });
+    await page.locator('.live-open', { hasText: 'Live' }).waitFor({ timeout: 10_000 });
+    await previewEdge('/preview-live');
+    await edge('/production-live');
+    await row('/preview-live').waitFor({ timeout: 10_000 });
+    assert.equal(await row('/only-in-production').count(), 0);
+    assert.equal(await row('/production-live').count(), 0);
+    await page.getByLabel('Environment').selectOption('production');
+    await row('/production-live').waitFor({ timeout: 10_000 });
+    assert.equal(await row('/preview-live').count(), 0);
     assert.deepEqual(pageErrors(page), []);
     await context.close();
   });

@@ -177,21 +177,22 @@ export const logRoutes = [
   defineRoute({
     method: 'GET',
     url: '/api/projects/:id/server-logs/stream',
-    summary: 'Stream the HTTP requests of the project (SSE `request` events); `?token=` from stream-token',
+    summary: "Stream the HTTP requests of the project (SSE `request` events); `?token=` from stream-token; `environment` names a preview's host",
     tag: 'project:read',
     access: 'stream-token',
     streamToken: 'server_logs',
     resource: { kind: 'project', param: 'id' },
     raw: true,
     produces: EVENT_STREAM,
-    schema: { params: IdParams, querystring: Obj({ token: Token, follow: Follow }) },
-    handler: ({ params, query, req, reply }, ctx) => {
+    schema: { params: IdParams, querystring: Obj({ token: Token, follow: Follow, environment: Environment }) },
+    handler: async ({ query, resource, req, reply }, ctx) => {
+      const app = await appOfQuery(ctx, resource.record, query.environment);
       const rt = hostOf(ctx);
       streamLogs(reply, req.id, {
         event: 'request',
         backlog: [],
         // Requests served by any instance's edge (log-relay.ts).
-        subscribe: (fn) => rt.logRelay.followRequests(params.id, fn),
+        subscribe: (fn) => rt.logRelay.followRequests(app, fn),
         follow: query.follow ?? true,
         access: gateAccess(req),
       });

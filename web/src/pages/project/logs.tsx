@@ -1,13 +1,11 @@
-import { useQuery } from '@tanstack/react-query';
 import { useEffect, useMemo, useRef, useState } from 'react';
-import { useSearchParams } from 'wouter';
 import type { PageProps } from '../../app';
 import { useEventStream } from '../../api/sse';
 import { Button, Field, Input, Select } from '../../ui/controls';
 import { LogView, type LogLine } from '../../ui/log-view';
 import { LogSearchForm, LogSearchResults } from './log-search';
 import { useLogSearch, type LogQuery } from './log-search-model';
-import { environmentsQuery } from './previews-model';
+import { EnvironmentChoice, PRODUCTION, useEnvironmentParam } from './environment-choice';
 import './deploy.css';
 
 const MAX_LINES = 5000;
@@ -15,8 +13,6 @@ const MAX_LINES = 5000;
 const BACKLOG = 500;
 
 type StreamFilter = 'all' | 'stdout' | 'stderr';
-
-const PRODUCTION = 'production';
 
 /**
  * The app's output, live. The stream closes now and then (the server restarts, access is
@@ -78,31 +74,14 @@ function useRuntimeLog(projectId: string, environment: string, paused: boolean) 
  */
 export default function LogsPage({ params }: PageProps) {
   const projectId = params.id!;
-  const [searchParams, setSearchParams] = useSearchParams();
-  const environment = searchParams.get('environment') || PRODUCTION;
-  const envs = useQuery(environmentsQuery(projectId));
-  const names = envs.data?.map((e) => e.name) ?? [PRODUCTION];
+  const [environment, setEnvironment] = useEnvironmentParam();
   const [query, setQuery] = useState<LogQuery | null>(null);
   const scoped = query && environment !== PRODUCTION ? { ...query, environment } : query;
   const search = useLogSearch(projectId, scoped);
   return (
     <div className="runtime-logs">
       <h2>Logs</h2>
-      {names.length > 1 || environment !== PRODUCTION ? (
-        <div className="logs-controls">
-          <Field label="Environment">
-            {(p) => (
-              <Select {...p} value={environment} onChange={(e) => setSearchParams(e.target.value === PRODUCTION ? {} : { environment: e.target.value }, { replace: true })}>
-                {(names.includes(environment) ? names : [...names, environment]).map((n) => (
-                  <option key={n} value={n}>
-                    {n === PRODUCTION ? 'production' : `preview: ${n}`}
-                  </option>
-                ))}
-              </Select>
-            )}
-          </Field>
-        </div>
-      ) : null}
+      <EnvironmentChoice projectId={projectId} value={environment} onChange={setEnvironment} row />
       <LogSearchForm active={query !== null} busy={search.isFetching && !search.isFetchingNextPage} error={search.error} onSearch={setQuery} onClear={() => setQuery(null)} />
       {scoped ? <LogSearchResults projectId={projectId} query={scoped} search={search} /> : <LiveTail key={environment} projectId={projectId} environment={environment} />}
     </div>

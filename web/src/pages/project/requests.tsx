@@ -5,6 +5,7 @@ import { api, data } from '../../api/client';
 import type { operations } from '../../../../src/api-types/schema';
 import { useEventStream } from '../../api/sse';
 import { EmptyState, ErrorNotice, Field, formatBytes, Select } from '../../ui/controls';
+import { EnvironmentChoice, PRODUCTION, useEnvironmentParam } from './environment-choice';
 import './deploy.css';
 
 type RequestEntry = operations['getProjectsByIdServerLogsRecent']['responses'][200]['content']['application/json']['data'][number];
@@ -22,9 +23,9 @@ const keyOf = (r: RequestEntry) => `${r.ts}|${r.method}|${r.path}|${r.status}|${
  * The edge's requests for the project, live: the recent ones first, then the stream. The stream
  * takes a 60-second token (an EventSource sends no credential of its own) and ends when the token
  * does; it is then opened again with a fresh token, and the recent list read again to fill the gap
- * (entries already shown are not repeated).
+ * (entries already shown are not repeated). `environment`: production's app or a preview's.
  */
-function useRequestLog(projectId: string) {
+function useRequestLog(projectId: string, environment: string) {
   const [rows, setRows] = useState<RequestEntry[]>([]);
   const seen = useRef(new Set<string>());
   const [attempt, setAttempt] = useState(0);
@@ -40,9 +41,10 @@ function useRequestLog(projectId: string) {
     });
   };
   const path = { params: { path: { id: projectId } } };
+  const env = environment !== PRODUCTION;
   const recent = useQuery({
-    queryKey: ['project', projectId, 'requests', 'recent', attempt],
-    queryFn: () => data(api.GET('/api/projects/{id}/server-logs/recent', { params: { path: { id: projectId }, query: { limit: 200 } } })),
+    queryKey: ['project', projectId, 'requests', 'recent', environment, attempt],
+    queryFn: () => data(api.GET('/api/projects/{id}/server-logs/recent', { params: { path: { id: projectId }, query: { limit: 200, ...(env ? { environment } : {}) } } })),
     staleTime: Infinity,
     gcTime: 0,
   });
@@ -57,7 +59,7 @@ function useRequestLog(projectId: string) {
     if (recent.data) merge(recent.data);
     // merge only reads refs and sets state
   }, [recent.data]);
-  const url = token.data ? `/api/projects/${encodeURIComponent(projectId)}/server-logs/stream?token=${encodeURIComponent(token.data.token)}` : null;
+  const url = token.data ? `/api/projects/${encodeURIComponent(projectId)}/server-logs/stream?token=${encodeURIComponent(token.data.token)}${env ? `&environment=${encodeURIComponent(environment)}` : ''}` : null;
   const state = useEventStream(url, {
     request: (r: RequestEntry) => {
       failures.current = 0;
@@ -92,16 +94,21 @@ function StatusCell({ status }: { status: number }) {
   );
 }
 
-/** The project's request log, live, newest first, filtered by status class. */
+/** The project's request log, live, newest first, filtered by status class; production's or a preview's. */
 export default function RequestsPage({ params }: PageProps) {
-  const projectId = params.id!;
-  const log = useRequestLog(projectId);
+  const [environment, setEnvironment] = useEnvironmentParam();
+  return <RequestLog key={environment} projectId={params.id!} environment={environment} onEnvironment={setEnvironment} />;
+}
+
+function RequestLog({ projectId, environment, onEnvironment }: { projectId: string; environment: string; onEnvironment(name: string): void }) {
+  const log = useRequestLog(projectId, environment);
   const [cls, setCls] = useState<ClassFilter>('all');
   const shown = useMemo(() => (cls === 'all' ? log.rows : log.rows.filter((r) => classOf(r.status) === cls)), [log.rows, cls]);
   return (
     <div className="request-logs">
       <h2>Request logs</h2>
       <div className="logs-controls">
+        <EnvironmentChoice projectId={projectId} value={environment} onChange={onEnvironment} />
         <Field label="Status">
           {(p) => (
             <Select {...p} value={cls} onChange={(e) => setCls(e.target.value as ClassFilter)}>
