@@ -228,8 +228,10 @@ describe('the live log pages', browserSuite('the live log pages'), () => {
     await page.goto(`/projects/${projectId}/logs`);
     await page.getByLabel('Environment').selectOption('feat');
     await page.waitForURL(/[?&]environment=feat\b/);
-    await logLine(page, 'listening on').first().waitFor({ timeout: 15_000 });
+    await page.getByText('Live.').waitFor({ timeout: 10_000 });
+    // A preview sleeps until its first request: this one wakes it.
     assert.equal((await previewEdge('/only-in-preview')).status, 200);
+    await logLine(page, 'listening on').first().waitFor({ timeout: 15_000 });
     assert.equal((await edge('/only-in-production')).status, 200);
     await logLine(page, 'request GET /only-in-preview').waitFor({ timeout: 10_000 });
     // Production's line is in production's log, not here.
