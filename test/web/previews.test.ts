@@ -189,6 +189,11 @@ describe('previews and promotion in the dashboard', browserSuite('previews and p
     assert.match((await edge(`${project.slug}.localhost`)).text, /^hello v1/, 'production is untouched');
     await page.locator('.toast').first().waitFor({ state: 'detached', timeout: 10_000 });
     await screenshot(page, 'previews');
+    // Its logs are a link away: the Logs page with the preview chosen.
+    await feat.getByRole('link', { name: 'Logs of feat' }).click();
+    await page.waitForURL(/\/logs\?environment=feat$/);
+    assert.equal(await page.getByLabel('Environment').inputValue(), 'feat');
+    await page.getByText('Live.').waitFor({ timeout: 10_000 });
     assert.deepEqual(pageErrors(page), []);
     await context.close();
   });

@@ -100,7 +100,21 @@ export function PreviewCard({ projectId, project, env, production, canWrite, onR
           </>
         ) : null}
         <dt>Runtime</dt>
-        <dd>{current ? 'Sleeps when idle; its first request wakes it' : <span className="muted">nothing to run yet</span>}</dd>
+        <dd>
+          {current ? 'Sleeps when idle; its first request wakes it' : <span className="muted">nothing to run yet</span>}
+          {current ? (
+            <>
+              {' · '}
+              <Link href={`/projects/${projectId}/logs?environment=${encodeURIComponent(env.name)}`} aria-label={`Logs of ${env.name}`}>
+                Logs
+              </Link>
+              {' · '}
+              <Link href={`/projects/${projectId}/requests?environment=${encodeURIComponent(env.name)}`} aria-label={`Requests of ${env.name}`}>
+                Requests
+              </Link>
+            </>
+          ) : null}
+        </dd>
         <dt>Created</dt>
         <dd>
           <TimeAgo at={env.createdAt} />
