@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // Runs every test/**/*.test.ts with node:test (each file bundled into plain ES modules first,
 // scripts/test-bundles.mjs; BERTH_TEST_TSX=1 runs them through tsx instead) on SQLite and, when
-// DATABASE_URL is set, again on PostgreSQL (the files that depend on the store), all in one pool of jobs. Prints each
-// file's spec output when it ends, each store's sums, the failed files and, last, one closing line
-// "N passed, N failed" over both. Arguments pick files by a part of their path.
+// DATABASE_URL is set, again on PostgreSQL (the files that depend on the store), all in one pool of
+// jobs. Prints each file's spec output when it ends, each store's sums, the failed files and, last,
+// one closing line "N passed, N failed" over both. Arguments pick files by a part of their path.
 import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
