@@ -321,9 +321,8 @@ export class SwarmApps implements AppRunner {
       await undo().catch(() => {});
       throw fail(`could not open the balancer for ${name} on ${this.publishHost}: ${(e as Error).message}`);
     }
-    // The edge picks a task's lane per request (balanced per request, kept alive per task; the threaded
-    // edge rotates over `lanes` itself for a second at a time); the balancer's own port serves the
-    // health check and WebSocket upgrades.
+    // The edge takes a task's lane per request (`pick`, or `lanes` kept a second by its thread); the
+    // balancer's own port serves the health check and WebSocket upgrades.
     const upstream: Upstream = { host: this.publishHost, port, key: `${this.publishHost}:${port}`, pick: () => balancer.pick(), lanes: () => balancer.readyLanes() };
     let resolveExited!: (r: { code: number | null; signal: string | null }) => void;
     const exited = new Promise<{ code: number | null; signal: string | null }>((r) => (resolveExited = r));
