@@ -242,6 +242,9 @@ export class LogStore {
 
   /** The edge's requests of an app (kept like its runtime log). */
   requests<T extends LogRecord>(app: string): LogFile<T> {
+    // Once per request the edge serves: the open file first, its path only when it is not open.
+    const open = this.files.get(`r:${app}`);
+    if (open) return open as unknown as LogFile<T>;
     return this.get(`r:${app}`, path.join(this.dirOf(app), 'requests.log'), this.limits.runtimeBytes, true, REQUEST_LOG_BUFFER_MS) as unknown as LogFile<T>;
   }
 
