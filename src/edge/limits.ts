@@ -16,6 +16,8 @@ export interface EdgeLimits {
   maxConnectionsPerAddress: number;
   /** Proxies whose X-Forwarded-For names the client (BERTH_TRUSTED_PROXIES, none). */
   trustedProxies: TrustedProxies;
+  /** Plain GET and HEAD requests take the raw-socket fast path (src/edge/fast/; BERTH_EDGE_FAST_PATH=0 turns it off). */
+  fastPath: boolean;
 }
 
 /** The limits from the environment; a malformed value throws (the edge does not start). */
@@ -28,5 +30,6 @@ export function edgeLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): EdgeLim
     requestTimeoutMs: Math.max(headersTimeoutMs, positiveInt(env, 'BERTH_EDGE_REQUEST_TIMEOUT_MS', 120_000)),
     maxConnectionsPerAddress: positiveInt(env, 'BERTH_EDGE_MAX_CONNECTIONS_PER_ADDRESS', 256),
     trustedProxies: parseTrustedProxies(env.BERTH_TRUSTED_PROXIES),
+    fastPath: env.BERTH_EDGE_FAST_PATH !== '0',
   };
 }

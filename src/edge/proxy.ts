@@ -21,6 +21,8 @@ import { evaluateRules, RateCounter } from './rules.js';
 import { serveStatic } from './static-site.js';
 import { handleUpgrade, type UpgradeContext } from './upgrade.js';
 import { UpstreamPools } from './upstream-pools.js';
+import { FastConnection, type FastContext } from './fast/connection.js';
+import { RawPools } from './fast/upstream.js';
 import { UpstreamResponse } from './upstream-response.js';
 
 export type { EdgeBackend, EdgeTarget, EdgeUpstream } from './backend.js';
@@ -39,6 +41,9 @@ export { hostOf } from './request-head.js';
 export class EdgeServer {
   readonly server: http.Server;
   private readonly pools = new UpstreamPools();
+  /** The fast path's connections to the apps, and its client connections (src/edge/fast/). */
+  private readonly rawPools = new RawPools();
+  private readonly fast = new Set<FastConnection>();
   private readonly counter = new RateCounter();
   private readonly upgrades = new Set<Duplex>();
   private readonly open: OpenRequests;
@@ -72,6 +77,7 @@ export class EdgeServer {
       },
       (req, res) => void this.handleRequest(req, res),
     );
+    if (this.limits.fastPath) this.takeConnections();
     this.server.on('connection', (socket: net.Socket) => countConnection(socket, this.connections, this.limits));
     const upgrade: UpgradeContext = { server: this.server, backend, requests, log, limits: this.limits, counter: this.counter, upgrades: this.upgrades, open: this.open };
     this.server.on('upgrade', (req, socket, head) => void handleUpgrade(upgrade, req, socket, head));
@@ -81,6 +87,30 @@ export class EdgeServer {
       const timeout = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
       socket.end(`HTTP/1.1 ${timeout ? '408 Request Timeout' : '400 Bad Request'}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
     });
+  }
+
+  /**
+   * Puts the fast path (src/edge/fast/) in front of node:http's own connection handling: each new
+   * connection's requests go there first, and a connection it hands back is node:http's from then on.
+   * node:http registers that handling as its server's one `connection` listener; if a Node version
+   * ever does otherwise, the fast path stays off.
+   */
+  private takeConnections(): void {
+    const own = this.server.listeners('connection');
+    if (own.length !== 1) return void this.log.warn('edge: node:http has an unexpected connection handler; the fast path is off');
+    const nodeListener = own[0] as (socket: net.Socket) => void;
+    this.server.removeListener('connection', nodeListener);
+    const ctx: FastContext = {
+      backend: this.backend,
+      requests: this.requests,
+      log: this.log,
+      limits: this.limits,
+      counter: this.counter,
+      open: this.open,
+      pools: this.rawPools,
+      handOver: (socket) => nodeListener.call(this.server, socket),
+    };
+    this.server.on('connection', (socket: net.Socket) => void new FastConnection(ctx, socket, this.fast));
   }
 
   /**
@@ -114,8 +144,13 @@ export class EdgeServer {
       if (!this.server.listening) return resolve();
       this.server.close(() => resolve());
       this.server.closeIdleConnections();
-      setTimeout(() => this.server.closeAllConnections(), 2000).unref();
+      for (const c of this.fast) c.close();
+      setTimeout(() => {
+        this.server.closeAllConnections();
+        for (const c of this.fast) c.destroy();
+      }, 2000).unref();
     });
+    this.rawPools.close();
     await this.pools.close();
   }
 
@@ -275,7 +310,7 @@ export class EdgeServer {
 
 /** Limits given whole (the threaded edge's, resolved on the main thread) need no environment. */
 function isWhole(l: Partial<EdgeLimits>): l is EdgeLimits {
-  return l.headersTimeoutMs !== undefined && l.bodyIdleMs !== undefined && l.requestTimeoutMs !== undefined && l.maxConnectionsPerAddress !== undefined && l.trustedProxies !== undefined;
+  return l.headersTimeoutMs !== undefined && l.bodyIdleMs !== undefined && l.requestTimeoutMs !== undefined && l.maxConnectionsPerAddress !== undefined && l.trustedProxies !== undefined && l.fastPath !== undefined;
 }
 
 /** Over the per-address connection cap: one 503, then the connection closes. */

@@ -1,0 +1,161 @@
+import { REQUEST_DROP } from '../request-head.js';
+
+/**
+ * The heads the edge's fast path reads itself (src/edge/fast/connection.ts, docs/edge.md "The fast
+ * path"). On the client's side this is a recognizer, not a parser: it accepts only a strict subset of
+ * HTTP/1.1 (a bodiless GET or HEAD whose whole head arrived, well-formed lines, one `Host`) and answers
+ * null for everything else, which then goes to node:http (llhttp) as before, so that a request this code
+ * is unsure of is judged by the parser that always judged it. On the app's side it reads the answer's
+ * head strictly; an answer outside it is a 502.
+ */
+
+/** The longest head read (node:http's own default for requests, undici's for answers). */
+export const MAX_HEAD = 16 * 1024;
+
+const REQUEST_LINE = /^(GET|HEAD) (\/[\x21-\x7e]*) HTTP\/1\.1$/;
+const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: [\t\x20-\x7e\x80-\xff]*)?$/;
+/**
+ * `name: value`: a token, no space before the colon, a value of visible characters, spaces, tabs and
+ * obs-text (its surrounding spaces cut by `trimOws`: one greedy class keeps the match linear).
+ */
+const HEADER_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+):([\t\x20-\x7e\x80-\xff]*)$/;
+
+/** A header value without the spaces and tabs around it (RFC 9110 OWS; not String.trim, which cuts more). */
+export function trimOws(v: string): string {
+  let a = 0;
+  let b = v.length;
+  while (a < b && (v.charCodeAt(a) === 0x20 || v.charCodeAt(a) === 0x09)) a++;
+  while (b > a && (v.charCodeAt(b - 1) === 0x20 || v.charCodeAt(b - 1) === 0x09)) b--;
+  return a === 0 && b === v.length ? v : v.slice(a, b);
+}
+
+/** Does a comma-separated header value hold `token` (case-insensitive)? */
+function hasToken(value: string, token: string): boolean {
+  return value.toLowerCase().split(',').some((t) => trimOws(t) === token);
+}
+
+/** Client headers that send a request to node:http whatever their value (bodies, upgrades, the instances' own hop). */
+const NOT_FAST = new Set(['transfer-encoding', 'upgrade', 'expect', 'x-berth-hop', 'x-berth-client', 'x-berth-proto', 'http2-settings']);
+/** Client headers the fast path reads: a second one of any sends the request to node:http. */
+const READ_ONCE = new Set(['host', 'content-length', 'connection', 'x-forwarded-for', 'x-forwarded-proto']);
+
+export interface SimpleRequest {
+  method: 'GET' | 'HEAD';
+  /** The request-target as sent (origin-form). */
+  target: string;
+  host: string;
+  forwardedFor: string | undefined;
+  forwardedProto: string | undefined;
+  /** The client asked to close the connection after this answer. */
+  close: boolean;
+  /** The header lines the app gets, each ending in CRLF (those in REQUEST_DROP left out). */
+  pass: string;
+}
+
+/**
+ * The request whose head is `buf[0, end)` (`end` the index of its blank line's CRLFCRLF), when it is in
+ * the subset the fast path serves; null sends it to node:http.
+ */
+export function readSimpleRequest(buf: Buffer, end: number): SimpleRequest | null {
+  if (end > MAX_HEAD) return null;
+  const lines = buf.toString('latin1', 0, end).split('\r\n');
+  const first = REQUEST_LINE.exec(lines[0]!);
+  if (!first) return null;
+  let host: string | undefined;
+  let forwardedFor: string | undefined;
+  let forwardedProto: string | undefined;
+  let close = false;
+  let pass = '';
+  const seen = new Set<string>();
+  for (let i = 1; i < lines.length; i++) {
+    const line = lines[i]!;
+    const m = HEADER_LINE.exec(line);
+    if (!m) return null;
+    const name = m[1]!.toLowerCase();
+    if (NOT_FAST.has(name)) return null;
+    if (READ_ONCE.has(name)) {
+      if (seen.has(name)) return null;
+      seen.add(name);
+      const value = trimOws(m[2]!);
+      if (name === 'host') host = value;
+      else if (name === 'content-length' && value !== '0') return null;
+      else if (name === 'connection') {
+        if (hasToken(value, 'upgrade')) return null;
+        close = hasToken(value, 'close');
+      } else if (name === 'x-forwarded-for') forwardedFor = value;
+      else if (name === 'x-forwarded-proto') forwardedProto = value;
+    }
+    if (!REQUEST_DROP.has(name)) pass += line + '\r\n';
+  }
+  if (!host) return null;
+  return { method: first[1] as 'GET' | 'HEAD', target: first[2]!, host, forwardedFor, forwardedProto, close, pass };
+}
+
+/** How an app's answer body is delimited. */
+export type Framing = { kind: 'none' } | { kind: 'length'; length: number } | { kind: 'chunked' } | { kind: 'close' };
+
+export interface AnswerHead {
+  status: number;
+  /** The header lines the client gets, each ending in CRLF (hop-by-hop ones and the framing left out). */
+  pass: string;
+  /** The app's `Content-Length`, when it sent one. */
+  length: number | null;
+  framing: Framing;
+  /** The connection to the app can carry another request after this answer. */
+  reusable: boolean;
+  /** How long the app keeps an idle connection open, from its `Keep-Alive: timeout=N` (ms), else null. */
+  keepAliveMs: number | null;
+  hasDate: boolean;
+}
+
+/** Answer headers the client does not get as the app sent them (the edge frames the body itself). */
+const ANSWER_DROP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length']);
+
+/**
+ * The head of an app's answer (`buf[0, end)`) to a request of `method`; an Error names what is wrong
+ * with it (the client gets a 502).
+ */
+// Long on purpose: one pass over the answer's lines with the framing rules of RFC 9112 section 6.3 beside it.
+export function readAnswerHead(buf: Buffer, end: number, method: string): AnswerHead | Error {
+  if (end > MAX_HEAD) return new Error('the answer head is too large');
+  const lines = buf.toString('latin1', 0, end).split('\r\n');
+  const first = STATUS_LINE.exec(lines[0]!);
+  if (!first) return new Error('malformed status line');
+  const status = Number(first[2]);
+  let reusable = first[1] === '1';
+  let length: number | null = null;
+  let chunked = false;
+  let keepAliveMs: number | null = null;
+  let hasDate = false;
+  let pass = '';
+  for (let i = 1; i < lines.length; i++) {
+    const m = HEADER_LINE.exec(lines[i]!);
+    if (!m) return new Error('malformed header line');
+    const name = m[1]!.toLowerCase();
+    const value = trimOws(m[2]!);
+    if (name === 'content-length') {
+      if (!/^\d{1,15}$/.test(value)) return new Error('malformed Content-Length');
+      if (length !== null && length !== Number(value)) return new Error('conflicting Content-Length');
+      length = Number(value);
+    } else if (name === 'transfer-encoding') {
+      if (value.toLowerCase() !== 'chunked' || chunked) return new Error(`unsupported Transfer-Encoding ${value}`);
+      chunked = true;
+    } else if (name === 'connection') {
+      if (hasToken(value, 'close')) reusable = false;
+    } else if (name === 'keep-alive') {
+      const t = /(?:^|,)\s*timeout=(\d+)/i.exec(value);
+      if (t) keepAliveMs = Number(t[1]) * 1000;
+    } else if (name === 'date') hasDate = true;
+    if (!ANSWER_DROP.has(name)) pass += lines[i] + '\r\n';
+  }
+  if (chunked && length !== null) return new Error('both Content-Length and Transfer-Encoding');
+  let framing: Framing;
+  if (method === 'HEAD' || status < 200 || status === 204 || status === 304) framing = { kind: 'none' };
+  else if (chunked) framing = { kind: 'chunked' };
+  else if (length !== null) framing = { kind: 'length', length };
+  else {
+    framing = { kind: 'close' };
+    reusable = false;
+  }
+  return { status, pass, length, framing, reusable, keepAliveMs, hasDate };
+}
