@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type net from 'node:net';
 import type { Logger } from 'pino';
 import { clientAddress } from '../../lib/trusted-proxies.js';
+import { httpDate } from '../../lib/http-date.js';
 import { isoNow } from '../../lib/iso-now.js';
 import type { EdgeBackend, EdgeTarget, EdgeUpstream } from '../backend.js';
 import { isOverCap } from '../connection-cap.js';
@@ -34,18 +35,6 @@ const KEEP_ALIVE_MS = 10_000;
 const HOLD_MAX = 64 * 1024;
 /** A path the app may be sent as it is in a request line (normalizeTarget escapes the rest). */
 const SENDABLE = /^\/[\x21-\x7e]*$/;
-
-let dateSecond = 0;
-let dateLine = '';
-/** `date: ...` CRLF, made once a second. */
-function dateHeader(): string {
-  const s = Math.floor(Date.now() / 1000);
-  if (s !== dateSecond) {
-    dateSecond = s;
-    dateLine = `date: ${new Date(s * 1000).toUTCString()}\r\n`;
-  }
-  return dateLine;
-}
 
 /**
  * One client connection on the edge's fast path (docs/edge.md "The fast path"): a bodiless GET or
@@ -215,7 +204,7 @@ export class FastConnection {
   headOf(log: LogState, status: number, headers: string, hasDate = false): string {
     const hsts = log.secure && log.target.hsts ? 'strict-transport-security: max-age=31536000\r\n' : '';
     const conn = log.close || this.closing ? 'connection: close\r\n' : `connection: keep-alive\r\nkeep-alive: timeout=${KEEP_ALIVE_MS / 1000}\r\n`;
-    return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Unknown'}\r\n${headers}${hsts}${hasDate ? '' : dateHeader()}${conn}\r\n`;
+    return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Unknown'}\r\n${headers}${hsts}${hasDate ? '' : `date: ${httpDate()}\r\n`}${conn}\r\n`;
   }
 
   get client(): net.Socket {
