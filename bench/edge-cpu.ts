@@ -15,7 +15,8 @@ import { api, ensureNginx, startNginx, tgzOf, uploadAndDeploy, waitReady, writeH
  * (the load generator), from /proc. First each target's idle CPU over 5 s, then WARM_MS of unmeasured
  * load each. ROUNDS, ROUND_MS; NO_MIN=1 leaves the minimal proxy out; STRACE=1 counts the syscalls of
  * the last round into /tmp/edgeh/strace-<target>.txt; B=1 adds a second Berth whose node flags are
- * B_FLAGS and whose tree (dist/) is B_ROOT, for A/B runs in the same rounds; WORKER=1 adds the EdgeServer
+ * B_FLAGS, whose tree (dist/) is B_ROOT and whose extra environment is B_ENV (JSON), for A/B runs in
+ * the same rounds (`B=1 B_ENV='{"BERTH_EDGE_FAST_PATH":"0"}'`: the edge without its fast path); WORKER=1 adds the EdgeServer
  * class alone on a worker thread of the first Berth's process (bench/servers/edge-in-worker.mjs).
  */
 
@@ -84,7 +85,8 @@ export async function main() {
       // A second Berth: B_FLAGS its node flags, B_ROOT a tree with its own dist/ (bench/servers/berth.mjs there).
       const saved = process.env.BENCH_NODE_FLAGS;
       if (process.env.B_FLAGS !== undefined) process.env.BENCH_NODE_FLAGS = process.env.B_FLAGS;
-      const b2 = await startChild(path.join(process.env.B_ROOT ?? process.cwd(), 'bench/servers/berth.mjs'), { BERTH_SLEEP_IDLE_SECONDS: '3600', BERTH_RUNTIME: 'process', BERTH_CGROUPS: '' });
+      const bEnv = JSON.parse(process.env.B_ENV ?? '{}') as Record<string, string>;
+      const b2 = await startChild(path.join(process.env.B_ROOT ?? process.cwd(), 'bench/servers/berth.mjs'), { BERTH_SLEEP_IDLE_SECONDS: '3600', BERTH_RUNTIME: 'process', BERTH_CGROUPS: '', ...bEnv });
       if (saved === undefined) delete process.env.BENCH_NODE_FLAGS; else process.env.BENCH_NODE_FLAGS = saved;
       extra.push(b2);
       const i2 = b2.info as { url: string; token: string; pid: number };
