@@ -112,7 +112,10 @@ export async function startInstance(spec: ReleaseSpec, deps: InstanceDeps): Prom
   const last = steps[steps.length - 1]!;
   const spawned = span('app.exec-to-healthy');
   const proc = box.exec(last.argv, { cwd: spec.cwd, env: { ...env, ...last.env } });
-  const exited = proc.exited.then(({ code, signal }) => ({ code, signal }));
+  const exited = proc.exited.then(({ code, signal, error }) => {
+    if (error && proc.pid) note(`the app could not start: ${error.message}`);
+    return { code, signal };
+  });
   if (!proc.pid) {
     await exited;
     await fail(`could not start "${last.argv[0]}": program not found`);

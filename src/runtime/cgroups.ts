@@ -77,8 +77,8 @@ export interface CgroupHandle {
   /** `controllers:relative/path` for `cgexec -g` (the process starts inside the group). */
   readonly cgexecSpec: string;
   readonly paths: string[];
-  /** Moves a process into the group (only for drivers that cannot start inside it). */
-  addPid(pid: number): void;
+  /** Moves a process into the group (each of its hierarchies); false when any move was refused. */
+  addPid(pid: number): boolean;
   /** Every process in the group now. */
   pids(): number[];
   /** Kills every process in the group (and whatever it forks meanwhile), bounded. */
@@ -209,7 +209,9 @@ export function createCgroup(support: CgroupSupport, instanceKey: string, name: 
     cgexecSpec: `${controllers.join(',')}:${rel.split(path.sep).join('/')}`,
     paths: dirs,
     addPid(pid: number) {
-      for (const p of dirs) tryWrite(path.join(p, 'cgroup.procs'), String(pid));
+      let all = true;
+      for (const p of dirs) all = tryWrite(path.join(p, 'cgroup.procs'), String(pid)) && all;
+      return all;
     },
     pids() {
       return [...new Set(dirs.flatMap(readPids))];
