@@ -99,7 +99,7 @@ export class Releases {
     const preview = environment !== 'production';
     const appRoot = this.releaseRootOf(appDir);
     const told = note ?? ((line: string) => this.ctx.log.warn({ projectId, deploymentId }, line));
-    const script = command ? await startScript(appDir, command, told, appRoot) : null;
+    const script = command ? await this.startScriptOf(appDir, command, told, appRoot) : null;
     return {
       projectId,
       ...(preview ? { app: appKeyOf(projectId, environment) } : {}),
@@ -119,6 +119,22 @@ export class Releases {
       path: (cwdInside, rootInside) => env.PATH ?? pathWithBin(cwdInside, this.visiblePath(base.PATH), rootInside),
     };
   }
+
+  /**
+   * A release's start script (`startScript`), read once per release folder and command: a release
+   * does not change once built (its folder is read-only in every box), and a wake then reads no file.
+   */
+  private async startScriptOf(appDir: string, command: string, note: (line: string) => void, appRoot: string): Promise<string | null> {
+    const key = `${appDir}\0${command}`;
+    const known = this.scripts.get(key);
+    if (known !== undefined) return known;
+    const script = await startScript(appDir, command, note, appRoot);
+    if (this.scripts.size >= 256) this.scripts.clear();
+    this.scripts.set(key, script);
+    return script;
+  }
+
+  private readonly scripts = new Map<string, string | null>();
 
   /** The PATH folders the driver's boxes can see (the sandbox shows the system folders, not /root). */
   visiblePath(pathVar: string | undefined): string {
