@@ -90,7 +90,33 @@ export async function openPage(browser: Browser, server: TestServer, view: ViewO
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
   (page as Page & { berthErrors: string[] }).berthErrors = errors;
+  // What the page asked for and did not get: said when a wait for the page fails (pageState).
+  const notes: string[] = [];
+  const note = (line: string) => {
+    notes.push(`${new Date().toISOString().slice(11, 23)} ${line}`);
+    if (notes.length > 40) notes.shift();
+  };
+  page.on('requestfailed', (r) => note(`request failed: ${r.method()} ${r.url()} (${r.failure()?.errorText ?? '?'})`));
+  page.on('response', (r) => {
+    if (r.status() >= 400) note(`${r.status()} ${r.request().method()} ${r.url()}`);
+  });
+  page.on('console', (m) => {
+    if (m.type() === 'error') note(`console error: ${m.text()}`);
+  });
+  (page as Page & { berthNotes: string[] }).berthNotes = notes;
   return { context, page };
+}
+
+/**
+ * What a page shows and what it failed to load: for the error of a wait that timed out (a sign-in
+ * form that never appeared under a loaded machine says here whether its script came, and how).
+ */
+export async function pageState(page: Page): Promise<string> {
+  const text = await page
+    .evaluate(() => document.body?.innerText ?? '(no body)')
+    .then((t) => t.replace(/\s+/g, ' ').slice(0, 400), (e: Error) => `(unreadable: ${e.message})`);
+  const notes = (page as Page & { berthNotes?: string[] }).berthNotes ?? [];
+  return [`page ${page.url()} shows: ${text}`, ...notes.map((n) => `  ${n}`), ...pageErrors(page).map((e) => `  page error: ${e}`)].join('\n');
 }
 
 /** The uncaught exceptions a page has seen (none, in a passing test). */
@@ -101,7 +127,11 @@ export function pageErrors(page: Page): string[] {
 /** Signs in through the sign-in form and waits for the projects page. */
 export async function signIn(page: Page, user: Pick<TestUser, 'email' | 'password'>): Promise<void> {
   await page.goto('/login');
-  await page.getByLabel('Email').fill(user.email);
+  try {
+    await page.getByLabel('Email').fill(user.email);
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n${await pageState(page)}`, { cause: e });
+  }
   await page.getByLabel('Password').fill(user.password);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('heading', { name: 'Projects', level: 1 }).waitFor();
