@@ -38,6 +38,8 @@ export interface SandboxBins {
   setpriv: string | null;
   cgexec: string | null;
   ip: string | null;
+  /** coreutils' `env`: hands the loader's variables to the command after the uid switch (`splitBoxEnv`). */
+  env: string | null;
   nft: string | null;
 }
 
@@ -59,7 +61,37 @@ export function findSandboxBins(): SandboxBins {
     cgexec: findProgram('cgexec'),
     ip: findProgram('ip'),
     nft: findProgram('nft'),
+    env: findProgram('env'),
   };
+}
+
+/**
+ * What glibc's loader and libc obey from the environment in a program that is not setuid: its list of
+ * "unsecure" variables (`sysdeps/generic/unsecvars.h`, what it drops for a setuid program), and any name
+ * with the prefixes it reads more of. The launcher's programs run as root and are not setuid, so none of
+ * these may reach them: a project's `LD_PRELOAD=/app/x.so` would run its code as root inside the box
+ * (in setpriv, before the uid switch), or on the host (in nsenter and bwrap) with a host path.
+ */
+const LOADER_VARIABLES = new Set(['GCONV_PATH', 'GETCONF_DIR', 'GLIBC_TUNABLES', 'HOSTALIASES', 'LOCALDOMAIN', 'LOCPATH', 'NIS_PATH', 'NLSPATH', 'RESOLV_HOST_CONF', 'RES_OPTIONS', 'TMPDIR', 'TZDIR']);
+const LOADER_PREFIXES = ['LD_', 'GLIBC_', 'MALLOC_'];
+
+/**
+ * A box's environment, in two parts: bwrap's `--setenv` pairs (read from fd 4 like its other arguments:
+ * the launcher itself starts with an empty environment, and no variable shows in a command line), and
+ * the loader's variables as `NAME=value` words for coreutils' `env`, which the chain runs after setpriv
+ * (or bwrap, without root): they act in the project's processes only. A name with `=` or a NUL, an
+ * empty name, or a value with a NUL (it would end the word in fd 4 and start another argument) is refused.
+ */
+export function splitBoxEnv(env: Record<string, string>): { setenv: string[]; late: string[] } {
+  const setenv: string[] = [];
+  const late: string[] = [];
+  for (const [k, v] of Object.entries(env)) {
+    if (!k || /[=\0]/.test(k)) throw new Error(`environment variable name ${JSON.stringify(k)} is not valid (empty, or it has "=" or a NUL)`);
+    if (v.includes('\0')) throw new Error(`environment variable ${k} has a NUL in its value`);
+    if (LOADER_VARIABLES.has(k) || LOADER_PREFIXES.some((p) => k.startsWith(p))) late.push(`${k}=${v}`);
+    else setenv.push('--setenv', k, v);
+  }
+  return { setenv, late };
 }
 
 /** Folders of the system shown read-only in every box (a symlink such as `/bin -> usr/bin` stays one). */
@@ -125,8 +157,8 @@ export class SandboxDriver implements RuntimeDriver {
     if (process.platform !== 'linux') return 'the sandbox runtime needs Linux (set BERTH_RUNTIME=docker, or BERTH_RUNTIME=process for no isolation)';
     if (!this.bins.bwrap) return 'bubblewrap is not installed: install it (Debian/Ubuntu: apt-get install bubblewrap), or set BERTH_RUNTIME=docker';
     if (this.root) {
-      const missing = (['nsenter', 'setpriv', 'ip', 'nft'] as const).filter((b) => !this.bins[b]);
-      const pkg: Record<string, string> = { nsenter: 'util-linux', setpriv: 'util-linux', ip: 'iproute2', nft: 'nftables' };
+      const missing = (['nsenter', 'setpriv', 'ip', 'nft', 'env'] as const).filter((b) => !this.bins[b]);
+      const pkg: Record<string, string> = { nsenter: 'util-linux', setpriv: 'util-linux', ip: 'iproute2', nft: 'nftables', env: 'coreutils' };
       if (missing.length) return `the sandbox runtime needs ${missing.join(', ')}: install ${[...new Set(missing.map((m) => pkg[m]))].join(' ')} (apt-get install ...)`;
       if (!this.cgroups.enforced) return `the sandbox runtime needs writable cgroups to hold every process of a box: ${this.cgroups.reason}`;
     }
@@ -281,15 +313,22 @@ class SandboxBox implements Box {
 
   exec(argv: string[], opts: ExecOptions): BoxProcess {
     if (argv.length === 0) throw new Error('empty command');
+    const { setenv, late } = splitBoxEnv(opts.env);
     const chain: string[] = [];
     if (this.ns) chain.push(this.bins.nsenter!, `--net=${this.ns.path}`, '--');
-    // bwrap's own arguments (host paths of the release, the volume, HOME) come through fd 4, so the
-    // box's PID 1 (bwrap) shows none of the data dir's layout in /proc/1/cmdline.
-    const hidden = Buffer.from(this.bwrapArgs(opts.cwd).map((a) => `${a}\0`).join(''));
+    // bwrap's own arguments (host paths of the release, the volume, HOME) and the box's environment come
+    // through fd 4, so the box's PID 1 (bwrap) shows none of the data dir's layout in /proc/1/cmdline.
+    const hidden = Buffer.from([...this.bwrapArgs(opts.cwd), ...setenv].map((a) => `${a}\0`).join(''));
     chain.push(this.bins.bwrap!, '--args', '4', '--');
     if (this.root && this.spec.identity) {
       const { uid, gid } = this.spec.identity;
       chain.push(this.bins.setpriv!, `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--inh-caps=-all', '--ambient-caps=-all', '--bounding-set=-all', '--no-new-privs', '--');
+    }
+    if (late.length) {
+      if (!this.bins.env) throw new Error('coreutils\' env is not installed: the loader\'s variables (LD_PRELOAD, ...) cannot be handed to the command');
+      // `env` takes the first word without "=" for the command.
+      if (argv[0]!.includes('=')) throw new Error(`a command named with "=" (${argv[0]}) cannot run with ${late[0]!.split('=')[0]} set`);
+      chain.push(this.bins.env, ...late);
     }
     chain.push(...argv);
     // The host-side working directory of the launcher itself: somewhere that always exists.
@@ -300,7 +339,7 @@ class SandboxBox implements Box {
     const enter = !cg ? undefined : this.root ? (pid: number) => {
       if (!cg.addPid(pid)) throw new Error('the box\'s process could not be moved into its cgroup');
     } : (pid: number) => void cg.addPid(pid);
-    const p = spawnBoxProcess(chain, '/', opts.env, [this.seccomp, hidden], enter);
+    const p = spawnBoxProcess(chain, '/', {}, [this.seccomp, hidden], enter);
     if (p.pid) this.leaders.add(p.pid);
     // bwrap exits with 128+N when the command was killed by signal N: report it as that signal.
     const exited = p.exited.then((r) => {
