@@ -87,6 +87,12 @@ function pidAlive(pid: number): boolean {
   }
 }
 
+/** Told when a spare namespace is ready and when any namespace is about to go (the sandbox's spare launchers). */
+export interface SpareHooks {
+  made(ns: NetNamespace): void;
+  released(ns: NetNamespace): void;
+}
+
 /** Spare namespaces kept ready at most (each a veth pair and a /30; docs/runtime.md "Network"). */
 const MAX_SPARES = 4;
 
@@ -106,6 +112,7 @@ export class NetworkPool {
     private readonly bins: { ip: string; nft: string; nsenter: string },
     private readonly instanceKey: string,
     firewall?: HostFirewall,
+    private readonly hooks?: SpareHooks,
   ) {
     this.firewall = firewall ?? new HostFirewall();
     this.links = new ServiceLinks(bins.nft, () => run(this.bins.nft, ['-f', '-'], hostRules(process.getuid?.() ?? 0, egressExceptions())));
@@ -319,7 +326,8 @@ export class NetworkPool {
   /**
    * Makes a spare namespace for `port` in the background, unless one is there or being made: the next
    * box with that port (a wake, a redeploy) skips the three process starts of its setup. A spare is
-   * exactly what `make` sets up for a box, and no process ever ran in it; at most MAX_SPARES are kept
+   * exactly what `make` sets up for a box, and no box's process ever ran in it (`hooks.made` may start a
+   * launcher that waits there for its arguments); at most MAX_SPARES are kept
    * (the oldest goes), and `close` releases them. Called when a box's namespace is released (an app
    * stopped, slept or was replaced), so the work is off every start's path.
    */
@@ -329,6 +337,7 @@ export class NetworkPool {
       .then(async (ns) => {
         if (this.closing) return this.release(ns);
         this.spares.push(ns);
+        this.hooks?.made(ns);
         while (this.spares.length > MAX_SPARES) await this.release(this.spares.shift()!);
       })
       .catch(() => {
@@ -356,6 +365,7 @@ export class NetworkPool {
 
   /** Deletes the namespace (its veth pair goes with it) and frees the /30. */
   async release(ns: NetNamespace): Promise<void> {
+    this.hooks?.released(ns);
     await this.links.detach(ns.sandboxAddr).catch(() => {});
     // One process: the host side usually goes with the namespace, and `-force` goes on past a line that fails.
     try {

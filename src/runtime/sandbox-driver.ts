@@ -6,7 +6,8 @@ import { vethUsage, type UsageCounters } from './usage.js';
 import { createCgroup, reclaimCgroups, removeInstanceCgroups, type CgroupHandle, type CgroupSupport } from './cgroups.js';
 import type { Box, BoxProcess, BoxSpec, DriverStatus, ExecOptions, RuntimeDriver } from './driver.js';
 import { DriverUnavailableError } from './driver.js';
-import { groupAlive, killGroup, spawnBoxProcess } from './box-process.js';
+import { groupAlive, killGroup, startLauncher } from './box-process.js';
+import { SpareLaunchers } from './spare-launchers.js';
 import { boxResolvConf, indexOfAddress, NetworkPool, type NetNamespace } from './netns.js';
 import { freePort } from './proc.js';
 import { seccompFilter, SeccompUnsupportedError } from './seccomp.js';
@@ -116,6 +117,8 @@ export class SandboxDriver implements RuntimeDriver {
   private readonly problem: string | null;
   /** The seccomp filter, built once per server start and handed to every bwrap (`--seccomp 3`). */
   private readonly seccomp: Buffer | null;
+  /** Launchers waiting in spare namespaces for the next start of an app (spare-launchers.ts). */
+  private readonly launchers: SpareLaunchers | null;
 
   constructor(
     private readonly bins: SandboxBins,
@@ -129,7 +132,14 @@ export class SandboxDriver implements RuntimeDriver {
     const filter = this.filter();
     this.seccomp = typeof filter === 'string' ? null : filter;
     this.problem = this.check() ?? (typeof filter === 'string' ? filter : null);
-    this.net = this.root && !this.problem ? new NetworkPool({ ip: bins.ip!, nft: bins.nft!, nsenter: bins.nsenter! }, instanceKey) : null;
+    this.launchers = this.root && !this.problem ? new SpareLaunchers((nsPath) => launchHead(bins, nsPath), 2) : null;
+    const launchers = this.launchers;
+    this.net = launchers
+      ? new NetworkPool({ ip: bins.ip!, nft: bins.nft!, nsenter: bins.nsenter! }, instanceKey, undefined, {
+          made: (ns) => launchers.prepare(ns.path, ns.port),
+          released: (ns) => launchers.drop(ns.path),
+        })
+      : null;
     const notes: string[] = [];
     if (!cgroups.enforced) notes.push(`resource limits are not enforced: ${cgroups.reason}`);
     if (!this.root) notes.push('the server does not run as root: apps share the host network and the server\'s uid outside their user namespace');
@@ -215,6 +225,7 @@ export class SandboxDriver implements RuntimeDriver {
 
   async close(): Promise<void> {
     await this.net?.close();
+    this.launchers?.close();
     removeInstanceCgroups(this.cgroups, this.instanceKey);
   }
 
@@ -257,8 +268,13 @@ export class SandboxDriver implements RuntimeDriver {
       await cg?.remove();
       throw e;
     }
-    return new SandboxBox(this.bins, this.systemArgs, spec, cg, ns, port, this.net, this.root, this.seccomp!);
+    return new SandboxBox(this.bins, this.systemArgs, spec, cg, ns, port, this.net, this.root, this.seccomp!, this.launchers);
   }
+}
+
+/** The launch chain up to bwrap's `--` (its arguments come through fd 4): `nsenter --net` first when the box has a namespace. */
+function launchHead(bins: SandboxBins, nsPath: string | null): string[] {
+  return [...(nsPath ? [bins.nsenter!, `--net=${nsPath}`, '--'] : []), bins.bwrap!, '--args', '4', '--'];
 }
 
 class SandboxBox implements Box {
@@ -279,6 +295,7 @@ class SandboxBox implements Box {
     private readonly root: boolean,
     /** The seccomp filter bwrap reads from fd 3 (see seccomp.ts). */
     private readonly seccomp: Buffer,
+    private readonly launchers: SpareLaunchers | null,
   ) {
     this.host = ns ? ns.sandboxAddr : '127.0.0.1';
     this.bindHost = ns ? '0.0.0.0' : '127.0.0.1';
@@ -314,12 +331,11 @@ class SandboxBox implements Box {
   exec(argv: string[], opts: ExecOptions): BoxProcess {
     if (argv.length === 0) throw new Error('empty command');
     const { setenv, late } = splitBoxEnv(opts.env);
-    const chain: string[] = [];
-    if (this.ns) chain.push(this.bins.nsenter!, `--net=${this.ns.path}`, '--');
     // bwrap's own arguments (host paths of the release, the volume, HOME) and the box's environment come
     // through fd 4, so the box's PID 1 (bwrap) shows none of the data dir's layout in /proc/1/cmdline.
     const hidden = Buffer.from([...this.bwrapArgs(opts.cwd), ...setenv].map((a) => `${a}\0`).join(''));
-    chain.push(this.bins.bwrap!, '--args', '4', '--');
+    const head = launchHead(this.bins, this.ns?.path ?? null);
+    const chain: string[] = [];
     if (this.root && this.spec.identity) {
       const { uid, gid } = this.spec.identity;
       chain.push(this.bins.setpriv!, `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--inh-caps=-all', '--ambient-caps=-all', '--bounding-set=-all', '--no-new-privs', '--');
@@ -331,7 +347,9 @@ class SandboxBox implements Box {
       chain.push(this.bins.env, ...late);
     }
     chain.push(...argv);
-    // The host-side working directory of the launcher itself: somewhere that always exists.
+    // The next spare namespace for this port gets a launcher for this command (an app that sleeps and
+    // wakes finds it there); a managed service never takes spares.
+    if (this.spec.kind === 'app' && !this.spec.service && this.port !== null && this.ns) this.launchers?.hint(this.port, chain);
     // Into the box's cgroup before bwrap has its arguments (it forks nothing before), so the box's
     // processes and its cgroup namespace's root are the group's. One write per hierarchy: cgexec did
     // the same writes at the cost of its own start (libcgroup's, about 10 ms of every launch).
@@ -339,7 +357,11 @@ class SandboxBox implements Box {
     const enter = !cg ? undefined : this.root ? (pid: number) => {
       if (!cg.addPid(pid)) throw new Error('the box\'s process could not be moved into its cgroup');
     } : (pid: number) => void cg.addPid(pid);
-    const p = spawnBoxProcess(chain, '/', {}, [this.seccomp, hidden], enter);
+    // A launcher already waiting in this box's namespace when it is this very command (a wake), else a
+    // new one (its working directory on the host: somewhere that always exists; bwrap --chdir's inside).
+    const whole = [...head, ...chain];
+    const waiting = this.ns && this.launchers ? this.launchers.take(this.ns.path, whole) : null;
+    const p = (waiting ?? startLauncher(whole, '/', {}, 2)).feed([this.seccomp, hidden], enter);
     if (p.pid) this.leaders.add(p.pid);
     // bwrap exits with 128+N when the command was killed by signal N: report it as that signal.
     const exited = p.exited.then((r) => {
