@@ -10,7 +10,7 @@ import { chownSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { createDriver } from '../../src/runtime/drivers.js';
 import type { Box, RuntimeDriver } from '../../src/runtime/driver.js';
-import { splitBoxEnv } from '../../src/runtime/sandbox-driver.js';
+import { splitBoxEnv } from '../../src/runtime/box-env.js';
 import { tempDir } from '../support/harness.js';
 
 describe('splitting a box environment', () => {
