@@ -6,12 +6,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chownSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { createDriver } from '../../src/runtime/drivers.js';
-import type { Box, RuntimeDriver } from '../../src/runtime/driver.js';
+import type { Box } from '../../src/runtime/driver.js';
 import { splitBoxEnv } from '../../src/runtime/box-env.js';
-import { tempDir } from '../support/harness.js';
+import { openSandboxBox, type SandboxBoxFixture } from './box-fixture.js';
 
 describe('splitting a box environment', () => {
   test('the loader\'s variables go to the command after the uid switch; the rest to bwrap', () => {
@@ -33,28 +31,17 @@ const skip = !ready && 'needs root and bubblewrap (the sandbox driver as the ser
 
 describe('a project\'s environment inside a sandbox box', { skip }, () => {
   let root: string;
-  let driver: RuntimeDriver;
   let box: Box;
+  let fixture: SandboxBoxFixture | undefined;
   const uid = 262000 + (process.pid % 10000);
 
   before(async () => {
-    root = tempDir('berth-box-env-');
-    const app = path.join(root, 'app');
-    const home = path.join(root, 'home');
-    for (const d of [app, home]) {
-      mkdirSync(d, { recursive: true });
-      chownSync(d, uid, uid);
-    }
-    driver = createDriver('sandbox', path.join(root, 'data'));
-    assert.deepEqual(driver.status(), { driver: 'sandbox', ready: true });
-    await driver.reclaim();
-    box = await driver.open({ kind: 'app', port: 3000, projectId: 'prj_boxenv', name: `boxenv-${process.pid}`, identity: { uid, gid: uid }, limits: { cpuCores: 1, memoryMb: 256 }, appDir: app, homeDir: home });
+    fixture = await openSandboxBox('berth-box-env-', uid, { kind: 'app', port: 3000, projectId: 'prj_boxenv', name: `boxenv-${process.pid}`, limits: { cpuCores: 1, memoryMb: 256 } });
+    ({ root, box } = fixture);
   });
 
   after(async () => {
-    await box?.dispose();
-    await driver?.close?.();
-    if (root) rmSync(root, { recursive: true, force: true });
+    await fixture?.close();
   });
 
   async function run(argv: string[], env: Record<string, string>): Promise<{ code: number | null; out: string }> {

@@ -5,12 +5,11 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createDriver } from '../../src/runtime/drivers.js';
-import type { Box, RuntimeDriver } from '../../src/runtime/driver.js';
+import type { Box } from '../../src/runtime/driver.js';
 import { BPF, CLONE_NEW_FLAGS, SECCOMP_DENIED, SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO, auditArch, seccompArches, seccompFilter, syscallNumber } from '../../src/runtime/seccomp.js';
-import { tempDir } from '../support/harness.js';
+import { openSandboxBox, type SandboxBoxFixture } from './box-fixture.js';
 
 /** Runs the filter's classic-BPF program over one `seccomp_data` (only the opcodes the generator emits). */
 function decide(prog: Buffer, data: { arch: number; nr: number; args?: number[] }): string {
@@ -143,28 +142,17 @@ print('ok' if r >= 0 else errno.errorcode.get(-r, str(-r)))
 
 describe('inside a sandbox box', { skip }, () => {
   let root: string;
-  let driver: RuntimeDriver;
   let box: Box;
+  let fixture: SandboxBoxFixture | undefined;
   const uid = 260000 + (process.pid % 10000);
 
   before(async () => {
-    root = tempDir('berth-seccomp-');
-    const app = path.join(root, 'app');
-    const home = path.join(root, 'home');
-    for (const d of [app, home]) {
-      mkdirSync(d, { recursive: true });
-      chownSync(d, uid, uid);
-    }
-    driver = createDriver('sandbox', path.join(root, 'data'));
-    assert.deepEqual(driver.status(), { driver: 'sandbox', ready: true });
-    await driver.reclaim();
-    box = await driver.open({ kind: 'build', projectId: 'prj_seccomp', name: `seccomp-${process.pid}`, identity: { uid, gid: uid }, limits: { cpuCores: 1, memoryMb: 768 }, appDir: app, homeDir: home });
+    fixture = await openSandboxBox('berth-seccomp-', uid, { kind: 'build', projectId: 'prj_seccomp', name: `seccomp-${process.pid}`, limits: { cpuCores: 1, memoryMb: 768 } });
+    ({ root, box } = fixture);
   });
 
   after(async () => {
-    await box?.dispose();
-    await driver?.close?.();
-    if (root) rmSync(root, { recursive: true, force: true });
+    await fixture?.close();
   });
 
   async function run(argv: string[], env: Record<string, string> = {}): Promise<{ code: number | null; out: string }> {
