@@ -320,8 +320,9 @@ class SandboxBox implements Box {
     }
     chain.push(...argv);
     // The next spare namespace for this port gets a launcher for this command (an app that sleeps and
-    // wakes finds it there); a managed service never takes spares.
-    if (this.spec.kind === 'app' && !this.spec.service && this.port !== null && this.ns) this.launchers?.hint(this.port, chain);
+    // wakes finds it there); a managed service never takes spares. Not when the loader's variables are
+    // in the command line (`env`'s words): no value of the box's environment waits in a process's.
+    if (this.spec.kind === 'app' && !this.spec.service && this.port !== null && this.ns && !late.length) this.launchers?.hint(this.port, chain);
     // Into the box's cgroup before bwrap has its arguments (it forks nothing before), so the box's
     // processes and its cgroup namespace's root are the group's. One write per hierarchy: cgexec did
     // the same writes at the cost of its own start (libcgroup's, about 10 ms of every launch).

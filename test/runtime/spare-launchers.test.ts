@@ -106,6 +106,25 @@ describe('a launcher started ahead of need', { skip }, () => {
     }
   });
 
+  test('no launcher is made for a command that carries the loader\'s variables (no value of the environment waits in a command line)', async () => {
+    const quiet = `spare-launcher-loader-${process.pid}`;
+    const withLoader = ['/bin/sh', '-c', 'echo "$LD_BIND_NOW"', quiet];
+    const other = { ...spec, port: port + 1 };
+    const first = await driver.open({ ...other, name: `${spec.name}-4` });
+    const a = await output(first, withLoader, { PATH: '/usr/bin:/bin', LD_BIND_NOW: '1' }, path.join(root, 'app'));
+    assert.equal(a.code, 0, a.out);
+    assert.equal(a.out.trim(), '1');
+    await first.dispose();
+    // The next box with that port gets the spare made after the release (a spare still being made is
+    // waited for): a launcher would be in it by now.
+    const second = await driver.open({ ...other, name: `${spec.name}-5` });
+    try {
+      assert.deepEqual(pidsRunning(quiet), [], 'no launcher waits with the command');
+    } finally {
+      await second.dispose();
+    }
+  });
+
   test('closing the driver leaves no launcher waiting', async () => {
     await waitFor(() => pidsRunning(`bwrap --args 4 -- /usr/bin/setpriv --reuid=${uid}`).length === 1, 'a waiting launcher', 20000);
     await driver.close?.();
