@@ -14,7 +14,9 @@ import { api, ensureNginx, startNginx, tgzOf, uploadAndDeploy, waitReady, writeH
  * nginx's in the same round, p99, and the CPU per request of the proxy, of the app and of this process
  * (the load generator), from /proc. First each target's idle CPU over 5 s, then WARM_MS of unmeasured
  * load each. ROUNDS, ROUND_MS; NO_MIN=1 leaves the minimal proxy out; STRACE=1 counts the syscalls of
- * the last round into /tmp/edgeh/strace-<target>.txt; B=1 adds a second Berth whose node flags are
+ * the last round into /tmp/edgeh/strace-<target>.txt; PERF=1 records the last round's on-CPU samples
+ * (`perf record -g`; node's `--perf-basic-prof-only-functions` in BENCH_NODE_FLAGS names JS frames) into
+ * /tmp/edgeh/perf-<target>.data, with its request count in perf-<target>.n; B=1 adds a second Berth whose node flags are
  * B_FLAGS, whose tree (dist/) is B_ROOT and whose extra environment is B_ENV (JSON), for A/B runs in
  * the same rounds (`B=1 B_ENV='{"BERTH_EDGE_FAST_PATH":"0"}'`: the edge without its fast path); WORKER=1 adds the EdgeServer
  * class alone on a worker thread of the first Berth's process (bench/servers/edge-in-worker.mjs).
@@ -113,12 +115,16 @@ export async function main() {
       for (const [i, t] of targets.entries()) {
         if (process.env.STRACE) mkdirSync(STRACE_DIR, { recursive: true });
         const st = process.env.STRACE && r === rounds - 1 ? spawn('strace', ['-c', '-f', '-o', `${STRACE_DIR}/strace-${t.name}.txt`, ...t.pids.flatMap((p) => ['-p', String(p)])], { stdio: 'ignore' }) : null;
-        if (st) await new Promise((res) => setTimeout(res, 500));
+        // PERF=1: the target's on-CPU samples of the last round (`perf record -g`, 1999 Hz) into /tmp/edgeh/perf-<target>.data.
+        const pf = process.env.PERF && r === rounds - 1 ? spawn('perf', ['record', '-F', '1999', '-g', '-o', `${STRACE_DIR}/perf-${t.name}.data`, '-p', t.pids.join(',')], { stdio: 'ignore' }) : null;
+        if (pf) mkdirSync(STRACE_DIR, { recursive: true });
+        if (st || pf) await new Promise((res) => setTimeout(res, 500));
         const b = cpuOf(t.pids), a = cpuOf(appTree), g = process.cpuUsage();
         const res = await load({ url: t.url, path: '/', headers: { host }, connections: 32, durationMs: ms, warmupMs: 300, expect: 200 });
         const n = res.requests + res.rps * 0.3;
         const gu = process.cpuUsage(g);
         if (st) { st.kill('SIGINT'); await new Promise((res) => st.once('exit', res)); console.error(`${t.name}: ${n.toFixed(0)} requests straced`); writeFileSync(`${STRACE_DIR}/strace-${t.name}.n`, String(res.requests + 300 * res.rps / 1000)); }
+        if (pf) { pf.kill('SIGINT'); await new Promise((res) => pf.once('exit', res)); writeFileSync(`${STRACE_DIR}/perf-${t.name}.n`, String(Math.round(n))); }
         per[i]!.rps.push(res.rps); per[i]!.p99.push(res.p99); per[i]!.errors += res.errors; per[i]!.n += n;
         per[i]!.cpu.push(((cpuOf(t.pids) - b) * 1000) / n);
         per[i]!.app.push(((cpuOf(appTree) - a) * 1000) / n);
