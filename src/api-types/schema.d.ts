@@ -1751,7 +1751,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Recent HTTP requests the edge served for the project; `environment` names a preview's host */
+        /** Recent HTTP requests the edge served for the project; `environment` names a preview's host, `*` every environment's (each entry naming its `environment`) */
         get: operations["getProjectsByIdServerLogsRecent"];
         put?: never;
         post?: never;
@@ -1768,7 +1768,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Stream the HTTP requests of the project (SSE `request` events); `?token=` from stream-token; `environment` names a preview's host */
+        /** Stream the HTTP requests of the project (SSE `request` events); `?token=` from stream-token; `environment` names a preview's host, `*` every environment's */
         get: operations["getProjectsByIdServerLogsStream"];
         put?: never;
         post?: never;
@@ -8367,6 +8367,7 @@ export interface operations {
                         data: {
                             bytes: number;
                             durationMs: number;
+                            environment?: string;
                             ip: string;
                             method: string;
                             path: string;

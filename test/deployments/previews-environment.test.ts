@@ -154,8 +154,9 @@ describe('a preview environment next to production', () => {
     assert.equal((await edge(prodHost())).status, 200);
   });
 
-  test("the preview's app has its own runtime and request logs (`?environment=`); production's hold none of its lines", async () => {
-    assert.equal((await edge(previewHost, '/env/GREETING')).text, 'from-preview');
+  test("the preview's app has its own runtime and request logs (`?environment=`); production's hold none of its lines; `environment=*` reads every environment's requests", async () => {
+    const greeting = await edge(previewHost, '/env/GREETING');
+    assert.equal(greeting.text, 'from-preview', `status ${greeting.status}`);
     const preview = await ps.api.get(`/api/projects/${project.id}/logs?environment=feat&limit=1000`);
     assert.equal(preview.status, 200, preview.text);
     assert.ok(preview.body.data.some((l: any) => l.line.includes('listening on') && l.line.includes('preview-v2')), preview.text);
@@ -166,18 +167,32 @@ describe('a preview environment next to production', () => {
     assert.equal(requests.status, 200, requests.text);
     assert.ok(requests.body.data.some((r: any) => r.path === '/env/GREETING'));
     assert.ok(!(await ps.api.get(`/api/projects/${project.id}/server-logs/recent`)).body.data.some((r: any) => r.path === '/data'), "the preview's requests are not production's");
+    assert.ok(!requests.body.data.some((r: any) => 'environment' in r), 'one environment: the entries as they were');
+    // Every environment at once (`*`): both apps' requests, oldest first, each naming its environment.
+    const served = await edge(prodHost(), '/every-production');
+    assert.equal(served.status, 200, served.text);
+    const every = await ps.api.get(`/api/projects/${project.id}/server-logs/recent?environment=*&limit=1000`);
+    assert.equal(every.status, 200, every.text);
+    assert.ok(every.body.data.some((r: any) => r.path === '/env/GREETING' && r.environment === 'feat'), every.text);
+    assert.ok(every.body.data.some((r: any) => r.path === '/every-production' && r.environment === 'production'), every.text);
+    assert.ok(every.body.data.every((r: any, i: number, all: any[]) => i === 0 || all[i - 1].ts <= r.ts), 'oldest first');
+    const once = every.body.data.filter((r: any) => r.path === '/every-production');
+    assert.equal(once.length, 1, JSON.stringify(once));
+    const newest = await ps.api.get(`/api/projects/${project.id}/server-logs/recent?environment=*&limit=1`);
+    assert.equal(newest.body.data?.length, 1, newest.text);
+    assertError(await ps.api.get(`/api/projects/${project.id}/logs?environment=*`), 400, 'VALIDATION_FAILED', 'environment');
     assertError(await ps.api.get(`/api/projects/${project.id}/logs?environment=nope`), 400, 'VALIDATION_FAILED', 'environment');
     // The live request stream of the preview: its requests, not production's.
-    const streamed = async (query: string, served: () => Promise<unknown>): Promise<string> => {
+    const streamed = async (query: string, served: () => Promise<unknown>, until = '/streamed-'): Promise<string> => {
       const tok = (await ps.api.get(`/api/projects/${project.id}/server-logs/stream-token`)).body.data.token;
       const ac = new AbortController();
       const res = await fetch(`${ps.server.url}/api/projects/${project.id}/server-logs/stream?token=${tok}${query}`, { signal: ac.signal });
-      assert.equal(res.status, 200);
+      assert.equal(res.status, 200, `the stream ${query} answered ${res.status}`);
       const reader = res.body!.getReader();
       await served();
       let text = '';
       const deadline = Date.now() + 5000;
-      while (!text.includes('/streamed-') && Date.now() < deadline) {
+      while (!text.includes(until) && Date.now() < deadline) {
         const { value, done } = await reader.read();
         if (done) break;
         text += Buffer.from(value).toString();
@@ -191,6 +206,17 @@ describe('a preview environment next to production', () => {
     });
     assert.match(previewStream, /"path":"\/streamed-preview"/);
     assert.doesNotMatch(previewStream, /streamed-production/);
+    // Every environment's: both, each naming its environment.
+    const everyStream = await streamed(
+      '&environment=*',
+      async () => {
+        await edge(prodHost(), '/streamed-every-production');
+        await edge(previewHost, '/streamed-every-preview');
+      },
+      '/streamed-every-preview',
+    );
+    assert.match(everyStream, /"path":"\/streamed-every-production"[^}]*"environment":"production"/);
+    assert.match(everyStream, /"path":"\/streamed-every-preview"[^}]*"environment":"feat"/);
     const tok = (await ps.api.get(`/api/projects/${project.id}/server-logs/stream-token`)).body.data.token;
     assertError(await ps.api.get(`/api/projects/${project.id}/server-logs/stream?token=${tok}&environment=nope`), 400, 'VALIDATION_FAILED', 'environment');
   });

@@ -213,7 +213,7 @@ describe('the live log pages', browserSuite('the live log pages'), () => {
     await context.close();
   });
 
-  it("a preview's app has logs of its own: the Environment choice reads its runtime log live and in a search, and its request log; the page's address keeps it", async () => {
+  it("a preview's app has logs of its own: the Environment choice reads its runtime log live and in a search, and its request log (or every environment's); the page's address keeps it", async () => {
     const env = await api.post(`/api/projects/${projectId}/environments`, { name: 'feat', branch: 'feat' });
     assert.equal(env.status, 201, env.text);
     const sessionId = await uploadFolder(api, path.join(root, 'log-app'), { files: ['server.js', 'package.json'], session: { projectId } });
@@ -267,6 +267,19 @@ describe('the live log pages', browserSuite('the live log pages'), () => {
     await page.getByLabel('Environment').selectOption('production');
     await row('/production-live').waitFor({ timeout: 10_000 });
     assert.equal(await row('/preview-live').count(), 0);
+    // All environments: both apps' requests, recent and live, each row naming its environment.
+    await page.getByLabel('Environment').selectOption({ label: 'All environments' });
+    await page.waitForURL(/[?&]environment=(\*|%2A)/);
+    await row('/preview-live').waitFor({ timeout: 10_000 });
+    await row('/production-live').waitFor({ timeout: 10_000 });
+    await page.locator('.live-open', { hasText: 'Live' }).waitFor({ timeout: 10_000 });
+    await previewEdge('/preview-every');
+    await edge('/production-every');
+    await row('/preview-every').waitFor({ timeout: 10_000 });
+    await row('/production-every').waitFor({ timeout: 10_000 });
+    const environmentOf = (p: string) => page.locator('tr', { has: row(p) }).locator('td').nth(1).innerText();
+    assert.equal(await environmentOf('/preview-every'), 'preview: feat');
+    assert.equal(await environmentOf('/production-every'), 'production');
     assert.deepEqual(pageErrors(page), []);
     await context.close();
   });

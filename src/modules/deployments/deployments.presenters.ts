@@ -88,6 +88,8 @@ export const RequestEntrySchema = Type.Object({
   durationMs: Type.Number(),
   ip: Type.String(),
   bytes: Type.Integer(),
+  /** With `environment=*` only: the environment whose app served the request. */
+  environment: Type.Optional(Type.String()),
 });
 
 /** Server-Sent Events: what the stream routes produce. */

@@ -2,17 +2,15 @@ import { Type } from '@sinclair/typebox';
 import { defineRoute } from '../../http/route.js';
 import { IdParams, Obj, Str } from '../../http/schemas.js';
 import { gateAccess } from '../../http/stream-access.js';
-import type { AppContext } from '../../context.js';
-import { AppError, invalid } from '../../lib/errors.js';
-import { projectQueries, type ProjectRow } from '../projects/index.js';
+import { AppError } from '../../lib/errors.js';
 import { EVENT_STREAM, IssuedTokenSchema, LogLineSchema, LogPageSchema, RequestEntrySchema } from './deployments.presenters.js';
 import { downloadAppLogs, searchAppLogs } from './log-search.service.js';
 import { isTerminal, readBuildLogs } from './deployments.service.js';
 import * as store from './deployments.store.js';
 import { checkSince, streamLogs } from './log-stream.js';
-import { appKeyOf } from '../../runtime/app-key.js';
 import { hostOf } from './host.js';
 import { serverLogStreamToken } from './stream-tokens.service.js';
+import { appOfEnvironment, appsOfEnvironment, EVERY_ENVIRONMENT, followRequests, readRecentRequests } from './request-log.service.js';
 
 /**
  * Logs: a deployment's build log and a project's runtime log (read, or streamed as SSE; a preview
@@ -25,14 +23,9 @@ import { serverLogStreamToken } from './stream-tokens.service.js';
 const Limit = (maximum: number) => Type.Optional(Type.Integer({ minimum: 1, maximum }));
 /** Whose runtime or request log: an environment's name (default `production`; a preview's app has its own). */
 const Environment = Type.Optional(Str({ min: 1, max: 64 }));
+/** The request log's: also `*`, every environment at once (request-log.service.ts). */
+const RequestEnvironment = Type.Optional(Str({ min: 1, max: 64, description: "an environment's name (default `production`), or `*` for every environment, each entry naming its own" }));
 
-/** The key of the app whose logs a request names (`?environment=`): production's (the project's id) or a preview's; 400 for an unknown one. */
-async function appOfQuery(ctx: AppContext, project: ProjectRow, environment: string | undefined): Promise<string> {
-  if (!environment || environment === 'production') return project.id;
-  const env = await projectQueries.findEnvironment(ctx.db, project.orgId, project.id, environment);
-  if (!env) throw invalid('environment', `this project has no environment named "${environment}"`);
-  return appKeyOf(project.id, env.name);
-}
 const Since = Type.Optional(Str({ max: 64 }));
 /** What a search of the kept logs takes (log-search.service.ts). */
 const SearchQuery = {
@@ -101,7 +94,7 @@ export const logRoutes = [
     envelope: false,
     schema: { params: IdParams, querystring: Obj({ ...SearchQuery, limit: Limit(10000), cursor: Type.Optional(Str({ min: 1, max: 400 })) }), response: LogPageSchema },
     handler: async ({ query, resource }, ctx) => {
-      const app = await appOfQuery(ctx, resource.record, query.environment);
+      const app = await appOfEnvironment(ctx, resource.record, query.environment);
       return searchAppLogs(ctx, resource.record.id, app, query);
     },
   }),
@@ -115,7 +108,7 @@ export const logRoutes = [
     produces: 'application/x-ndjson',
     schema: { params: IdParams, querystring: Obj(SearchQuery) },
     handler: async ({ query, resource, reply }, ctx) => {
-      const app = await appOfQuery(ctx, resource.record, query.environment);
+      const app = await appOfEnvironment(ctx, resource.record, query.environment);
       const { text, truncated } = await downloadAppLogs(ctx, resource.record.id, app, query);
       const name = `${resource.record.slug}-logs.jsonl`;
       return reply
@@ -136,7 +129,7 @@ export const logRoutes = [
     produces: EVENT_STREAM,
     schema: { params: IdParams, querystring: Obj({ limit: Limit(10000), since: Since, follow: Follow, environment: Environment }) },
     handler: async ({ query, resource, req, reply }, ctx) => {
-      const app = await appOfQuery(ctx, resource.record, query.environment);
+      const app = await appOfEnvironment(ctx, resource.record, query.environment);
       const logs = hostOf(ctx).logs;
       const file = logs.runtime(app);
       streamLogs(reply, req.id, {
@@ -152,18 +145,11 @@ export const logRoutes = [
   defineRoute({
     method: 'GET',
     url: '/api/projects/:id/server-logs/recent',
-    summary: "Recent HTTP requests the edge served for the project; `environment` names a preview's host",
+    summary: "Recent HTTP requests the edge served for the project; `environment` names a preview's host, `*` every environment's (each entry naming its `environment`)",
     tag: 'project:read',
     resource: { kind: 'project', param: 'id' },
-    schema: { params: IdParams, querystring: Obj({ limit: Limit(1000), environment: Environment }), response: Type.Array(RequestEntrySchema) },
-    handler: async ({ query, resource }, ctx) => {
-      const app = await appOfQuery(ctx, resource.record, query.environment);
-      const rt = hostOf(ctx);
-      // Entries live in the memory of the instance that runs the app: ask it when it is another one.
-      const owner = rt.owners.heldElsewhere(app) ? rt.owners.ownerOf(app)?.instanceId : undefined;
-      await rt.edgeRecorded();
-      return rt.logRelay.recentRequests(app, query.limit ?? 100, owner);
-    },
+    schema: { params: IdParams, querystring: Obj({ limit: Limit(1000), environment: RequestEnvironment }), response: Type.Array(RequestEntrySchema) },
+    handler: ({ query, resource }, ctx) => readRecentRequests(ctx, resource.record, query.environment, query.limit ?? 100),
   }),
   defineRoute({
     method: 'GET',
@@ -177,22 +163,21 @@ export const logRoutes = [
   defineRoute({
     method: 'GET',
     url: '/api/projects/:id/server-logs/stream',
-    summary: "Stream the HTTP requests of the project (SSE `request` events); `?token=` from stream-token; `environment` names a preview's host",
+    summary: "Stream the HTTP requests of the project (SSE `request` events); `?token=` from stream-token; `environment` names a preview's host, `*` every environment's",
     tag: 'project:read',
     access: 'stream-token',
     streamToken: 'server_logs',
     resource: { kind: 'project', param: 'id' },
     raw: true,
     produces: EVENT_STREAM,
-    schema: { params: IdParams, querystring: Obj({ token: Token, follow: Follow, environment: Environment }) },
+    schema: { params: IdParams, querystring: Obj({ token: Token, follow: Follow, environment: RequestEnvironment }) },
     handler: async ({ query, resource, req, reply }, ctx) => {
-      const app = await appOfQuery(ctx, resource.record, query.environment);
-      const rt = hostOf(ctx);
+      const apps = await appsOfEnvironment(ctx, resource.record, query.environment);
       streamLogs(reply, req.id, {
         event: 'request',
         backlog: [],
         // Requests served by any instance's edge (log-relay.ts).
-        subscribe: (fn) => rt.logRelay.followRequests(app, fn),
+        subscribe: (fn) => followRequests(ctx, apps, query.environment === EVERY_ENVIRONMENT, fn),
         follow: query.follow ?? true,
         access: gateAccess(req),
       });

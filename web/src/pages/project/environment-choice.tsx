@@ -4,6 +4,8 @@ import { Field, Select } from '../../ui/controls';
 import { environmentsQuery } from './previews-model';
 
 export const PRODUCTION = 'production';
+/** Every environment at once (the request log's `environment=*`). */
+export const EVERY = '*';
 
 /**
  * The environment a log page reads, kept in its address (`?environment=<name>`, absent for
@@ -17,19 +19,20 @@ export function useEnvironmentParam(): [string, (name: string) => void] {
 
 /**
  * The Environment choice of the log pages: shown when the project has previews (or one is chosen);
- * `row`: in a row of controls of its own.
+ * `row`: in a row of controls of its own; `every`: with "All environments" first (the request log).
  */
-export function EnvironmentChoice({ projectId, value, onChange, row }: { projectId: string; value: string; onChange(name: string): void; row?: boolean }) {
+export function EnvironmentChoice({ projectId, value, onChange, row, every }: { projectId: string; value: string; onChange(name: string): void; row?: boolean; every?: boolean }) {
   const envs = useQuery(environmentsQuery(projectId));
   const names = envs.data?.map((e) => e.name) ?? [PRODUCTION];
   if (names.length <= 1 && value === PRODUCTION) return null;
+  const choices = [...(every ? [EVERY] : []), ...names];
   const choice = (
     <Field label="Environment">
       {(p) => (
         <Select {...p} value={value} onChange={(e) => onChange(e.target.value)}>
-          {(names.includes(value) ? names : [...names, value]).map((n) => (
+          {(choices.includes(value) ? choices : [...choices, value]).map((n) => (
             <option key={n} value={n}>
-              {n === PRODUCTION ? 'production' : `preview: ${n}`}
+              {n === EVERY ? 'All environments' : n === PRODUCTION ? 'production' : `preview: ${n}`}
             </option>
           ))}
         </Select>

@@ -5,7 +5,7 @@ import { api, data } from '../../api/client';
 import type { operations } from '../../../../src/api-types/schema';
 import { useEventStream } from '../../api/sse';
 import { EmptyState, ErrorNotice, Field, formatBytes, Select } from '../../ui/controls';
-import { EnvironmentChoice, PRODUCTION, useEnvironmentParam } from './environment-choice';
+import { EnvironmentChoice, EVERY, PRODUCTION, useEnvironmentParam } from './environment-choice';
 import './deploy.css';
 
 type RequestEntry = operations['getProjectsByIdServerLogsRecent']['responses'][200]['content']['application/json']['data'][number];
@@ -17,13 +17,14 @@ const MAX_ROWS = 500;
 const CLASS_WORD: Record<string, string> = { '1': 'informational', '2': 'success', '3': 'redirect', '4': 'client error', '5': 'server error' };
 const CLASS_BADGE: Record<string, string> = { '1': 'muted', '2': 'ok', '3': 'busy', '4': 'warn', '5': 'bad' };
 const classOf = (status: number) => String(Math.floor(status / 100));
-const keyOf = (r: RequestEntry) => `${r.ts}|${r.method}|${r.path}|${r.status}|${r.ip}|${r.bytes}|${r.durationMs}`;
+const keyOf = (r: RequestEntry) => `${r.ts}|${r.environment ?? ''}|${r.method}|${r.path}|${r.status}|${r.ip}|${r.bytes}|${r.durationMs}`;
 
 /**
  * The edge's requests for the project, live: the recent ones first, then the stream. The stream
  * takes a 60-second token (an EventSource sends no credential of its own) and ends when the token
  * does; it is then opened again with a fresh token, and the recent list read again to fill the gap
- * (entries already shown are not repeated). `environment`: production's app or a preview's.
+ * (entries already shown are not repeated). `environment`: production's app, a preview's, or every
+ * environment's (`*`: each entry names its own).
  */
 function useRequestLog(projectId: string, environment: string) {
   const [rows, setRows] = useState<RequestEntry[]>([]);
@@ -94,7 +95,7 @@ function StatusCell({ status }: { status: number }) {
   );
 }
 
-/** The project's request log, live, newest first, filtered by status class; production's or a preview's. */
+/** The project's request log, live, newest first, filtered by status class; production's, a preview's or all of them. */
 export default function RequestsPage({ params }: PageProps) {
   const [environment, setEnvironment] = useEnvironmentParam();
   return <RequestLog key={environment} projectId={params.id!} environment={environment} onEnvironment={setEnvironment} />;
@@ -104,11 +105,12 @@ function RequestLog({ projectId, environment, onEnvironment }: { projectId: stri
   const log = useRequestLog(projectId, environment);
   const [cls, setCls] = useState<ClassFilter>('all');
   const shown = useMemo(() => (cls === 'all' ? log.rows : log.rows.filter((r) => classOf(r.status) === cls)), [log.rows, cls]);
+  const every = environment === EVERY;
   return (
     <div className="request-logs">
       <h2>Request logs</h2>
       <div className="logs-controls">
-        <EnvironmentChoice projectId={projectId} value={environment} onChange={onEnvironment} />
+        <EnvironmentChoice projectId={projectId} value={environment} onChange={onEnvironment} every />
         <Field label="Status">
           {(p) => (
             <Select {...p} value={cls} onChange={(e) => setCls(e.target.value as ClassFilter)}>
@@ -137,6 +139,7 @@ function RequestLog({ projectId, environment, onEnvironment }: { projectId: stri
             <thead>
               <tr>
                 <th scope="col">Time</th>
+                {every && <th scope="col">Environment</th>}
                 <th scope="col">Method</th>
                 <th scope="col">Path</th>
                 <th scope="col">Status</th>
@@ -153,6 +156,7 @@ function RequestLog({ projectId, environment, onEnvironment }: { projectId: stri
                       {new Date(r.ts).toLocaleTimeString()}
                     </time>
                   </td>
+                  {every && <td>{r.environment === PRODUCTION ? 'production' : `preview: ${r.environment ?? ''}`}</td>}
                   <td className="mono">{r.method}</td>
                   <td className="mono req-path">{r.path}</td>
                   <td>
