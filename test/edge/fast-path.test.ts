@@ -1,12 +1,14 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import { randomBytes } from 'node:crypto';
 import { EdgeServer, type EdgeTarget } from '../../src/edge/proxy.js';
 import { RequestLog } from '../../src/edge/requests.js';
 import { compileRules } from '../../src/edge/rules.js';
 import { ChunkedReader } from '../../src/edge/fast/chunked.js';
 import { readAnswerHead, readSimpleRequest } from '../../src/edge/fast/head.js';
 import { createLogger } from '../../src/lib/logger.js';
+import { waitFor } from '../support/wait.js';
 
 // The edge's fast path (src/edge/fast/, docs/edge.md "The fast path"): plain GET and HEAD requests on raw
 // sockets, everything else handed to node:http on the same connection. The app here is a raw TCP server,
@@ -202,6 +204,52 @@ test("an app's chunked answer reaches the client in the edge's own chunks; one e
   assert.match(await c.read((t) => t.endsWith('hello /still')), /^HTTP\/1\.1 200/);
   c.socket.destroy();
   assert.equal(requests.recent('p1', 3)[0]!.bytes, 11, 'the chunked body is counted without its framing');
+});
+
+test('a large answer to a client that stops reading holds the app back (the edge reads no further than the client takes), and arrives whole', async () => {
+  const size = 32 * 1024 * 1024;
+  const body = randomBytes(size);
+  let appSocket: net.Socket | null = null;
+  scripts.set('/large', (_p, s) => {
+    appSocket = s;
+    s.write(`HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\ncontent-length: ${size}\r\n\r\n`);
+    s.write(body);
+  });
+  const socket = net.connect(edgePort, '127.0.0.1');
+  const parts: Buffer[] = [];
+  let got = 0;
+  socket.pause();
+  socket.write(get('/large'), 'latin1');
+  await waitFor(() => appSocket, 'the app to get the request', 5000, 10);
+  // The client reads nothing for a while: the edge pauses its read of the app, whose own writes then wait.
+  await new Promise((r) => setTimeout(r, 400));
+  assert.ok(appSocket!.writableLength > 0, 'the app still holds part of its answer: the edge did not read it all into memory');
+  // The head is well under the first chunk; the whole answer is its length past it.
+  const whole = new Promise<void>((resolve) =>
+    socket.on('data', (d: Buffer) => {
+      parts.push(d);
+      got += d.length;
+      const head = parts[0]!.indexOf('\r\n\r\n');
+      if (head >= 0 && got - head - 4 >= size) resolve();
+    }),
+  );
+  socket.resume();
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([whole, new Promise((_, j) => (timer = setTimeout(() => j(new Error(`timed out after ${got} bytes`)), 20000)))]).finally(() => clearTimeout(timer));
+  const all = Buffer.concat(parts);
+  const received = all.subarray(all.indexOf('\r\n\r\n') + 4);
+  assert.equal(received.length, size);
+  assert.ok(received.equals(body), 'every byte as the app sent it');
+  socket.write(get('/after'), 'latin1');
+  const after = await new Promise<string>((resolve) => {
+    let t = '';
+    socket.on('data', (d: Buffer) => {
+      t += d.toString('latin1');
+      if (t.endsWith('hello /after')) resolve(t);
+    });
+  });
+  assert.match(after, /^HTTP\/1\.1 200/);
+  socket.destroy();
 });
 
 test('bytes an app sends past its answer never reach a client: its connection is closed, not reused', async () => {

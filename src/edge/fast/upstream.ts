@@ -14,9 +14,99 @@ const IDLE_MS = 4000;
 /** A connection to an app not made within this fails the request (undici's default connect timeout). */
 const CONNECT_MS = 10_000;
 
-interface Idle {
-  socket: net.Socket;
-  timer: NodeJS.Timeout;
+/** What a pooled connection passes its socket's events to while an exchange uses it (`Exchange`). */
+interface ConnUser {
+  onData(d: Buffer): void;
+  onEnd(): void;
+  onError(e: Error): void;
+}
+
+/**
+ * One connection to an app. Its listeners are set once, when it is dialled, and pass the socket's
+ * events to the exchange using it; while it is idle in the pool, any event (data, an end, an error)
+ * ends it. An exchange taking or giving it back adds no listener and no timer: the idle timer is made
+ * once and re-armed (`refresh`), and when it fires on a connection in use it does nothing.
+ */
+export class AppConnection {
+  user: ConnUser | null = null;
+  /** In the pool since (ms), 0 when in use. */
+  private idleSince = 0;
+  private idleMs = 0;
+  private timer: NodeJS.Timeout | null = null;
+  /** The duration the timer was made with (what `refresh` re-arms it for). */
+  private armedFor = 0;
+  private key = '';
+
+  readonly socket: net.Socket;
+
+  /** Dials `up`. Reads land in the pools' one read buffer and are copied out at once (`onread`: no stream machinery per read). */
+  constructor(
+    up: RawAddress,
+    private readonly pools: RawPools,
+  ) {
+    const socket = net.connect({ host: up.host, port: up.port, noDelay: true, onread: { buffer: pools.readBuffer, callback: (n, buf) => this.read(n, buf) } });
+    this.socket = socket;
+    socket.setTimeout(CONNECT_MS, () => socket.destroy(new Error(`could not connect to ${up.key} within ${CONNECT_MS / 1000} s`)));
+    socket.once('connect', () => socket.setTimeout(0));
+    socket.on('end', () => (this.user ? this.user.onEnd() : this.drop()));
+    socket.on('error', (e: Error) => (this.user ? this.user.onError(e) : this.drop()));
+    socket.on('close', () => (this.user ? this.user.onError(new Error('the app closed the connection')) : this.drop()));
+  }
+
+  private read(n: number, buf: Uint8Array): boolean {
+    // The buffer is the next read's too: what is passed on (and may wait in a client's write queue) is a copy.
+    const d = Buffer.allocUnsafe(n);
+    d.set(buf.subarray(0, n));
+    if (this.user) this.user.onData(d);
+    else this.drop();
+    // Pausing is the exchange's (`pause` when its client is full).
+    return true;
+  }
+
+  /** Put in the pool of `key` for `ms`. */
+  rest(key: string, ms: number): void {
+    this.user = null;
+    this.key = key;
+    this.idleSince = performance.now();
+    this.idleMs = ms;
+    if (this.timer && this.armedFor === ms) this.timer.refresh();
+    else this.arm(ms);
+  }
+
+  /** Taken from the pool by an exchange. */
+  use(user: ConnUser): void {
+    this.idleSince = 0;
+    this.user = user;
+  }
+
+  /** The exchange using it stops listening (it failed, or it retries elsewhere): any later event ends it. */
+  release(): void {
+    this.user = null;
+  }
+
+  private expire(): void {
+    // In use since it was pooled (the next `rest` re-arms the timer), or re-pooled later than this timer knows.
+    if (this.idleSince === 0) return;
+    const left = this.idleMs - (performance.now() - this.idleSince);
+    if (left > 1) return this.arm(left);
+    this.drop();
+  }
+
+  private arm(ms: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.armedFor = ms;
+    this.timer = setTimeout(() => this.expire(), ms);
+    this.timer.unref();
+  }
+
+  /** Leaves the pool (if it is there) and closes. */
+  drop(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    if (this.idleSince !== 0) this.pools.remove(this.key, this);
+    this.idleSince = 0;
+    this.socket.destroy();
+  }
 }
 
 /**
@@ -26,53 +116,49 @@ interface Idle {
  * own `Keep-Alive: timeout`) is closed.
  */
 export class RawPools {
-  private readonly idle = new Map<string, Idle[]>();
+  private readonly idle = new Map<string, AppConnection[]>();
+  /** Where every connection's reads land (each is copied out before the next read). */
+  readonly readBuffer = Buffer.allocUnsafe(64 * 1024);
   private closed = false;
 
-  /** A connection to `up`: a kept one unless `fresh`. */
-  take(up: RawAddress, fresh = false): { socket: net.Socket; reused: boolean } {
+  /** A connection to `up` for `user`: a kept one unless `fresh`. */
+  take(up: RawAddress, user: ConnUser, fresh = false): { conn: AppConnection; reused: boolean } {
     const list = fresh ? undefined : this.idle.get(up.key);
     const kept = list?.pop();
     if (list && list.length === 0) this.idle.delete(up.key);
     if (kept) {
-      clearTimeout(kept.timer);
-      kept.socket.removeAllListeners('data').removeAllListeners('end').removeAllListeners('close').removeAllListeners('error');
-      return { socket: kept.socket, reused: true };
+      kept.use(user);
+      return { conn: kept, reused: true };
     }
-    const socket = net.connect({ host: up.host, port: up.port, noDelay: true });
-    socket.setTimeout(CONNECT_MS, () => socket.destroy(new Error(`could not connect to ${up.key} within ${CONNECT_MS / 1000} s`)));
-    socket.once('connect', () => socket.setTimeout(0));
-    return { socket, reused: false };
+    const conn = new AppConnection(up, this);
+    conn.use(user);
+    return { conn, reused: false };
   }
 
-  give(key: string, socket: net.Socket, appKeepAliveMs: number | null): void {
-    if (this.closed || socket.destroyed) return void socket.destroy();
+  give(key: string, conn: AppConnection, appKeepAliveMs: number | null): void {
+    conn.release();
+    if (this.closed || conn.socket.destroyed) return void conn.drop();
     const ms = appKeepAliveMs === null ? IDLE_MS : Math.min(IDLE_MS, appKeepAliveMs - 1000);
-    if (ms <= 0) return void socket.destroy();
+    if (ms <= 0) return void conn.drop();
     let list = this.idle.get(key);
     if (!list) this.idle.set(key, (list = []));
-    const entry: Idle = { socket, timer: setTimeout(() => drop(), ms) };
-    entry.timer.unref();
-    const drop = () => {
-      clearTimeout(entry.timer);
-      const l = this.idle.get(key);
-      const at = l?.indexOf(entry) ?? -1;
-      if (at >= 0) l!.splice(at, 1);
-      if (l && l.length === 0) this.idle.delete(key);
-      socket.destroy();
-    };
-    // An idle connection has nothing to say: data, an end or an error ends it.
-    socket.on('data', drop).on('end', drop).on('close', drop).on('error', drop);
-    list.push(entry);
+    conn.rest(key, ms);
+    list.push(conn);
+  }
+
+  /** An idle connection leaves its pool (it expired, or the app closed it). */
+  remove(key: string, conn: AppConnection): void {
+    const l = this.idle.get(key);
+    const at = l?.indexOf(conn) ?? -1;
+    if (at >= 0) l!.splice(at, 1);
+    if (l && l.length === 0) this.idle.delete(key);
   }
 
   close(): void {
     this.closed = true;
-    for (const list of this.idle.values()) for (const e of list) {
-      clearTimeout(e.timer);
-      e.socket.destroy();
-    }
+    const all = [...this.idle.values()].flat();
     this.idle.clear();
+    for (const c of all) c.drop();
   }
 }
 
@@ -92,7 +178,8 @@ export interface AnswerSink {
  * connection: the fast path sends only GET and HEAD, which may be repeated. Bytes past the answer's end
  * are never passed on: the connection is closed instead of reused.
  */
-export class Exchange {
+export class Exchange implements ConnUser {
+  private conn: AppConnection | null = null;
   private socket: net.Socket | null = null;
   private reused = false;
   private retried = false;
@@ -113,23 +200,23 @@ export class Exchange {
   ) {}
 
   start(): void {
-    const { socket, reused } = this.pools.take(this.up, this.retried);
-    this.socket = socket;
+    const { conn, reused } = this.pools.take(this.up, this, this.retried);
+    this.conn = conn;
+    this.socket = conn.socket;
     this.reused = reused;
-    socket.on('data', (d: Buffer) => this.onData(d));
-    socket.on('end', () => this.onEnd());
-    socket.on('error', (e: Error) => this.onError(e));
-    socket.on('close', () => this.onError(new Error('the app closed the connection')));
-    socket.write(this.request, 'latin1');
+    conn.socket.write(this.request, 'latin1');
   }
 
   /** The client's side is full / drained again. */
   pause(): void {
+    // After the answer ended the connection may be another exchange's: it is not touched again.
+    if (this.over) return;
     this.paused = true;
     this.socket?.pause();
   }
 
   resume(): void {
+    if (this.over) return;
     this.paused = false;
     this.socket?.resume();
   }
@@ -141,7 +228,7 @@ export class Exchange {
     this.socket?.destroy();
   }
 
-  private onData(d: Buffer): void {
+  onData(d: Buffer): void {
     if (this.over) return;
     this.got += d.length;
     if (this.answer) return this.body(d);
@@ -196,20 +283,19 @@ export class Exchange {
     if (!this.sink.data(d) && !this.paused) this.pause();
   }
 
-  private onEnd(): void {
+  onEnd(): void {
     if (this.over) return;
     if (this.answer?.framing.kind === 'close') return this.finish(false);
     this.onError(new Error('the app closed the connection before the answer ended'));
   }
 
-  private onError(e: Error): void {
+  onError(e: Error): void {
     if (this.over) return;
     // A kept connection the app had closed: once more on a new one.
     if (this.reused && this.got === 0 && !this.retried) {
       this.retried = true;
-      this.socket!.removeAllListeners();
-      this.socket!.on('error', () => {});
-      this.socket!.destroy();
+      this.conn!.release();
+      this.conn!.drop();
       this.start();
       return;
     }
@@ -226,11 +312,13 @@ export class Exchange {
   /** The answer ended; `clean`: nothing came past its end (else the connection is not reused). */
   private finish(clean: boolean): void {
     this.over = true;
-    const s = this.socket!;
-    s.removeAllListeners('data').removeAllListeners('end').removeAllListeners('close').removeAllListeners('error');
-    if (this.paused) s.resume();
-    if (clean && this.answer!.reusable) this.pools.give(this.up.key, s, this.answer!.keepAliveMs);
-    else s.destroy();
+    const conn = this.conn!;
+    if (this.paused) conn.socket.resume();
+    if (clean && this.answer!.reusable) this.pools.give(this.up.key, conn, this.answer!.keepAliveMs);
+    else {
+      conn.release();
+      conn.drop();
+    }
     this.sink.end();
   }
 }
