@@ -109,7 +109,8 @@ describe('two berth serve instances on one PostgreSQL and one data dir', { skip 
       await setup.close();
     }
     await sql.connect();
-    instances = await Instances.start({ names: ['a', 'b'], dataDir, databaseUrl: db.url, env });
+    // Info lines (ownership moves, takeovers) so that a failure's dump of their output says what happened.
+    instances = await Instances.start({ names: ['a', 'b'], dataDir, databaseUrl: db.url, env: { ...env, BERTH_LOG_LEVEL: 'info' } });
   });
 
   after(async () => {
@@ -210,8 +211,14 @@ describe('two berth serve instances on one PostgreSQL and one data dir', { skip 
       const row = await owner();
       const r = row && instances!.byEdge(row.address);
       const pids = appPids();
-      return r && pids.length > 0 && pids.every((p) => descendsFrom(p, r.pid)) ? r : null;
-    }, 'the app to run on its owner only', 20000);
+      if (r && pids.length > 0 && pids.every((p) => descendsFrom(p, r.pid))) return r;
+      // Not yet: what is seen, so that a timeout says where it stuck.
+      const whose = (p: number) => instances!.all.find((i) => descendsFrom(p, i.pid))?.name ?? `none (parent ${parentOf(p)})`;
+      throw new Error(`owner ${row ? `${row.instance_name} until ${row.expires_at}` : 'none'}; app processes ${pids.map((p) => `${p} of ${whose(p)}`).join(', ') || 'none'}`);
+    }, 'the app to run on its owner only', 20000).catch((e) => {
+      for (const i of instances!.all) console.log(`--- output of instance ${i.name}\n${i.serve.output().slice(-6000)}`);
+      throw e;
+    });
     const answers = await Promise.all(instances!.all.map((i) => edge(i)));
     for (const r of answers) assert.match(r.text, /^hello v2 /);
     assert.equal(answers[0]!.text, answers[1]!.text);

@@ -173,7 +173,7 @@ export class AppOwnership {
         held = await owners.claimOwner(this.ctx.db, row, now.toISOString(), force);
       } catch (err) {
         // The project is gone (the row's foreign key), or the database is closing.
-        this.ctx.log.debug({ app, err: (err as Error).message }, 'could not claim an app');
+        this.ctx.log[force && !this.stopped ? 'warn' : 'debug']({ app, err: (err as Error).message }, 'could not claim an app');
       }
       if (force) this.pending.delete(app);
       if (held) {
@@ -217,6 +217,7 @@ export class AppOwnership {
       return;
     }
     this.ticking = true;
+    const began = performance.now();
     try {
       const { lost, taken } = await this.serial(async () => {
         const now = new Date();
@@ -240,6 +241,9 @@ export class AppOwnership {
         }
         return { lost, taken };
       });
+      const took = performance.now() - began;
+      // A tick as slow as half a lease puts this instance's leases at risk: said, so that a takeover it causes is explained.
+      if (took > this.ttlMs / 2) this.ctx.log.warn({ ms: Math.round(took), leaseMs: this.ttlMs }, 'an app ownership tick was slow; leases not renewed in time are taken over by another instance');
       // Not awaited: stopping and starting apps takes seconds, and the next tick must renew in time.
       for (const app of lost) {
         this.ctx.log.info({ app, owner: this.rows.get(app)?.instanceId ?? null }, 'another instance runs this app now: stopping it here');
