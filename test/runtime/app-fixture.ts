@@ -51,6 +51,23 @@ export async function httpGet(url: string, headers: Record<string, string> = {})
   return { status: res.status, text: await res.text(), headers: res.headers };
 }
 
+/**
+ * The app's own processes: pids whose program (argv[0]) is `program` and whose command line contains
+ * `marker`. Not the launch chain around them (nsenter, bwrap, setpriv carry the app's command in their
+ * arguments), nor a launcher the sandbox started ahead of a wake (src/runtime/spare-launchers.ts: a
+ * waiting `bwrap` with the command the app's last box ran, in a spare namespace of the instance that ran it).
+ */
+export function appProcessesWith(marker: string, program = 'node'): number[] {
+  return processesWith(marker).filter((pid) => {
+    try {
+      const argv0 = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] ?? '';
+      return argv0 === program || argv0.endsWith(`/${program}`);
+    } catch {
+      return false;
+    }
+  });
+}
+
 /** Pids on this machine whose command line contains `marker` (the host's view, across namespaces). */
 export function processesWith(marker: string): number[] {
   const out: number[] = [];

@@ -20,7 +20,7 @@ import { freshPostgresDatabase, startTestServer, tempDir, usingPostgres } from '
 import { edgeRequest } from '../support/http.js';
 import { Instances, type Instance } from '../support/instances.js';
 import { waitFor, waitForDeployment } from '../support/wait.js';
-import { processesWith, writeTinyApp } from '../runtime/app-fixture.js';
+import { appProcessesWith, processesWith, writeTinyApp } from '../runtime/app-fixture.js';
 
 const skip = usingPostgres() ? false : 'several instances share one PostgreSQL; on SQLite one instance runs per data dir (DATABASE_URL is not set)';
 
@@ -84,7 +84,9 @@ describe('two berth serve instances on one PostgreSQL and one data dir', { skip 
 
   const owner = async () => (await sql.query('select instance_id, instance_name, address, expires_at from app_owners where app_key = $1', [projectId])).rows[0] as { instance_id: string; instance_name: string; address: string; expires_at: string } | undefined;
   const edge = (i: Instance, pathName = '/', opts: { method?: string; body?: string } = {}) => edgeRequest(i.edgePort, host, pathName, opts);
-  const appPids = () => processesWith(marker);
+  // The app's node processes: an instance that stopped its copy may keep a launcher waiting with the same
+  // command for its next start there (spare-launchers.ts), which is not the app running.
+  const appPids = () => appProcessesWith(marker);
 
   before(async () => {
     root = tempDir('berth-two-');
@@ -115,7 +117,7 @@ describe('two berth serve instances on one PostgreSQL and one data dir', { skip 
 
   after(async () => {
     await instances?.stopAll(failed);
-    for (const pid of appPids()) {
+    for (const pid of processesWith(marker)) {
       try {
         process.kill(pid, 'SIGKILL');
       } catch {
