@@ -16,6 +16,24 @@ function user() {
   return { seen, onData: () => void seen.data++, onEnd: () => void seen.ends++, onError: (e: Error) => void seen.errors.push(e.message) };
 }
 
+/** Runs `fn` with a fresh pool, closed after. */
+async function withPools(fn: (pools: RawPools) => Promise<void>): Promise<void> {
+  const pools = new RawPools();
+  try {
+    await fn(pools);
+  } finally {
+    pools.close();
+  }
+}
+
+/** A new connection to `up`, once connected, given back to the pool for `appKeepAliveMs` less a second. */
+async function pooled(pools: RawPools, up: RawAddress, appKeepAliveMs: number | null) {
+  const { conn } = pools.take(up, user());
+  await new Promise((r) => conn.socket.once('connect', r));
+  pools.give(up.key, conn, appKeepAliveMs);
+  return conn;
+}
+
 describe('the kept connections to the apps', () => {
   let server: net.Server;
   const accepted: net.Socket[] = [];
@@ -36,9 +54,8 @@ describe('the kept connections to the apps', () => {
     await new Promise((r) => server.close(r));
   });
 
-  it('a connection given back is the next one taken; a fresh take dials a new one', async () => {
-    const pools = new RawPools();
-    try {
+  it('a connection given back is the next one taken; a fresh take dials a new one', () =>
+    withPools(async (pools) => {
       const first = pools.take(up, user());
       assert.equal(first.reused, false);
       await new Promise((r) => first.conn.socket.once('connect', r));
@@ -51,30 +68,18 @@ describe('the kept connections to the apps', () => {
       assert.equal(fresh.reused, false);
       assert.notEqual(fresh.conn, first.conn);
       fresh.conn.drop();
-    } finally {
-      pools.close();
-    }
-  });
+    }));
 
-  it("one idle past a second under the app's Keep-Alive timeout is closed and leaves the pool", async () => {
-    const pools = new RawPools();
-    try {
-      const { conn } = pools.take(up, user());
-      await new Promise((r) => conn.socket.once('connect', r));
-      pools.give(up.key, conn, 1150); // kept 150 ms
+  it("one idle past a second under the app's Keep-Alive timeout is closed and leaves the pool", () =>
+    withPools(async (pools) => {
+      const conn = await pooled(pools, up, 1150); // kept 150 ms
       await waitFor(() => conn.socket.destroyed, 'the idle connection to be closed', 5000, 20);
       assert.equal(pools.take(up, user()).reused, false, 'the pool no longer holds it');
-    } finally {
-      pools.close();
-    }
-  });
+    }));
 
-  it('the idle timer does not close a connection in use; given back, it is kept its whole idle time again', async () => {
-    const pools = new RawPools();
-    try {
-      const { conn } = pools.take(up, user());
-      await new Promise((r) => conn.socket.once('connect', r));
-      pools.give(up.key, conn, 1150);
+  it('the idle timer does not close a connection in use; given back, it is kept its whole idle time again', () =>
+    withPools(async (pools) => {
+      const conn = await pooled(pools, up, 1150);
       const taken = pools.take(up, user());
       assert.equal(taken.conn, conn);
       await new Promise((r) => setTimeout(r, 300)); // past the 150 ms it was kept for
@@ -83,14 +88,10 @@ describe('the kept connections to the apps', () => {
       await new Promise((r) => setTimeout(r, 60));
       assert.equal(conn.socket.destroyed, false, 'kept again from the moment it was given back');
       await waitFor(() => conn.socket.destroyed, 'the idle connection to be closed', 5000, 20);
-    } finally {
-      pools.close();
-    }
-  });
+    }));
 
-  it('an idle connection the app closes, or sends on, leaves the pool; events reach the exchange using it', async () => {
-    const pools = new RawPools();
-    try {
+  it('an idle connection the app closes, or sends on, leaves the pool; events reach the exchange using it', () =>
+    withPools(async (pools) => {
       const u = user();
       const a = pools.take(up, u);
       const b = pools.take(up, user());
@@ -107,8 +108,5 @@ describe('the kept connections to the apps', () => {
       sb.end();
       await waitFor(() => a.conn.socket.destroyed && b.conn.socket.destroyed, 'both idle connections to be closed', 5000, 10);
       assert.equal(pools.take(up, user()).reused, false, 'neither is taken again');
-    } finally {
-      pools.close();
-    }
-  });
+    }));
 });
