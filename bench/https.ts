@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -27,6 +27,8 @@ import { api, findNginx, freePort, startNginx, tgzOf, uploadAndDeploy, waitReady
  * - HTTP/2 req/s (issue 36 point 3): the same 32 requests in flight as streams over 4 connections
  *   (undici Pool with `allowH2`), both servers speaking HTTP/1.1 keep-alive to the app: >= 0.8 of
  *   nginx, p99 of both beside it.
+ * BENCH_HTTPS_PERF=FILE records the edge's on-CPU samples of the last HTTP/2 round with `perf record -g`;
+ * BENCH_VERBOSE=1 prints every round (the client's CPU beside the server's).
  * The edge's certificate comes from the free domains' wildcard files (BERTH_WILDCARD_CERT_FILE/_KEY_FILE
  * with BERTH_APPS_DOMAIN=bench.test), so no ACME is involved.
  */
@@ -185,6 +187,8 @@ interface RpsResult {
   p50: number;
   p99: number;
   serverCpu: number;
+  /** The bench process's own CPU (the client: cores over the window). */
+  clientCpu: number;
 }
 
 /**
@@ -222,13 +226,15 @@ async function httpsLoad(port: number, ca: string, servername: string, workers: 
   };
   await run(WARMUP_MS, false);
   const cpu0 = serverCpuSeconds();
+  const client0 = process.cpuUsage();
   const t0 = Date.now();
   const { latencies, errors } = await run(ms, true);
   const elapsed = (Date.now() - t0) / 1000;
   const serverCpu = (serverCpuSeconds() - cpu0) / elapsed;
+  const c = process.cpuUsage(client0);
   await pool.close();
   latencies.sort((a, b) => a - b);
-  return { rps: latencies.length / elapsed, errors, p50: percentile(latencies, 50), p99: percentile(latencies, 99), serverCpu };
+  return { rps: latencies.length / elapsed, errors, p50: percentile(latencies, 50), p99: percentile(latencies, 99), serverCpu, clientCpu: (c.user + c.system) / 1e6 / elapsed };
 }
 
 export async function httpsBench(): Promise<Row[]> {
@@ -306,12 +312,20 @@ export async function httpsBench(): Promise<Row[]> {
     const edgeH2: RpsResult[] = [];
     const ngH2: RpsResult[] = [];
     for (let round = 0; round < ROUNDS; round++) {
+      // BENCH_HTTPS_PERF=FILE: the edge's on-CPU samples of the last HTTP/2 round (`perf record -g`, 1999 Hz) into FILE.
+      const perfFile = process.env.BENCH_HTTPS_PERF;
+      const pf = perfFile && round === ROUNDS - 1 ? spawn('perf', ['record', '-F', '1999', '-g', '-o', perfFile, '-p', String(pid)], { stdio: 'ignore' }) : null;
       edgeH2.push(await httpsLoad(httpsPort, ca, host, RPS_CONNECTIONS, RPS_MS, edgeCpu, { connections: H2_CONNECTIONS }));
+      if (pf) {
+        pf.kill('SIGINT');
+        await new Promise((res) => pf.once('exit', res));
+        console.error(`  perf: ${perfFile}, ${Math.round(edgeH2.at(-1)!.rps * RPS_MS / 1000)} requests (about)`);
+      }
       ngH2.push(await httpsLoad(nginx.port, ca, host, RPS_CONNECTIONS, RPS_MS, ngCpu, { connections: H2_CONNECTIONS }));
     }
     const byRound = (e: RpsResult[], n: RpsResult[]) => e.map((r, i) => (r.rps / n[i]!.rps).toFixed(2)).join(', ');
     console.error(`  HTTPS / nginx by round: ${byRound(edgeRps, ngRps)}; HTTP/2: ${byRound(edgeH2, ngH2)}`);
-    if (process.env.BENCH_VERBOSE) console.error(JSON.stringify({ edgeHs, ngHs, edgeRps, ngRps }, null, 1));
+    if (process.env.BENCH_VERBOSE) console.error(JSON.stringify({ edgeHs, ngHs, edgeRps, ngRps, edgeH2, ngH2 }));
 
     const m = <T>(xs: T[], f: (x: T) => number) => median(xs.map(f));
     const errs = (xs: { errors: number }[]) => xs.reduce((a, x) => a + x.errors, 0);
@@ -348,6 +362,8 @@ export async function httpsBench(): Promise<Row[]> {
     const eH2Per = m(edgeH2, (r) => r.rps / r.serverCpu);
     const nH2Per = m(ngH2, (r) => r.rps / r.serverCpu);
     rows.push({ bench: 'https', metric: 'HTTP/2 requests per server CPU-second vs nginx', value: eH2Per, unit: '/cpu-s', reference: nH2Per, ratio: eH2Per / nH2Per });
+    // The bench's own client (one thread) near a whole core says the nginx rounds were client-bound.
+    rows.push({ bench: 'https', metric: 'bench client CPU during HTTP/2 load (cores)', value: m(edgeH2, (r) => r.clientCpu), unit: '', reference: m(ngH2, (r) => r.clientCpu) });
     const errors = errs(edgeHs) + errs(ngHs) + errs(edgeRps) + errs(ngRps) + errs(edgeH2) + errs(ngH2);
     if (errors) rows.push({ bench: 'https', metric: `errors (edge hs ${errs(edgeHs)}, nginx hs ${errs(ngHs)}, edge req ${errs(edgeRps)}, nginx req ${errs(ngRps)}, edge h2 ${errs(edgeH2)}, nginx h2 ${errs(ngH2)})`, value: errors, unit: '', ok: false });
   } finally {
