@@ -56,6 +56,7 @@ export class EdgeTls {
     private readonly log: Logger,
   ) {
     this.h2 = http2.createServer({}, (req, res) => void edge.handleRequest(req as unknown as http.IncomingMessage, res as unknown as http.ServerResponse));
+    this.takeStreams();
     this.h2.on('session', (session: http2.ServerHttp2Session) => {
       this.sessions.add(session);
       session.once('close', () => this.sessions.delete(session));
@@ -96,6 +97,25 @@ export class EdgeTls {
     this.server.on('tlsClientError', (err: Error, socket: tls.TLSSocket) => {
       this.log.debug({ err: err.message, servername: (socket as tls.TLSSocket & { servername?: string }).servername }, 'edge TLS handshake failed');
       socket.destroy();
+    });
+  }
+
+  /**
+   * Puts the HTTP/2 fast path (src/edge/fast/h2.ts) in front of node:http2's compatibility layer: each
+   * stream goes there first, and one it does not take goes on to the compatibility layer's own listener
+   * (its request and response objects, then `edge.handleRequest`). node:http2 registers that layer as the
+   * server's one `stream` listener; if a Node version ever does otherwise, HTTP/2 stays on that layer.
+   */
+  private takeStreams(): void {
+    const fast = this.edge.fastStreams;
+    if (!fast) return;
+    const own = this.h2.listeners('stream');
+    if (own.length !== 1) return void this.log.warn('edge: node:http2 has an unexpected stream handler; the HTTP/2 fast path is off');
+    const compat = own[0] as (...args: unknown[]) => void;
+    const h2 = this.h2;
+    h2.removeListener('stream', compat);
+    h2.on('stream', (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
+      if (!fast.take(stream, headers, flags)) compat.call(h2, stream, headers, flags, rawHeaders);
     });
   }
 

@@ -22,6 +22,7 @@ import { serveStatic } from './static-site.js';
 import { handleUpgrade, type UpgradeContext } from './upgrade.js';
 import { UpstreamPools } from './upstream-pools.js';
 import { FastConnection, type FastContext } from './fast/connection.js';
+import { FastStreams } from './fast/h2.js';
 import { RawPools } from './fast/upstream.js';
 import { UpstreamResponse } from './upstream-response.js';
 
@@ -44,6 +45,8 @@ export class EdgeServer {
   /** The fast path's connections to the apps, and its client connections (src/edge/fast/). */
   private readonly rawPools = new RawPools();
   private readonly fast = new Set<FastConnection>();
+  /** The HTTP/2 fast path (src/edge/fast/h2.ts) the TLS listener puts in front of node:http2's compatibility layer; null when the fast path is off. */
+  readonly fastStreams: FastStreams | null;
   private readonly counter = new RateCounter();
   private readonly upgrades = new Set<Duplex>();
   private readonly open: OpenRequests;
@@ -77,6 +80,7 @@ export class EdgeServer {
       },
       (req, res) => void this.handleRequest(req, res),
     );
+    this.fastStreams = this.limits.fastPath ? new FastStreams({ backend, requests, log, limits: this.limits, counter: this.counter, open: this.open, pools: this.rawPools }) : null;
     if (this.limits.fastPath) this.takeConnections();
     this.server.on('connection', (socket: net.Socket) => countConnection(socket, this.connections, this.limits));
     const upgrade: UpgradeContext = { server: this.server, backend, requests, log, limits: this.limits, counter: this.counter, upgrades: this.upgrades, open: this.open };

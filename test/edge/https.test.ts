@@ -9,8 +9,7 @@ process.env.BERTH_STOP_GRACE_SECONDS = '2';
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import http2 from 'node:http2';
 import https from 'node:https';
 import path from 'node:path';
@@ -22,6 +21,7 @@ import { createUser } from '../support/factories.js';
 import { assertError, edgeRequest, type HttpClient } from '../support/http.js';
 import { waitFor, waitForDeployment } from '../support/wait.js';
 import { writeTinyApp } from '../runtime/app-fixture.js';
+import { makeCertificate } from '../support/certificates.js';
 
 let root: string;
 let server: TestServer;
@@ -52,18 +52,6 @@ const fake: CertificatesPort = {
     return () => watchers.delete(fn);
   },
 };
-
-/** A throwaway CA and a leaf for `names`, made with openssl (argument arrays). */
-function makeCertificate(dir: string, names: string[]): { ca: string; cert: string; key: string } {
-  const openssl = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], timeout: 20_000 });
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
-  openssl(['req', '-x509', ...ec, '-keyout', 'ca-key.pem', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=Berth edge test CA', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
-  openssl(['req', ...ec, '-keyout', 'key.pem', '-out', 'leaf.csr', '-subj', `/CN=${names[0]}`]);
-  writeFileSync(path.join(dir, 'ext.cnf'), `subjectAltName=${names.map((n) => `DNS:${n}`).join(',')}\nextendedKeyUsage=serverAuth\nbasicConstraints=critical,CA:FALSE\n`);
-  openssl(['x509', '-req', '-in', 'leaf.csr', '-CA', 'ca.pem', '-CAkey', 'ca-key.pem', '-CAcreateserial', '-out', 'cert.pem', '-days', '2', '-extfile', 'ext.cnf']);
-  const read = (f: string) => readFileSync(path.join(dir, f), 'utf8');
-  return { ca: read('ca.pem'), cert: read('cert.pem'), key: read('key.pem') };
-}
 
 const edgePort = () => getRuntime(server.ctx).edgePort();
 const tlsPort = () => getRuntime(server.ctx).httpsPort()!;

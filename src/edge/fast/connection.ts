@@ -34,7 +34,7 @@ const KEEP_ALIVE_MS = 10_000;
 /** Pipelined bytes held while an answer is written before the client is paused. */
 const HOLD_MAX = 64 * 1024;
 /** A path the app may be sent as it is in a request line (normalizeTarget escapes the rest). */
-const SENDABLE = /^\/[\x21-\x7e]*$/;
+export const SENDABLE = /^\/[\x21-\x7e]*$/;
 
 /**
  * One client connection on the edge's fast path (docs/edge.md "The fast path"): a bodiless GET or
@@ -216,7 +216,7 @@ export class FastConnection {
   }
 
   record(log: LogState, status: number, bytes: number): void {
-    this.ctx.requests.record(log.target.projectId, { ts: isoNow(), method: log.method, path: logPath(log.path), status, durationMs: Math.round((performance.now() - log.started) * 10) / 10, ip: log.ip, bytes });
+    recordRequest(this.ctx.requests, log, status, bytes);
   }
 
   /** The request's answer is written: the next one held, or wait. */
@@ -249,6 +249,11 @@ export class FastConnection {
     if (this.fresh && !this.buf) this.socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
     this.socket.destroy();
   }
+}
+
+/** A request the fast path served, into the request log. */
+export function recordRequest(requests: RequestSink, log: LogState, status: number, bytes: number): void {
+  requests.record(log.target.projectId, { ts: isoNow(), method: log.method, path: logPath(log.path), status, durationMs: Math.round((performance.now() - log.started) * 10) / 10, ip: log.ip, bytes });
 }
 
 /** What a served request's log entry is made of. */
