@@ -53,7 +53,7 @@ function percentile(sorted: number[], p: number): number {
 }
 
 /** A throwaway CA and a `*.bench.test` ECDSA P-256 leaf it signed (openssl, argument arrays). */
-function makeCertificates(dir: string): { ca: string; certFile: string; keyFile: string } {
+export function makeCertificates(dir: string): { ca: string; certFile: string; keyFile: string } {
   const f = (n: string) => path.join(dir, n);
   const ossl = (args: string[]) => execFileSync('openssl', args, { stdio: ['ignore', 'ignore', 'pipe'] });
   ossl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', f('ca.key'), '-out', f('ca.crt'), '-subj', '/CN=Berth bench CA', '-days', '2']);
@@ -64,7 +64,7 @@ function makeCertificates(dir: string): { ca: string; certFile: string; keyFile:
 }
 
 /** Uploads the hello app to a new project and waits until it is ready. */
-async function deployHello(url: string, token: string, archive: Buffer): Promise<any> {
+export async function deployHello(url: string, token: string, archive: Buffer): Promise<any> {
   const project = await api(url, token, 'POST', '/api/projects', { name: 'bench-https' });
   await waitReady(url, token, await uploadAndDeploy(url, token, project.id, archive));
   return project;
@@ -74,7 +74,7 @@ async function deployHello(url: string, token: string, archive: Buffer): Promise
  * CPU seconds (user + system) of a process, with its direct children when `children` (nginx: master
  * and worker; not for Berth, whose child is the app itself).
  */
-function cpuSeconds(pid: number, children: boolean): number {
+export function cpuSeconds(pid: number, children: boolean): number {
   const ticks = (p: number) => {
     try {
       const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
@@ -181,7 +181,7 @@ async function handshakes(port: number, ctx: tls.SecureContext, servername: stri
   return { rate: latencies.length / elapsed, errors, p99: percentile(latencies, 99), serverCpu: serverCpu / elapsed, clientCpu: (c.user + c.system) / 1e6 / elapsed };
 }
 
-interface RpsResult {
+export interface RpsResult {
   rps: number;
   errors: number;
   p50: number;
@@ -196,7 +196,7 @@ interface RpsResult {
  * (undici Pool). HTTP/1.1: one request per connection at a time. HTTP/2 (`h2`, ALPN): each connection
  * carries up to workers / connections streams at once.
  */
-async function httpsLoad(port: number, ca: string, servername: string, workers: number, ms: number, serverCpuSeconds: () => number, h2?: { connections: number }): Promise<RpsResult> {
+export async function httpsLoad(port: number, ca: string, servername: string, workers: number, ms: number, serverCpuSeconds: () => number, h2?: { connections: number }): Promise<RpsResult> {
   const pool = h2
     ? new Pool(`https://127.0.0.1:${port}`, { connections: h2.connections, pipelining: Math.ceil(workers / h2.connections), allowH2: true, connect: { ca, servername } })
     : new Pool(`https://127.0.0.1:${port}`, { connections: workers, pipelining: 1, connect: { ca, servername } });

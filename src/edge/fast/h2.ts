@@ -110,27 +110,6 @@ function hsts(log: LogState): Record<string, string> {
   return log.target.hsts ? { 'strict-transport-security': 'max-age=31536000' } : {};
 }
 
-/** The app's header lines (`AnswerHead.pass`) as node:http2's header object; a repeated name becomes a list. */
-function headerObject(pass: string): http2.OutgoingHttpHeaders {
-  const out: http2.OutgoingHttpHeaders = {};
-  let at = 0;
-  while (at < pass.length) {
-    const eol = pass.indexOf('\r\n', at);
-    const line = pass.slice(at, eol);
-    at = eol + 2;
-    const colon = line.indexOf(':');
-    const name = line.slice(0, colon).toLowerCase();
-    // Connection-specific to HTTP/2 (RFC 9113 section 8.2.2); the rest were left out when the head was read.
-    if (name === 'http2-settings') continue;
-    const value = line.slice(colon + 1).trim();
-    const had = out[name];
-    if (had === undefined) out[name] = value;
-    else if (Array.isArray(had)) had.push(value);
-    else out[name] = [String(had), value];
-  }
-  return out;
-}
-
 /**
  * An app's answer written to an HTTP/2 stream: the app's headers (hop-by-hop ones were left out when
  * its head was read) and status in one `respond`, the body as it comes with backpressure both ways
@@ -138,6 +117,7 @@ function headerObject(pass: string): http2.OutgoingHttpHeaders {
  * open count released. A client that resets the stream aborts the exchange.
  */
 class StreamSink implements AnswerSink {
+  readonly asFields = true;
   private status = 502;
   private bytes = 0;
   private counting = true;
@@ -165,7 +145,7 @@ class StreamSink implements AnswerSink {
 
   head(h: AnswerHead): void {
     this.status = h.status;
-    const headers = headerObject(h.pass);
+    const headers: http2.OutgoingHttpHeaders = h.fields ?? {};
     headers[':status'] = h.status;
     if (h.framing.kind === 'length') {
       headers['content-length'] = String(h.framing.length);

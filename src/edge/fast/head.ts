@@ -96,8 +96,10 @@ export type Framing = { kind: 'none' } | { kind: 'length'; length: number } | { 
 
 export interface AnswerHead {
   status: number;
-  /** The header lines the client gets, each ending in CRLF (hop-by-hop ones and the framing left out). */
+  /** The header lines the client gets, each ending in CRLF (hop-by-hop ones and the framing left out); '' when `fields` is given. */
   pass: string;
+  /** The same headers by lowercase name (a repeated one as a list), when asked for (HTTP/2 clients): else null. */
+  fields: Record<string, string | string[]> | null;
   /** The app's `Content-Length`, when it sent one. */
   length: number | null;
   framing: Framing;
@@ -111,12 +113,16 @@ export interface AnswerHead {
 /** Answer headers the client does not get as the app sent them (the edge frames the body itself). */
 const ANSWER_DROP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length']);
 
+/** Connection-specific to HTTP/2 as well (RFC 9113 section 8.2.2), left out of `fields`. */
+const FIELDS_DROP = 'http2-settings';
+
 /**
  * The head of an app's answer (`buf[0, end)`) to a request of `method`; an Error names what is wrong
- * with it (the client gets a 502).
+ * with it (the client gets a 502). `asFields`: the headers the client gets as an object (`fields`)
+ * instead of lines (`pass`).
  */
 // Long on purpose: one pass over the answer's lines with the framing rules of RFC 9112 section 6.3 beside it.
-export function readAnswerHead(buf: Buffer, end: number, method: string): AnswerHead | Error {
+export function readAnswerHead(buf: Buffer, end: number, method: string, asFields = false): AnswerHead | Error {
   if (end > MAX_HEAD) return new Error('the answer head is too large');
   const lines = buf.toString('latin1', 0, end).split('\r\n');
   const first = STATUS_LINE.exec(lines[0]!);
@@ -128,6 +134,7 @@ export function readAnswerHead(buf: Buffer, end: number, method: string): Answer
   let keepAliveMs: number | null = null;
   let hasDate = false;
   let pass = '';
+  const fields: Record<string, string | string[]> | null = asFields ? {} : null;
   for (let i = 1; i < lines.length; i++) {
     const m = HEADER_LINE.exec(lines[i]!);
     if (!m) return new Error('malformed header line');
@@ -146,7 +153,14 @@ export function readAnswerHead(buf: Buffer, end: number, method: string): Answer
       const t = /(?:^|,)\s*timeout=(\d+)/i.exec(value);
       if (t) keepAliveMs = Number(t[1]) * 1000;
     } else if (name === 'date') hasDate = true;
-    if (!ANSWER_DROP.has(name)) pass += lines[i] + '\r\n';
+    if (ANSWER_DROP.has(name)) continue;
+    if (!fields) pass += lines[i] + '\r\n';
+    else if (name !== FIELDS_DROP) {
+      const had = fields[name];
+      if (had === undefined) fields[name] = value;
+      else if (typeof had === 'string') fields[name] = [had, value];
+      else had.push(value);
+    }
   }
   if (chunked && length !== null) return new Error('both Content-Length and Transfer-Encoding');
   let framing: Framing;
@@ -157,5 +171,5 @@ export function readAnswerHead(buf: Buffer, end: number, method: string): Answer
     framing = { kind: 'close' };
     reusable = false;
   }
-  return { status, pass, length, framing, reusable, keepAliveMs, hasDate };
+  return { status, pass, fields, length, framing, reusable, keepAliveMs, hasDate };
 }

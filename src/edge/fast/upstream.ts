@@ -164,6 +164,8 @@ export class RawPools {
 
 /** Where one exchange's answer goes (src/edge/fast/connection.ts). */
 export interface AnswerSink {
+  /** The answer's headers wanted as an object (`AnswerHead.fields`), not as lines. */
+  readonly asFields?: boolean;
   head(h: AnswerHead): void;
   /** Body data (a chunked body's data without its framing); false: the client is full, `resume()` when it drains. */
   data(chunk: Buffer): boolean;
@@ -239,7 +241,7 @@ export class Exchange implements ConnUser {
         if (this.buf.length > MAX_HEAD) this.failWith(new Error('the answer head is too large'));
         return;
       }
-      const head = readAnswerHead(this.buf, end, this.method);
+      const head = readAnswerHead(this.buf, end, this.method, this.sink.asFields === true);
       if (head instanceof Error) return this.failWith(head);
       const rest = this.buf.subarray(end + 4);
       this.buf = null;
