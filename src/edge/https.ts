@@ -3,6 +3,7 @@ import http2 from 'node:http2';
 import type net from 'node:net';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
+import type { StreamListener } from './fast/h2.js';
 import type { EdgeServer } from './proxy.js';
 
 /** Where the TLS listener gets a server name's certificate (the certificates area's port). */
@@ -111,11 +112,12 @@ export class EdgeTls {
     if (!fast) return;
     const own = this.h2.listeners('stream');
     if (own.length !== 1) return void this.log.warn('edge: node:http2 has an unexpected stream handler; the HTTP/2 fast path is off');
-    const compat = own[0] as (...args: unknown[]) => void;
+    const compat = own[0] as StreamListener;
     const h2 = this.h2;
     h2.removeListener('stream', compat);
+    fast.handOver = (stream, headers, flags, rawHeaders) => compat.call(h2, stream, headers, flags, rawHeaders);
     h2.on('stream', (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
-      if (!fast.take(stream, headers, flags)) compat.call(h2, stream, headers, flags, rawHeaders);
+      if (!fast.take(stream, headers, flags, rawHeaders)) compat.call(h2, stream, headers, flags, rawHeaders);
     });
   }
 

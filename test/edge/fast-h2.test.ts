@@ -30,6 +30,7 @@ let edge: EdgeServer;
 let edgeTls: EdgeTls;
 let tlsPort = 0;
 let ca = '';
+let pair = { cert: '', key: '' };
 let root = '';
 const requests = new RequestLog(50);
 let target: EdgeTarget = { projectId: 'p1', unavailable: null, rules: [] };
@@ -68,6 +69,7 @@ before(async () => {
   root = tempDir('berth-fast-h2-');
   const made = makeCertificate(root, ['app.test', 'gone.test']);
   ca = made.ca;
+  pair = { cert: made.cert, key: made.key };
   const log = createLogger('silent');
   edge = new EdgeServer(
     {
@@ -101,9 +103,9 @@ interface H2Answer {
   body: Buffer;
 }
 
-/** One HTTP/2 session to the edge's TLS port (ALPN h2), with SNI `app.test`. */
-function session(): http2.ClientHttp2Session {
-  const s = http2.connect(`https://127.0.0.1:${tlsPort}`, { ca, servername: 'app.test' });
+/** One HTTP/2 session to an edge's TLS port (ALPN h2; this file's edge by default), with SNI `app.test`. */
+function session(port = tlsPort): http2.ClientHttp2Session {
+  const s = http2.connect(`https://127.0.0.1:${port}`, { ca, servername: 'app.test' });
   s.on('error', () => {});
   return s;
 }
@@ -285,6 +287,39 @@ test('a client that resets its stream mid-answer ends the exchange: the connecti
     assert.equal((await request(s, { ':path': '/next' })).body.toString(), 'hello /next');
   } finally {
     s.close();
+  }
+});
+
+test('a stream whose app turns out to run on another instance while it wakes goes on to the compatibility path, which forwards it there', async () => {
+  // The app "wakes" (a pending upstream) and meanwhile its lease moves: the peer is the raw app itself, which answers the forwarded request.
+  let moved = false;
+  const log = createLogger('silent');
+  const other = new EdgeServer(
+    {
+      lookup: () => target,
+      upstream: async () => {
+        moved = true;
+        throw new Error('the app runs on another instance now');
+      },
+      peer: () => (moved ? { host: '127.0.0.1', port: appPort, key: `127.0.0.1:${appPort}` } : null),
+      hopToken: 'hop-token-for-the-test',
+    },
+    requests,
+    log,
+  );
+  const otherTls = new EdgeTls(other, () => ({ forServerName: async () => pair }), log);
+  const port = (await otherTls.listen('127.0.0.1', 0)).port;
+  const s = session(port);
+  try {
+    appHeads.length = 0;
+    const r = await request(s, { ':path': '/moved' });
+    assert.equal(r.status, 200);
+    assert.equal(r.body.toString(), 'hello /moved');
+    assert.match(appHeads[0]!, /\r\nx-berth-hop: hop-token-for-the-test\r\n/i, 'sent on as another instance edge forwards it');
+  } finally {
+    s.close();
+    await otherTls.close();
+    await other.close();
   }
 });
 

@@ -14,6 +14,9 @@ const { NGHTTP2_FLAG_END_STREAM, NGHTTP2_INTERNAL_ERROR } = http2.constants;
 /** What the HTTP/2 fast path shares with the edge: the HTTP/1.1 fast path's context less its hand-over. */
 export type FastStreamContext = Omit<FastContext, 'handOver'>;
 
+/** A node:http2 server's `stream` listener. */
+export type StreamListener = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) => void;
+
 /** Client headers that send an HTTP/2 request to the compatibility layer whatever their value. */
 const NOT_FAST = new Set(['expect', 'x-berth-hop', 'x-berth-client', 'x-berth-proto', 'transfer-encoding', 'upgrade', 'connection', 'http2-settings']);
 /** A header value that may be written into an HTTP/1.1 head as it is (nghttp2 already refuses CR, LF and NUL). */
@@ -29,10 +32,16 @@ const VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
  * that handler, untouched: `take` answers false before it does anything.
  */
 export class FastStreams {
+  /**
+   * The compatibility layer's own handling of a stream (set by the TLS listener, src/edge/https.ts):
+   * where a stream already taken goes when its app turns out to run on another instance.
+   */
+  handOver: StreamListener | null = null;
+
   constructor(private readonly ctx: FastStreamContext) {}
 
   /** Serves the stream here (true), or leaves it for the compatibility layer (false; nothing was done). */
-  take(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number): boolean {
+  take(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]): boolean {
     if (!(flags & NGHTTP2_FLAG_END_STREAM)) return false;
     const method = headers[':method'];
     if (method !== 'GET' && method !== 'HEAD') return false;
@@ -58,14 +67,14 @@ export class FastStreams {
     const ip = clientAddress(socket.remoteAddress, typeof xff === 'string' ? xff : undefined, this.ctx.limits.trustedProxies);
     const log: LogState = { target, method, path: pathOfTarget(forwardTo), ip, started: performance.now(), close: false, secure: true };
     const request = `${method} ${forwardTo} HTTP/1.1\r\nhost: ${authority}\r\n${pass}x-forwarded-for: ${ip}\r\nx-forwarded-proto: https\r\nx-forwarded-host: ${authority}\r\nx-real-ip: ${ip}\r\n\r\n`;
-    void this.serve(stream, target, log, request).catch((err: unknown) => {
+    void this.serve(stream, target, log, request, () => this.handOver?.(stream, headers, flags, rawHeaders)).catch((err: unknown) => {
       this.ctx.log.error({ err }, 'edge HTTP/2 fast path failed');
       stream.close(NGHTTP2_INTERNAL_ERROR);
     });
     return true;
   }
 
-  private async serve(stream: http2.ServerHttp2Stream, target: EdgeTarget, log: LogState, request: string): Promise<void> {
+  private async serve(stream: http2.ServerHttp2Stream, target: EdgeTarget, log: LogState, request: string, elsewhere: () => void): Promise<void> {
     const verdict = evaluateRules(target.rules, log.path, log.ip, this.ctx.counter);
     if (verdict?.status === 403) return this.answer(stream, log, 403, 'Forbidden', 'Your address may not access this path.');
     if (verdict?.status === 429) return this.answer(stream, log, 429, 'Too many requests', `Slow down: try again in ${verdict.retryAfter} s.`, { 'retry-after': String(verdict.retryAfter) });
@@ -74,8 +83,12 @@ export class FastStreams {
       const up = this.ctx.backend.upstream(target.projectId);
       upstream = 'then' in up ? await up : up;
     } catch (e) {
-      // Several instances: the app moved to another one while it woke. The client retries a refused stream on a new request.
-      if (this.ctx.backend.peer?.(target.projectId)) return void stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
+      // Several instances: the app turned out to run on another one (its lease moved since the lookup). The
+      // compatibility layer's path forwards it there (its rules see this request a second time: a rare race).
+      if (this.ctx.backend.peer?.(target.projectId)) {
+        if (this.handOver) return elsewhere();
+        return void stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
+      }
       return this.answer(stream, log, 503, 'Project unavailable', (e as Error).message || 'The app is not running.', { 'retry-after': '10' });
     }
     if (stream.destroyed) return;
