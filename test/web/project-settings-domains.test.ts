@@ -72,7 +72,7 @@ describe('the domains and route rules pages', browserSuite('the domains and rout
     await context.close();
   });
 
-  it('the HTTPS redirect and HSTS switches save as they are toggled', async () => {
+  it('the HTTPS redirect and HSTS switches save as they are toggled; one answered before the other does not undo it', async () => {
     const project = await createProject(dash.server, s.user);
     const { context, page } = await open();
     await visit(page, project, '/domains', 'Domains');
@@ -80,8 +80,23 @@ describe('the domains and route rules pages', browserSuite('the domains and rout
     const hsts = page.getByLabel('Send Strict-Transport-Security (HSTS)');
     assert.equal(await redirect.isChecked(), true, 'null: the default (on once certified)');
     assert.equal(await hsts.isChecked(), false);
+    // The first save is held back in the browser, so the second is answered while the first is still out:
+    // that answer (the server's project, without the first change yet) must not show the first switch undone.
+    let held = true;
+    await page.route(`**/api/projects/${project.id}`, async (route) => {
+      if (route.request().method() === 'PATCH' && held) {
+        held = false;
+        await new Promise((r) => setTimeout(r, 1500));
+      }
+      await route.continue();
+    });
     await redirect.uncheck();
+    const second = page.waitForResponse((r) => r.request().method() === 'PATCH' && (r.request().postData() ?? '').includes('hsts'));
     await hsts.check();
+    await second;
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r(null))));
+    assert.equal(await redirect.isChecked(), false, 'the first switch stays as chosen while its save is out');
+    assert.equal(await hsts.isChecked(), true);
     await waitFor(async () => {
       const c = (await api().get(`/api/projects/${project.id}`)).body.data.config;
       return c.httpsRedirect === false && c.hsts === true;

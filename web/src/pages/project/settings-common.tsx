@@ -11,15 +11,29 @@ import { projectQuery } from './shell';
 export type Project = Awaited<ReturnType<ReturnType<typeof projectQuery>['queryFn']>>;
 export type ConfigPatch = paths['/api/projects/{id}']['patch']['requestBody']['content']['application/json'];
 
+type Preview = (p: Project, body: ConfigPatch) => Project;
+
 /**
  * PATCH /api/projects/:id, optimistic: the project in the cache takes the change at once (`preview`
- * says how) and goes back when the server refuses; the answer replaces it on success.
+ * says how) and goes back when the server refuses; the answer replaces it on success. Saves of the
+ * same project still in flight (a second switch toggled before the first one's answer came) are
+ * applied again over an answer or a refusal, so that a control never shows its old value in between.
  */
-export function useProjectPatch(id: string, preview: (p: Project, body: ConfigPatch) => Project, done?: string) {
+export function useProjectPatch(id: string, preview: Preview, done?: string) {
   const qc = useQueryClient();
   const toast = useToast();
   const key = projectQuery(id).queryKey;
+  const mutationKey = ['project-patch', id];
+  /** `base` with every other pending save of this project previewed over it, oldest first. */
+  const withPending = (base: Project, self: ConfigPatch): Project =>
+    qc
+      .getMutationCache()
+      .findAll({ mutationKey, status: 'pending' })
+      .filter((m) => m.state.variables !== self)
+      .reduce((p, m) => ((m.options.meta?.preview as Preview | undefined) ?? preview)(p, m.state.variables as ConfigPatch), base);
   return useMutation({
+    mutationKey,
+    meta: { preview },
     mutationFn: (body: ConfigPatch) => data(api.PATCH('/api/projects/{id}', { params: { path: { id } }, body })),
     onMutate: async (body) => {
       await qc.cancelQueries({ queryKey: key, exact: true });
@@ -27,12 +41,12 @@ export function useProjectPatch(id: string, preview: (p: Project, body: ConfigPa
       if (prev) qc.setQueryData<Project>(key, preview(prev, body));
       return { prev };
     },
-    onError: (err, _body, ctx) => {
-      if (ctx?.prev) qc.setQueryData(key, ctx.prev);
+    onError: (err, body, ctx) => {
+      if (ctx?.prev) qc.setQueryData(key, withPending(ctx.prev, body));
       toast(`Not saved: ${messageOf(err)}`, 'error');
     },
-    onSuccess: (project) => {
-      qc.setQueryData(key, project);
+    onSuccess: (project, body) => {
+      qc.setQueryData(key, withPending(project, body));
       if (done) toast(done);
     },
   });
