@@ -124,14 +124,19 @@ export function pageErrors(page: Page): string[] {
   return (page as Page & { berthErrors?: string[] }).berthErrors ?? [];
 }
 
-/** Signs in through the sign-in form and waits for the projects page. */
-export async function signIn(page: Page, user: Pick<TestUser, 'email' | 'password'>): Promise<void> {
-  await page.goto('/login');
+/** `step`, or its error with what the page shows then (`pageState`): for the waits a failure is hard to read from. */
+export async function orPageState<T>(page: Page, step: Promise<T>): Promise<T> {
   try {
-    await page.getByLabel('Email').fill(user.email);
+    return await step;
   } catch (e) {
     throw new Error(`${(e as Error).message}\n${await pageState(page)}`, { cause: e });
   }
+}
+
+/** Signs in through the sign-in form and waits for the projects page. */
+export async function signIn(page: Page, user: Pick<TestUser, 'email' | 'password'>): Promise<void> {
+  await page.goto('/login');
+  await orPageState(page, page.getByLabel('Email').fill(user.email));
   await page.getByLabel('Password').fill(user.password);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('heading', { name: 'Projects', level: 1 }).waitFor();

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { getRuntime } from '../../src/modules/hosting/index.js';
-import { assertFitsWidth, browserSuite, openPage, pageErrors, screenshot, signIn, useDashboard } from '../support/browser.js';
+import { assertFitsWidth, browserSuite, openPage, orPageState, pageErrors, screenshot, signIn, useDashboard } from '../support/browser.js';
 import { createUser, type TestUser } from '../support/factories.js';
 import { tempDir } from '../support/harness.js';
 import { edgeRequest, type HttpClient } from '../support/http.js';
@@ -68,7 +68,7 @@ describe('the live log pages', browserSuite('the live log pages'), () => {
     const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, user);
     await page.goto(`/projects/${projectId}/logs`);
-    await page.getByRole('heading', { name: 'Logs', level: 2 }).waitFor();
+    await orPageState(page, page.getByRole('heading', { name: 'Logs', level: 2 }).waitFor());
     assert.equal(await page.getByLabel('Environment').count(), 0, 'no environment choice while production is the only one');
     await logLine(page, 'listening on').first().waitFor({ timeout: 15_000 });
     await page.getByText('Live.').waitFor();
@@ -136,7 +136,7 @@ describe('the live log pages', browserSuite('the live log pages'), () => {
     const { context, page } = await openPage(dash.browser, dash.server);
     await signIn(page, user);
     await page.goto(`/projects/${projectId}/requests`);
-    await page.getByRole('heading', { name: 'Request logs', level: 2 }).waitFor();
+    await orPageState(page, page.getByRole('heading', { name: 'Request logs', level: 2 }).waitFor());
     await page.locator('.live-open', { hasText: 'Live' }).waitFor({ timeout: 10_000 });
     const row = (p: string) => page.locator('tbody tr').filter({ has: page.locator('td.req-path', { hasText: new RegExp(`^${p}$`) }) });
     // The earlier requests are there from the recent list.
