@@ -37,7 +37,8 @@ export { hostOf } from './request-head.js';
  * with `httpsRedirect` to `https://`.
  *
  * The TLS listener (src/edge/https.ts) hands its HTTP/1.1 connections to this same `server` and its
- * HTTP/2 requests to `handleRequest`: one request path for all three (see there).
+ * HTTP/2 streams to `fastStreams` (src/edge/fast/h2.ts), which leaves the rest to `handleRequest`:
+ * the same decisions for all three (see there).
  */
 export class EdgeServer {
   readonly server: http.Server;
