@@ -1,6 +1,5 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import http2 from 'node:http2';
 import net from 'node:net';
@@ -11,6 +10,7 @@ import { compileRules } from '../../src/edge/rules.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { makeCertificate } from '../support/certificates.js';
 import { tempDir } from '../support/harness.js';
+import { largeAnswer } from '../support/raw-answers.js';
 import { waitFor } from '../support/wait.js';
 
 // The edge's HTTP/2 fast path (src/edge/fast/h2.ts, docs/edge.md "The fast path"): bodiless GET and
@@ -238,22 +238,16 @@ test('route rules, an app that cannot serve and an answer HTTP/2 cannot carry ge
 });
 
 test('a large answer to a client that stops reading holds the app back, and arrives whole', async () => {
-  const size = 16 * 1024 * 1024;
-  const body = randomBytes(size);
-  let appSocket: net.Socket | null = null;
-  scripts.set('/large', (_p, sock) => {
-    appSocket = sock;
-    sock.write(`HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\ncontent-length: ${size}\r\n\r\n`);
-    sock.write(body);
-  });
+  const large = largeAnswer(16 * 1024 * 1024);
+  scripts.set('/large', large.script);
   const s = session();
   try {
     const req = s.request({ ':authority': 'app.test', ':path': '/large' });
     req.pause();
-    await waitFor(() => appSocket, 'the app to get the request', 5000, 10);
+    await waitFor(() => large.socket(), 'the app to get the request', 5000, 10);
     // The client reads nothing for a while: HTTP/2 flow control fills, the edge pauses its read of the app, whose writes then wait.
     await new Promise((r) => setTimeout(r, 400));
-    assert.ok(appSocket!.writableLength > 0, 'the app still holds part of its answer: the edge did not read it all into memory');
+    assert.ok(large.socket()!.writableLength > 0, 'the app still holds part of its answer: the edge did not read it all into memory');
     const parts: Buffer[] = [];
     const whole = new Promise<void>((resolve, reject) => {
       req.on('data', (d: Buffer) => parts.push(d));
@@ -263,7 +257,7 @@ test('a large answer to a client that stops reading holds the app back, and arri
     req.resume();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([whole, new Promise((_, j) => (timer = setTimeout(() => j(new Error('timed out')), 20000)))]).finally(() => clearTimeout(timer));
-    assert.ok(Buffer.concat(parts).equals(body), 'every byte as the app sent it');
+    assert.ok(Buffer.concat(parts).equals(large.body), 'every byte as the app sent it');
   } finally {
     s.close();
   }

@@ -1,13 +1,13 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { randomBytes } from 'node:crypto';
 import { EdgeServer, type EdgeTarget } from '../../src/edge/proxy.js';
 import { RequestLog } from '../../src/edge/requests.js';
 import { compileRules } from '../../src/edge/rules.js';
 import { ChunkedReader } from '../../src/edge/fast/chunked.js';
 import { readAnswerHead, readSimpleRequest } from '../../src/edge/fast/head.js';
 import { createLogger } from '../../src/lib/logger.js';
+import { largeAnswer } from '../support/raw-answers.js';
 import { waitFor } from '../support/wait.js';
 
 // The edge's fast path (src/edge/fast/, docs/edge.md "The fast path"): plain GET and HEAD requests on raw
@@ -208,22 +208,18 @@ test("an app's chunked answer reaches the client in the edge's own chunks; one e
 
 test('a large answer to a client that stops reading holds the app back (the edge reads no further than the client takes), and arrives whole', async () => {
   const size = 32 * 1024 * 1024;
-  const body = randomBytes(size);
-  let appSocket: net.Socket | null = null;
-  scripts.set('/large', (_p, s) => {
-    appSocket = s;
-    s.write(`HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\ncontent-length: ${size}\r\n\r\n`);
-    s.write(body);
-  });
+  const large = largeAnswer(size);
+  const body = large.body;
+  scripts.set('/large', large.script);
   const socket = net.connect(edgePort, '127.0.0.1');
   const parts: Buffer[] = [];
   let got = 0;
   socket.pause();
   socket.write(get('/large'), 'latin1');
-  await waitFor(() => appSocket, 'the app to get the request', 5000, 10);
+  await waitFor(() => large.socket(), 'the app to get the request', 5000, 10);
   // The client reads nothing for a while: the edge pauses its read of the app, whose own writes then wait.
   await new Promise((r) => setTimeout(r, 400));
-  assert.ok(appSocket!.writableLength > 0, 'the app still holds part of its answer: the edge did not read it all into memory');
+  assert.ok(large.socket()!.writableLength > 0, 'the app still holds part of its answer: the edge did not read it all into memory');
   // The head is well under the first chunk; the whole answer is its length past it.
   const whole = new Promise<void>((resolve) =>
     socket.on('data', (d: Buffer) => {
