@@ -109,9 +109,8 @@ export class ThreadedEdge {
         this.host.record(e[i] as string, { ts: e[i + 1] as string, method: e[i + 2] as string, path: e[i + 3] as string, status: e[i + 4] as number, durationMs: e[i + 5] as number, ip: e[i + 6] as string, bytes: e[i + 7] as number });
       }
       for (const app of m.touched) this.host.touch(app);
-    } else if (m.t === 'open') {
-      if (m.open) this.busy.add(m.app);
-      else this.busy.delete(m.app);
+      for (const app of m.opened) this.busy.add(app);
+      for (const app of m.idle) this.busy.delete(app);
     } else if (m.t === 'log') this.host.log[m.level](m.obj, m.msg);
     else if (m.t === 'answer') {
       this.counts.get(m.id)?.(m.value);

@@ -48,9 +48,12 @@ export type FromWorker =
   | { t: 'listening'; port: number; httpsPort: number | null }
   | { t: 'listen-failed'; which: 'http' | 'https'; code: string | undefined; message: string }
   | { t: 'ask'; id: number; kind: AskKind; arg: string }
-  /** Requests served: flat, 8 values per entry (app, ts, method, path, status, durationMs, ip, bytes); apps served from an upstream. */
-  | { t: 'batch'; entries: (string | number)[]; touched: string[] }
-  | { t: 'open'; app: string; open: boolean }
+  /**
+   * Requests served: flat, 8 values per entry (app, ts, method, path, status, durationMs, ip, bytes); apps
+   * served from an upstream; apps whose open requests went from none to some (`opened`) or back
+   * (`idle`) since the last batch, each named by its state at the batch.
+   */
+  | { t: 'batch'; entries: (string | number)[]; touched: string[]; opened: string[]; idle: string[] }
   | { t: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; obj: Record<string, unknown>; msg: string }
   | { t: 'answer'; id: number; value: number }
   | { t: 'closed' };

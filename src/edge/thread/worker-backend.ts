@@ -41,6 +41,8 @@ export class WorkerBackend implements RequestSink {
   private readonly appGen = new Map<string, number>();
   private entries: (string | number)[] = [];
   private touched = new Set<string>();
+  /** Apps whose open requests went from none to some (true) or back (false) since the last batch: their state now. */
+  private openState = new Map<string, boolean>();
   private timer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -134,6 +136,16 @@ export class WorkerBackend implements RequestSink {
     else this.schedule();
   }
 
+  /**
+   * An app's open requests went from none to some or back. The main thread hears the state with the next
+   * batch (at most BATCH_MS later; the idle sweep runs every few seconds): a message per change cost
+   * a wakeup of the main thread every few requests under load, when the count touches 0 between them.
+   */
+  openChanged(app: string, open: boolean): void {
+    this.openState.set(app, open);
+    this.schedule();
+  }
+
   private touch(app: string): void {
     this.touched.add(app);
     this.schedule();
@@ -149,10 +161,14 @@ export class WorkerBackend implements RequestSink {
   flush(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    if (this.entries.length === 0 && this.touched.size === 0) return;
-    this.post({ t: 'batch', entries: this.entries, touched: [...this.touched] });
+    if (this.entries.length === 0 && this.touched.size === 0 && this.openState.size === 0) return;
+    const opened: string[] = [];
+    const idle: string[] = [];
+    for (const [app, open] of this.openState) (open ? opened : idle).push(app);
+    this.post({ t: 'batch', entries: this.entries, touched: [...this.touched], opened, idle });
     this.entries = [];
     this.touched = new Set();
+    this.openState = new Map();
   }
 }
 

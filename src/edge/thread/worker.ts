@@ -78,7 +78,7 @@ function run(port: MessagePort, init: EdgeThreadInit): void {
     httpsPort: () => holder.tls?.port() ?? null,
   };
   const limits = { ...init.limits, trustedProxies: parseTrustedProxies(init.limits.trustedProxies) };
-  const edge = new EdgeServer(backend, cache, log, limits, (app, open) => post({ t: 'open', app, open }));
+  const edge = new EdgeServer(backend, cache, log, limits, (app, open) => cache.openChanged(app, open));
   type Pair = { cert: string; key: string } | null;
   /**
    * A server name's certificate, asked of the main thread once per CERT_TTL_MS instead of on every

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { EdgeUpstream } from '../../../src/edge/backend.js';
-import type { AskKind, WireUpstream } from '../../../src/edge/thread/protocol.js';
+import { ENTRY_WIDTH, type AskKind, type FromWorker, type WireUpstream } from '../../../src/edge/thread/protocol.js';
 import { LANES_FRESH_MS, WorkerBackend } from '../../../src/edge/thread/worker-backend.js';
 
 function withAnswers(answer: (app: string) => WireUpstream) {
@@ -67,5 +67,36 @@ describe("the edge thread's app addresses", () => {
     t.mock.timers.tick(LANES_FRESH_MS + 1);
     await upstream('svc');
     assert.equal(asked.length, 2);
+  });
+});
+
+describe("the edge thread's batches to the main thread", () => {
+  function posting() {
+    const posted: FromWorker[] = [];
+    const cache = new WorkerBackend(async () => null, (m) => posted.push(m));
+    return { cache, posted };
+  }
+  const entry = { ts: '2026-12-01T00:00:00.000Z', method: 'GET', path: '/', status: 200, durationMs: 1, ip: '127.0.0.1', bytes: 5 };
+
+  it('an app whose open requests come and go is named by its state at the batch, not by a message per change', () => {
+    const { cache, posted } = posting();
+    cache.openChanged('busy-app', true);
+    cache.openChanged('quick-app', true);
+    cache.record('quick-app', entry);
+    cache.openChanged('quick-app', false);
+    assert.equal(posted.length, 0, 'nothing is sent before the batch');
+    cache.flush();
+    assert.equal(posted.length, 1);
+    const batch = posted[0] as Extract<FromWorker, { t: 'batch' }>;
+    assert.deepEqual({ opened: batch.opened, idle: batch.idle }, { opened: ['busy-app'], idle: ['quick-app'] });
+    assert.equal(batch.entries.length, ENTRY_WIDTH);
+
+    // A state already sent is not sent again; a change with no request served still makes a batch.
+    cache.flush();
+    assert.equal(posted.length, 1);
+    cache.openChanged('busy-app', false);
+    cache.flush();
+    const next = posted[1] as Extract<FromWorker, { t: 'batch' }>;
+    assert.deepEqual({ opened: next.opened, idle: next.idle, entries: next.entries }, { opened: [], idle: ['busy-app'], entries: [] });
   });
 });
