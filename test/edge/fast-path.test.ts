@@ -384,3 +384,15 @@ test('the edge closes: idle fast-path connections end, and the listener stops', 
   await closed;
   assert.equal(other.server.listening, false);
 });
+
+test('a kept-alive connection with no next request is closed once the keep-alive timeout it announced has passed', { timeout: 20_000 }, async () => {
+  const c = client();
+  c.send(get('/idle'));
+  const text = await c.read((t) => t.endsWith('hello /idle'));
+  assert.match(text, /\r\nkeep-alive: timeout=10\r\n/);
+  const answered = Date.now();
+  await new Promise<void>((resolve) => (c.socket.destroyed ? resolve() : c.socket.once('close', () => resolve())));
+  const idle = Date.now() - answered;
+  // 10 s (the socket's timeout while it waits for a request); never before it.
+  assert.ok(idle >= 9_900 && idle < 13_000, `closed after ${idle} ms of idleness`);
+});
