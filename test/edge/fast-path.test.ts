@@ -338,6 +338,17 @@ test('the fast path reads heads strictly: what it does not recognise is left to 
   const c = answer('HTTP/1.0 200 OK\r\nContent-Length: 1');
   assert.ok(!(c instanceof Error) && !c.reusable);
   assert.ok(answer('HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip') instanceof Error);
+  // Status lines and header lines, character by character (the reader scans them: src/edge/fast/head.ts).
+  for (const ok of ['HTTP/1.1 200', 'HTTP/1.1 200 ', 'HTTP/1.1 599 Odd\tReason \xe9', 'HTTP/1.1 200 OK\r\nX-Obs: caf\xe9\r\nX-Empty:\r\nX-Tab:\tv\t']) {
+    assert.ok(!(answer(ok) instanceof Error), JSON.stringify(ok));
+  }
+  for (const bad of ['HTTP/1.1 099 X', 'HTTP/1.2 200 OK', 'HTTP/1.1 2000 OK', 'HTTP/1.1 20x OK', 'HTTP/1.1  200 OK', 'HTTP/1.1 200 O\x7fK', 'HTTP/1.1 200\tOK', 'HTTP/1.1 200 OK\r\nX: a\x01b', 'HTTP/1.1 200 OK\r\nX : a', 'HTTP/1.1 200 OK\r\n: a', 'HTTP/1.1 200 OK\r\nX\xe9: a', 'HTTP/1.1 200 OK\r\nContent-Length: 1x']) {
+    assert.ok(answer(bad) instanceof Error, JSON.stringify(bad));
+  }
+  for (const bad of ['GET /x  HTTP/1.1\r\nHost: a', 'GET /x HTTP/1.1 \r\nHost: a', 'GET /\xe9 HTTP/1.1\r\nHost: a', 'GET /x HTTP/1.1\r\nHost: a\rb', 'GET /x HTTP/1.1\r\nHost: a\r\nX-A\x7f: b', 'GET /x HTTP/1.1\r\nHost: a\r\nHost: b']) {
+    assert.equal(read(bad), null, JSON.stringify(bad));
+  }
+  assert.equal(read('HEAD /a?b=c HTTP/1.1\r\nX-Obs: \xe9\r\nhost:a.test\t')!.host, 'a.test');
 });
 
 test('a chunked body is read the same whichever way its bytes are split', () => {
