@@ -31,6 +31,8 @@ export interface FastContext {
 
 /** node:http's keep-alive timeout on the edge (src/edge/proxy.ts), kept the same here. */
 const KEEP_ALIVE_MS = 10_000;
+/** The most body bytes that arrived with an answer's head which are copied beside it into one write. */
+const ONE_WRITE_MAX = 16 * 1024;
 /** Pipelined bytes held while an answer is written before the client is paused. */
 const HOLD_MAX = 64 * 1024;
 /** A path the app may be sent as it is in a request line (normalizeTarget escapes the rest). */
@@ -285,7 +287,7 @@ class ClientSink implements AnswerSink {
     private readonly release: () => void,
   ) {}
 
-  head(h: AnswerHead): void {
+  head(h: AnswerHead, first: Buffer | null): boolean {
     this.status = h.status;
     const s = this.conn.client;
     let framing = '';
@@ -301,9 +303,20 @@ class ClientSink implements AnswerSink {
       framing = 'transfer-encoding: chunked\r\n';
       this.chunked = true;
     }
+    const head = this.conn.headOf(this.log, h.status, h.pass + framing, h.hasDate);
+    // A small answer that came whole (the usual one): head and body in one write, one buffer.
+    if (first && first.length <= ONE_WRITE_MAX) {
+      if (s.destroyed) return true;
+      if (this.counting) this.bytes += first.length;
+      const out = Buffer.allocUnsafe(head.length + first.length);
+      out.write(head, 0, 'latin1');
+      first.copy(out, head.length);
+      return s.write(out);
+    }
     s.cork();
-    s.write(this.conn.headOf(this.log, h.status, h.pass + framing, h.hasDate), 'latin1');
+    s.write(head, 'latin1');
     process.nextTick(() => s.uncork());
+    return first ? this.data(first) : true;
   }
 
   data(chunk: Buffer): boolean {

@@ -156,7 +156,7 @@ class StreamSink implements AnswerSink {
     });
   }
 
-  head(h: AnswerHead): void {
+  head(h: AnswerHead, first: Buffer | null): boolean {
     this.status = h.status;
     const headers: http2.OutgoingHttpHeaders = h.fields ?? {};
     headers[':status'] = h.status;
@@ -168,14 +168,16 @@ class StreamSink implements AnswerSink {
       }
     } else if (h.framing.kind === 'none' && h.length !== null && h.status !== 204) headers['content-length'] = String(h.length);
     if (this.log.target.hsts) headers['strict-transport-security'] = 'max-age=31536000';
-    if (this.stream.destroyed) return;
+    if (this.stream.destroyed) return true;
     try {
       this.stream.respond(headers, { endStream: h.framing.kind === 'none' || (h.framing.kind === 'length' && h.framing.length === 0) });
     } catch (err) {
       // Headers HTTP/1.1 allows and HTTP/2 does not (a repeated single-value header such as Content-Type): a 502, as for any answer the edge cannot pass on.
       this.exchange?.abort();
       this.fail(err as Error, false);
+      return true;
     }
+    return first ? this.data(first) : true;
   }
 
   data(chunk: Buffer): boolean {

@@ -166,7 +166,11 @@ export class RawPools {
 export interface AnswerSink {
   /** The answer's headers wanted as an object (`AnswerHead.fields`), not as lines. */
   readonly asFields?: boolean;
-  head(h: AnswerHead): void;
+  /**
+   * The answer's head, and `first`: the first body bytes of a known-length answer when they came with
+   * the head (written as `data` would: the HTTP/1.1 sink sends both in one write). Same return as `data`.
+   */
+  head(h: AnswerHead, first: Buffer | null): boolean;
   /** Body data (a chunked body's data without its framing); false: the client is full, `resume()` when it drains. */
   data(chunk: Buffer): boolean;
   end(): void;
@@ -253,12 +257,23 @@ export class Exchange implements ConnUser {
         continue;
       }
       this.answer = head;
-      if (head.framing.kind === 'length') this.left = head.framing.length;
-      else if (head.framing.kind === 'chunked') this.chunked = new ChunkedReader();
-      this.sink.head(head);
+      const kind = head.framing.kind;
+      let first: Buffer | null = null;
+      if (kind === 'length') {
+        this.left = head.framing.length;
+        const n = Math.min(this.left, rest.length);
+        if (n > 0) first = n === rest.length ? rest : rest.subarray(0, n);
+        this.left -= n;
+      } else if (kind === 'chunked') this.chunked = new ChunkedReader();
+      const room = this.sink.head(head, first);
       if (this.over) return;
-      if (head.framing.kind === 'none') return this.finish(rest.length === 0);
-      if (rest.length > 0 || head.framing.kind === 'length') this.body(rest);
+      if (!room && !this.paused) this.pause();
+      if (kind === 'none') return this.finish(rest.length === 0);
+      if (kind === 'length') {
+        if (this.left === 0) this.finish((first?.length ?? 0) === rest.length);
+        return;
+      }
+      if (rest.length > 0) this.body(rest);
       return;
     }
   }
