@@ -404,6 +404,7 @@ test('a kept-alive connection with no next request is closed once the keep-alive
   const answered = Date.now();
   await new Promise<void>((resolve) => (c.socket.destroyed ? resolve() : c.socket.once('close', () => resolve())));
   const idle = Date.now() - answered;
-  // 10 s (the socket's timeout while it waits for a request); never before it.
-  assert.ok(idle >= 9_900 && idle < 13_000, `closed after ${idle} ms of idleness`);
+  // 10 s (the socket's timeout while it waits for a request), not long before it; the bounds leave room
+  // for a busy machine (the answer read late by this client, the timer fired late).
+  assert.ok(idle >= 9_000 && idle < 15_000, `closed after ${idle} ms of idleness`);
 });
