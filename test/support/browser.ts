@@ -1,10 +1,14 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before } from 'node:test';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { startTestServer, type TestServer, type TestServerOptions } from './harness.js';
 import type { TestUser } from './factories.js';
+import { startLoopbackSocks } from './loopback-socks.js';
 
 /** Debian's Chromium (`.ci/run` installs it); BERTH_CHROMIUM points elsewhere. */
 export const CHROMIUM = process.env.BERTH_CHROMIUM || '/usr/bin/chromium';
@@ -27,9 +31,52 @@ export function browserSuite(name: string): { skip: string | false } {
   return { skip: missing };
 }
 
-/** Headless Chromium with an empty profile (a fresh temporary one per launch). */
-export function launchBrowser(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'];
+const NETNS_LAUNCHER = fileURLToPath(new URL('./chromium-netns.mjs', import.meta.url));
+/** The SOCKS port inside Chromium's namespace (its own, so any fixed port is free). */
+const NETNS_PROXY_PORT = 1080;
+
+/**
+ * Headless Chromium with an empty profile (a fresh temporary one per launch), in a network namespace
+ * of its own where the host's interface changes cannot fail its requests with ERR_NETWORK_CHANGED
+ * (test/support/chromium-netns.mjs says why and how). It reaches this machine's loopback, and nothing
+ * else, through a SOCKS5 proxy. Where namespaces cannot be made (not root), Chromium runs as it is.
+ */
+export async function launchBrowser(): Promise<Browser> {
+  if (!canUnshareNet()) return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'berth-chromium-'));
+  const socket = path.join(dir, 'socks');
+  const proxy = await startLoopbackSocks(socket);
+  const cleanUp = async () => {
+    await proxy.close();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const browser = await chromium.launch({
+      executablePath: NETNS_LAUNCHER,
+      headless: true,
+      // <-loopback: loopback goes through the proxy too (Chromium sends it direct by default).
+      args: [...CHROMIUM_ARGS, `--proxy-server=socks5://127.0.0.1:${NETNS_PROXY_PORT}`, '--proxy-bypass-list=<-loopback>'],
+      env: {
+        ...process.env,
+        PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ''}`,
+        BERTH_NETNS_CHROMIUM: CHROMIUM,
+        BERTH_NETNS_SOCKET: socket,
+        BERTH_NETNS_PORT: String(NETNS_PROXY_PORT),
+      },
+    });
+    browser.once('disconnected', () => void cleanUp());
+    return browser;
+  } catch (err) {
+    await cleanUp();
+    throw err;
+  }
+}
+
+let unshareWorks: boolean | undefined;
+function canUnshareNet(): boolean {
+  unshareWorks ??= spawnSync('unshare', ['--net', '--', 'true'], { stdio: 'ignore' }).status === 0;
+  return unshareWorks;
 }
 
 /** A real server that serves the dashboard (open sign-up, as every harness server). */
