@@ -21,8 +21,9 @@ export interface Ports {
 }
 
 export interface AuthPort {
-  actorFromBearer(ctx: AppContext, token: string): Promise<Actor | null>;
-  actorFromSession(ctx: AppContext, sessionToken: string): Promise<Actor | null>;
+  /** A credential's actor; answered without a promise when this server's cache knows the credential. */
+  actorFromBearer(ctx: AppContext, token: string): Actor | null | Promise<Actor | null>;
+  actorFromSession(ctx: AppContext, sessionToken: string): Actor | null | Promise<Actor | null>;
   actorFromCredentialId(ctx: AppContext, credentialId: string): Promise<Actor | null>;
   memberActor(ctx: AppContext, orgId: string, userId: string): Promise<Actor | null>;
 }

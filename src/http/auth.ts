@@ -25,24 +25,34 @@ export function parseCookies(header: string | undefined): Record<string, string>
 
 /**
  * Resolves the request's credential to an actor. A bearer header wins over a cookie. A credential
- * that is present but malformed, unknown, expired or revoked is 401 at once; no credential is null.
+ * that is present but malformed, unknown, expired or revoked is 401 at once (thrown, or the promise
+ * rejected); no credential is null. A credential this server's cache knows is answered without a
+ * promise: every authenticated request but a credential's first few.
  */
-export async function authenticateRequest(ctx: AppContext, req: FastifyRequest): Promise<Actor | null> {
+export function authenticateRequest(ctx: AppContext, req: FastifyRequest): Actor | null | Promise<Actor | null> {
   const header = req.headers.authorization;
   if (header !== undefined) {
     const m = /^Bearer ([A-Za-z0-9_\-.~+/]+=*)$/.exec(header.trim());
     if (!m) throw new AppError('UNAUTHENTICATED', 'malformed Authorization header: expected "Bearer <token>"');
-    const actor = await ctx.ports.auth.actorFromBearer(ctx, m[1]!);
-    if (!actor) throw new AppError('UNAUTHENTICATED', 'invalid, expired or revoked token');
-    return actor;
+    const actor = ctx.ports.auth.actorFromBearer(ctx, m[1]!);
+    return actor instanceof Promise ? actor.then(knownBearer) : knownBearer(actor);
   }
   const cookie = parseCookies(req.headers.cookie)[SESSION_COOKIE];
   if (cookie) {
-    const actor = await ctx.ports.auth.actorFromSession(ctx, cookie);
-    if (!actor) throw new AppError('UNAUTHENTICATED', 'session expired or signed out');
-    return actor;
+    const actor = ctx.ports.auth.actorFromSession(ctx, cookie);
+    return actor instanceof Promise ? actor.then(knownSession) : knownSession(actor);
   }
   return null;
+}
+
+function knownBearer(actor: Actor | null): Actor {
+  if (!actor) throw new AppError('UNAUTHENTICATED', 'invalid, expired or revoked token');
+  return actor;
+}
+
+function knownSession(actor: Actor | null): Actor {
+  if (!actor) throw new AppError('UNAUTHENTICATED', 'session expired or signed out');
+  return actor;
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);

@@ -72,7 +72,8 @@ export class RouteGate {
     if (access === 'public' || access === 'stream-token') {
       req.actor = null;
       // A cloud project's public and token-in-query routes are the cloud's to answer.
-      for (const forward of this.forwarders) if (await forward(def, req, reply, ctx)) return reply;
+      const took = this.forwarded(req, reply);
+      if (took !== false && (await took)) return reply;
       if (access === 'public') return undefined;
       const token = this.streamTokenOf(req);
       if (token !== undefined) {
@@ -82,7 +83,8 @@ export class RouteGate {
         return undefined;
       }
     }
-    const actor = await authenticateRequest(ctx, req);
+    const found = authenticateRequest(ctx, req);
+    const actor = found instanceof Promise ? await found : found;
     if (!actor) throw new AppError('UNAUTHENTICATED', 'authentication required: send a bearer token or a session cookie');
     checkCsrf(ctx, req, actor);
     req.actor = actor;
@@ -93,11 +95,28 @@ export class RouteGate {
     if (this.source && (this.source.from === 'param' || this.source.from === 'org')) {
       if (await this.resolveNamed(actor, req, reply)) return reply;
       // (Stream-token routes met the forwarders before authentication.)
-      if (access !== 'stream-token') for (const forward of this.forwarders) if (await forward(def, req, reply, ctx)) return reply;
+      if (access !== 'stream-token') {
+        const took = this.forwarded(req, reply);
+        if (took !== false && (await took)) return reply;
+      }
       return undefined;
     }
     req.resource = (await this.authorizeFor(actor, req)) ?? undefined;
     return undefined;
+  }
+
+  /** Did a forwarder take the reply over? False at once when every one said so without a promise. */
+  private forwarded(req: FastifyRequest, reply: FastifyReply): boolean | Promise<boolean> {
+    for (let i = 0; i < this.forwarders.length; i++) {
+      const took = this.forwarders[i]!(this.def, req, reply, this.ctx);
+      if (took !== false) return took.then((yes) => yes || this.forwardedFrom(i + 1, req, reply));
+    }
+    return false;
+  }
+
+  private async forwardedFrom(start: number, req: FastifyRequest, reply: FastifyReply): Promise<boolean> {
+    for (let i = start; i < this.forwarders.length; i++) if (await this.forwarders[i]!(this.def, req, reply, this.ctx)) return true;
+    return false;
   }
 
   /** preHandler (body-named records only): step 6 once the body is validated. */

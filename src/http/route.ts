@@ -173,9 +173,10 @@ export interface ModuleDef {
   /**
    * Runs for routes with a `resource` after the gate passed, and for public routes, before the body
    * is read; answers true when it took the reply over (the cloud module forwards requests for cloud
-   * projects).
+   * projects). A plain `false` says at once that the request is not its own, so that the common case
+   * (a local record) costs no promise on every request.
    */
-  forward?(def: AnyRoute, req: FastifyRequest, reply: FastifyReply, ctx: AppContext): Promise<boolean>;
+  forward?(def: AnyRoute, req: FastifyRequest, reply: FastifyReply, ctx: AppContext): false | Promise<boolean>;
   /**
    * Runs for routes with a path-parameter `resource` whose resolver found no record in the actor's org
    * (after authentication, CSRF and the role gate, before the 404 and before the body is read): the

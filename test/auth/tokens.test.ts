@@ -65,6 +65,20 @@ describe('personal access tokens', () => {
     assert.equal((await server.api(t.token).get('/api/auth/me')).status, 401);
   });
 
+  it('a token this server has resolved once is answered from its cache without a promise; a revoked one is null again', async () => {
+    const u = await createUser(server);
+    const t = (await server.api(u.token).post('/api/auth/tokens', { name: 'cached' })).body.data;
+    const auth = server.ctx.ports.auth;
+    const first = auth.actorFromBearer(server.ctx, t.token);
+    assert.ok(first instanceof Promise, 'the first lookup reads the database');
+    assert.equal((await first)?.userId, u.userId);
+    const second = auth.actorFromBearer(server.ctx, t.token);
+    assert.ok(!(second instanceof Promise), 'the second comes from the cache');
+    assert.equal(second?.userId, u.userId);
+    assert.equal((await server.api(u.token).delete(`/api/auth/tokens/${t.id}`)).status, 200);
+    assert.equal(await auth.actorFromBearer(server.ctx, t.token), null);
+  });
+
   it('an unknown token of the right shape is 401', async () => {
     assert.equal((await server.api('berth_pat_' + 'A'.repeat(43)).get('/api/auth/me')).status, 401);
   });

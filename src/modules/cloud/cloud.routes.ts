@@ -11,7 +11,7 @@ import { exportBundle, importBundle } from './bundle-exchange.service.js';
 import { CloudHost } from './cloud-host.js';
 import { recordRefProject } from './cloud-records.js';
 import { GZIP, ImportedProjectSchema, RecordProjectSchema, SealedBundleSchema, ServiceDataSchema, SourceArchiveSchema, TransferResultSchema } from './cloud.presenters.js';
-import { forwardToCloud } from './forward.js';
+import { forwardToCloud, mayForwardToCloud } from './forward.js';
 import { forwardCloudRecord, forwardCloudStream } from './forward-records.js';
 import { receiveServiceData, sendServiceData, SERVICE_DATA_TYPES } from './service-data.js';
 import { receiveSourceArchive, sourceArchivePath } from './source.js';
@@ -186,8 +186,12 @@ export const cloudModule: ModuleDef = {
   // Only a self-hosted instance forwards, and only routes that name a record; this area's own routes
   // act on the local record and are never forwarded.
   forwards: (def, ctx) => ctx.config.mode === 'self-hosted' && def.resource !== undefined && !own(def),
-  // Token streams of a cloud record first (they name no project), then a cloud project's routes.
-  forward: async (def, req, reply, ctx) => (await forwardCloudStream(def, req, reply, ctx)) || forwardToCloud(def, req, reply, ctx),
+  // Token streams of a cloud record first (they name no project), then a cloud project's routes; a
+  // request for a local project is answered false at once (no promise on the common path).
+  forward: (def, req, reply, ctx) => {
+    if (def.access === 'stream-token') return forwardCloudStream(def, req, reply, ctx).then((took) => took || forwardToCloud(def, req, reply, ctx));
+    return mayForwardToCloud(def, req, ctx) && forwardToCloud(def, req, reply, ctx);
+  },
   forwardUnresolved: forwardCloudRecord,
   routes: [...cloudRoutes, ...transferRoutes],
   state: () => ({ transfers: new TransferTracker() }),

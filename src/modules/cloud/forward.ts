@@ -44,6 +44,20 @@ export function cloudPath(def: AnyRoute, rawUrl: string, param: string, cloudId:
 }
 
 /**
+ * Whether `forwardToCloud` may take the request, decided without a promise: false for a route not
+ * named by a project in its path and for a local project already resolved (the common case); true
+ * when the project is a cloud one, or not yet looked up (public and stream-token routes).
+ */
+export function mayForwardToCloud(def: AnyRoute, req: FastifyRequest, ctx: AppContext): boolean {
+  if (ctx.config.mode !== 'self-hosted') return false;
+  const source = resourceInfo(def.resource);
+  if (!source || source.kind !== 'project' || source.from !== 'param') return false;
+  if (def.access === 'stream-token' || def.access === 'public') return true;
+  const resource = req.resource as ResolvedResource<'project'> | undefined;
+  return resource?.kind === 'project' && resource.record.location === 'cloud';
+}
+
+/**
  * The forwarding hook (ModuleDef.forward) for routes named by a project (a `project` resource in the
  * path): for a project whose `location` is `cloud`, the request, already authorized locally, is sent
  * to the cloud with the link's credential and the answer is streamed back unchanged (relayToCloud).
@@ -51,9 +65,8 @@ export function cloudPath(def: AnyRoute, rawUrl: string, param: string, cloudId:
  * credential) goes along as it came, to be checked by the cloud, which minted the token.
  */
 export async function forwardToCloud(def: AnyRoute, req: FastifyRequest, reply: FastifyReply, ctx: AppContext): Promise<boolean> {
-  if (ctx.config.mode !== 'self-hosted') return false;
   const source = resourceInfo(def.resource);
-  if (!source || source.kind !== 'project' || source.from !== 'param') return false;
+  if (!mayForwardToCloud(def, req, ctx) || !source) return false;
   const beforeAuth = def.access === 'stream-token' || def.access === 'public';
   let target: { orgId: string; id: string };
   if (beforeAuth) {
