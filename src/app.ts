@@ -26,6 +26,9 @@ import type { Logger } from 'pino';
 import { systemClock, type Clock } from './lib/clock.js';
 import type { UidRange } from './runtime/uid-range.js';
 
+/** The tables whose writes the database announces on the bus (migration 024), as the code names them. */
+const ANNOUNCED_TABLES = ['projects', 'domains', 'environments', 'routeRules', 'deployments'];
+
 declare module 'fastify' {
   interface FastifyInstance {
     berth: {
@@ -145,6 +148,12 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   // access events, the job queue and (by the modules) caches and streams.
   const bus = openBus({ db: database.db, databaseUrl: config.databaseUrl, instanceId, log });
   await bus.start();
+  // A request that wrote a table other instances cache (the database announces such writes at commit,
+  // migration 024) answers once they have heard: it sends a held message after its writes, which each
+  // instance acknowledges after the database's announcement (a listener hears messages in commit order).
+  const writesSeen = { n: 0 };
+  const writesAtStart = new WeakMap<object, number>();
+  if (bus.shared) database.writes.on(ANNOUNCED_TABLES, () => writesSeen.n++);
   const jobs = new JobQueue(database.db, database.dialect, instanceId, log, { clock: opts.clock ?? systemClock });
   bus.subscribe('jobs', () => jobs.wake());
   bus.onResync(() => jobs.wake());
@@ -194,11 +203,17 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     reply.header('x-request-id', req.id);
     // A NUL in a path or query value can reach neither PostgreSQL text nor a file name.
     if (req.url.includes('%00')) return done(new AppError('VALIDATION_FAILED', 'the URL must not contain NUL characters'));
+    if (bus.shared && req.method !== 'GET' && req.method !== 'HEAD') writesAtStart.set(req, writesSeen.n);
     done();
   });
-  // A change a request announces on the bus (a revoked token) is sent before its answer is, so that a
-  // client's next request reaches no instance that has not heard of it.
-  app.addHook('onSend', (_req, _reply, payload, done) => {
+  // A change a request announces on the bus (a revoked token), or a write to a table other instances
+  // cache, reaches them before its answer is sent, so that a client's next request reaches no
+  // instance that has not heard of it.
+  app.addHook('onSend', (req, _reply, payload, done) => {
+    if (bus.shared) {
+      const before = writesAtStart.get(req);
+      if (before !== undefined && before !== writesSeen.n) void bus.publish('written', null, { hold: true }).catch(() => {});
+    }
     const pending = bus.pending();
     if (!pending) return done(null, payload);
     pending.then(

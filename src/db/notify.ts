@@ -18,8 +18,13 @@ import type { Db } from './client.js';
  *
  * Own messages: a publish is delivered to this instance's subscribers at once, synchronously, on both
  * stores; the copy PostgreSQL sends back is recognised by the instance id (`i`) and not delivered
- * again: it only resolves the publish (PostgreSQL signals every listener at once, so the other
- * instances have the message by then), and a response waits for its request's publishes (`app.ts`). Messages
+ * again: it only resolves the publish. A held publish (`hold`: a change the client's next request,
+ * perhaps to another instance, must find there) resolves only once every other instance listening on
+ * the database acknowledged it (an `_ack` message each, sent after its subscribers ran), and a
+ * response waits for its request's held publishes (`app.ts`). The echo alone would not do: PostgreSQL
+ * signals every listener at commit, but each listener's backend sends when the scheduler runs it, and
+ * a busy host can run the publisher's own listener, its answer and the client's next request to
+ * another instance before that instance's backend. Messages
  * the database itself sends (the triggers of migration 024: `tables` on writes to the project and route
  * tables, `jobs` on an enqueue; they carry no `i`) reach every instance, this one included: they are sent
  * at commit, never for a rolled-back write.
@@ -43,8 +48,8 @@ export interface Bus {
   readonly live: boolean;
   /**
    * Delivers `payload` on `channel` here at once and to every other instance; resolves once sent.
-   * `hold`: the answer of a request in progress waits for it (`pending()`): a change whose next
-   * request may reach another instance (a revoked token).
+   * `hold`: resolves once every other instance has delivered it, and the answer of a request in
+   * progress waits for it (`pending()`): a change whose next request may reach another instance.
    */
   publish(channel: string, payload?: unknown, opts?: { hold?: boolean }): Promise<void>;
   /** Listens on one channel; answers the function that stops listening. */
@@ -141,8 +146,15 @@ const BACKOFF_MIN_MS = 100;
 const BACKOFF_MAX_MS = 5000;
 /** The listener connection is checked this often (a half-open TCP connection hears nothing). */
 const HEARTBEAT_MS = 10000;
-/** How long a publish waits for its own message to come back (then it resolves anyway). */
+/** How long a publish waits for its own message, or a held one for acknowledgements (then resolves anyway). */
 const ECHO_WAIT_MS = 1000;
+/** The channel of acknowledgements of held messages: never delivered to subscribers. */
+const ACK_CHANNEL = '_ack';
+/** The application name of each instance's listener connection: `berth-bus <instance id>`. */
+const LISTENER_NAME = 'berth-bus ';
+
+/** A held message's acknowledgements: the instances still owed (null until known) and those come already. */
+type AwaitedAcks = { owed: Set<string> | null; came: Set<string>; done: () => void };
 
 export class PgBus extends LocalBus {
   override readonly shared = true;
@@ -155,6 +167,8 @@ export class PgBus extends LocalBus {
   private readonly inFlight = new Set<Promise<void>>();
   /** Own messages on their way back, by sequence number. */
   private readonly echoes = new Map<number, () => void>();
+  /** Held messages awaiting the other instances' acknowledgements, by sequence number. */
+  private readonly acks = new Map<number, AwaitedAcks>();
   private seq = 0;
 
   constructor(
@@ -171,19 +185,19 @@ export class PgBus extends LocalBus {
   }
 
   /**
-   * Resolves once the message came back to this instance's own listener: PostgreSQL signals every
-   * listening session at once, so by then the other instances' listeners have it too (at most
-   * ECHO_WAIT_MS; at once when the listener is down).
+   * Resolves once the message came back to this instance's own listener (at most ECHO_WAIT_MS; at
+   * once when the listener is down); a held one once the other instances acknowledged it (`publishHeld`).
    */
   override publish(channel: string, payload?: unknown, opts: { hold?: boolean } = {}): Promise<void> {
     const n = ++this.seq;
-    const text = JSON.stringify({ c: channel, i: this.instanceId, n, p: payload ?? null });
+    const text = JSON.stringify({ c: channel, i: this.instanceId, n, p: payload ?? null, ...(opts.hold ? { h: 1 } : {}) });
     const size = Buffer.byteLength(text);
     if (size > MAX_MESSAGE_BYTES) {
       // A programming error (send a reference instead), never the caller's input.
       throw new Error(`bus message on ${channel} is ${size} bytes (at most ${MAX_MESSAGE_BYTES}): publish a reference`);
     }
     this.deliver(channel, payload, this.instanceId);
+    if (opts.hold) return this.publishHeld(channel, n, text);
     const echoed = new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
         this.echoes.delete(n);
@@ -208,8 +222,65 @@ export class PgBus extends LocalBus {
         this.echoes.get(n)?.();
         this.inFlight.delete(sent);
       });
-    if (opts.hold) this.inFlight.add(sent);
     return sent;
+  }
+
+  /**
+   * Sends a held message and resolves once every other instance whose listener was connected to the
+   * database when it was sent acknowledged it (at most ECHO_WAIT_MS; at once when this listener is
+   * down, since acknowledgements could not be heard). One statement sends it and lists the listeners
+   * (`pg_stat_activity`, this database only), so a listener connecting later is not waited for.
+   */
+  private publishHeld(channel: string, n: number, text: string): Promise<void> {
+    const acked = new Promise<void>((resolve) => {
+      const timer = setTimeout(() => finish(), ECHO_WAIT_MS);
+      timer.unref();
+      const finish = () => {
+        clearTimeout(timer);
+        this.acks.delete(n);
+        resolve();
+      };
+      this.acks.set(n, { owed: null, came: new Set(), done: finish });
+    });
+    const sent: Promise<void> = sql<{ listeners: string[] }>`select pg_notify(${BUS_CHANNEL}, ${text}) as sent, array(
+        select application_name from pg_stat_activity
+        where datid = (select oid from pg_database where datname = current_database()) and application_name like ${`${LISTENER_NAME}%`}
+      ) as listeners`
+      .execute(this.db)
+      .then(
+        (r) => {
+          const wait = this.acks.get(n);
+          if (!wait || !this.connected) return;
+          const ids = (r.rows[0]?.listeners ?? []).map((name) => name.slice(LISTENER_NAME.length));
+          wait.owed = new Set(ids.filter((id) => id !== this.instanceId && !wait.came.has(id)));
+          if (wait.owed.size === 0) wait.done();
+          return acked;
+        },
+        (err) => {
+          this.log?.warn({ err: (err as Error).message, channel }, 'bus: could not publish');
+        },
+      )
+      .finally(() => {
+        this.acks.get(n)?.done();
+        this.inFlight.delete(sent);
+      });
+    this.inFlight.add(sent);
+    return sent;
+  }
+
+  /** Acknowledges a held message of `origin` once this instance's subscribers have run. */
+  private acknowledge(origin: string, n: number): void {
+    const text = JSON.stringify({ c: ACK_CHANNEL, i: this.instanceId, p: { to: origin, n } });
+    sql`select pg_notify(${BUS_CHANNEL}, ${text})`.execute(this.db).catch((err: Error) => {
+      this.log?.warn({ err: err.message }, 'bus: could not acknowledge');
+    });
+  }
+
+  private acked(from: string, n: number): void {
+    const wait = this.acks.get(n);
+    if (!wait) return;
+    wait.came.add(from);
+    if (wait.owed?.delete(from) && wait.owed.size === 0) wait.done();
   }
 
   override pending(): Promise<void> | null {
@@ -242,7 +313,7 @@ export class PgBus extends LocalBus {
   private async connect(): Promise<void> {
     if (this.closed) return;
     const pg = loadPg();
-    const client = new pg.Client({ connectionString: this.url, keepAlive: true, application_name: `berth-bus ${this.instanceId}` });
+    const client = new pg.Client({ connectionString: this.url, keepAlive: true, application_name: `${LISTENER_NAME}${this.instanceId}` });
     this.client = client;
     let failed = false;
     const fail = (err?: Error) => {
@@ -298,19 +369,25 @@ export class PgBus extends LocalBus {
   }
 
   private receive(text: string): void {
-    let m: { c?: unknown; i?: unknown; n?: unknown; p?: unknown };
+    let m: { c?: unknown; i?: unknown; n?: unknown; p?: unknown; h?: unknown };
     try {
       m = JSON.parse(text);
     } catch {
       return;
     }
     if (typeof m?.c !== 'string') return;
+    if (m.c === ACK_CHANNEL) {
+      const p = m.p as { to?: unknown; n?: unknown } | null;
+      if (p?.to === this.instanceId && typeof p.n === 'number' && typeof m.i === 'string') this.acked(m.i, p.n);
+      return;
+    }
     if (m.i === this.instanceId) {
-      // Delivered here at publish; its return says the other instances' listeners have it too.
+      // Delivered here at publish; its return resolves a publish that is not held.
       if (typeof m.n === 'number') this.echoes.get(m.n)?.();
       return;
     }
     this.deliver(m.c, m.p, typeof m.i === 'string' ? m.i : null);
+    if (m.h === 1 && typeof m.i === 'string' && typeof m.n === 'number') this.acknowledge(m.i, m.n);
   }
 }
 

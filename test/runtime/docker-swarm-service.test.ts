@@ -10,6 +10,7 @@ import { createLogger } from '../../src/lib/logger.js';
 import type { Instance } from '../../src/runtime/app-instance.js';
 import type { CommandStep } from '../../src/runtime/command.js';
 import { IMAGES, containerSpecOf, docker, get, useSwarm } from '../support/swarm.js';
+import { waitFor } from '../support/wait.js';
 
 // Swarm mode of the docker runtime (contract section 13): how a release runs as a service, on a real
 // single-node swarm (test/support/swarm.ts). Each case deploys a project of its own.
@@ -121,6 +122,9 @@ test("the edge balances per request over a service's tasks: 30 sequential reques
   const labels = { 'berth.instance': key, 'berth.project': projectId, 'berth.deployment': 'dpl_many' };
   docker(['build', '-q', '--build-arg', 'VERSION=3', ...Object.entries(labels).map(([k, v]) => `--label=${k}=${v}`), '-t', release, path.join(swarm.root, 'image')]);
   const many = await swarm.start(swarm.spec(projectId, release, 'dpl_many', { replicas: 3, imageCommand: true, env: { GREETING: 'hello', KEEP_ALIVE: '1' } }));
+  // The start is over once a task answers; the others join the balancer as the engine reports them
+  // running (its task list is read every second).
+  await waitFor(() => many.upstream.lanes!().length === 3, "the balancer to have a lane for each of the service's 3 tasks", 30_000, 100);
   const edge = new EdgeServer(
     { lookup: (host) => (host === 'many.test' ? { projectId, unavailable: null, rules: [] } : null), upstream: () => many.upstream },
     new RequestLog(),

@@ -11,6 +11,8 @@ import { rawPost } from '../uploads/upload-client.js';
 import { waitFor } from '../support/wait.js';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { sql } from '../../src/db/kysely.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { attachUploadToProject, uploadSourceDir } from '../../src/modules/uploads/index.js';
 
 /** The org's allowance of disk for uploads not deployed yet, lowered for the quota test. */
@@ -64,6 +66,34 @@ describe('two instances on one database share their state', { skip: usingPostgre
     );
     assert.equal((await a.api(team.owner.token).patch(`/api/projects/${p.id}`, { name: 'renamed-on-a' })).status, 200);
     assert.equal((await read()).name, 'renamed-on-a');
+  });
+
+  it("A answers a removal and a rename only once B has heard them, though B's listener runs late", async (t) => {
+    const { a, b } = pair;
+    const m = await createUser(a, { orgId: team.orgId, role: 'member' });
+    const p = await createProject(a, team.owner, { name: 'late-listener' });
+    assert.equal((await b.api(m.token).get(`/api/projects/${p.id}`)).status, 200); // cached on B now
+    const listener = await sql<{ pid: number }>`select pid from pg_stat_activity where application_name = ${`berth-bus ${b.ctx.instanceId}`}`.execute(a.ctx.db);
+    const pid = listener.rows[0]!.pid;
+    // B's listener backend stopped, as a busy host's scheduler may leave it after a commit signalled it.
+    try {
+      process.kill(pid, 'SIGSTOP');
+    } catch (err) {
+      return t.skip(`cannot stop the database's backend (${(err as NodeJS.ErrnoException).code})`);
+    }
+    const answered: string[] = [];
+    const rename = a.api(team.owner.token).patch(`/api/projects/${p.id}`, { name: 'renamed-late' }).then((r) => (answered.push('rename'), r));
+    const removal = a.api(team.owner.token).delete(`/api/permissions/members/${m.userId}`).then((r) => (answered.push('removal'), r));
+    try {
+      await sleep(400);
+      assert.deepEqual(answered, [], 'A waits for B');
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    assert.equal((await rename).status, 200);
+    assert.equal((await removal).status, 200);
+    assert.equal((await b.api(team.owner.token).get(`/api/projects/${p.id}`)).body.data.name, 'renamed-late');
+    assert.equal((await b.api(m.token).get(`/api/projects/${p.id}`)).status, 401);
   });
 
   it('ten failed sign-ins spread over A and B lock the pair on both', async () => {
