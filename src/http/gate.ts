@@ -60,48 +60,73 @@ export class RouteGate {
     return this.source?.from === 'body';
   }
 
-  /** onRequest: steps 1–6 for everything but a body-named record. Answers the reply when a forwarder took it. */
-  async onRequest(req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
-    const { ctx, def, access } = this;
+  /**
+   * onRequest: steps 1–6 for everything but a body-named record. Answers the reply when a forwarder
+   * took it. Without a promise when nothing needs one (a cached credential on a route that names no
+   * record): the hook then costs no promise of its own nor Fastify's wait on it (`register.ts`).
+   */
+  onRequest(req: FastifyRequest, reply: FastifyReply): FastifyReply | undefined | Promise<FastifyReply | undefined> {
+    const { def, access } = this;
     if (this.hidden) throw new AppError('NOT_FOUND', 'route not found');
     if (def.streamBody && req.headers['content-type'] !== undefined) {
       // Refused before any parser (JSON, text) reads the body.
       const type = String(req.headers['content-type']).split(';')[0]!.trim().toLowerCase();
       if (!def.streamBody.includes(type)) throw new AppError('UNSUPPORTED_MEDIA_TYPE', `send ${def.streamBody[0]} (got ${type || 'no content type'})`);
     }
-    if (access === 'public' || access === 'stream-token') {
-      req.actor = null;
-      // A cloud project's public and token-in-query routes are the cloud's to answer.
-      const took = this.forwarded(req, reply);
-      if (took !== false && (await took)) return reply;
-      if (access === 'public') return undefined;
-      const token = this.streamTokenOf(req);
-      if (token !== undefined) {
-        const check = () => this.checkStreamToken(req, token);
-        const minter = await check();
-        if (minter && def.raw) this.keepForStreams(req, minter, check);
-        return undefined;
-      }
+    if (access === 'public' || access === 'stream-token') return this.publicOrStreamToken(req, reply);
+    return this.authenticated(req, reply);
+  }
+
+  private async publicOrStreamToken(req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+    req.actor = null;
+    // A cloud project's public and token-in-query routes are the cloud's to answer.
+    const took = this.forwarded(req, reply);
+    if (took !== false && (await took)) return reply;
+    if (this.access === 'public') return undefined;
+    const token = this.streamTokenOf(req);
+    if (token !== undefined) {
+      const check = () => this.checkStreamToken(req, token);
+      const minter = await check();
+      if (minter && this.def.raw) this.keepForStreams(req, minter, check);
+      return undefined;
     }
-    const found = authenticateRequest(ctx, req);
-    const actor = found instanceof Promise ? await found : found;
+    return this.authenticated(req, reply);
+  }
+
+  /** Steps 4–6 with the request's credential. */
+  private authenticated(req: FastifyRequest, reply: FastifyReply): FastifyReply | undefined | Promise<FastifyReply | undefined> {
+    const found = authenticateRequest(this.ctx, req);
+    return found instanceof Promise ? found.then((actor) => this.admitted(req, reply, actor)) : this.admitted(req, reply, found);
+  }
+
+  private admitted(req: FastifyRequest, reply: FastifyReply, actor: Actor | null): FastifyReply | undefined | Promise<FastifyReply | undefined> {
+    const { def, access } = this;
     if (!actor) throw new AppError('UNAUTHENTICATED', 'authentication required: send a bearer token or a session cookie');
-    checkCsrf(ctx, req, actor);
+    checkCsrf(this.ctx, req, actor);
     req.actor = actor;
     if (def.raw) this.keepForStreams(req, actor, () => this.recheckCredential(req, actor));
     if (access === 'authenticated') return undefined;
     this.checkRoleAndScopes(actor);
     if (access === 'member' || this.checksBody) return undefined;
-    if (this.source && (this.source.from === 'param' || this.source.from === 'org')) {
-      if (await this.resolveNamed(actor, req, reply)) return reply;
-      // (Stream-token routes met the forwarders before authentication.)
-      if (access !== 'stream-token') {
-        const took = this.forwarded(req, reply);
-        if (took !== false && (await took)) return reply;
-      }
+    if (this.source && (this.source.from === 'param' || this.source.from === 'org')) return this.namedThenForwarded(actor, req, reply);
+    const resolved = this.authorizeFor(actor, req);
+    if (!(resolved instanceof Promise)) {
+      req.resource = resolved ?? undefined;
       return undefined;
     }
-    req.resource = (await this.authorizeFor(actor, req)) ?? undefined;
+    return resolved.then((r) => {
+      req.resource = r ?? undefined;
+      return undefined;
+    });
+  }
+
+  private async namedThenForwarded(actor: Actor, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+    if (await this.resolveNamed(actor, req, reply)) return reply;
+    // (Stream-token routes met the forwarders before authentication.)
+    if (this.access !== 'stream-token') {
+      const took = this.forwarded(req, reply);
+      if (took !== false && (await took)) return reply;
+    }
     return undefined;
   }
 
@@ -220,15 +245,19 @@ export class RouteGate {
     return this.resolver!(this.ctx, orgId, id, this.fieldsOf(req), { read: req.method === 'GET' || req.method === 'HEAD' });
   }
 
-  /** Step 6 for `actor`: the record (if the route names one), the tag on it, every requirement. */
-  private async authorizeFor(actor: Actor, req: FastifyRequest): Promise<ResolvedResource | null> {
+  /**
+   * Step 6 for `actor`: the record (if the route names one), the tag on it, every requirement. Without
+   * a promise when the route names no record (an org-wide tag).
+   */
+  private authorizeFor(actor: Actor, req: FastifyRequest): ResolvedResource | null | Promise<ResolvedResource | null> {
     if (!this.source || (this.source.optional && this.idOf(req) === undefined)) {
       this.authorizeOn(actor, undefined);
       return null;
     }
-    const resolved = await this.resolve(actor.orgId, req);
-    this.authorizeOn(actor, resolved);
-    return resolved;
+    return this.resolve(actor.orgId, req).then((resolved) => {
+      this.authorizeOn(actor, resolved);
+      return resolved;
+    });
   }
 
   /** `resolved`: undefined when the route names no record (org-wide), null when it was not found. */

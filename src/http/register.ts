@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { isTag } from '../authz/tags.js';
 import type { AppContext } from '../context.js';
@@ -6,7 +6,7 @@ import { AppError } from '../lib/errors.js';
 import { markUpload } from './connection-guard.js';
 import { RouteGate } from './gate.js';
 import { rawBodyHook } from './raw-body.js';
-import { Answer, resourceInfo, routeInfo, type AnyRoute, type ModuleDef, type ResourceResolver, type RouteInfo } from './route.js';
+import { Answer, JsonText, resourceInfo, routeInfo, type AnyRoute, type ModuleDef, type ResourceResolver, type RouteInfo } from './route.js';
 
 /** Refuses, at start-up, a route whose declaration cannot be enforced as written. */
 export function checkDefinition(def: AnyRoute, resolvers: ReadonlyMap<string, ResourceResolver>): void {
@@ -22,6 +22,48 @@ export function checkDefinition(def: AnyRoute, resolvers: ReadonlyMap<string, Re
   if (source && (access === 'member' || access === 'public' || access === 'authenticated')) throw new Error(`${where}: a resource needs access 'tag' or 'stream-token'`);
   if (source?.from === 'param' && !def.url.includes(`:${source.field}`)) throw new Error(`${where}: no path parameter ${source.field}`);
   if (access === 'stream-token' && (!def.streamToken || source?.from !== 'param')) throw new Error(`${where}: a stream-token route names its token kind and a path-parameter resource`);
+}
+
+/**
+ * A route's onRequest, preHandler and handler around its gate. Callback style, and no promise where
+ * none is needed: a gate that answers without one (most authenticated reads) and a handler that does
+ * (a cached read) cost none here.
+ */
+function routeHooks(ctx: AppContext, def: AnyRoute, gate: RouteGate) {
+  const status = def.status ?? 200;
+  const answer = (out: unknown, reply: FastifyReply): FastifyReply => {
+    if (def.raw) return reply;
+    if (out instanceof JsonText) return reply.code(status).type('application/json; charset=utf-8').send(out.text);
+    if (out instanceof Answer) {
+      if (out.headers) reply.headers(out.headers);
+      return reply.code(out.status ?? status).send(out.body);
+    }
+    if (def.envelope === false) return reply.code(status).send(out);
+    return reply.code(status).send({ data: out === undefined ? null : out });
+  };
+  return {
+    onRequest: (req: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
+      // Uploads get a longer body idle limit and no whole-request cap (connection-guard.ts): marked
+      // by their own route, so that other requests do not pay for the check.
+      if (def.streamBody) markUpload(req.raw);
+      let checked: ReturnType<RouteGate['onRequest']>;
+      try {
+        checked = gate.onRequest(req, reply);
+      } catch (err) {
+        return done(err as Error);
+      }
+      if (checked instanceof Promise) checked.then(() => done(), done);
+      else done();
+    },
+    ...(gate.checksBody ? { preHandler: (req: FastifyRequest, reply: FastifyReply) => gate.preHandler(req, reply) } : {}),
+    handler: (req: FastifyRequest, reply: FastifyReply) => {
+      const input = { params: req.params as never, query: req.query as never, body: req.body as never, actor: req.actor as never, resource: req.resource as never, req, reply };
+      const out = def.handler(input, ctx);
+      if (out instanceof Promise) return out.then((value) => answer(value, reply));
+      answer(out, reply);
+      return undefined;
+    },
+  };
 }
 
 /**
@@ -60,36 +102,7 @@ export function registerModules(app: FastifyInstance, ctx: AppContext, modules: 
         bodyLimit: def.bodyLimit,
         config: { berth: def },
         ...(def.rawBody ? { preParsing: rawBodyHook(def.bodyLimit ?? 1024 * 1024) } : {}),
-        // Uploads get a longer body idle limit and no whole-request cap (connection-guard.ts): marked
-        // by their own route, so that other requests do not pay for the check.
-        onRequest: def.streamBody
-          ? (req, reply) => {
-              markUpload(req.raw);
-              return gate.onRequest(req, reply);
-            }
-          : (req, reply) => gate.onRequest(req, reply),
-        ...(gate.checksBody ? { preHandler: (req: Parameters<RouteGate['preHandler']>[0], reply: Parameters<RouteGate['preHandler']>[1]) => gate.preHandler(req, reply) } : {}),
-        handler: async (req, reply) => {
-          const out = await def.handler(
-            {
-              params: req.params as never,
-              query: req.query as never,
-              body: req.body as never,
-              actor: req.actor as never,
-              resource: req.resource as never,
-              req,
-              reply,
-            },
-            ctx,
-          );
-          if (def.raw) return reply;
-          if (out instanceof Answer) {
-            if (out.headers) reply.headers(out.headers);
-            return reply.code(out.status ?? status).send(out.body);
-          }
-          if (def.envelope === false) return reply.code(status).send(out);
-          return reply.code(status).send({ data: out === undefined ? null : out });
-        },
+        ...routeHooks(ctx, def, gate),
       });
     }
   }

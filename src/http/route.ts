@@ -147,6 +147,14 @@ export class Answer {
   ) {}
 }
 
+/**
+ * A handler's answer already written as JSON by the route's own serializer (`reply.serialize`, so the
+ * response schema shaped it), e.g. kept with a cached read: sent as it is, with the route's status.
+ */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
 export interface ModuleDef {
   name: string;
   routes: AnyRoute[];
