@@ -1,4 +1,4 @@
-import { Type, type ObjectOptions, type TProperties, type TSchema } from '@sinclair/typebox';
+import { Type, type ObjectOptions, type Static, type TObject, type TProperties, type TSchema } from '@sinclair/typebox';
 
 /** An object schema that drops unknown fields (Ajv removeAdditional with additionalProperties: false). */
 export function Obj<T extends TProperties>(props: T, opts: ObjectOptions = {}) {
@@ -19,5 +19,13 @@ export function Nullable<T extends TSchema>(t: T) {
 
 /** A string or null as one JSON-schema type list (serialised without trying the branches of a union). */
 export const NullableStr = () => Type.Unsafe<string | null>({ type: ['string', 'null'] });
+/**
+ * An object or null as one JSON-schema type list: the serialiser writes `null` or the object, where a
+ * union (`Nullable`) runs a validator over the value on every answer to pick its branch. For objects
+ * in the answers of hot reads (`me`).
+ */
+export function NullableObject<T extends TObject>(t: T) {
+  return Type.Unsafe<Static<T> | null>({ ...t, type: ['object', 'null'] });
+}
 /** A number or null, as `NullableStr`. */
 export const NullableNum = () => Type.Unsafe<number | null>({ type: ['number', 'null'] });

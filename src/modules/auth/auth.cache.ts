@@ -77,6 +77,8 @@ export interface CachedMe {
   userId: string;
   orgIds: string[];
   value: MeView;
+  /** The answer as the route's JSON, with the grants of the credential's actor it was written for. */
+  json?: { for: Actor; text: string };
 }
 
 export class AuthCaches {

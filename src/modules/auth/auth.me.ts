@@ -11,20 +11,41 @@ import * as store from './auth.store.js';
 
 type Deps = Pick<AppContext, 'db' | 'ports'>;
 
-/** The `me` answer, from this server's cache when a fresh one is there. */
-export async function me(ctx: Deps, actor: Actor): Promise<MeView> {
+/** The `me` answer: from this server's cache without a promise when a fresh one is there. */
+export function me(ctx: Deps, actor: Actor): MeView | Promise<MeView> {
   const caches = cachesOf(ctx);
   const key = `${actor.userId}:${actor.orgId}:${actor.role}`;
-  // The grants come from the actor (loaded with its credential, dropped with it on every access change).
-  const grants = actor.grants.map((g) => ({ resourceType: g.resourceType, resourceId: g.resourceId, permissions: g.permissions }));
   const hit = caches?.me.get(key);
-  if (hit) return withGrants(hit.value, grants);
+  return hit ? withGrants(hit.value, grantsOf(actor)) : meFromStore(ctx, caches, key, actor);
+}
+
+/**
+ * The `me` answer as JSON text written by `write` (the route's serializer): on a cache hit for the
+ * actor it was last written for, the text kept with the cached answer, without a promise. The actor
+ * object is the credential cache's: a new one (a new credential, or any access change, which drops
+ * both caches) is written anew, so the grants in the text are always the actor's.
+ */
+export function meJson(ctx: Deps, actor: Actor, write: (value: MeView) => string): string | Promise<string> {
+  const caches = cachesOf(ctx);
+  const key = `${actor.userId}:${actor.orgId}:${actor.role}`;
+  const hit = caches?.me.get(key);
+  if (!hit) return meFromStore(ctx, caches, key, actor).then(write);
+  if (hit.json?.for !== actor) hit.json = { for: actor, text: write(withGrants(hit.value, grantsOf(actor))) };
+  return hit.json.text;
+}
+
+/** The grants come from the actor (loaded with its credential, dropped with it on every access change). */
+function grantsOf(actor: Actor): MeView['grants'] {
+  return actor.grants.map((g) => ({ resourceType: g.resourceType, resourceId: g.resourceId, permissions: g.permissions }));
+}
+
+async function meFromStore(ctx: Deps, caches: ReturnType<typeof cachesOf>, key: string, actor: Actor): Promise<MeView> {
   const gen = caches?.me.generation ?? 0;
   const [user, orgs] = await Promise.all([store.findUserById(ctx.db, actor.userId), store.listUserOrgs(ctx.db, actor.userId)]);
   if (!user) throw new AppError('UNAUTHENTICATED', 'account no longer exists');
   const value = presentMe(user, actor.orgId, actor.role, orgs);
   caches?.me.set(key, { userId: actor.userId, orgIds: orgs.map((o) => o.id), value }, gen);
-  return withGrants(value, grants);
+  return withGrants(value, grantsOf(actor));
 }
 
 /**

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { ApiTokensTable, UsersTable } from '../../db/schema.js';
-import { Nullable } from '../../http/schemas.js';
+import { Nullable, NullableObject } from '../../http/schemas.js';
 
 /** The auth area's API shapes: rows to answers, and the TypeBox schemas the routes declare. */
 
@@ -19,7 +19,7 @@ const OrgRef = Type.Object({ id: Type.String(), name: Type.String(), isTeam: Typ
 export const MeView = Type.Object({
   user: UserView,
   /** Null when the active org is gone. */
-  org: Nullable(OrgRef),
+  org: NullableObject(OrgRef),
   role: Type.String(),
   orgs: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), isTeam: Type.Boolean(), role: Type.String() })),
   grants: Type.Array(Type.Object({ resourceType: Type.String(), resourceId: Type.String(), permissions: Type.Array(Type.String()) }), {

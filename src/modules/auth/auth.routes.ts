@@ -1,12 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import { parseCookies } from '../../http/auth.js';
-import { defineRoute, type ModuleDef } from '../../http/route.js';
+import { defineRoute, JsonText, type ModuleDef } from '../../http/route.js';
 import { Id, Obj, Str } from '../../http/schemas.js';
 import { signupJoiningInvitations } from './auth.accounts.js';
 import { clearSession, deviceCookie, setSession } from './auth.cookies.js';
 import { Credentials } from './auth.credentials.js';
 import { DEVICE_COOKIE } from './auth.device.js';
-import { me, switchOrg } from './auth.me.js';
+import { meJson, switchOrg } from './auth.me.js';
 import { LoginView, LogoutView, MeView, NewTokenView, SignupView, TokenView } from './auth.presenters.js';
 import { login, logout } from './auth.sessions.js';
 import { createToken, listTokens, revokeToken } from './auth.tokens.js';
@@ -69,7 +69,11 @@ export const authModule: ModuleDef = {
       summary: 'The signed-in user, the active org and role, and every org of the user',
       access: 'authenticated',
       schema: { response: MeView },
-      handler: ({ actor }, ctx) => me(ctx, actor),
+      // Written once per cached answer and credential (meJson), not serialised on every request.
+      handler: ({ actor, reply }, ctx) => {
+        const json = meJson(ctx, actor, (value) => String(reply.serialize({ data: value })));
+        return typeof json === 'string' ? new JsonText(json) : json.then((text) => new JsonText(text));
+      },
     }),
     defineRoute({
       method: 'POST',
