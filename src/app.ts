@@ -208,19 +208,20 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   });
   // A change a request announces on the bus (a revoked token), or a write to a table other instances
   // cache, reaches them before its answer is sent, so that a client's next request reaches no
-  // instance that has not heard of it.
-  app.addHook('onSend', (req, _reply, payload, done) => {
-    if (bus.shared) {
+  // instance that has not heard of it. Only where there are others (PostgreSQL): on SQLite the bus is
+  // this process, delivery is synchronous, and no request pays for the hook.
+  if (bus.shared) {
+    app.addHook('onSend', (req, _reply, payload, done) => {
       const before = writesAtStart.get(req);
       if (before !== undefined && before !== writesSeen.n) void bus.publish('written', null, { hold: true }).catch(() => {});
-    }
-    const pending = bus.pending();
-    if (!pending) return done(null, payload);
-    pending.then(
-      () => done(null, payload),
-      () => done(null, payload),
-    );
-  });
+      const pending = bus.pending();
+      if (!pending) return done(null, payload);
+      pending.then(
+        () => done(null, payload),
+        () => done(null, payload),
+      );
+    });
+  }
 
   app.setErrorHandler((err: FastifyError | AppError, req, reply) => {
     let status: number;
