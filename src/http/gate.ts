@@ -120,18 +120,30 @@ export class RouteGate {
     });
   }
 
-  private async namedThenForwarded(actor: Actor, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
-    if (await this.resolveNamed(actor, req, reply)) return reply;
+  /** A record named by the path (or the org): found, authorized, then the forwarders; no promise if none is needed. */
+  private namedThenForwarded(actor: Actor, req: FastifyRequest, reply: FastifyReply): FastifyReply | undefined | Promise<FastifyReply | undefined> {
+    const found = this.resolve(actor.orgId, req);
+    if (found instanceof Promise) return found.then((r) => (r ? this.authorizedThenForwarded(actor, req, reply, r) : this.unresolved(actor, req, reply)));
+    return found ? this.authorizedThenForwarded(actor, req, reply, found) : this.unresolved(actor, req, reply);
+  }
+
+  /** Not in the actor's org: an unresolved-record forwarder (the cloud's) may take it, else authorize() answers. */
+  private async unresolved(actor: Actor, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+    for (const forward of this.unresolvedForwarders) if (await forward(this.def, req, reply, this.ctx)) return reply;
+    return this.authorizedThenForwarded(actor, req, reply, null);
+  }
+
+  private authorizedThenForwarded(actor: Actor, req: FastifyRequest, reply: FastifyReply, resolved: ResolvedResource | null): FastifyReply | undefined | Promise<FastifyReply | undefined> {
+    this.authorizeOn(actor, resolved);
+    req.resource = resolved!;
     // (Stream-token routes met the forwarders before authentication.)
-    if (this.access !== 'stream-token') {
-      const took = this.forwarded(req, reply);
-      if (took !== false && (await took)) return reply;
-    }
-    return undefined;
+    if (this.access === 'stream-token') return undefined;
+    const took = this.forwarded(req, reply);
+    return took === false ? undefined : took.then((yes) => (yes ? reply : undefined));
   }
 
   /** Did a forwarder take the reply over? False at once when every one said so without a promise. */
-  private forwarded(req: FastifyRequest, reply: FastifyReply): boolean | Promise<boolean> {
+  private forwarded(req: FastifyRequest, reply: FastifyReply): false | Promise<boolean> {
     for (let i = 0; i < this.forwarders.length; i++) {
       const took = this.forwarders[i]!(this.def, req, reply, this.ctx);
       if (took !== false) return took.then((yes) => yes || this.forwardedFrom(i + 1, req, reply));
@@ -240,7 +252,7 @@ export class RouteGate {
     return obj && typeof obj === 'object' ? (obj as Record<string, unknown>) : {};
   }
 
-  private async resolve(orgId: string, req: FastifyRequest): Promise<ResolvedResource | null> {
+  private resolve(orgId: string, req: FastifyRequest): ResolvedResource | null | Promise<ResolvedResource | null> {
     const id = this.idOf(req) ?? '';
     return this.resolver!(this.ctx, orgId, id, this.fieldsOf(req), { read: req.method === 'GET' || req.method === 'HEAD' });
   }
@@ -254,7 +266,12 @@ export class RouteGate {
       this.authorizeOn(actor, undefined);
       return null;
     }
-    return this.resolve(actor.orgId, req).then((resolved) => {
+    const found = this.resolve(actor.orgId, req);
+    if (!(found instanceof Promise)) {
+      this.authorizeOn(actor, found);
+      return found;
+    }
+    return found.then((resolved) => {
       this.authorizeOn(actor, resolved);
       return resolved;
     });

@@ -68,7 +68,14 @@ export interface ResolvedResource<K extends string = string> extends ResourceRef
  * the request only reads (GET, HEAD), so a short-lived read cache may answer; a writing request
  * always gets the record from the database.
  */
-export type ResourceResolver<K extends string = string> = (ctx: AppContext, orgId: string, id: string, source: Record<string, unknown>, how: { read: boolean }) => Promise<ResolvedResource<K> | null>;
+/** A resource kind's resolver: the record in the org, or null; a value rather than a promise when it has it in memory. */
+export type ResourceResolver<K extends string = string> = (
+  ctx: AppContext,
+  orgId: string,
+  id: string,
+  source: Record<string, unknown>,
+  how: { read: boolean },
+) => ResolvedResource<K> | null | Promise<ResolvedResource<K> | null>;
 
 export interface RouteSchemas {
   params?: TSchema;

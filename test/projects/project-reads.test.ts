@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { openDatabase } from '../../src/db/client.js';
-import { createProject, createTeam, type TestOrg } from '../support/factories.js';
+import { createProject, createTeam, createUser, type TestOrg } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/harness.js';
 import { waitFor } from '../support/wait.js';
 
@@ -42,6 +42,25 @@ describe('GET /api/projects/:id read cache', () => {
     assert.equal((await api.post(`/api/projects/${p.id}/connect`, { domain: 'shop-reads.example' })).status, 200);
     const domains = (await api.get(`/api/projects/${p.id}`)).body.data.routes.domains.map((d: { domain: string }) => d.domain);
     assert.deepEqual(domains, ['shop-reads.example']);
+  });
+
+  it('a warm read sends the JSON kept with the cached row and routes: the same bytes as a fresh one, and a new one after any write', async () => {
+    const p = await createProject(server, team.owner, { name: 'kept-json' });
+    const api = server.api(team.owner.token);
+    const first = await api.get(`/api/projects/${p.id}`);
+    const warm = await api.get(`/api/projects/${p.id}`);
+    assert.equal(first.status, 200, first.text);
+    assert.equal(warm.text, first.text);
+    assert.equal(warm.headers.get('content-type'), 'application/json; charset=utf-8');
+    // Another member of the org reads the same row: the same answer (nothing in it is the reader's).
+    assert.equal((await server.api(team.member.token).get(`/api/projects/${p.id}`)).text, first.text);
+    assert.equal((await api.post(`/api/projects/${p.id}/connect`, { domain: 'kept-json.example' })).status, 200);
+    const after = await api.get(`/api/projects/${p.id}`);
+    assert.deepEqual(after.body.data.routes.domains.map((d: { domain: string }) => d.domain), ['kept-json.example']);
+    assert.equal((await api.get(`/api/projects/${p.id}`)).text, after.text);
+    // What is kept is behind the gate: a restricted member without a grant on it is 403, another org 404.
+    assert.equal((await server.api(team.restricted.token).get(`/api/projects/${p.id}`)).status, 403);
+    assert.equal((await server.api((await createUser(server)).token).get(`/api/projects/${p.id}`)).status, 404);
   });
 
   it("another instance's write is seen as soon as it commits (PostgreSQL tells every instance), and a deleted project is 404 at once here", async (t) => {

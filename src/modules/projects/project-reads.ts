@@ -48,6 +48,8 @@ export class ProjectReads {
   private readonly rows = new Map<string, Entry<ProjectRow | undefined>>();
   private readonly orgs = new Map<string, Entry<OrgRoutes>>();
   private readonly routes = new Map<string, Entry<ProjectRoutes>>();
+  /** Answers written from a row and its routes (`json`), by row object: gone with the row. */
+  private readonly texts = new WeakMap<ProjectRow, { routes: ProjectRoutes; text: string }>();
 
   constructor(
     writes: WriteEvents,
@@ -67,12 +69,13 @@ export class ProjectReads {
     this.routes.clear();
   }
 
-  project(db: Db, orgId: string, id: string): Promise<ProjectRow | undefined> {
+  /** The project's row: from memory without a promise when it is there. */
+  project(db: Db, orgId: string, id: string): ProjectRow | undefined | Promise<ProjectRow | undefined> {
     return this.read(this.rows, `${orgId}|${id}`, () => findProject(db, orgId, id));
   }
 
   /** The project's domains and preview slugs (its `routes`), read in one query. */
-  routesOf(db: Db, orgId: string, projectId: string): Promise<ProjectRoutes> {
+  routesOf(db: Db, orgId: string, projectId: string): ProjectRoutes | Promise<ProjectRoutes> {
     return this.read(this.routes, `${orgId}|${projectId}`, () => loadProjectRoutes(db, orgId, projectId));
   }
 
@@ -80,21 +83,35 @@ export class ProjectReads {
    * The domains and preview slugs of every project of the org: the project list reads its projects
    * (one query) and takes the rest from here, so a warm list costs one round trip.
    */
-  orgRoutesOf(db: Db, orgId: string): Promise<OrgRoutes> {
+  orgRoutesOf(db: Db, orgId: string): OrgRoutes | Promise<OrgRoutes> {
     return this.read(this.orgs, orgId, () => loadOrgRoutes(db, orgId));
   }
 
-  private async read<T>(map: Map<string, Entry<T>>, key: string, load: () => Promise<T>): Promise<T> {
+  /**
+   * The JSON `write` makes of `row` with `routes` (the route's serializer over the presented
+   * project), kept while both are the objects these reads hand out: a drop hands out new ones.
+   */
+  json(row: ProjectRow, routes: ProjectRoutes, write: () => string): string {
+    const kept = this.texts.get(row);
+    if (kept?.routes === routes) return kept.text;
+    const text = write();
+    this.texts.set(row, { routes, text });
+    return text;
+  }
+
+  private read<T>(map: Map<string, Entry<T>>, key: string, load: () => Promise<T>): T | Promise<T> {
     const now = Date.now();
     const hit = map.get(key);
     if (hit && hit.gen === this.gen && now - hit.at <= PROJECT_READ_TTL_MS) return hit.value;
     const gen = this.gen;
-    const value = freeze(await load());
-    if (gen === this.gen && (this.bus?.live ?? true)) {
-      if (map.size >= 10000) map.clear();
-      map.set(key, { gen, at: now, value });
-    }
-    return value;
+    return load().then((loaded) => {
+      const value = freeze(loaded);
+      if (gen === this.gen && (this.bus?.live ?? true)) {
+        if (map.size >= 10000) map.clear();
+        map.set(key, { gen, at: now, value });
+      }
+      return value;
+    });
   }
 }
 

@@ -27,9 +27,16 @@ declare module '../../http/route.js' {
   }
 }
 
-/** Resolver of kind `project` (routes with `resource: { kind: 'project', param: 'id' }` or a body `projectId`). */
-export async function resolveProject(ctx: AppContext, orgId: string, id: string, _source?: unknown, how?: { read: boolean }): Promise<ResolvedResource<'project'> | null> {
+/**
+ * Resolver of kind `project` (routes with `resource: { kind: 'project', param: 'id' }` or a body
+ * `projectId`); without a promise when a read finds the row in memory.
+ */
+export function resolveProject(ctx: AppContext, orgId: string, id: string, _source?: unknown, how?: { read: boolean }): ResolvedResource<'project'> | null | Promise<ResolvedResource<'project'> | null> {
   const reads = how?.read ? ctx.state.projects?.reads : null;
-  const row = reads ? await reads.project(ctx.db, orgId, id) : await findProject(ctx.db, orgId, id);
+  const row = reads ? reads.project(ctx.db, orgId, id) : findProject(ctx.db, orgId, id);
+  return row instanceof Promise ? row.then(projectResource) : projectResource(row);
+}
+
+function projectResource(row: ProjectRow | undefined): ResolvedResource<'project'> | null {
   return row ? { kind: 'project', id: row.id, orgId: row.orgId, grantKeys: projectGrantKeys(row.id), record: row } : null;
 }

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { Answer, defineRoute, type ModuleDef } from '../../http/route.js';
+import { Answer, defineRoute, JsonText, type ModuleDef } from '../../http/route.js';
 import { configRoutes } from './config.routes.js';
 import { domainRoutes } from './domains.routes.js';
 import * as deletion from './deletion.service.js';
@@ -82,8 +82,10 @@ const coreRoutes = [
     tag: 'project:read',
     resource: P,
     schema: { params: ProjectParams, response: ProjectSchema },
-    async handler({ resource }, ctx) {
-      return projects.getProject(ctx, resource.record);
+    // Written once per row and routes the server's reads hand out (getProjectJson), not on every request.
+    handler({ resource, reply }, ctx) {
+      const json = projects.getProjectJson(ctx, resource.record, (record) => String(reply.serialize({ data: record })));
+      return typeof json === 'string' ? new JsonText(json) : json.then((text) => new JsonText(text));
     },
   }),
   defineRoute({

@@ -18,7 +18,7 @@ import { projectRef } from './projects.resolvers.js';
 import * as servicesStore from './services.store.js';
 import type { ProjectRow } from './projects.store.js';
 import { requireUploadSource } from './upload-port.js';
-import { loadOrgRoutes, loadProjectRoutes } from './project-reads.js';
+import { loadOrgRoutes, loadProjectRoutes, type ProjectRoutes } from './project-reads.js';
 import { slugify } from './validate.js';
 
 export async function loadRecord(ctx: AppContext, db: Db, orgId: string, id: string): Promise<ProjectRecord> {
@@ -32,6 +32,19 @@ export async function getProject(ctx: AppContext, row: ProjectRow): Promise<Proj
   const reads = ctx.state.projects?.reads;
   const { domains, previews } = reads ? await reads.routesOf(ctx.db, row.orgId, row.id) : await loadProjectRoutes(ctx.db, row.orgId, row.id);
   return projectRecord(ctx, row, domains, previews);
+}
+
+/**
+ * The project's answer as JSON written by `write` (the route's serializer): kept with the row and
+ * routes the server's reads handed out (`ProjectReads.json`), so a warm read neither presents nor
+ * serialises it again, and answers without a promise.
+ */
+export function getProjectJson(ctx: AppContext, row: ProjectRow, write: (record: ProjectRecord) => string): string | Promise<string> {
+  const reads = ctx.state.projects?.reads;
+  if (!reads || !Object.isFrozen(row)) return getProject(ctx, row).then(write);
+  const routes = reads.routesOf(ctx.db, row.orgId, row.id);
+  const text = (r: ProjectRoutes) => reads.json(row, r, () => write(projectRecord(ctx, row, r.domains, r.previews)));
+  return routes instanceof Promise ? routes.then(text) : text(routes);
 }
 
 // ---------------------------------------------------------------- create / update
