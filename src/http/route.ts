@@ -66,9 +66,9 @@ export interface ResolvedResource<K extends string = string> extends ResourceRef
  * Finds a record of one kind in the actor's org (null: none there). `source` is the object the id
  * was read from (path params, query or body), for kinds named by more than one field. `how.read`:
  * the request only reads (GET, HEAD), so a short-lived read cache may answer; a writing request
- * always gets the record from the database.
+ * always gets the record from the database. A value rather than a promise when it has the record in
+ * memory (the project reads).
  */
-/** A resource kind's resolver: the record in the org, or null; a value rather than a promise when it has it in memory. */
 export type ResourceResolver<K extends string = string> = (
   ctx: AppContext,
   orgId: string,
