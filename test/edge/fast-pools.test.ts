@@ -1,7 +1,8 @@
 /**
  * The fast path's kept connections to the apps (src/edge/fast/upstream.ts `RawPools`), against a real
  * TCP server on 127.0.0.1: a connection given back is taken again; one idle past its time, or one the
- * app closes while it is idle, leaves the pool and is closed; the idle timer never closes one in use.
+ * app closes while it is idle, leaves the pool and is closed; the idle timer never closes one in use;
+ * requests are written at the end of the turn that sent them.
  */
 
 import { after, before, describe, it } from 'node:test';
@@ -108,5 +109,25 @@ describe('the kept connections to the apps', () => {
       sb.end();
       await waitFor(() => a.conn.socket.destroyed && b.conn.socket.destroyed, 'both idle connections to be closed', 5000, 10);
       assert.equal(pools.take(up, user()).reused, false, 'neither is taken again');
+    }));
+
+  it('requests sent in one turn are written at its end, each on its connection; one whose connection closed in that turn is not', () =>
+    withPools(async (pools) => {
+      const taken = [pools.take(up, user()), pools.take(up, user()), pools.take(up, user())];
+      await Promise.all(taken.map((t) => new Promise((r) => (t.conn.socket.connecting ? t.conn.socket.once('connect', r) : r(null)))));
+      const peers = await Promise.all(taken.map((t) => waitFor(() => accepted.find((s) => s.remotePort === t.conn.socket.localPort), 'the connection accepted', 5000, 10)));
+      const got = peers.map(() => '');
+      const closed = peers.map(() => false);
+      peers.forEach((s, i) => {
+        s.on('data', (d: Buffer) => (got[i] += d.toString('latin1')));
+        s.on('close', () => (closed[i] = true));
+      });
+      taken.forEach((t, i) => pools.send(t.conn.socket, `GET /${i} HTTP/1.1\r\nhost: a\r\n\r\n`));
+      assert.deepEqual(taken.map((t) => t.conn.socket.bytesWritten), [0, 0, 0], 'nothing is written during the turn');
+      taken[2]!.conn.socket.destroy();
+      await waitFor(() => got[0]!.endsWith('\r\n\r\n') && got[1]!.endsWith('\r\n\r\n') && closed[2], 'the two requests to arrive and the third connection to close', 5000, 10);
+      assert.equal(got[0], 'GET /0 HTTP/1.1\r\nhost: a\r\n\r\n');
+      assert.equal(got[1], 'GET /1 HTTP/1.1\r\nhost: a\r\n\r\n');
+      assert.equal(got[2], '', 'the closed connection carried nothing');
     }));
 });

@@ -120,6 +120,27 @@ export class RawPools {
   /** Where every connection's reads land (each is copied out before the next read). */
   readonly readBuffer = Buffer.allocUnsafe(64 * 1024);
   private closed = false;
+  /** Requests waiting for the end of this turn of the event loop: socket, request, socket, request... */
+  private outbox: (net.Socket | string)[] = [];
+  private readonly flush = (): void => {
+    const out = this.outbox;
+    this.outbox = [];
+    for (let i = 0; i < out.length; i += 2) {
+      const socket = out[i] as net.Socket;
+      if (!socket.destroyed) socket.write(out[i + 1] as string, 'latin1');
+    }
+  };
+
+  /**
+   * Writes a request to an app's connection once this turn of the event loop has read all it brought
+   * (`setImmediate`): the requests that came in one read of an HTTP/2 connection, or from several
+   * clients at once, go to the app back to back, and the app wakes once for them rather than once
+   * for each while the edge reads the next (docs/decisions.md "Requests to an app at the end of the turn").
+   */
+  send(socket: net.Socket, request: string): void {
+    if (this.outbox.length === 0) setImmediate(this.flush);
+    this.outbox.push(socket, request);
+  }
 
   /** A connection to `up` for `user`: a kept one unless `fresh`. */
   take(up: RawAddress, user: ConnUser, fresh = false): { conn: AppConnection; reused: boolean } {
@@ -210,7 +231,7 @@ export class Exchange implements ConnUser {
     this.conn = conn;
     this.socket = conn.socket;
     this.reused = reused;
-    conn.socket.write(this.request, 'latin1');
+    this.pools.send(conn.socket, this.request);
   }
 
   /** The client's side is full / drained again. */
