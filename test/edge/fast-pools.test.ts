@@ -129,5 +129,6 @@ describe('the kept connections to the apps', () => {
       assert.equal(got[0], 'GET /0 HTTP/1.1\r\nhost: a\r\n\r\n');
       assert.equal(got[1], 'GET /1 HTTP/1.1\r\nhost: a\r\n\r\n');
       assert.equal(got[2], '', 'the closed connection carried nothing');
+      for (const t of taken) t.conn.drop();
     }));
 });
