@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { request } from 'undici';
+import { stopOnExit } from './lib.js';
 
 export const HELLO = `const http = require('node:http');
 http.createServer((req, res) => { res.setHeader('content-type', 'text/plain'); res.end('hello world'); })
@@ -153,6 +154,7 @@ http {
 `;
   writeFileSync(path.join(dir, 'nginx.conf'), conf);
   const proc = spawn(bin, ['-p', dir, '-c', path.join(dir, 'nginx.conf')], { stdio: ['ignore', 'ignore', 'inherit'] });
+  stopOnExit(proc, 'SIGQUIT');
   const end = Date.now() + 10000;
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`nginx exited with ${proc.exitCode}`);

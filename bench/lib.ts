@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Pool } from 'undici';
 
@@ -94,6 +95,27 @@ export function startFlags(): string[] {
   return out;
 }
 
+/** The servers this bench process started and has not seen exit (stopped when it exits: `stopOnExit`). */
+const liveChildren = new Map<ChildProcess, NodeJS.Signals>();
+let exitHooked = false;
+
+/**
+ * Sends `signal` to `proc` if this bench process exits while it still runs: an interrupted run (^C, a
+ * `timeout`, a crash such as a closed stderr) would otherwise leave Berth, its app and nginx running.
+ */
+export function stopOnExit(proc: ChildProcess, signal: NodeJS.Signals): void {
+  if (!exitHooked) {
+    exitHooked = true;
+    process.on('exit', () => {
+      for (const [p, sig] of liveChildren) if (p.exitCode === null && p.signalCode === null) p.kill(sig);
+    });
+    // A signal ends the process without 'exit' unless it is handled.
+    for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(sig, () => process.exit(128 + os.constants.signals[sig]));
+  }
+  liveChildren.set(proc, signal);
+  proc.once('exit', () => liveChildren.delete(proc));
+}
+
 /**
  * Runs a server script under plain node with the flags of `npm start` (the scripts import the
  * compiled `dist/`; `npm run bench` builds it first) and waits for its first JSON line on stdout.
@@ -103,6 +125,7 @@ export function startChild(file: string, env: Record<string, string> = {}, timeo
   return new Promise((resolve, reject) => {
     const args = [...startFlags(), file];
     const proc = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    stopOnExit(proc, 'SIGTERM');
     let buf = '';
     const timer = setTimeout(() => {
       proc.kill('SIGKILL');
