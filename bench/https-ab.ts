@@ -7,7 +7,8 @@ import { cpuSeconds, deployHello, httpsLoad, makeCertificates, type RpsResult } 
 
 /**
  * Two Berth trees over TLS in the same rounds, a diagnostic for changes to the edge's TLS paths:
- * `B_ROOT=<a worktree with its dist/> npx tsx bench/https-ab.ts`. This tree ("A") and B_ROOT's ("B")
+ * `B_ROOT=<a worktree with its dist/> npx tsx bench/https-ab.ts` (`B_FLAGS="--flag ..."`: B's node flags
+ * instead of `npm start`'s, B_ROOT then may be this tree). This tree ("A") and B_ROOT's ("B")
  * each run the hello app (process runtime) behind their edge's TLS listener with the same certificate;
  * both are warmed as bench/https.ts warms the edge (HTTPS/1.1, then HTTP/2), then ROUNDS rounds
  * alternate A and B over HTTPS/1.1 (32 connections) and then over HTTP/2 (32 streams over 4
@@ -32,7 +33,12 @@ async function main(): Promise<void> {
     const sides: { name: string; port: number; pid: number; host: string }[] = [];
     for (const [name, root] of [['A', process.cwd()], ['B', bRoot]] as const) {
       const port = await freePort();
+      // B_FLAGS: B's node flags (as in bench/edge-cpu.ts), for a flag's A/B on the same tree.
+      const saved = process.env.BENCH_NODE_FLAGS;
+      if (name === 'B' && process.env.B_FLAGS !== undefined) process.env.BENCH_NODE_FLAGS = process.env.B_FLAGS;
       const child = await startChild(path.join(root, 'bench/servers/berth.mjs'), { BERTH_RUNTIME: 'process', BERTH_CGROUPS: '', BERTH_HTTPS_PORT: String(port), BERTH_APPS_DOMAIN: 'bench.test', BERTH_WILDCARD_CERT_FILE: certFile, BERTH_WILDCARD_KEY_FILE: keyFile });
+      if (saved === undefined) delete process.env.BENCH_NODE_FLAGS;
+      else process.env.BENCH_NODE_FLAGS = saved;
       children.push(child);
       const { url, token, pid } = child.info as { url: string; token: string; pid: number };
       const project = await deployHello(url, token, tgzOf(appDir));
