@@ -6,6 +6,7 @@ import http2 from 'node:http2';
 import tls from 'node:tls';
 import { Pool } from 'undici';
 import { startChild, waitIdle, type Row } from './lib.js';
+import { h2loadFound, h2loadRound, type H2loadResult } from './h2load.js';
 import { api, findNginx, freePort, startNginx, tgzOf, uploadAndDeploy, waitReady, writeHelloApp, type Nginx } from './hello.js';
 
 /**
@@ -323,7 +324,17 @@ export async function httpsBench(): Promise<Row[]> {
       }
       ngH2.push(await httpsLoad(nginx.port, ca, host, RPS_CONNECTIONS, RPS_MS, ngCpu, { connections: H2_CONNECTIONS }));
     }
-    const byRound = (e: RpsResult[], n: RpsResult[]) => e.map((r, i) => (r.rps / n[i]!.rps).toFixed(2)).join(', ');
+    // The same HTTP/2 load from a C client (h2load), when installed: a comparison the client does not bound.
+    const edgeC: H2loadResult[] = [];
+    const ngC: H2loadResult[] = [];
+    if (h2loadFound()) {
+      console.error(`  HTTP/2 requests from h2load: ${ROUNDS} rounds`);
+      for (let round = 0; round < ROUNDS; round++) {
+        edgeC.push(await h2loadRound(httpsPort, host, RPS_MS, edgeCpu, H2_CONNECTIONS, RPS_CONNECTIONS / H2_CONNECTIONS));
+        ngC.push(await h2loadRound(nginx.port, host, RPS_MS, ngCpu, H2_CONNECTIONS, RPS_CONNECTIONS / H2_CONNECTIONS));
+      }
+    } else console.error('  no h2load (Debian: nghttp2-client): its HTTP/2 rows are left out');
+    const byRound = (e: { rps: number }[], n: { rps: number }[]) => e.map((r, i) => (r.rps / n[i]!.rps).toFixed(2)).join(', ');
     console.error(`  HTTPS / nginx by round: ${byRound(edgeRps, ngRps)}; HTTP/2: ${byRound(edgeH2, ngH2)}`);
     if (process.env.BENCH_VERBOSE) console.error(JSON.stringify({ edgeHs, ngHs, edgeRps, ngRps, edgeH2, ngH2 }));
 
@@ -364,8 +375,17 @@ export async function httpsBench(): Promise<Row[]> {
     rows.push({ bench: 'https', metric: 'HTTP/2 requests per server CPU-second vs nginx', value: eH2Per, unit: '/cpu-s', reference: nH2Per, ratio: eH2Per / nH2Per });
     // The bench's own client (one thread) near a whole core says the nginx rounds were client-bound.
     rows.push({ bench: 'https', metric: 'bench client CPU during HTTP/2 load (cores)', value: m(edgeH2, (r) => r.clientCpu), unit: '', reference: m(ngH2, (r) => r.clientCpu) });
-    const errors = errs(edgeHs) + errs(ngHs) + errs(edgeRps) + errs(ngRps) + errs(edgeH2) + errs(ngH2);
-    if (errors) rows.push({ bench: 'https', metric: `errors (edge hs ${errs(edgeHs)}, nginx hs ${errs(ngHs)}, edge req ${errs(edgeRps)}, nginx req ${errs(ngRps)}, edge h2 ${errs(edgeH2)}, nginx h2 ${errs(ngH2)})`, value: errors, unit: '', ok: false });
+    if (edgeC.length) {
+      console.error(`  HTTP/2 from h2load / nginx by round: ${byRound(edgeC, ngC)}`);
+      const eC = m(edgeC, (r) => r.rps);
+      const nC = m(ngC, (r) => r.rps);
+      rows.push({ bench: 'https', metric: `HTTP/2 req/s from h2load (a C client, not the bound; same streams; median of ${ROUNDS}) vs nginx`, value: eC, unit: 'req/s', reference: nC, ratio: eC / nC });
+      const eCPer = m(edgeC, (r) => r.rps / r.serverCpu);
+      const nCPer = m(ngC, (r) => r.rps / r.serverCpu);
+      rows.push({ bench: 'https', metric: 'HTTP/2 from h2load: requests per server CPU-second vs nginx', value: eCPer, unit: '/cpu-s', reference: nCPer, ratio: eCPer / nCPer });
+    }
+    const errors = errs(edgeHs) + errs(ngHs) + errs(edgeRps) + errs(ngRps) + errs(edgeH2) + errs(ngH2) + errs(edgeC) + errs(ngC);
+    if (errors) rows.push({ bench: 'https', metric: `errors (edge hs ${errs(edgeHs)}, nginx hs ${errs(ngHs)}, edge req ${errs(edgeRps)}, nginx req ${errs(ngRps)}, edge h2 ${errs(edgeH2)}, nginx h2 ${errs(ngH2)}, h2load ${errs(edgeC)} and ${errs(ngC)})`, value: errors, unit: '', ok: false });
   } finally {
     await nginx?.stop();
     await berth.stop();

@@ -1,0 +1,50 @@
+import { spawn, spawnSync } from 'node:child_process';
+
+/**
+ * HTTP/2 load from h2load (nghttp2's load generator, written in C; Debian's `nghttp2-client`), for a
+ * view of the edge's HTTP/2 path that the client does not bound: the bench's own client (undici over
+ * node:http2, one Node thread) runs out of CPU before nginx does, so nginx's rounds measure the client
+ * (docs/benchmarks.md, "2026-12-01 21:35"). Optional: `h2loadFound()` is false without the program and
+ * the bench leaves its rows out.
+ */
+export function h2loadFound(): boolean {
+  return spawnSync('h2load', ['--version'], { stdio: 'ignore' }).status === 0;
+}
+
+export interface H2loadResult {
+  rps: number;
+  /** Requests that failed, errored or answered other than 2xx. */
+  errors: number;
+  /** The server's CPU over the round (cores). */
+  serverCpu: number;
+}
+
+/**
+ * One round of `ms`: `connections` HTTP/2 connections with `streams` requests in flight each, GET
+ * `https://host/` sent to 127.0.0.1:`port` (SNI and `:authority` from `host`; h2load does not verify the
+ * certificate). `serverCpuSeconds` reads the server's CPU time.
+ */
+export async function h2loadRound(port: number, host: string, ms: number, serverCpuSeconds: () => number, connections = 4, streams = 8): Promise<H2loadResult> {
+  const args = ['-D', String(ms / 1000), '-c', String(connections), '-m', String(streams), '-t', '1', `--connect-to=127.0.0.1:${port}`, `https://${host}/`];
+  const cpu0 = serverCpuSeconds();
+  const t0 = Date.now();
+  const out = await new Promise<string>((resolve, reject) => {
+    const p = spawn('h2load', args, { stdio: ['ignore', 'pipe', 'ignore'] });
+    let text = '';
+    p.stdout.setEncoding('utf8').on('data', (d: string) => (text += d));
+    p.once('error', reject);
+    p.once('close', (code) => (code === 0 ? resolve(text) : reject(new Error(`h2load exited with ${code}: ${text.slice(-300)}`))));
+  });
+  const serverCpu = (serverCpuSeconds() - cpu0) / ((Date.now() - t0) / 1000);
+  return { ...parseH2load(out), serverCpu };
+}
+
+/** The request rate and the failures in h2load's summary. */
+export function parseH2load(out: string): { rps: number; errors: number } {
+  const rate = /finished in [\d.]+m?s, ([\d.]+) req\/s/.exec(out);
+  const reqs = /requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored/.exec(out);
+  const codes = /status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/.exec(out);
+  if (!rate || !reqs || !codes) throw new Error(`h2load printed no summary: ${out.slice(-300)}`);
+  const done = Number(reqs[1]);
+  return { rps: Number(rate[1]), errors: Number(reqs[3]) + Number(reqs[4]) + (done - Number(codes[1])) };
+}

@@ -1,0 +1,26 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { parseH2load } from '../../bench/h2load.js';
+
+/** The summary h2load 1.52 (Debian 12's nghttp2-client) printed for a round against a node:http2 server. */
+const SUMMARY = `
+finished in 1.01s, 27228.00 req/s, 1010.55KB/s
+requests: 27228 total, 27232 started, 27228 done, 27228 succeeded, 0 failed, 0 errored, 0 timeout
+status codes: 27228 2xx, 0 3xx, 0 4xx, 0 5xx
+traffic: 1010.55KB (1034808) total, 212.82KB (217932) headers (space savings 90.12%), 319.08KB (326736) data
+`;
+
+describe('bench h2load rounds', () => {
+  it('reads the request rate from the summary, with no failures', () => {
+    assert.deepEqual(parseH2load(SUMMARY), { rps: 27228, errors: 0 });
+  });
+
+  it('counts failed and errored requests and answers other than 2xx as errors', () => {
+    const out = SUMMARY.replace('27228 succeeded, 0 failed, 0 errored', '27220 succeeded, 3 failed, 2 errored').replace('27228 2xx, 0 3xx, 0 4xx, 0 5xx', '27218 2xx, 0 3xx, 4 4xx, 6 5xx');
+    assert.deepEqual(parseH2load(out), { rps: 27228, errors: 3 + 2 + 10 });
+  });
+
+  it('refuses output without a summary instead of reading a rate of 0', () => {
+    assert.throws(() => parseH2load('TLS handshake failed'), /no summary/);
+  });
+});
