@@ -34,8 +34,9 @@ let pair = { cert: '', key: '' };
 let root = '';
 const requests = new RequestLog(50);
 let target: EdgeTarget = { projectId: 'p1', unavailable: null, rules: [] };
-/** Streams the fast path took. */
+/** Streams the fast path took (the last ones kept). */
 let taken = 0;
+const takenStreams: http2.ServerHttp2Stream[] = [];
 
 const ok = (body: string, extra = '') => `HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`;
 
@@ -83,7 +84,11 @@ before(async () => {
   const take = fast.take.bind(fast);
   fast.take = (...args) => {
     const took = take(...args);
-    if (took) taken++;
+    if (took) {
+      taken++;
+      takenStreams.push(args[0]);
+      if (takenStreams.length > 50) takenStreams.shift();
+    }
     return took;
   };
   edgeTls = new EdgeTls(edge, () => ({ forServerName: async () => ({ cert: made.cert, key: made.key }) }), log);
@@ -258,6 +263,29 @@ test('a large answer to a client that stops reading holds the app back, and arri
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([whole, new Promise((_, j) => (timer = setTimeout(() => j(new Error('timed out')), 20000)))]).finally(() => clearTimeout(timer));
     assert.ok(Buffer.concat(parts).equals(large.body), 'every byte as the app sent it');
+  } finally {
+    s.close();
+  }
+});
+
+test('a stream that is over keeps no listener of the edge: node:http2 may keep the stream until a full collection, and the exchange is not kept with it', async () => {
+  const large = largeAnswer(2 * 1024 * 1024);
+  scripts.set('/large2', large.script);
+  scripts.set('/drop2', (_p, sock) => sock.destroy());
+  const s = session();
+  try {
+    const streams: http2.ServerHttp2Stream[] = [];
+    for (const [p, status] of [['/plain', 200], ['/large2', 200], ['/drop2', 502]] as const) {
+      const took = taken;
+      assert.equal((await request(s, { ':path': p })).status, status, p);
+      assert.equal(taken - took, 1, `the fast path took ${p}`);
+      streams.push(takenStreams.at(-1)!);
+    }
+    for (const stream of streams) {
+      await waitFor(() => stream.destroyed && stream.closed, 'the stream to be over', 5000, 10);
+      assert.equal(stream.listenerCount('drain'), 0, 'no drain listener');
+      assert.equal(stream.listenerCount('close'), 0, 'no close listener');
+    }
   } finally {
     s.close();
   }
