@@ -4,11 +4,20 @@ import { spawn, spawnSync } from 'node:child_process';
  * HTTP/2 load from h2load (nghttp2's load generator, written in C; Debian's `nghttp2-client`), for a
  * view of the edge's HTTP/2 path that the client does not bound: the bench's own client (undici over
  * node:http2, one Node thread) runs out of CPU before nginx does, so nginx's rounds measure the client
- * (docs/benchmarks.md, "2026-12-01 21:35"). Optional: `h2loadFound()` is false without the program and
- * the bench leaves its rows out.
+ * (docs/benchmarks.md, "2026-12-01 21:35").
  */
 export function h2loadFound(): boolean {
   return spawnSync('h2load', ['--version'], { stdio: 'ignore' }).status === 0;
+}
+
+/** h2load, installed with apt-get when it is missing (as the benches do for nginx); false if it still is not there. */
+export function ensureH2load(): boolean {
+  if (h2loadFound()) return true;
+  console.error('installing nghttp2-client (h2load) with apt-get ...');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  spawnSync('apt-get', ['update', '-qq'], { stdio: 'ignore' });
+  spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'nghttp2-client'], { stdio: 'ignore', env });
+  return h2loadFound();
 }
 
 export interface H2loadResult {

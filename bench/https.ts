@@ -6,7 +6,7 @@ import http2 from 'node:http2';
 import tls from 'node:tls';
 import { Pool } from 'undici';
 import { startChild, waitIdle, type Row } from './lib.js';
-import { h2loadFound, h2loadRound, type H2loadResult } from './h2load.js';
+import { ensureH2load, h2loadRound, type H2loadResult } from './h2load.js';
 import { api, findNginx, freePort, startNginx, tgzOf, uploadAndDeploy, waitReady, writeHelloApp, type Nginx } from './hello.js';
 
 /**
@@ -327,13 +327,13 @@ export async function httpsBench(): Promise<Row[]> {
     // The same HTTP/2 load from a C client (h2load), when installed: a comparison the client does not bound.
     const edgeC: H2loadResult[] = [];
     const ngC: H2loadResult[] = [];
-    if (h2loadFound()) {
+    if (ensureH2load()) {
       console.error(`  HTTP/2 requests from h2load: ${ROUNDS} rounds`);
       for (let round = 0; round < ROUNDS; round++) {
         edgeC.push(await h2loadRound(httpsPort, host, RPS_MS, edgeCpu, H2_CONNECTIONS, RPS_CONNECTIONS / H2_CONNECTIONS));
         ngC.push(await h2loadRound(nginx.port, host, RPS_MS, ngCpu, H2_CONNECTIONS, RPS_CONNECTIONS / H2_CONNECTIONS));
       }
-    } else console.error('  no h2load (Debian: nghttp2-client): its HTTP/2 rows are left out');
+    } else console.error('  no h2load (Debian: nghttp2-client), and apt-get could not install it: its HTTP/2 rows are left out');
     const byRound = (e: { rps: number }[], n: { rps: number }[]) => e.map((r, i) => (r.rps / n[i]!.rps).toFixed(2)).join(', ');
     console.error(`  HTTPS / nginx by round: ${byRound(edgeRps, ngRps)}; HTTP/2: ${byRound(edgeH2, ngH2)}`);
     if (process.env.BENCH_VERBOSE) console.error(JSON.stringify({ edgeHs, ngHs, edgeRps, ngRps, edgeH2, ngH2 }));
