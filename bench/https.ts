@@ -324,7 +324,7 @@ export async function httpsBench(): Promise<Row[]> {
       }
       ngH2.push(await httpsLoad(nginx.port, ca, host, RPS_CONNECTIONS, RPS_MS, ngCpu, { connections: H2_CONNECTIONS }));
     }
-    // The same HTTP/2 load from a C client (h2load), when installed: a comparison the client does not bound.
+    // The same HTTP/2 load from a C client (h2load, installed if missing): a comparison the client does not bound.
     const edgeC: H2loadResult[] = [];
     const ngC: H2loadResult[] = [];
     if (ensureH2load()) {
@@ -336,7 +336,7 @@ export async function httpsBench(): Promise<Row[]> {
     } else console.error('  no h2load (Debian: nghttp2-client), and apt-get could not install it: its HTTP/2 rows are left out');
     const byRound = (e: { rps: number }[], n: { rps: number }[]) => e.map((r, i) => (r.rps / n[i]!.rps).toFixed(2)).join(', ');
     console.error(`  HTTPS / nginx by round: ${byRound(edgeRps, ngRps)}; HTTP/2: ${byRound(edgeH2, ngH2)}`);
-    if (process.env.BENCH_VERBOSE) console.error(JSON.stringify({ edgeHs, ngHs, edgeRps, ngRps, edgeH2, ngH2 }));
+    if (process.env.BENCH_VERBOSE) console.error(JSON.stringify({ edgeHs, ngHs, edgeRps, ngRps, edgeH2, ngH2, edgeC, ngC }));
 
     const m = <T>(xs: T[], f: (x: T) => number) => median(xs.map(f));
     const errs = (xs: { errors: number }[]) => xs.reduce((a, x) => a + x.errors, 0);
