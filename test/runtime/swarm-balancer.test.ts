@@ -114,6 +114,31 @@ describe('the Swarm balancer in front of tasks a rolling update stops', () => {
     assert.deepEqual(next.requests, ['GET /x']);
   });
 
+  it("a task's lane joins the rotation once the task holds a connection open: not while it refuses, nor while its port closes each connection at once", async () => {
+    const up = await answering('up');
+    // A task the engine reports running before its server listens: its port refuses, then answers.
+    const probe = net.createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const latePort = (probe.address() as net.AddressInfo).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+    // A port proxy with nothing behind it: it accepts and closes each connection at once.
+    const proxy = net.createServer((sock) => sock.destroy());
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    open.push(up, { close: () => new Promise<void>((r) => proxy.close(() => r())) });
+    const late: Backend = { host: '127.0.0.1', port: latePort };
+    const b = await balancerOver([up.backend, late, { host: '127.0.0.1', port: (proxy.address() as net.AddressInfo).port }]);
+    await waitFor(() => b.balancer.readyLanes().length === 1, "the answering task's lane", 5000, 20);
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(b.balancer.readyLanes().length, 1, 'only the task that accepts is in the rotation');
+    const server = http.createServer((_req, res) => res.end('late GET'));
+    await new Promise<void>((r) => server.listen(latePort, '127.0.0.1', r));
+    open.push({ close: () => new Promise<void>((r) => server.close(() => r())) });
+    await waitFor(() => b.balancer.readyLanes().length === 2, "the late task's lane, once it listens", 5000, 20);
+    const answers = new Set<string>();
+    for (let i = 0; i < 4; i++) answers.add(await send(b.balancer.pick()!.port, 'GET'));
+    assert.deepEqual([...answers].sort(), ['late GET', 'up GET'], 'requests on the lanes reach both tasks');
+  });
+
   it('which requests may be sent twice: by method, as nginx decides; nothing that is not an HTTP request line', () => {
     const of = (s: string) => mayResend([Buffer.from(s, 'latin1')]);
     for (const m of ['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']) assert.equal(of(`${m} / HTTP/1.1\r\n`), true, m);

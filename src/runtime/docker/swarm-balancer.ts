@@ -31,6 +31,12 @@ const LEFT_TASK_ANSWER_MS = 1000;
 const LEFT_TASK_CHECK_MS = 250;
 /** How long a lane still accepts after its task left the list (a connection the edge opened just then goes to another task). */
 const LANE_LINGER_MS = 5000;
+/**
+ * A new task's lane joins the rotation once a connection to the task stays open this long: a task the
+ * engine reports running before its server listens refuses, or its port proxy accepts and closes at
+ * once, and the edge's kept-alive connection on that lane would stay with the task it fell back to.
+ */
+const LANE_PROBE_HOLD_MS = 150;
 
 function keyOf(b: Backend): string {
   return `${b.host}:${b.port}`;
@@ -41,6 +47,9 @@ interface Lane {
   server: net.Server;
   address: LaneAddress | null;
   retired: boolean;
+  /** Its task held a connection open (LANE_PROBE_HOLD_MS): the lane is in the rotation. */
+  ready: boolean;
+  probing: boolean;
 }
 
 /**
@@ -94,12 +103,14 @@ export class TcpBalancer {
   }
 
   /**
-   * Every running task's lane that listens now, in a fixed order (empty while none listens yet, or
-   * once closed): what an edge on another thread rotates over itself for a while (edge/thread).
+   * Every running task's lane that listens now and whose task accepts connections, in a fixed order
+   * (empty while none does yet, or once closed): what an edge on another thread rotates over itself for
+   * a while (edge/thread). A lane not ready yet has its task probed (LANE_PROBE_HOLD_MS).
    */
   readyLanes(): LaneAddress[] {
     if (this.closed || !this.host) return [];
-    const keys = this.backends().map(keyOf).sort();
+    const tasks = new Map(this.backends().map((b) => [keyOf(b), b]));
+    const keys = [...tasks.keys()].sort();
     const now = new Set(keys);
     for (const [k, lane] of this.lanes) {
       if (now.has(k)) continue;
@@ -114,9 +125,30 @@ export class TcpBalancer {
         lane = this.openLane(k, this.host);
         this.lanes.set(k, lane);
       }
-      if (lane.address) ready.push(lane.address);
+      if (!lane.ready) this.probe(lane, tasks.get(k)!);
+      else if (lane.address) ready.push(lane.address);
     }
     return ready;
+  }
+
+  /** Marks the lane ready once a connection to its task stays open LANE_PROBE_HOLD_MS (one probe at a time). */
+  private probe(lane: Lane, task: Backend): void {
+    if (lane.probing || lane.retired || this.closed) return;
+    lane.probing = true;
+    void connect(task, CONNECT_TIMEOUT_MS).then((s) => {
+      if (!s) return void (lane.probing = false);
+      // Half-open connections (`connect`): a task that ends its side says so with 'end', not 'close'.
+      let closed = false;
+      s.on('error', () => {});
+      s.on('data', () => {});
+      s.once('end', () => (closed = true));
+      s.once('close', () => (closed = true));
+      setTimeout(() => {
+        s.destroy();
+        lane.probing = false;
+        if (!closed) lane.ready = true;
+      }, LANE_PROBE_HOLD_MS).unref();
+    });
   }
 
   /**
@@ -145,7 +177,7 @@ export class TcpBalancer {
 
   /** The lane of task `k`, listening on `host` and an ephemeral port (its address once it listens). */
   private openLane(k: string, host: string): Lane {
-    const lane: Lane = { server: this.makeServer(k), address: null, retired: false };
+    const lane: Lane = { server: this.makeServer(k), address: null, retired: false, ready: false, probing: false };
     lane.server.listen(0, host, () => {
       if (this.closed || lane.retired) return void lane.server.close();
       const port = (lane.server.address() as net.AddressInfo).port;
