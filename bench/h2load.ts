@@ -1,10 +1,11 @@
 import { spawn, spawnSync } from 'node:child_process';
 
 /**
- * HTTP/2 load from h2load (nghttp2's load generator, written in C; Debian's `nghttp2-client`), for a
- * view of the edge's HTTP/2 path that the client does not bound: the bench's own client (undici over
- * node:http2, one Node thread) runs out of CPU before nginx does, so nginx's rounds measure the client
- * (docs/benchmarks.md, "2026-12-01 21:35").
+ * Load from h2load (nghttp2's load generator, written in C; Debian's `nghttp2-client`), for a view of
+ * the edge that the client does not bound: the bench's own client (undici, one Node thread) needs more
+ * CPU per request than either server and shares the machine's two cores with them, so over HTTP/2
+ * nginx's rounds measure the client (docs/benchmarks.md, "2026-12-01 21:35"), and over HTTP/1.1 the
+ * judged ratio follows the whole loop's CPU per request more than the servers' ("2026-12-02 00:50").
  */
 export function h2loadFound(): boolean {
   return spawnSync('h2load', ['--version'], { stdio: 'ignore' }).status === 0;
@@ -29,12 +30,19 @@ export interface H2loadResult {
 }
 
 /**
- * One round of `ms`: `connections` HTTP/2 connections with `streams` requests in flight each, GET
- * `https://host/` sent to 127.0.0.1:`port` (SNI and `:authority` from `host`; h2load does not verify the
- * certificate). `serverCpuSeconds` reads the server's CPU time.
+ * h2load's arguments for one round of `ms`: `connections` HTTP/2 connections with `streams` requests in
+ * flight each, GET `https://host/` sent to 127.0.0.1:`port` (SNI and `:authority` from `host`; h2load
+ * does not verify the certificate); with `h1`, plain HTTP/1.1 to `http://host/` instead, one request in
+ * flight per connection whatever `streams` says (HTTP/1.1 without pipelining, as the benches' client).
  */
-export async function h2loadRound(port: number, host: string, ms: number, serverCpuSeconds: () => number, connections = 4, streams = 8): Promise<H2loadResult> {
-  const args = ['-D', String(ms / 1000), '-c', String(connections), '-m', String(streams), '-t', '1', `--connect-to=127.0.0.1:${port}`, `https://${host}/`];
+export function h2loadArgs(port: number, host: string, ms: number, connections: number, streams: number, h1 = false): string[] {
+  const shape = ['-D', String(ms / 1000), '-c', String(connections), '-m', String(h1 ? 1 : streams), '-t', '1', `--connect-to=127.0.0.1:${port}`];
+  return h1 ? ['--h1', ...shape, `http://${host}/`] : [...shape, `https://${host}/`];
+}
+
+/** One round (`h2loadArgs`); `serverCpuSeconds` reads the server's CPU time. */
+export async function h2loadRound(port: number, host: string, ms: number, serverCpuSeconds: () => number, connections = 4, streams = 8, h1 = false): Promise<H2loadResult> {
+  const args = h2loadArgs(port, host, ms, connections, streams, h1);
   const cpu0 = serverCpuSeconds();
   const t0 = Date.now();
   const out = await new Promise<string>((resolve, reject) => {

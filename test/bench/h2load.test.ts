@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseH2load } from '../../bench/h2load.js';
+import { h2loadArgs, parseH2load } from '../../bench/h2load.js';
 
 /** The summary h2load 1.52 (Debian 12's nghttp2-client) printed for a round against a node:http2 server. */
 const SUMMARY = `
@@ -18,6 +18,14 @@ describe('bench h2load rounds', () => {
   it('counts failed and errored requests and answers other than 2xx as errors', () => {
     const out = SUMMARY.replace('27228 succeeded, 0 failed, 0 errored', '27220 succeeded, 3 failed, 2 errored').replace('27228 2xx, 0 3xx, 0 4xx, 0 5xx', '27218 2xx, 0 3xx, 4 4xx, 6 5xx');
     assert.deepEqual(parseH2load(out), { rps: 27228, errors: 3 + 2 + 10 });
+  });
+
+  it('sends HTTP/2 over TLS to the named host on the given port, streams in flight per connection', () => {
+    assert.deepEqual(h2loadArgs(8443, 'app.bench.test', 3000, 4, 8), ['-D', '3', '-c', '4', '-m', '8', '-t', '1', '--connect-to=127.0.0.1:8443', 'https://app.bench.test/']);
+  });
+
+  it('sends plain HTTP/1.1 with --h1, one request in flight per connection', () => {
+    assert.deepEqual(h2loadArgs(8080, 'app.localhost', 3000, 32, 8, true), ['--h1', '-D', '3', '-c', '32', '-m', '1', '-t', '1', '--connect-to=127.0.0.1:8080', 'http://app.localhost/']);
   });
 
   it('refuses output without a summary instead of reading a rate of 0', () => {
