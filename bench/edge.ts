@@ -69,7 +69,7 @@ interface Proxy {
  * requests per server CPU-second, the per-round ratios and the failed requests.
  */
 async function h1FromC(edgeSide: Proxy, ngSide: Proxy) {
-  const round = (p: Proxy) => h2loadRound(p.port, p.host, 3000, () => p.pids.reduce((a, pid) => a + cpuMs(pid), 0) / 1000, 32, 1, true);
+  const round = (p: Proxy) => h2loadRound(p.port, p.host, 3000, () => p.pids.reduce((a, pid) => a + cpuMs(pid), 0) / 1000, 32, 1, 'h1');
   const edge: H2loadResult[] = [];
   const ng: H2loadResult[] = [];
   for (let r = 0; r < 3; r++) {

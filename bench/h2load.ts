@@ -29,20 +29,25 @@ export interface H2loadResult {
   serverCpu: number;
 }
 
+/** HTTP/2 over TLS, plain HTTP/1.1, or HTTP/1.1 over TLS. */
+export type H2loadMode = 'h2' | 'h1' | 'h1-tls';
+
 /**
  * h2load's arguments for one round of `ms`: `connections` HTTP/2 connections with `streams` requests in
  * flight each, GET `https://host/` sent to 127.0.0.1:`port` (SNI and `:authority` from `host`; h2load
- * does not verify the certificate); with `h1`, plain HTTP/1.1 to `http://host/` instead, one request in
- * flight per connection whatever `streams` says (HTTP/1.1 without pipelining, as the benches' client).
+ * does not verify the certificate). In the HTTP/1.1 modes (`--h1`: `http://host/`, or `https://host/`
+ * with `h1-tls`) one request is in flight per connection whatever `streams` says (no pipelining, as the
+ * benches' own client).
  */
-export function h2loadArgs(port: number, host: string, ms: number, connections: number, streams: number, h1 = false): string[] {
-  const shape = ['-D', String(ms / 1000), '-c', String(connections), '-m', String(h1 ? 1 : streams), '-t', '1', `--connect-to=127.0.0.1:${port}`];
-  return h1 ? ['--h1', ...shape, `http://${host}/`] : [...shape, `https://${host}/`];
+export function h2loadArgs(port: number, host: string, ms: number, connections: number, streams: number, mode: H2loadMode = 'h2'): string[] {
+  const shape = ['-D', String(ms / 1000), '-c', String(connections), '-m', String(mode === 'h2' ? streams : 1), '-t', '1', `--connect-to=127.0.0.1:${port}`];
+  if (mode === 'h2') return [...shape, `https://${host}/`];
+  return ['--h1', ...shape, `${mode === 'h1' ? 'http' : 'https'}://${host}/`];
 }
 
 /** One round (`h2loadArgs`); `serverCpuSeconds` reads the server's CPU time. */
-export async function h2loadRound(port: number, host: string, ms: number, serverCpuSeconds: () => number, connections = 4, streams = 8, h1 = false): Promise<H2loadResult> {
-  const args = h2loadArgs(port, host, ms, connections, streams, h1);
+export async function h2loadRound(port: number, host: string, ms: number, serverCpuSeconds: () => number, connections = 4, streams = 8, mode: H2loadMode = 'h2'): Promise<H2loadResult> {
+  const args = h2loadArgs(port, host, ms, connections, streams, mode);
   const cpu0 = serverCpuSeconds();
   const t0 = Date.now();
   const out = await new Promise<string>((resolve, reject) => {

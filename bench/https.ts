@@ -27,7 +27,9 @@ import { api, findNginx, freePort, startNginx, tgzOf, uploadAndDeploy, waitReady
  *   both servers' request paths are warmed first (BENCH_HTTPS_WARM_MS, unmeasured);
  * - HTTP/2 req/s (issue 36 point 3): the same 32 requests in flight as streams over 4 connections
  *   (undici Pool with `allowH2`), both servers speaking HTTP/1.1 keep-alive to the app: >= 0.8 of
- *   nginx, p99 of both beside it.
+ *   nginx, p99 of both beside it;
+ * - the same HTTP/2 and HTTPS/1.1 loads from h2load (a C client, bench/h2load.ts), without a target:
+ *   the bench's own client is the bound in nginx's HTTP/2 rounds (docs/benchmarks.md).
  * BENCH_HTTPS_PERF=FILE records the edge's on-CPU samples of the last HTTP/2 round with `perf record -g`;
  * BENCH_VERBOSE=1 prints every round (the client's CPU beside the server's).
  * The edge's certificate comes from the free domains' wildcard files (BERTH_WILDCARD_CERT_FILE/_KEY_FILE
@@ -327,16 +329,21 @@ export async function httpsBench(): Promise<Row[]> {
     // The same HTTP/2 load from a C client (h2load, installed if missing): a comparison the client does not bound.
     const edgeC: H2loadResult[] = [];
     const ngC: H2loadResult[] = [];
+    // And the HTTPS/1.1 load (32 connections, one request each) from the same client.
+    const edgeC1: H2loadResult[] = [];
+    const ngC1: H2loadResult[] = [];
     if (ensureH2load()) {
-      console.error(`  HTTP/2 requests from h2load: ${ROUNDS} rounds`);
+      console.error(`  HTTP/2 and HTTPS/1.1 requests from h2load: ${ROUNDS} rounds`);
       for (let round = 0; round < ROUNDS; round++) {
         edgeC.push(await h2loadRound(httpsPort, host, RPS_MS, edgeCpu, H2_CONNECTIONS, RPS_CONNECTIONS / H2_CONNECTIONS));
         ngC.push(await h2loadRound(nginx.port, host, RPS_MS, ngCpu, H2_CONNECTIONS, RPS_CONNECTIONS / H2_CONNECTIONS));
+        edgeC1.push(await h2loadRound(httpsPort, host, RPS_MS, edgeCpu, RPS_CONNECTIONS, 1, 'h1-tls'));
+        ngC1.push(await h2loadRound(nginx.port, host, RPS_MS, ngCpu, RPS_CONNECTIONS, 1, 'h1-tls'));
       }
-    } else console.error('  no h2load (Debian: nghttp2-client), and apt-get could not install it: its HTTP/2 rows are left out');
+    } else console.error('  no h2load (Debian: nghttp2-client), and apt-get could not install it: its rows are left out');
     const byRound = (e: { rps: number }[], n: { rps: number }[]) => e.map((r, i) => (r.rps / n[i]!.rps).toFixed(2)).join(', ');
     console.error(`  HTTPS / nginx by round: ${byRound(edgeRps, ngRps)}; HTTP/2: ${byRound(edgeH2, ngH2)}`);
-    if (process.env.BENCH_VERBOSE) console.error(JSON.stringify({ edgeHs, ngHs, edgeRps, ngRps, edgeH2, ngH2, edgeC, ngC }));
+    if (process.env.BENCH_VERBOSE) console.error(JSON.stringify({ edgeHs, ngHs, edgeRps, ngRps, edgeH2, ngH2, edgeC, ngC, edgeC1, ngC1 }));
 
     const m = <T>(xs: T[], f: (x: T) => number) => median(xs.map(f));
     const errs = (xs: { errors: number }[]) => xs.reduce((a, x) => a + x.errors, 0);
@@ -384,8 +391,17 @@ export async function httpsBench(): Promise<Row[]> {
       const nCPer = m(ngC, (r) => r.rps / r.serverCpu);
       rows.push({ bench: 'https', metric: 'HTTP/2 from h2load: requests per server CPU-second vs nginx', value: eCPer, unit: '/cpu-s', reference: nCPer, ratio: eCPer / nCPer });
     }
-    const errors = errs(edgeHs) + errs(ngHs) + errs(edgeRps) + errs(ngRps) + errs(edgeH2) + errs(ngH2) + errs(edgeC) + errs(ngC);
-    if (errors) rows.push({ bench: 'https', metric: `errors (edge hs ${errs(edgeHs)}, nginx hs ${errs(ngHs)}, edge req ${errs(edgeRps)}, nginx req ${errs(ngRps)}, edge h2 ${errs(edgeH2)}, nginx h2 ${errs(ngH2)}, h2load ${errs(edgeC)} and ${errs(ngC)})`, value: errors, unit: '', ok: false });
+    if (edgeC1.length) {
+      console.error(`  HTTPS/1.1 from h2load --h1 / nginx by round: ${byRound(edgeC1, ngC1)}`);
+      const e1 = m(edgeC1, (r) => r.rps);
+      const n1 = m(ngC1, (r) => r.rps);
+      rows.push({ bench: 'https', metric: `HTTPS/1.1 req/s from h2load --h1 (a C client; ${RPS_CONNECTIONS} connections; median of ${ROUNDS}) vs nginx`, value: e1, unit: 'req/s', reference: n1, ratio: e1 / n1 });
+      const e1Per = m(edgeC1, (r) => r.rps / r.serverCpu);
+      const n1Per = m(ngC1, (r) => r.rps / r.serverCpu);
+      rows.push({ bench: 'https', metric: 'HTTPS/1.1 from h2load --h1: requests per server CPU-second vs nginx', value: e1Per, unit: '/cpu-s', reference: n1Per, ratio: e1Per / n1Per });
+    }
+    const errors = errs(edgeHs) + errs(ngHs) + errs(edgeRps) + errs(ngRps) + errs(edgeH2) + errs(ngH2) + errs(edgeC) + errs(ngC) + errs(edgeC1) + errs(ngC1);
+    if (errors) rows.push({ bench: 'https', metric: `errors (edge hs ${errs(edgeHs)}, nginx hs ${errs(ngHs)}, edge req ${errs(edgeRps)}, nginx req ${errs(ngRps)}, edge h2 ${errs(edgeH2)}, nginx h2 ${errs(ngH2)}, h2load ${errs(edgeC)} and ${errs(ngC)}, h2load --h1 ${errs(edgeC1)} and ${errs(ngC1)})`, value: errors, unit: '', ok: false });
   } finally {
     await nginx?.stop();
     await berth.stop();

@@ -25,7 +25,11 @@ describe('bench h2load rounds', () => {
   });
 
   it('sends plain HTTP/1.1 with --h1, one request in flight per connection', () => {
-    assert.deepEqual(h2loadArgs(8080, 'app.localhost', 3000, 32, 8, true), ['--h1', '-D', '3', '-c', '32', '-m', '1', '-t', '1', '--connect-to=127.0.0.1:8080', 'http://app.localhost/']);
+    assert.deepEqual(h2loadArgs(8080, 'app.localhost', 3000, 32, 8, 'h1'), ['--h1', '-D', '3', '-c', '32', '-m', '1', '-t', '1', '--connect-to=127.0.0.1:8080', 'http://app.localhost/']);
+  });
+
+  it('sends HTTP/1.1 over TLS with --h1 to an https URL', () => {
+    assert.deepEqual(h2loadArgs(8443, 'app.bench.test', 2000, 32, 1, 'h1-tls'), ['--h1', '-D', '2', '-c', '32', '-m', '1', '-t', '1', '--connect-to=127.0.0.1:8443', 'https://app.bench.test/']);
   });
 
   it('refuses output without a summary instead of reading a rate of 0', () => {
