@@ -2,10 +2,10 @@ import { spawn, spawnSync } from 'node:child_process';
 
 /**
  * Load from h2load (nghttp2's load generator, written in C; Debian's `nghttp2-client`), for a view of
- * the edge that the client does not bound: the bench's own client (undici, one Node thread) needs more
- * CPU per request than either server and shares the machine's two cores with them, so over HTTP/2
- * nginx's rounds measure the client (docs/benchmarks.md, "2026-12-01 21:35"), and over HTTP/1.1 the
- * judged ratio follows the whole loop's CPU per request more than the servers' ("2026-12-02 00:50").
+ * the edge that the bench's own client (undici, one Node thread, on the same two cores) does not bound:
+ * over HTTP/2 that client needs more CPU per request than either server, so nginx's rounds measure the
+ * client (docs/benchmarks.md, "2026-12-01 21:35"); over HTTP/1.1 the two clients agree ("2026-12-02
+ * 00:50-01:50").
  */
 export function h2loadFound(): boolean {
   return spawnSync('h2load', ['--version'], { stdio: 'ignore' }).status === 0;
