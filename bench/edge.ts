@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { request } from 'undici';
 import { cpuMs, load, startChild, startFlags, type LoadOptions, type LoadResult, type Row } from './lib.js';
-import { ensureH2load, h2loadRound, type H2loadResult } from './h2load.js';
+import { ensureH2load, h1Rounds } from './h2load.js';
 import { api, ensureNginx, startNginx, tgzOf, uploadAndDeploy, waitReady, writeExpressApp, writeHelloApp } from './hello.js';
 
 /**
@@ -53,32 +53,6 @@ async function nodeStarts(n: number): Promise<number[]> {
     out.push(performance.now() - t0);
   }
   return out;
-}
-
-interface Proxy {
-  port: number;
-  /** The host it is asked for. */
-  host: string;
-  /** Its processes, for its CPU time. */
-  pids: number[];
-}
-
-/**
- * Three alternating 3-second rounds of plain HTTP/1.1 from h2load `--h1` (32 connections, one request
- * each, as the bench's own client) against the bare Berth's edge and nginx: medians of req/s and of
- * requests per server CPU-second, the per-round ratios and the failed requests.
- */
-async function h1FromC(edgeSide: Proxy, ngSide: Proxy) {
-  const round = (p: Proxy) => h2loadRound(p.port, p.host, 3000, () => p.pids.reduce((a, pid) => a + cpuMs(pid), 0) / 1000, 32, 1, 'h1');
-  const edge: H2loadResult[] = [];
-  const ng: H2loadResult[] = [];
-  for (let r = 0; r < 3; r++) {
-    edge.push(await round(edgeSide));
-    ng.push(await round(ngSide));
-  }
-  const of = (rs: H2loadResult[]) => ({ rps: median(rs.map((r) => r.rps)), perCpu: median(rs.map((r) => r.rps / r.serverCpu)) });
-  const errors = [...edge, ...ng].reduce((a, r) => a + r.errors, 0);
-  return { edge: of(edge), nginx: of(ng), errors, byRound: edge.map((r, i) => (r.rps / ng[i]!.rps).toFixed(2)).join(', ') };
 }
 
 const median = (xs: number[]) => {
@@ -185,7 +159,7 @@ export async function edgeBench(): Promise<Row[]> {
         if (nginx) ngRuns.push(await measured(ngPids, ngLoad, ngCpu));
     }
     // The same edge and nginx from h2load --h1 (a C client, installed if missing), without a target.
-    const cSide = nginx && ensureH2load() ? await h1FromC({ port: Number(new URL(bareEdge).port), host: bareApp.host, pids: [barePid] }, { port: nginx.port, host, pids: ngPids }) : null;
+    const cSide = nginx && ensureH2load() ? await h1Rounds({ port: nginx.port, host, pids: ngPids }, { port: Number(new URL(bareEdge).port), host: bareApp.host, pids: [barePid] }) : null;
     await nginx?.stop();
     rmSync(ngDir, { recursive: true, force: true });
     const edgeRps = median(edgeRuns.map((r) => r.rps));
@@ -204,8 +178,8 @@ export async function edgeBench(): Promise<Row[]> {
       rows.push({ bench: 'edge', metric: 'edge -> bare app p99 vs nginx (median of 3)', value: bareP99, unit: 'ms', reference: ngP99, ratio: bareP99 / ngP99 });
       if (cSide) {
         console.error(`  edge -> bare app / nginx from h2load --h1 by round: ${cSide.byRound}`);
-        rows.push({ bench: 'edge', metric: 'edge -> bare app req/s from h2load --h1 (a C client, not the bound; 32 connections; median of 3) vs nginx', value: cSide.edge.rps, unit: 'req/s', reference: cSide.nginx.rps, ratio: cSide.edge.rps / cSide.nginx.rps });
-        rows.push({ bench: 'edge', metric: 'edge -> bare app from h2load --h1: requests per server CPU-second vs nginx', value: cSide.edge.perCpu, unit: '/cpu-s', reference: cSide.nginx.perCpu, ratio: cSide.edge.perCpu / cSide.nginx.perCpu });
+        rows.push({ bench: 'edge', metric: 'edge -> bare app req/s from h2load --h1 (a C client, not the bound; 32 connections; median of 3) vs nginx', value: cSide.target.rps, unit: 'req/s', reference: cSide.reference.rps, ratio: cSide.target.rps / cSide.reference.rps });
+        rows.push({ bench: 'edge', metric: 'edge -> bare app from h2load --h1: requests per server CPU-second vs nginx', value: cSide.target.perCpu, unit: '/cpu-s', reference: cSide.reference.perCpu, ratio: cSide.target.perCpu / cSide.reference.perCpu });
         if (cSide.errors) rows.push({ bench: 'edge', metric: 'edge -> bare app and nginx from h2load --h1: failed requests', value: cSide.errors, unit: '', ok: false });
       }
       const eCpu = median(bareCpu);

@@ -1,4 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
+import { cpuMs, type Row } from './lib.js';
 
 /**
  * Load from h2load (nghttp2's load generator, written in C; Debian's `nghttp2-client`), for a view of
@@ -39,15 +40,22 @@ export type H2loadMode = 'h2' | 'h1' | 'h1-tls';
  * with `h1-tls`) one request is in flight per connection whatever `streams` says (no pipelining, as the
  * benches' own client).
  */
-export function h2loadArgs(port: number, host: string, ms: number, connections: number, streams: number, mode: H2loadMode = 'h2'): string[] {
-  const shape = ['-D', String(ms / 1000), '-c', String(connections), '-m', String(mode === 'h2' ? streams : 1), '-t', '1', `--connect-to=127.0.0.1:${port}`];
-  if (mode === 'h2') return [...shape, `https://${host}/`];
-  return ['--h1', ...shape, `${mode === 'h1' ? 'http' : 'https'}://${host}/`];
+export function h2loadArgs(port: number, host: string, ms: number, connections: number, streams: number, mode: H2loadMode = 'h2', request: Request = {}): string[] {
+  const headers = Object.entries(request.headers ?? {}).flatMap(([k, v]) => ['-H', `${k}: ${v}`]);
+  const shape = ['-D', String(ms / 1000), '-c', String(connections), '-m', String(mode === 'h2' ? streams : 1), '-t', '1', ...headers, `--connect-to=127.0.0.1:${port}`];
+  const url = `${mode === 'h1' ? 'http' : 'https'}://${host}${request.path ?? '/'}`;
+  return mode === 'h2' ? [...shape, url] : ['--h1', ...shape, url];
+}
+
+/** What each request asks for, when not `GET /` without headers of its own. */
+export interface Request {
+  path?: string;
+  headers?: Record<string, string>;
 }
 
 /** One round (`h2loadArgs`); `serverCpuSeconds` reads the server's CPU time. */
-export async function h2loadRound(port: number, host: string, ms: number, serverCpuSeconds: () => number, connections = 4, streams = 8, mode: H2loadMode = 'h2'): Promise<H2loadResult> {
-  const args = h2loadArgs(port, host, ms, connections, streams, mode);
+export async function h2loadRound(port: number, host: string, ms: number, serverCpuSeconds: () => number, connections = 4, streams = 8, mode: H2loadMode = 'h2', request: Request = {}): Promise<H2loadResult> {
+  const args = h2loadArgs(port, host, ms, connections, streams, mode, request);
   const cpu0 = serverCpuSeconds();
   const t0 = Date.now();
   const out = await new Promise<string>((resolve, reject) => {
@@ -69,4 +77,53 @@ export function parseH2load(out: string): { rps: number; errors: number } {
   if (!rate || !reqs || !codes) throw new Error(`h2load printed no summary: ${out.slice(-300)}`);
   const done = Number(reqs[1]);
   return { rps: Number(rate[1]), errors: Number(reqs[3]) + Number(reqs[4]) + (done - Number(codes[1])) };
+}
+
+/** A server a plain HTTP/1.1 load goes to: its port, the host and request it is asked for, its processes (for CPU). */
+export interface H1Side extends Request {
+  port: number;
+  host: string;
+  pids: number[];
+}
+
+/** Medians of a side's rounds: req/s, requests per server CPU-second. */
+export interface H1Figures {
+  rps: number;
+  perCpu: number;
+}
+
+/**
+ * `rounds` alternating rounds of `ms` of plain HTTP/1.1 from h2load `--h1` (32 connections with one
+ * request each, as the benches' own client), the reference first in each: both sides' medians, the
+ * per-round ratios of the target to the reference, and the requests that failed or answered other
+ * than 2xx.
+ */
+export async function h1Rounds(reference: H1Side, target: H1Side, rounds = 3, ms = 3000): Promise<{ reference: H1Figures; target: H1Figures; byRound: string; errors: number }> {
+  const cpuSeconds = (pids: number[]) => () => pids.reduce((a, pid) => a + cpuMs(pid), 0) / 1000;
+  const round = (side: H1Side) => h2loadRound(side.port, side.host, ms, cpuSeconds(side.pids), 32, 1, 'h1', side);
+  const ref: H2loadResult[] = [];
+  const tgt: H2loadResult[] = [];
+  for (let r = 0; r < rounds; r++) {
+    ref.push(await round(reference));
+    tgt.push(await round(target));
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const of = (rs: H2loadResult[]) => ({ rps: median(rs.map((r) => r.rps)), perCpu: median(rs.map((r) => r.rps / r.serverCpu)) });
+  return { reference: of(ref), target: of(tgt), byRound: tgt.map((r, i) => (r.rps / ref[i]!.rps).toFixed(2)).join(', '), errors: [...ref, ...tgt].reduce((a, r) => a + r.errors, 0) };
+}
+
+/**
+ * An API read from h2load `--h1` against bare Fastify's hello-world, for the `foundation` and `projects`
+ * benches: two rows without a target (req/s and requests per server CPU-second), and a failing row when
+ * any request failed. `what` names the read (`GET /api/auth/me`).
+ */
+export async function apiRowsFromC(bench: string, what: string, bare: H1Side, berth: H1Side): Promise<Row[]> {
+  const c = await h1Rounds(bare, berth);
+  console.error(`  ${what} / bare Fastify from h2load --h1 by round: ${c.byRound}`);
+  const rows: Row[] = [
+    { bench, metric: `${what} req/s from h2load --h1 (a C client; 32 connections; median of 3) vs bare Fastify`, value: c.target.rps, unit: 'req/s', reference: c.reference.rps, ratio: c.target.rps / c.reference.rps },
+    { bench, metric: `${what} from h2load --h1: requests per server CPU-second vs bare Fastify`, value: c.target.perCpu, unit: '/cpu-s', reference: c.reference.perCpu, ratio: c.target.perCpu / c.reference.perCpu },
+  ];
+  if (c.errors) rows.push({ bench, metric: `${what} and bare Fastify from h2load --h1: failed requests`, value: c.errors, unit: '', ok: false });
+  return rows;
 }

@@ -1,11 +1,13 @@
 import { alternateRounds, waitIdle, load, startChild, type Row } from './lib.js';
+import { apiRowsFromC, ensureH2load } from './h2load.js';
 
 /**
  * `PATCH /api/projects/:id/env` with 1000 upserts and `GET /api/projects/:id`, against the bare-Fastify
  * hello-world (both servers child processes started the same way). The GET alternates with the
  * hello-world over three rounds (median of the per-round ratios); targets (issue 36 point 2): >= 0.6
  * of the hello-world's requests/s, p99 < 5 ms. A 1000-key PATCH answers within 250 ms at p50 on one
- * connection (its ratio is against the hello-world's median req/s, for scale only).
+ * connection (its ratio is against the hello-world's median req/s, for scale only). The GET from
+ * h2load `--h1` (a C client) is printed beside it without a target.
  */
 export async function projectsBench(): Promise<Row[]> {
   const bare = await startChild('bench/servers/bare.mjs');
@@ -21,6 +23,11 @@ export async function projectsBench(): Promise<Row[]> {
       { pid: bare.info.pid, opts: { url: bare.info.url, path: '/hello', connections: 32, durationMs: 3000, expect: 200 } },
       { pid: berth.info.pid, opts: { url: berth.info.url, path: `/api/projects/${project.id}`, headers: auth, connections: 32, durationMs: 3000, expect: 200 } },
     ]);
+    // The same reads from a C client (h2load, installed if missing), without a target.
+    const port = (url: string) => Number(new URL(url).port);
+    const fromC = ensureH2load()
+      ? await apiRowsFromC('projects', 'GET /api/projects/:id', { port: port(bare.info.url), host: '127.0.0.1', path: '/hello', pids: [bare.info.pid] }, { port: port(berth.info.url), host: '127.0.0.1', path: `/api/projects/${project.id}`, headers: { authorization: auth.authorization }, pids: [berth.info.pid] })
+      : [];
     await bare.stop();
 
     const upserts = Array.from({ length: 1000 }, (_, i) => ({ key: `KEY_${i}`, value: `value-${i}-${'x'.repeat(32)}`, isSecret: i % 4 === 0 }));
@@ -44,6 +51,7 @@ export async function projectsBench(): Promise<Row[]> {
       { bench: 'projects', metric: 'GET /api/projects/:id req/s', value: getRes!.rps, unit: 'req/s', reference: bareRes!.rps, ratio: getRatio, target: '>= 0.6', ok: getRatio >= 0.6 && getRes!.errors === 0 },
       { bench: 'projects', metric: 'GET /api/projects/:id p99', value: getRes!.p99, unit: 'ms', reference: bareRes!.p99, ratio: getRes!.p99 / bareRes!.p99, target: '< 5 ms', ok: getRes!.p99 < 5 },
       { bench: 'projects', metric: 'GET /api/projects/:id server CPU per request', value: getRes!.cpuUsPerRequest, unit: 'µs', reference: bareRes!.cpuUsPerRequest, ratio: getRes!.cpuUsPerRequest / bareRes!.cpuUsPerRequest },
+      ...fromC,
       { bench: 'projects', metric: 'PATCH env 1000 upserts req/s (1 conn)', value: patchRes.rps, unit: 'req/s', reference: bareRes!.rps, ratio: patchRatio, ok: patchRes.errors === 0 },
       { bench: 'projects', metric: 'PATCH env 1000 upserts p50', value: patchRes.p50, unit: 'ms', reference: bareRes!.p50, ratio: patchRes.p50 / bareRes!.p50, target: '< 250 ms', ok: patchRes.p50 < 250 },
       { bench: 'projects', metric: 'PATCH env 1000 upserts p99', value: patchRes.p99, unit: 'ms', reference: bareRes!.p99, ratio: patchRes.p99 / bareRes!.p99 },

@@ -32,6 +32,12 @@ describe('bench h2load rounds', () => {
     assert.deepEqual(h2loadArgs(8443, 'app.bench.test', 2000, 32, 1, 'h1-tls'), ['--h1', '-D', '2', '-c', '32', '-m', '1', '-t', '1', '--connect-to=127.0.0.1:8443', 'https://app.bench.test/']);
   });
 
+  it('asks for the given path with the given headers', () => {
+    assert.deepEqual(h2loadArgs(3000, '127.0.0.1', 3000, 32, 1, 'h1', { path: '/api/auth/me', headers: { authorization: 'Bearer t' } }), [
+      '--h1', '-D', '3', '-c', '32', '-m', '1', '-t', '1', '-H', 'authorization: Bearer t', '--connect-to=127.0.0.1:3000', 'http://127.0.0.1/api/auth/me',
+    ]);
+  });
+
   it('refuses output without a summary instead of reading a rate of 0', () => {
     assert.throws(() => parseH2load('TLS handshake failed'), /no summary/);
   });
