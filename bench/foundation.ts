@@ -18,7 +18,7 @@ export async function foundationBench(): Promise<Row[]> {
       { pid: bare.info.pid, opts: { url: bare.info.url, path: '/hello', connections: 32, durationMs: 3000, expect: 200 } },
       { pid: berth.info.pid, opts: { url: berth.info.url, path: '/api/auth/me', headers: { authorization: `Bearer ${berth.info.token}` }, connections: 32, durationMs: 3000, expect: 200 } },
     ]);
-    console.error(`  GET /api/auth/me / bare Fastify per round: ${meRes!.ratios.map((r) => r.toFixed(2)).join(', ')}`);
+    console.error(`  GET /api/auth/me / bare Fastify per round: ${meRes!.ratios.map((r) => r.toFixed(2)).join(', ')}; the load generator at ${bareRes!.clientCores.toFixed(2)} cores in bare Fastify's rounds, ${meRes!.clientCores.toFixed(2)} in Berth's`);
     const ratio = [...meRes!.ratios].sort((a, b) => a - b)[1]!;
     // The same reads from a C client (h2load, installed if missing), without a target.
     const port = (url: string) => Number(new URL(url).port);

@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { cpuMs, type Row } from './lib.js';
+import { pinnedRounds } from './pin.js';
 
 /**
  * Load from h2load (nghttp2's load generator, written in C; Debian's `nghttp2-client`), for a view of
@@ -96,17 +97,20 @@ export interface H1Figures {
  * `rounds` alternating rounds of `ms` of plain HTTP/1.1 from h2load `--h1` (32 connections with one
  * request each, as the benches' own client), the reference first in each: both sides' medians, the
  * per-round ratios of the target to the reference, and the requests that failed or answered other
- * than 2xx.
+ * than 2xx. The processes of `pin` (by default both sides') run on one CPU and h2load on the others
+ * while the rounds run (bench/pin.ts), so that both sides of a round get the same vCPU.
  */
-export async function h1Rounds(reference: H1Side, target: H1Side, rounds = 3, ms = 3000): Promise<{ reference: H1Figures; target: H1Figures; byRound: string; errors: number }> {
+export async function h1Rounds(reference: H1Side, target: H1Side, rounds = 3, ms = 3000, pin = [...reference.pids, ...target.pids]): Promise<{ reference: H1Figures; target: H1Figures; byRound: string; errors: number }> {
   const cpuSeconds = (pids: number[]) => () => pids.reduce((a, pid) => a + cpuMs(pid), 0) / 1000;
   const round = (side: H1Side) => h2loadRound(side.port, side.host, ms, cpuSeconds(side.pids), 32, 1, 'h1', side);
   const ref: H2loadResult[] = [];
   const tgt: H2loadResult[] = [];
-  for (let r = 0; r < rounds; r++) {
-    ref.push(await round(reference));
-    tgt.push(await round(target));
-  }
+  await pinnedRounds(pin, async () => {
+    for (let r = 0; r < rounds; r++) {
+      ref.push(await round(reference));
+      tgt.push(await round(target));
+    }
+  });
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const of = (rs: H2loadResult[]) => ({ rps: median(rs.map((r) => r.rps)), perCpu: median(rs.map((r) => r.rps / r.serverCpu)) });
   return { reference: of(ref), target: of(tgt), byRound: tgt.map((r, i) => (r.rps / ref[i]!.rps).toFixed(2)).join(', '), errors: [...ref, ...tgt].reduce((a, r) => a + r.errors, 0) };
@@ -121,7 +125,7 @@ export async function apiRowsFromC(bench: string, what: string, bare: H1Side, be
   const c = await h1Rounds(bare, berth);
   console.error(`  ${what} / bare Fastify from h2load --h1 by round: ${c.byRound}`);
   const rows: Row[] = [
-    { bench, metric: `${what} req/s from h2load --h1 (a C client; 32 connections; median of 3) vs bare Fastify`, value: c.target.rps, unit: 'req/s', reference: c.reference.rps, ratio: c.target.rps / c.reference.rps },
+    { bench, metric: `${what} req/s from h2load --h1 (a C client on its own CPU, both servers on another; 32 connections; median of 3) vs bare Fastify`, value: c.target.rps, unit: 'req/s', reference: c.reference.rps, ratio: c.target.rps / c.reference.rps },
     { bench, metric: `${what} from h2load --h1: requests per server CPU-second vs bare Fastify`, value: c.target.perCpu, unit: '/cpu-s', reference: c.reference.perCpu, ratio: c.target.perCpu / c.reference.perCpu },
   ];
   if (c.errors) rows.push({ bench, metric: `${what} and bare Fastify from h2load --h1: failed requests`, value: c.errors, unit: '', ok: false });

@@ -287,6 +287,8 @@ export interface RoundsResult {
   p50: number;
   p99: number;
   cpuUsPerRequest: number;
+  /** The load generator's (this process's) CPU over the rounds' wall time, in cores: near 1 when it was the bound. */
+  clientCores: number;
   errors: number;
   /** Per round: req/s over the reference's req/s of the same round. */
   ratios: number[];
@@ -297,24 +299,31 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 /**
  * `rounds` rounds; in each, the reference and then every target get the same closed-loop load, back
  * to back, so each round's ratio compares figures taken seconds apart (the machine's speed moves
- * over minutes: docs/benchmarks.md, "Machine"). Answers per target the medians over the rounds and
- * the per-round ratios against the reference (the first entry, whose ratios are all 1).
+ * over minutes: docs/benchmarks.md, "Machine"). Unpinned, as these rows have always been measured:
+ * pinned apart, the load generator (about as much CPU a request as the servers) would be the bound of
+ * the reference's rounds (bench/pin.ts; h2load's rounds are pinned). Answers per target the medians
+ * over the rounds, the load generator's cores, and the per-round ratios against the reference (the
+ * first entry, whose ratios are all 1).
  */
 export async function alternateRounds(targets: { pid: number; opts: LoadOptions }[], rounds = 3): Promise<RoundsResult[]> {
-  const per = targets.map(() => ({ rps: [] as number[], p50: [] as number[], p99: [] as number[], cpu: [] as number[], errors: 0 }));
+  const per = targets.map(() => ({ rps: [] as number[], p50: [] as number[], p99: [] as number[], cpu: [] as number[], client: [] as number[], errors: 0 }));
   for (let r = 0; r < rounds; r++) {
     for (const [i, t] of targets.entries()) {
       const before = cpuMs(t.pid);
+      const own = process.cpuUsage();
+      const t0 = Date.now();
       const res = await load(t.opts);
       // The CPU of the warm-up is included: per request over warm-up and measurement alike.
       const warm = (t.opts.warmupMs ?? 1000) / 1000;
       const cpu = ((cpuMs(t.pid) - before) * 1000) / (res.requests + res.rps * warm);
+      const used = process.cpuUsage(own);
       per[i]!.rps.push(res.rps);
       per[i]!.p50.push(res.p50);
       per[i]!.p99.push(res.p99);
       per[i]!.cpu.push(cpu);
+      per[i]!.client.push((used.user + used.system) / 1000 / (Date.now() - t0));
       per[i]!.errors += res.errors;
     }
   }
-  return per.map((p) => ({ rps: median(p.rps), p50: median(p.p50), p99: median(p.p99), cpuUsPerRequest: median(p.cpu), errors: p.errors, ratios: p.rps.map((v, r) => v / per[0]!.rps[r]!) }));
+  return per.map((p) => ({ rps: median(p.rps), p50: median(p.p50), p99: median(p.p99), cpuUsPerRequest: median(p.cpu), clientCores: median(p.client), errors: p.errors, ratios: p.rps.map((v, r) => v / per[0]!.rps[r]!) }));
 }

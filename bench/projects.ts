@@ -44,7 +44,7 @@ export async function projectsBench(): Promise<Row[]> {
       expect: 200,
     });
 
-    console.error(`  GET /api/projects/:id / bare Fastify per round: ${getRes!.ratios.map((r) => r.toFixed(2)).join(', ')}`);
+    console.error(`  GET /api/projects/:id / bare Fastify per round: ${getRes!.ratios.map((r) => r.toFixed(2)).join(', ')}; the load generator at ${bareRes!.clientCores.toFixed(2)} cores in bare Fastify's rounds, ${getRes!.clientCores.toFixed(2)} in Berth's`);
     const getRatio = [...getRes!.ratios].sort((a, b) => a - b)[1]!;
     const patchRatio = patchRes.rps / bareRes!.rps;
     return [

@@ -1,0 +1,21 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { expandCpuList, pinPlan } from '../../bench/pin.js';
+
+describe('bench pinned rounds', () => {
+  it('puts the servers on the first CPU this process may use and the load generator on the rest', () => {
+    assert.deepEqual(pinPlan([1, 0], {}), { servers: '0', client: '1' });
+    assert.deepEqual(pinPlan([2, 3, 5, 4], {}), { servers: '2', client: '3,4,5' });
+  });
+
+  it('runs unpinned on one CPU or with BENCH_PIN=0', () => {
+    assert.equal(pinPlan([0], {}), null);
+    assert.equal(pinPlan([0, 1], { BENCH_PIN: '0' }), null);
+  });
+
+  it('reads the CPU lists taskset prints, ranges and single CPUs alike', () => {
+    assert.deepEqual(expandCpuList('0,1'), [0, 1]);
+    assert.deepEqual(expandCpuList('0-3'), [0, 1, 2, 3]);
+    assert.deepEqual(expandCpuList('0-1,4,6-7'), [0, 1, 4, 6, 7]);
+  });
+});
