@@ -7,7 +7,8 @@
  * comparison's rounds run, its servers (every thread) share one CPU and this process (the load
  * generator, and the h2load it spawns, which inherits its affinity) runs on the others: both sides
  * of a round get the same vCPU, and the load generator never takes the servers' core.
- * BENCH_PIN=0, a machine with one CPU, or no `taskset` (util-linux): unpinned.
+ * BENCH_PIN=0, a machine with one CPU, or no `taskset` (util-linux): unpinned. BENCH_PIN_CPU=N puts
+ * the servers on CPU N instead of the first (to compare on the vCPU that is fast at the time).
  */
 import { spawnSync } from 'node:child_process';
 import os from 'node:os';
@@ -23,7 +24,9 @@ export interface PinPlan {
 export function pinPlan(cpus: number[], env: NodeJS.ProcessEnv = process.env): PinPlan | null {
   if (env.BENCH_PIN === '0' || cpus.length < 2) return null;
   const sorted = [...cpus].sort((a, b) => a - b);
-  return { servers: String(sorted[0]), client: sorted.slice(1).join(',') };
+  const chosen = Number(env.BENCH_PIN_CPU);
+  const server = env.BENCH_PIN_CPU !== undefined && sorted.includes(chosen) ? chosen : sorted[0]!;
+  return { servers: String(server), client: sorted.filter((c) => c !== server).join(',') };
 }
 
 /** The CPU list of a process ("0,1" or "0-3" as taskset prints it), or null without taskset. */

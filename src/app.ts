@@ -1,6 +1,6 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyError } from 'fastify';
 import { isDashboardRequest, serveDashboard } from './http/dashboard.js';
-import { lazyChildLogger } from './http/lazy-child-logger.js';
+import { lazyChildLogger, lazyChildLoggerOf } from './http/lazy-child-logger.js';
 import { newRequestId, randomString } from './lib/ids.js';
 import { Keyring } from './lib/crypto.js';
 import { createLogger } from './lib/logger.js';
@@ -98,6 +98,12 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
 
   const hardening = config.hardening;
   const trusted = parseTrustedProxies(hardening.trustedProxies);
+  // Request logging ("incoming request", "request completed") is on at debug and trace only. Below
+  // them Fastify gets no logger of its own: with one it adds and removes two listeners on every
+  // response and reads the clock twice for a line it would not write (about 4 µs, 7 % of an
+  // authenticated read's CPU: docs/benchmarks.md, 2026-12-02 03:40). Requests log through `req.log`
+  // all the same: the child factory binds Berth's logger and the request's id (`app.log` is silent).
+  const requestLogging = config.logLevel === 'debug' || config.logLevel === 'trace';
   const app = Fastify({
     // X-Forwarded-For is believed only from BERTH_TRUSTED_PROXIES (none by default): req.ip.
     trustProxy: trusted.size ? (address: string) => trusted.trusts(address) : false,
@@ -106,8 +112,8 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     requestTimeout: 0,
     // Requests Node's parser refuses (malformed Content-Length, ...) get the JSON error envelope.
     clientErrorHandler: clientErrorAnswer,
-    loggerInstance: log as unknown as FastifyBaseLogger,
-    logController: new LogController({ disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
+    ...(requestLogging ? { loggerInstance: log as unknown as FastifyBaseLogger } : { logger: false }),
+    logController: new LogController({ disableRequestLogging: !requestLogging }),
     // Cloud mode adopts a well-formed X-Request-Id sent by a linked self-hosted instance (docs/cloud.md).
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
@@ -118,7 +124,8 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 500 },
-    childLoggerFactory: lazyChildLogger,
+    // With request logging, Fastify's own logger (its req and res serializers); without, Berth's.
+    childLoggerFactory: requestLogging ? lazyChildLogger : lazyChildLoggerOf(log as unknown as FastifyBaseLogger),
   });
   const compileAllSchemas = installValidators(app);
   const guard = new ConnectionGuard(app.server, {

@@ -74,7 +74,7 @@ export async function startServer(config: Config, print: (line: string) => void 
 export async function serveForever(config: Config): Promise<void> {
   const server = await startServer(config);
   const shutdown = (signal: string) => {
-    server.app.log.info({ signal }, 'shutting down');
+    server.app.berth.ctx.log.info({ signal }, 'shutting down');
     const force = setTimeout(() => {
       console.error('shutdown took too long; exiting');
       process.exit(1);

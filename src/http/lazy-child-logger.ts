@@ -63,3 +63,9 @@ class LazyChildLogger {
 }
 
 export const lazyChildLogger: ChildFactory = (logger, bindings, opts) => new LazyChildLogger(logger, bindings, opts) as unknown as FastifyBaseLogger;
+
+/** The same, with children of `parent` whatever logger Fastify holds (none when request logging is off: src/app.ts). */
+export const lazyChildLoggerOf =
+  (parent: FastifyBaseLogger): ChildFactory =>
+  (_logger, bindings, opts) =>
+    new LazyChildLogger(parent, bindings, opts) as unknown as FastifyBaseLogger;

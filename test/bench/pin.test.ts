@@ -8,6 +8,12 @@ describe('bench pinned rounds', () => {
     assert.deepEqual(pinPlan([2, 3, 5, 4], {}), { servers: '2', client: '3,4,5' });
   });
 
+  it('puts the servers on the CPU BENCH_PIN_CPU names when this process may use it', () => {
+    assert.deepEqual(pinPlan([0, 1], { BENCH_PIN_CPU: '1' }), { servers: '1', client: '0' });
+    assert.deepEqual(pinPlan([0, 1, 2], { BENCH_PIN_CPU: '1' }), { servers: '1', client: '0,2' });
+    assert.deepEqual(pinPlan([0, 1], { BENCH_PIN_CPU: '7' }), { servers: '0', client: '1' });
+  });
+
   it('runs unpinned on one CPU or with BENCH_PIN=0', () => {
     assert.equal(pinPlan([0], {}), null);
     assert.equal(pinPlan([0, 1], { BENCH_PIN: '0' }), null);

@@ -94,10 +94,10 @@ describe('backup routes named by a cloud record\'s id, through a linked self-hos
   }
 
   before(async () => {
-    cloud = await startTestServer({ flags: { mode: 'cloud' }, background: true, build: { modules: [recorderModule(seen)], logger: sink() } });
+    cloud = await startTestServer({ flags: { mode: 'cloud' }, background: true, logLevel: 'trace', build: { modules: [recorderModule(seen)], logger: sink() } });
     cloudOwner = await createUser(cloud);
     cloudDest = await cloudLocalDestination(cloud, cloudOwner.orgId);
-    self = await startTestServer({ env: { BERTH_CLOUD_URL: cloud.url, BERTH_CLOUD_TOKEN: cloudOwner.token }, build: { logger: sink() } });
+    self = await startTestServer({ logLevel: 'trace', env: { BERTH_CLOUD_URL: cloud.url, BERTH_CLOUD_TOKEN: cloudOwner.token }, build: { logger: sink() } });
     team = await createTeam(self);
     otherOrg = await createUser(self);
     // The other local org has a cloud project of its own (in the same cloud org, through the same link).

@@ -114,11 +114,11 @@ describe('routes named by a cloud deployment\'s id, through a linked self-hosted
   }
 
   before(async () => {
-    cloud = await startTestServer({ flags: { mode: 'cloud' }, background: true, build: { modules: [recorderModule(seen)], logger: sink() } });
+    cloud = await startTestServer({ flags: { mode: 'cloud' }, background: true, logLevel: 'trace', build: { modules: [recorderModule(seen)], logger: sink() } });
     await getRuntime(cloud.ctx).restored;
     cloud.app.server.on('request', (req) => reached.push(`${req.method} ${String(req.url).split('?')[0]}`));
     cloudOwner = await createUser(cloud);
-    self = await startTestServer({ env: { BERTH_CLOUD_URL: cloud.url, BERTH_CLOUD_TOKEN: cloudOwner.token }, build: { logger: sink() } });
+    self = await startTestServer({ logLevel: 'trace', env: { BERTH_CLOUD_URL: cloud.url, BERTH_CLOUD_TOKEN: cloudOwner.token }, build: { logger: sink() } });
     team = await createTeam(self);
     otherOrg = await createUser(self);
     // The other local org has a cloud project of its own (in the same cloud org, through the same link).

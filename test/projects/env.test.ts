@@ -11,7 +11,7 @@ let server: TestServer;
 let team: TestOrg;
 let stranger: TestUser;
 
-/** Everything the server logs, at the most verbose level: secrets must never show up in it. */
+/** Everything the server logs, at the most verbose level (request logging on): secrets must never show up in it. */
 let logged = '';
 const sink = new Writable({
   write(chunk, _enc, cb) {
@@ -21,7 +21,7 @@ const sink = new Writable({
 });
 
 before(async () => {
-  server = await startTestServer({ build: { logger: createLogger('trace', sink) } });
+  server = await startTestServer({ logLevel: 'trace', build: { logger: createLogger('trace', sink) } });
   team = await createTeam(server);
   stranger = await createUser(server);
 });

@@ -172,7 +172,8 @@ export function useCloudPair(opts: { runtime?: 'sandbox' | 'process'; background
     cloudProbe = probeState();
     selfProbe = probeState();
     dns = await startDnsStub();
-    const more = { ...(opts.background ? { background: true } : {}) };
+    // The servers log at the most verbose level, request logging on: tests look for secrets in `logged`.
+    const more = { logLevel: 'trace', ...(opts.background ? { background: true } : {}) };
     const runtime: Record<string, string> = opts.runtime ? { runtime: opts.runtime } : {};
     cloud = await startTestServer({ ...more, flags: { mode: 'cloud', ...runtime }, env: { BERTH_DNS_SERVERS: dns.server }, build: { modules: [probeModule(cloudProbe)], logger: sink() } });
     cloudOwner = await createUser(cloud);
