@@ -100,8 +100,8 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   const trusted = parseTrustedProxies(hardening.trustedProxies);
   // Request logging ("incoming request", "request completed") is on at debug and trace only. Below
   // them Fastify gets no logger of its own: with one it adds and removes two listeners on every
-  // response and reads the clock twice for a line it would not write (about 4 µs, 7 % of an
-  // authenticated read's CPU: docs/benchmarks.md, 2026-12-02 03:40). Requests log through `req.log`
+  // response and reads the clock twice for a line it would not write (2-9 % of an authenticated
+  // read's throughput: docs/benchmarks.md, 2026-12-02 03:40). Requests log through `req.log`
   // all the same: the child factory binds Berth's logger and the request's id (`app.log` is silent).
   const requestLogging = config.logLevel === 'debug' || config.logLevel === 'trace';
   const app = Fastify({
