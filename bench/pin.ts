@@ -1,8 +1,8 @@
 /**
- * Pinned rounds (docs/benchmarks.md, "Figures of 2026-12-02 03:40-05:00 UTC"): on the machines these
+ * Pinned rounds (docs/benchmarks.md, "Figures of 2026-12-02 03:40-04:55 UTC"): on the machines these
  * benches run on, one vCPU can run the same code at half the other's speed for seconds to minutes,
- * and the guest is not told (no steal time in /proc/stat: the lost time is counted as the process's
- * own CPU). Two servers measured back to back landed on different vCPUs as the scheduler pleased,
+ * and the guest is not told (no steal time in /proc/stat; the same work's CPU time per request
+ * doubles). Two servers measured back to back landed on different vCPUs as the scheduler pleased,
  * so a round's ratio compared two vCPUs as much as two servers (0.44 to 1.20 in one run). While a
  * comparison's rounds run, its servers (every thread) share one CPU and this process (the load
  * generator, and the h2load it spawns, which inherits its affinity) runs on the others: both sides
@@ -11,7 +11,6 @@
  * the servers on CPU N instead of the first (to compare on the vCPU that is fast at the time).
  */
 import { spawnSync } from 'node:child_process';
-import os from 'node:os';
 
 export interface PinPlan {
   /** The CPU list the servers run on (taskset's `-c` syntax). */
