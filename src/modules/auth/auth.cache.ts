@@ -31,13 +31,21 @@ interface Entry<T> {
 export class TtlCache<T> {
   private readonly map = new Map<string, Entry<T>>();
   private gen = 0;
+  /** When expired entries were last swept out: an entry outlives its TTL by at most one more TTL while requests come. */
+  private swept = 0;
 
   /** Moves on at every drop: a read started under another generation is not kept. */
   get generation(): number {
     return this.gen;
   }
 
+  /** Entries held, expired or not (the sweep's test). */
+  get size(): number {
+    return this.map.size;
+  }
+
   get(key: string, now = Date.now()): T | undefined {
+    if (now - this.swept > TTL_MS) this.sweep(now);
     const e = this.map.get(key);
     if (!e) return undefined;
     if (now - e.at > TTL_MS) {
@@ -54,6 +62,11 @@ export class TtlCache<T> {
     this.map.set(key, { value, at: now });
   }
 
+  private sweep(now: number): void {
+    this.swept = now;
+    for (const [k, e] of this.map) if (now - e.at > TTL_MS) this.map.delete(k);
+  }
+
   /** Drops every entry whose value `stale` answers true for. */
   dropWhere(stale: (value: T) => boolean): void {
     this.gen++;
@@ -66,7 +79,7 @@ export class TtlCache<T> {
   }
 }
 
-/** A resolved credential (by token hash), with the credential's own expiry. */
+/** A resolved credential, with the credential's own expiry. */
 export interface CachedActor {
   actor: Actor;
   expiresAt: number;
@@ -81,8 +94,18 @@ export interface CachedMe {
   json?: { for: Actor; text: string };
 }
 
+/**
+ * Resolved credentials are keyed by the token as the client sent it, not by its hash: a hit then
+ * costs a map lookup, not a SHA-256 and a key built per request (5-7 % of an authenticated read's
+ * throughput, docs/decisions.md "Cached credentials keyed by the token itself"). Tokens stay only in
+ * this process's memory, which already holds the secret key that opens every stored secret, and
+ * leave it with their entry (TTL_MS, swept), a drop, or the server.
+ */
 export class AuthCaches {
-  readonly actors = new TtlCache<CachedActor>();
+  /** Bearer tokens (`berth_pat_...`) to their actors. */
+  readonly bearers = new TtlCache<CachedActor>();
+  /** Session cookies' values to their actors. */
+  readonly sessions = new TtlCache<CachedActor>();
   readonly me = new TtlCache<CachedMe>();
 
   /**
@@ -92,7 +115,9 @@ export class AuthCaches {
    */
   drop(change: AccessChange): void {
     const { userId, orgId } = change;
-    this.actors.dropWhere(({ actor }) => (userId === undefined || actor.userId === userId) && (orgId === undefined || actor.orgId === orgId));
+    const stale = ({ actor }: CachedActor) => (userId === undefined || actor.userId === userId) && (orgId === undefined || actor.orgId === orgId);
+    this.bearers.dropWhere(stale);
+    this.sessions.dropWhere(stale);
     this.me.dropWhere((m) => (userId !== undefined ? m.userId === userId : orgId === undefined || m.orgIds.includes(orgId)));
   }
 }

@@ -69,39 +69,37 @@ export async function memberActor({ db }: Deps, orgId: string, userId: string): 
  */
 export function actorFromBearer({ db, clock }: ClockedDeps, caches: AuthCaches | null, token: string): Actor | null | Promise<Actor | null> {
   if (!token.startsWith(`${TOKEN_PREFIX}_`) || token.length > 200) return null;
-  const hash = sha256Hex(token);
   const now = clock.now();
-  const cached = caches?.actors.get(`t:${hash}`, now);
+  const cached = caches?.bearers.get(token, now);
   if (cached) return cached.expiresAt > now ? cached.actor : null;
-  return bearerFromStore(db, caches, hash, now);
+  return bearerFromStore(db, caches, token, now);
 }
 
-async function bearerFromStore(db: Db, caches: AuthCaches | null, hash: string, now: number): Promise<Actor | null> {
-  const gen = caches?.actors.generation ?? 0;
-  const row = await store.findTokenActor(db, hash);
+async function bearerFromStore(db: Db, caches: AuthCaches | null, token: string, now: number): Promise<Actor | null> {
+  const gen = caches?.bearers.generation ?? 0;
+  const row = await store.findTokenActor(db, sha256Hex(token));
   if (!liveToken(row, now)) return null;
   if (!row.lastUsedAt || now - Date.parse(row.lastUsedAt) > TOUCH_EVERY_MS) await store.touchToken(db, row.tokenId, new Date(now).toISOString());
   const actor = await tokenActor(db, row);
-  caches?.actors.set(`t:${hash}`, { actor, expiresAt: row.expiresAt ? Date.parse(row.expiresAt) : Infinity }, gen, now);
+  caches?.bearers.set(token, { actor, expiresAt: row.expiresAt ? Date.parse(row.expiresAt) : Infinity }, gen, now);
   return actor;
 }
 
 /** A session's actor: from this server's cache without a promise, else from the database. */
 export function actorFromSession({ db, clock }: ClockedDeps, caches: AuthCaches | null, token: string): Actor | null | Promise<Actor | null> {
   if (token.length > 200) return null;
-  const hash = sha256Hex(token);
   const now = clock.now();
-  const cached = caches?.actors.get(`s:${hash}`, now);
+  const cached = caches?.sessions.get(token, now);
   if (cached) return cached.expiresAt > now ? cached.actor : null;
-  return sessionFromStore(db, caches, hash, now);
+  return sessionFromStore(db, caches, token, now);
 }
 
-async function sessionFromStore(db: Db, caches: AuthCaches | null, hash: string, now: number): Promise<Actor | null> {
-  const gen = caches?.actors.generation ?? 0;
-  const row = await store.findSessionActor(db, hash);
+async function sessionFromStore(db: Db, caches: AuthCaches | null, token: string, now: number): Promise<Actor | null> {
+  const gen = caches?.sessions.generation ?? 0;
+  const row = await store.findSessionActor(db, sha256Hex(token));
   if (!liveSession(row, now)) return null;
   const actor = await sessionActor(db, row);
-  caches?.actors.set(`s:${hash}`, { actor, expiresAt: Date.parse(row.expiresAt) }, gen, now);
+  caches?.sessions.set(token, { actor, expiresAt: Date.parse(row.expiresAt) }, gen, now);
   return actor;
 }
 
