@@ -96,7 +96,7 @@ export interface CachedMe {
 
 /**
  * Resolved credentials are keyed by the token as the client sent it, not by its hash: a hit then
- * costs a map lookup, not a SHA-256 and a key built per request (5-7 % of an authenticated read's
+ * costs a map lookup, not a SHA-256 and a key built per request (about 4 % of an authenticated read's
  * throughput, docs/decisions.md "Cached credentials keyed by the token itself"). Tokens stay only in
  * this process's memory, which already holds the secret key that opens every stored secret, and
  * leave it with their entry (TTL_MS, swept), a drop, or the server.
