@@ -1,5 +1,8 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { cpuMs, type Row } from './lib.js';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { cpuMs, percentile, type Row } from './lib.js';
 import { pinnedRounds } from './pin.js';
 
 /**
@@ -29,6 +32,8 @@ export interface H2loadResult {
   errors: number;
   /** The server's CPU over the round (cores). */
   serverCpu: number;
+  /** The 99th percentile of the round's request times (ms), from h2load's per-request log. */
+  p99: number;
 }
 
 /** HTTP/2 over TLS, plain HTTP/1.1, or HTTP/1.1 over TLS. */
@@ -56,7 +61,10 @@ export interface Request {
 
 /** One round (`h2loadArgs`); `serverCpuSeconds` reads the server's CPU time. */
 export async function h2loadRound(port: number, host: string, ms: number, serverCpuSeconds: () => number, connections = 4, streams = 8, mode: H2loadMode = 'h2', request: Request = {}): Promise<H2loadResult> {
-  const args = h2loadArgs(port, host, ms, connections, streams, mode, request);
+  // h2load's per-request log (start, status, microseconds), for the round's p99.
+  const logDir = mkdtempSync(path.join(os.tmpdir(), 'berth-h2load-'));
+  const logFile = path.join(logDir, 'requests.log');
+  const args = ['--log-file', logFile, ...h2loadArgs(port, host, ms, connections, streams, mode, request)];
   const cpu0 = serverCpuSeconds();
   const t0 = Date.now();
   const out = await new Promise<string>((resolve, reject) => {
@@ -67,7 +75,23 @@ export async function h2loadRound(port: number, host: string, ms: number, server
     p.once('close', (code) => (code === 0 ? resolve(text) : reject(new Error(`h2load exited with ${code}: ${text.slice(-300)}`))));
   });
   const serverCpu = (serverCpuSeconds() - cpu0) / ((Date.now() - t0) / 1000);
-  return { ...parseH2load(out), serverCpu };
+  let times: number[] = [];
+  try {
+    times = requestTimes(readFileSync(logFile, 'utf8'));
+  } finally {
+    rmSync(logDir, { recursive: true, force: true });
+  }
+  return { ...parseH2load(out), serverCpu, p99: percentile(times, 99) };
+}
+
+/** The request times (ms, sorted) in h2load's `--log-file`: a line per request, start (µs since the epoch), status, duration (µs), tab-separated. */
+export function requestTimes(log: string): number[] {
+  const out: number[] = [];
+  for (const line of log.split('\n')) {
+    const us = Number(line.split('\t')[2]);
+    if (line && Number.isFinite(us)) out.push(us / 1000);
+  }
+  return out.sort((a, b) => a - b);
 }
 
 /** The request rate and the failures in h2load's summary. */
@@ -87,10 +111,11 @@ export interface H1Side extends Request {
   pids: number[];
 }
 
-/** Medians of a side's rounds: req/s, requests per server CPU-second. */
+/** Medians of a side's rounds: req/s, requests per server CPU-second, p99 (ms). */
 export interface H1Figures {
   rps: number;
   perCpu: number;
+  p99: number;
 }
 
 /**
@@ -112,14 +137,15 @@ export async function h1Rounds(reference: H1Side, target: H1Side, rounds = 3, ms
     }
   });
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  const of = (rs: H2loadResult[]) => ({ rps: median(rs.map((r) => r.rps)), perCpu: median(rs.map((r) => r.rps / r.serverCpu)) });
+  const of = (rs: H2loadResult[]) => ({ rps: median(rs.map((r) => r.rps)), perCpu: median(rs.map((r) => r.rps / r.serverCpu)), p99: median(rs.map((r) => r.p99)) });
   return { reference: of(ref), target: of(tgt), byRound: tgt.map((r, i) => (r.rps / ref[i]!.rps).toFixed(2)).join(', '), errors: [...ref, ...tgt].reduce((a, r) => a + r.errors, 0) };
 }
 
 /**
  * An API read from h2load `--h1` against bare Fastify's hello-world, for the `foundation` and `projects`
- * benches: two rows without a target (req/s and requests per server CPU-second), and a failing row when
- * any request failed. `what` names the read (`GET /api/auth/me`).
+ * benches: three rows without a target (req/s, requests per server CPU-second, and p99: the server's own
+ * latency with 32 requests in flight, from a client that is not the bound and does not share its CPU),
+ * and a failing row when any request failed. `what` names the read (`GET /api/auth/me`).
  */
 export async function apiRowsFromC(bench: string, what: string, bare: H1Side, berth: H1Side): Promise<Row[]> {
   const c = await h1Rounds(bare, berth);
@@ -127,6 +153,7 @@ export async function apiRowsFromC(bench: string, what: string, bare: H1Side, be
   const rows: Row[] = [
     { bench, metric: `${what} req/s from h2load --h1 (a C client on its own CPU, both servers on another; 32 connections; median of 3) vs bare Fastify`, value: c.target.rps, unit: 'req/s', reference: c.reference.rps, ratio: c.target.rps / c.reference.rps },
     { bench, metric: `${what} from h2load --h1: requests per server CPU-second vs bare Fastify`, value: c.target.perCpu, unit: '/cpu-s', reference: c.reference.perCpu, ratio: c.target.perCpu / c.reference.perCpu },
+    { bench, metric: `${what} p99 from h2load --h1 (median of 3) vs bare Fastify's`, value: c.target.p99, unit: 'ms', reference: c.reference.p99, ratio: c.target.p99 / c.reference.p99 },
   ];
   if (c.errors) rows.push({ bench, metric: `${what} and bare Fastify from h2load --h1: failed requests`, value: c.errors, unit: '', ok: false });
   return rows;

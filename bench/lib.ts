@@ -32,7 +32,8 @@ export interface LoadOptions {
   expect?: number;
 }
 
-function percentile(sorted: number[], p: number): number {
+/** The `p`th percentile of sorted values (NaN for none). */
+export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { h2loadArgs, parseH2load } from '../../bench/h2load.js';
+import { h2loadArgs, parseH2load, requestTimes } from '../../bench/h2load.js';
 
 /** The summary h2load 1.52 (Debian 12's nghttp2-client) printed for a round against a node:http2 server. */
 const SUMMARY = `
@@ -36,6 +36,11 @@ describe('bench h2load rounds', () => {
     assert.deepEqual(h2loadArgs(3000, '127.0.0.1', 3000, 32, 1, 'h1', { path: '/api/auth/me', headers: { authorization: 'Bearer t' } }), [
       '--h1', '-D', '3', '-c', '32', '-m', '1', '-t', '1', '-H', 'authorization: Bearer t', '--connect-to=127.0.0.1:3000', 'http://127.0.0.1/api/auth/me',
     ]);
+  });
+
+  it("reads each request's time from h2load's log file, in milliseconds, sorted", () => {
+    const log = '1796202088912345\t200\t2500\n1796202088912400\t200\t900\n1796202088912500\t404\t1200\n';
+    assert.deepEqual(requestTimes(log), [0.9, 1.2, 2.5]);
   });
 
   it('refuses output without a summary instead of reading a rate of 0', () => {
