@@ -16,6 +16,8 @@ export interface SavedRun {
   commit?: string;
   /** The machine's 1-minute load average when the run began and ended, for the reader. */
   load?: { start: number; end: number };
+  /** Per bench, how fast each vCPU ran a fixed loop at its start and end, against the fastest (bench/pin.ts). */
+  vcpus?: Record<string, { start: string | null; end: string | null }>;
   rows: Row[];
 }
 

@@ -10,6 +10,7 @@ import { loadavg } from 'node:os';
 import path from 'node:path';
 import { compareRuns, formatComparison, type SavedRun } from './compare.js';
 import { printRows, ROOT, type Bench, type Row } from './lib.js';
+import { describeVcpuSpeeds } from './pin.js';
 
 /** name -> [file, exported function]. Areas add their bench here. */
 const BENCHES: Record<string, [string, string]> = {
@@ -44,11 +45,16 @@ const earlier = compareWith ? (JSON.parse(readFileSync(compareWith, 'utf8')) as 
 const wanted = args;
 const loadStart = loadavg()[0]!;
 const rows: Row[] = [];
+/** Per bench, the vCPUs' speeds at its start and end (`describeVcpuSpeeds`). */
+const vcpus: Record<string, { start: string | null; end: string | null }> = {};
 for (const [name, [file, fn]] of Object.entries(BENCHES)) {
   if (wanted.length && !wanted.includes(name)) continue;
   const full = path.join(ROOT, 'bench', file);
   if (!existsSync(full)) continue;
   console.error(`running bench ${name} ...`);
+  // The vCPUs' speeds just now (bench/pin.ts): the VM's slow state shows as one near 0.5.
+  const speedsBefore = describeVcpuSpeeds();
+  if (speedsBefore) console.error(`  vCPU speeds at the start (the same loop, against the fastest): ${speedsBefore}`);
   try {
     const mod = (await import(full)) as Record<string, Bench>;
     rows.push(...(await mod[fn]!()));
@@ -56,6 +62,9 @@ for (const [name, [file, fn]] of Object.entries(BENCHES)) {
     console.error(`bench ${name} failed: ${(e as Error).stack ?? e}`);
     rows.push({ bench: name, metric: 'error', value: NaN, unit: '', ok: false });
   }
+  const speedsAfter = describeVcpuSpeeds();
+  if (speedsAfter) console.error(`  vCPU speeds at the end: ${speedsAfter}`);
+  if (speedsBefore || speedsAfter) vcpus[name] = { start: speedsBefore, end: speedsAfter };
 }
 printRows(rows);
 
@@ -65,7 +74,7 @@ try {
 } catch {
   /* not a checkout */
 }
-const run: SavedRun = { at: new Date().toISOString(), commit, load: { start: loadStart, end: loadavg()[0]! }, rows };
+const run: SavedRun = { at: new Date().toISOString(), commit, load: { start: loadStart, end: loadavg()[0]! }, vcpus, rows };
 mkdirSync(path.join(ROOT, 'bench', 'runs'), { recursive: true });
 for (const file of [path.join(ROOT, 'bench', 'runs', 'latest.json'), saveTo]) {
   if (file) writeFileSync(file, JSON.stringify(run, null, 2) + '\n');

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { expandCpuList, pinPlan } from '../../bench/pin.js';
+import { affinityOf, expandCpuList, pinPlan, vcpuSpeeds } from '../../bench/pin.js';
 
 describe('bench pinned rounds', () => {
   it('puts the servers on the first CPU this process may use and the load generator on the rest', () => {
@@ -23,5 +23,15 @@ describe('bench pinned rounds', () => {
     assert.deepEqual(expandCpuList('0,1'), [0, 1]);
     assert.deepEqual(expandCpuList('0-3'), [0, 1, 2, 3]);
     assert.deepEqual(expandCpuList('0-1,4,6-7'), [0, 1, 4, 6, 7]);
+  });
+
+  it("gives each CPU's speed against the fastest, and this process its CPUs back", () => {
+    const before = affinityOf(process.pid);
+    const speeds = vcpuSpeeds(20);
+    assert.equal(affinityOf(process.pid), before);
+    if (!speeds) return; // one CPU, or no taskset
+    assert.deepEqual([...speeds.keys()], expandCpuList(before!));
+    assert.equal(Math.max(...speeds.values()), 1);
+    for (const r of speeds.values()) assert.ok(r > 0 && r <= 1);
   });
 });
