@@ -65,23 +65,21 @@ export async function h2loadRound(port: number, host: string, ms: number, server
   const logDir = mkdtempSync(path.join(os.tmpdir(), 'berth-h2load-'));
   const logFile = path.join(logDir, 'requests.log');
   const args = ['--log-file', logFile, ...h2loadArgs(port, host, ms, connections, streams, mode, request)];
-  const cpu0 = serverCpuSeconds();
-  const t0 = Date.now();
-  const out = await new Promise<string>((resolve, reject) => {
-    const p = spawn('h2load', args, { stdio: ['ignore', 'pipe', 'ignore'] });
-    let text = '';
-    p.stdout.setEncoding('utf8').on('data', (d: string) => (text += d));
-    p.once('error', reject);
-    p.once('close', (code) => (code === 0 ? resolve(text) : reject(new Error(`h2load exited with ${code}: ${text.slice(-300)}`))));
-  });
-  const serverCpu = (serverCpuSeconds() - cpu0) / ((Date.now() - t0) / 1000);
-  let times: number[] = [];
   try {
-    times = requestTimes(readFileSync(logFile, 'utf8'));
+    const cpu0 = serverCpuSeconds();
+    const t0 = Date.now();
+    const out = await new Promise<string>((resolve, reject) => {
+      const p = spawn('h2load', args, { stdio: ['ignore', 'pipe', 'ignore'] });
+      let text = '';
+      p.stdout.setEncoding('utf8').on('data', (d: string) => (text += d));
+      p.once('error', reject);
+      p.once('close', (code) => (code === 0 ? resolve(text) : reject(new Error(`h2load exited with ${code}: ${text.slice(-300)}`))));
+    });
+    const serverCpu = (serverCpuSeconds() - cpu0) / ((Date.now() - t0) / 1000);
+    return { ...parseH2load(out), serverCpu, p99: percentile(requestTimes(readFileSync(logFile, 'utf8')), 99) };
   } finally {
     rmSync(logDir, { recursive: true, force: true });
   }
-  return { ...parseH2load(out), serverCpu, p99: percentile(times, 99) };
 }
 
 /** The request times (ms, sorted) in h2load's `--log-file`: a line per request, start (µs since the epoch), status, duration (µs), tab-separated. */

@@ -52,7 +52,7 @@ for (const [name, [file, fn]] of Object.entries(BENCHES)) {
   const full = path.join(ROOT, 'bench', file);
   if (!existsSync(full)) continue;
   console.error(`running bench ${name} ...`);
-  // The vCPUs' speeds just now (bench/pin.ts): the VM's slow state shows as one near 0.5.
+  // The vCPUs' speeds just now (bench/pin.ts): the VM's slow state shows as one at 0.3-0.7.
   const speedsBefore = describeVcpuSpeeds();
   if (speedsBefore) console.error(`  vCPU speeds at the start (the same loop, against the fastest): ${speedsBefore}`);
   try {

@@ -4,8 +4,9 @@
  * and the guest is not told (no steal time in /proc/stat; the same work's CPU time per request
  * doubles). It is work that uses the caches and memory that slows: a loop of arithmetic runs at the
  * same speed on both vCPUs meanwhile, a walk over a 4 MiB table at 0.3-0.6 on one ("2026-12-02
- * 09:40-10:10"; `vcpuSpeeds` below measures it). Two servers measured back to back landed on different vCPUs as the scheduler pleased,
- * so a round's ratio compared two vCPUs as much as two servers (0.44 to 1.20 in one run). While a
+ * 09:40-10:10"; `vcpuSpeeds` below measures it). Two servers measured back to back landed on
+ * different vCPUs as the scheduler pleased, so a round's ratio compared two vCPUs as much as two
+ * servers (0.44 to 1.20 in one run). While a
  * comparison's rounds run, its servers (every thread) share one CPU and this process (the load
  * generator, and the h2load it spawns, which inherits its affinity) runs on the others: both sides
  * of a round get the same vCPU, and the load generator never takes the servers' core.
