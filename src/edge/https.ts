@@ -34,6 +34,9 @@ const H2_IDLE_MS = 30_000;
  *   same timeouts, request handler, WebSocket upgrades, connection cap and closing. An `h2` connection
  *   goes to a node:http2 server whose compatibility requests reach `edge.handleRequest`, the same
  *   handler (which writes no connection-specific headers over HTTP/2, and offers no upgrade there).
+ * - Every accepted connection has Nagle's algorithm off (`noDelay`, TCP_NODELAY), as node:https's and
+ *   node:http's servers and nginx's `tcp_nodelay` have it: node:tls and node:http2 leave it on, and an
+ *   HTTP/2 answer written while an earlier frame is still unacknowledged would wait a round trip.
  * - TLS 1.2 minimum, Node's default cipher list (its OpenSSL's modern defaults: ECDHE with AES-GCM or
  *   ChaCha20-Poly1305 first), the server's cipher order. No OCSP stapling.
  * - TLS-ALPN-01 (RFC 8737): a ClientHello offering `acme-tls/1` is a validation; `ALPNCallback`
@@ -77,6 +80,7 @@ export class EdgeTls {
       },
       minVersion: 'TLSv1.2',
       honorCipherOrder: true,
+      noDelay: true,
       handshakeTimeout: Math.max(1000, edge.limits.headersTimeoutMs),
       SNICallback(this: unknown, servername: string, cb: (err: Error | null, ctx?: tls.SecureContext) => void) {
         if (this && typeof this === 'object' && acmeSockets.has(this)) self.alpnChallenge(servername, cb);

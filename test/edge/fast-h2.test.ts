@@ -354,3 +354,8 @@ test('with the fast path off (BERTH_EDGE_FAST_PATH=0) there is no HTTP/2 fast pa
   const plain = new EdgeServer({ lookup: () => target, upstream: () => ({ host: '127.0.0.1', port: appPort, key: `127.0.0.1:${appPort}` }) }, requests, createLogger('silent'), { fastPath: false });
   assert.equal(plain.fastStreams, null);
 });
+
+test("the TLS listener turns Nagle's algorithm off for every connection, HTTP/2 ones included, as node:https and nginx do", () => {
+  // node:tls and node:http2 default to it on; net.Server keeps the `noDelay` option it applies to each accepted socket.
+  assert.equal((edgeTls.server as unknown as { noDelay?: boolean }).noDelay, true);
+});
