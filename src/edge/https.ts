@@ -36,7 +36,7 @@ const H2_IDLE_MS = 30_000;
  *   handler (which writes no connection-specific headers over HTTP/2, and offers no upgrade there).
  * - Every accepted connection has Nagle's algorithm off (`noDelay`, TCP_NODELAY), as node:https's and
  *   node:http's servers and nginx's `tcp_nodelay` have it: node:tls and node:http2 leave it on, and an
- *   HTTP/2 answer written while an earlier frame is still unacknowledged would wait a round trip.
+ *   HTTP/2 answer written while an earlier frame is still unacknowledged could wait for its acknowledgement.
  * - TLS 1.2 minimum, Node's default cipher list (its OpenSSL's modern defaults: ECDHE with AES-GCM or
  *   ChaCha20-Poly1305 first), the server's cipher order. No OCSP stapling.
  * - TLS-ALPN-01 (RFC 8737): a ClientHello offering `acme-tls/1` is a validation; `ALPNCallback`
